@@ -1,0 +1,1 @@
+//! foliosim: a deterministic model of the Linux page cache and reclaim.

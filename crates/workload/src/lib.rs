@@ -1,0 +1,4 @@
+//! Workloads, kept apart from the kernel model: they produce I/O requests and
+//! page touches; `foliosim` drives them through the model.
+
+pub mod mmap_probe;
