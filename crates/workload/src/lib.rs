@@ -2,3 +2,4 @@
 //! page touches; `foliosim` drives them through the model.
 
 pub mod mmap_probe;
+pub mod units;
