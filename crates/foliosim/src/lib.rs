@@ -1,1 +1,9 @@
-//! foliosim: a deterministic model of the Linux page cache and reclaim.
+//! foliosim: a deterministic userspace model of the Linux kernel's page
+//! cache, readahead and fault-around, reclaim (classic LRU and MGLRU),
+//! workingset refault detection, memcg limits, swap and writeback.
+//!
+//! `mm` is the kernel model, one module per kernel file; `sim` drives
+//! workloads (from the `foliosim-workload` crate) through it; `report`
+//! prints the kernel's counters; `reproduce` holds the seeds' experiments.
+
+pub mod mm;

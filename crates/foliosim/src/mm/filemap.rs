@@ -1,0 +1,618 @@
+//! The page cache (mm/filemap.c): per-file slots holding folios or shadow
+//! entries, the read(2) path and the mmap fault path's page-cache side
+//! (filemap_fault, filemap_map_pages, do_sync_mmap_readahead,
+//! do_async_mmap_readahead).
+
+use super::folio::{pg, FolioId};
+use super::memcontrol::MemcgId;
+use super::readahead::FileRaState;
+use super::vmscan::ReclaimPolicy;
+use super::vmstat::Item;
+use super::workingset::Shadow;
+use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
+
+/// MMAP_LOTSAMISS: past this many net misses, mmap read-around stops.
+pub const MMAP_LOTSAMISS: u32 = 100;
+
+const SHADOW_BIT: u64 = 1 << 63;
+/// A swap entry: the anonymous page was written to swap (its shadow rides along).
+const SWAP_BIT: u64 = 1 << 62;
+
+/// A page-cache slot: empty, a folio, or a shadow entry left by eviction
+/// (the xarray value entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Empty,
+    Folio(FolioId),
+    Shadow(Shadow),
+    /// Anonymous page in swap, with its shadow.
+    Swap(Shadow),
+}
+
+/// Readahead I/O still in flight: pages [start, end) become uptodate at `done`.
+#[derive(Clone, Copy, Debug, Default)]
+struct InflightRead {
+    start: u32,
+    end: u32,
+    done: u64,
+}
+
+const INFLIGHT_RING: usize = 8;
+
+/// struct address_space: one per simulated file. Slots are a dense array
+/// (8 bytes per page of file) instead of an xarray: files are fixed-size.
+pub struct AddressSpace {
+    pub id: u32,
+    pub size: u64,
+    slots: Vec<u64>,
+    pub nrpages: u64,
+    pub nrshadows: u64,
+    inflight: [InflightRead; INFLIGHT_RING],
+    inflight_next: usize,
+}
+
+impl AddressSpace {
+    pub fn new(id: u32, size: u64) -> Self {
+        let n = size.div_ceil(PAGE_SIZE) as usize;
+        AddressSpace {
+            id,
+            size,
+            slots: vec![0; n],
+            nrpages: 0,
+            nrshadows: 0,
+            inflight: [InflightRead::default(); INFLIGHT_RING],
+            inflight_next: 0,
+        }
+    }
+
+    #[inline]
+    pub fn nr_pages(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    #[inline]
+    pub fn slot(&self, index: u64) -> Slot {
+        let v = self.slots[index as usize];
+        if v == 0 {
+            Slot::Empty
+        } else if v & SWAP_BIT != 0 {
+            Slot::Swap(Shadow(v & !(SHADOW_BIT | SWAP_BIT)))
+        } else if v & SHADOW_BIT != 0 {
+            Slot::Shadow(Shadow(v & !SHADOW_BIT))
+        } else {
+            Slot::Folio((v - 1) as FolioId)
+        }
+    }
+
+    #[inline]
+    pub fn folio(&self, index: u64) -> Option<FolioId> {
+        let v = self.slots[index as usize];
+        if v != 0 && v & SHADOW_BIT == 0 {
+            Some((v - 1) as FolioId)
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn set_folio(&mut self, index: u64, id: FolioId) {
+        let old = self.slots[index as usize];
+        if old & SHADOW_BIT != 0 {
+            self.nrshadows -= 1;
+        }
+        self.slots[index as usize] = id as u64 + 1;
+        self.nrpages += 1;
+    }
+
+    #[inline]
+    pub fn set_folio_pub(&mut self, index: u64, id: FolioId) {
+        self.set_folio(index, id)
+    }
+
+    /// Replaces a folio by its shadow (or nothing) on eviction.
+    #[inline]
+    pub fn replace_with_shadow(&mut self, index: u64, shadow: Option<Shadow>) {
+        self.nrpages -= 1;
+        self.slots[index as usize] = match shadow {
+            Some(s) => {
+                self.nrshadows += 1;
+                s.0 | SHADOW_BIT
+            }
+            None => 0,
+        };
+    }
+
+    /// An anonymous folio was swapped out: leave the swap entry.
+    #[inline]
+    pub fn set_swap_entry(&mut self, index: u64, shadow: Shadow) {
+        self.nrpages -= 1;
+        self.slots[index as usize] = shadow.0 | SHADOW_BIT | SWAP_BIT;
+    }
+
+    /// Swap-in: the swap entry is consumed.
+    #[inline]
+    pub fn clear_swap_entry(&mut self, index: u64) {
+        self.slots[index as usize] = 0;
+    }
+
+    /// page_cache_prev_miss(): the highest index < =`index` within
+    /// `max_scan` pages that holds no folio, or u64::MAX when the cache is
+    /// populated down to index 0 (the kernel's ULONG_MAX).
+    pub fn page_cache_prev_miss(&self, index: u64, max_scan: u64) -> u64 {
+        let mut i = index;
+        let mut n = 0;
+        loop {
+            if n >= max_scan {
+                return i;
+            }
+            if self.folio(i).is_none() {
+                return i;
+            }
+            if i == 0 {
+                return u64::MAX;
+            }
+            i -= 1;
+            n += 1;
+        }
+    }
+
+    /// page_cache_next_miss(): the lowest index >= `index` within
+    /// `max_scan` pages that holds no folio.
+    pub fn page_cache_next_miss(&self, index: u64, max_scan: u64) -> u64 {
+        let mut i = index;
+        for _ in 0..max_scan {
+            if i >= self.nr_pages() || self.folio(i).is_none() {
+                return i;
+            }
+            i += 1;
+        }
+        i
+    }
+
+    #[inline]
+    fn note_inflight(&mut self, start: u64, end: u64, done: u64) {
+        self.inflight[self.inflight_next] = InflightRead { start: start as u32, end: end as u32, done };
+        self.inflight_next = (self.inflight_next + 1) % INFLIGHT_RING;
+    }
+
+    /// When the read bringing in `index` completes, if still in flight.
+    #[inline]
+    pub fn io_done_at(&self, index: u64, now: u64) -> Option<u64> {
+        let i = index as u32;
+        let mut latest = None;
+        for r in &self.inflight {
+            if r.done > now && i >= r.start && i < r.end {
+                latest = Some(latest.map_or(r.done, |d: u64| d.max(r.done)));
+            }
+        }
+        latest
+    }
+}
+
+/// struct file: an open file description with its readahead state and the
+/// hints that fadvise / madvise leave on it or on its mapping.
+#[derive(Clone, Debug)]
+pub struct OpenFile {
+    pub mapping: u32,
+    pub ra: FileRaState,
+    /// FMODE_RANDOM (POSIX_FADV_RANDOM).
+    pub fmode_random: bool,
+    /// VM_RAND_READ / VM_SEQ_READ of the file's mmap (MADV_RANDOM / MADV_SEQUENTIAL).
+    pub vm_rand_read: bool,
+    pub vm_seq_read: bool,
+    /// The memcg of the task using it.
+    pub memcg: MemcgId,
+}
+
+/// FAULT_FLAG_TRIED: this is the retry after VM_FAULT_RETRY.
+pub const FAULT_FLAG_TRIED: u32 = 1 << 0;
+
+/// vm_fault_t results used by the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmFault {
+    /// The page is mapped (VM_FAULT_NOPAGE / a completed fault).
+    Done,
+    /// The mmap lock was dropped for I/O: retry with FAULT_FLAG_TRIED.
+    Retry,
+    /// Could not allocate or charge: the task is OOM-killed.
+    Oom,
+}
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// filemap_add_folio(): allocate, charge and insert a folio at `index`,
+    /// feeding a shadow entry found there to workingset_refault(), then put
+    /// it on the LRU. `may_retry` is false for readahead (__GFP_NORETRY).
+    pub fn filemap_add_folio(&mut self, mapping: u32, index: u64, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
+        let id = self.alloc_folio(memcg, may_retry)?;
+        let shadow = match self.core.files[mapping as usize].slot(index) {
+            Slot::Shadow(s) => Some(s),
+            Slot::Empty => None,
+            Slot::Folio(_) | Slot::Swap(_) => unreachable!("filemap_add_folio over a present folio or swap entry"),
+        };
+        {
+            let f = self.core.folios.get_mut(id);
+            f.mapping = mapping;
+            f.index = index as u32;
+            f.flags = pg::LOCKED | pg::UPTODATE;
+        }
+        self.core.files[mapping as usize].set_folio(index, id);
+        self.core.memcgs[memcg as usize].nr_file += 1;
+        if let Some(s) = shadow {
+            self.policy.workingset_refault(&mut self.core, id, s);
+        }
+        self.policy.folio_add_lru(&mut self.core, id);
+        self.core.folios.get_mut(id).clear(pg::LOCKED);
+        Some(id)
+    }
+
+    /// Submits the read of pages [start, end) of a file (read_pages /
+    /// filemap_read_folio): pgpgin in KiB as /proc/vmstat counts it.
+    /// Returns the completion time.
+    pub fn submit_read(&mut self, mapping: u32, start: u64, end: u64, memcg: MemcgId) -> u64 {
+        let nr = end - start;
+        self.core.count(memcg, Item::PGPGIN, nr * (PAGE_SIZE / 1024));
+        let done = self.core.dev.submit(self.core.now, nr * PAGE_SIZE, false);
+        self.core.files[mapping as usize].note_inflight(start, end, done);
+        done
+    }
+
+    /// Waits for the read of `index` if it is still in flight
+    /// (folio_wait_locked on a folio under read I/O).
+    #[inline]
+    pub fn wait_uptodate(&mut self, mapping: u32, index: u64) {
+        if let Some(t) = self.core.files[mapping as usize].io_done_at(index, self.core.now) {
+            self.core.wait_until(t);
+        }
+    }
+
+    /// filemap_read() for `count` bytes at `pos` (read(2) / pread(2)).
+    /// Returns the bytes read (short at EOF), or None if the task was
+    /// OOM-killed.
+    pub fn filemap_read(&mut self, file: &mut OpenFile, mut pos: u64, count: u64) -> Option<u64> {
+        let mapping = file.mapping;
+        let isize = self.core.files[mapping as usize].size;
+        if pos >= isize {
+            return Some(0);
+        }
+        let end = (pos + count).min(isize);
+        let mut last_pos = file.ra.prev_pos;
+        self.core.cpu(self.core.cost.syscall);
+        let mut batch: [FolioId; 32] = [0; 32];
+        while pos < end {
+            let index = pos >> PAGE_SHIFT;
+            let last_index = end.div_ceil(PAGE_SIZE);
+            // filemap_get_pages()
+            let mut n = self.filemap_get_read_batch(mapping, index, last_index, &mut batch);
+            if n == 0 {
+                self.page_cache_sync_ra(file, index, last_index - index);
+                n = self.filemap_get_read_batch(mapping, index, last_index, &mut batch);
+            }
+            if n == 0 {
+                // filemap_create_folio(): read just this page.
+                let id = self.filemap_add_folio(mapping, index, file.memcg, true)?;
+                self.submit_read(mapping, index, index + 1, file.memcg);
+                batch[0] = id;
+                n = 1;
+            }
+            let last = batch[n - 1];
+            let lf = self.core.folios.get(last);
+            if lf.test(pg::READAHEAD) && !lf.test(pg::WRITEBACK) {
+                let li = lf.index as u64;
+                self.page_cache_async_ra(file, last, li, last_index - li);
+            }
+            for (i, &id) in batch[..n].iter().enumerate() {
+                let fi = self.core.folios.get(id).index as u64;
+                self.wait_uptodate(mapping, fi);
+                // Only the first folio of a read that stays in the folio
+                // of the previous read is not marked accessed again.
+                if i > 0 || (last_pos >> PAGE_SHIFT) != fi || pos == 0 && last_pos == 0 {
+                    self.policy.folio_mark_accessed(&mut self.core, id);
+                }
+                self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
+                let fstart = fi << PAGE_SHIFT;
+                let chunk_end = (fstart + PAGE_SIZE).min(end);
+                let copied = chunk_end - pos.max(fstart);
+                self.core.cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
+                pos = chunk_end;
+                last_pos = pos;
+            }
+        }
+        file.ra.prev_pos = pos;
+        Some(end - (end - pos))
+    }
+
+    /// filemap_get_read_batch(): contiguous cached folios from `index`,
+    /// stopping after one that is under readahead marking or not uptodate.
+    fn filemap_get_read_batch(&mut self, mapping: u32, index: u64, last_index: u64, batch: &mut [FolioId; 32]) -> usize {
+        let a = &self.core.files[mapping as usize];
+        let mut n = 0;
+        let mut i = index;
+        while i < last_index && n < batch.len() {
+            match a.folio(i) {
+                Some(id) => {
+                    batch[n] = id;
+                    n += 1;
+                    let f = self.core.folios.get(id);
+                    if f.test(pg::READAHEAD) || a.io_done_at(i, self.core.now).is_some() {
+                        break;
+                    }
+                }
+                None => break,
+            }
+            i += 1;
+        }
+        n
+    }
+
+    /// A buffered write of `count` bytes at `pos`: each page is found or
+    /// created (read first when partially overwritten and not cached),
+    /// dirtied and marked accessed; then balance_dirty_pages().
+    pub fn filemap_write(&mut self, file: &mut OpenFile, pos: u64, count: u64) -> Option<u64> {
+        let mapping = file.mapping;
+        let isize = self.core.files[mapping as usize].size;
+        let end = (pos + count).min(isize);
+        self.core.cpu(self.core.cost.syscall);
+        let mut p = pos;
+        while p < end {
+            let index = p >> PAGE_SHIFT;
+            let fstart = index << PAGE_SHIFT;
+            let chunk_end = (fstart + PAGE_SIZE).min(end);
+            let id = match self.core.files[mapping as usize].folio(index) {
+                Some(id) => {
+                    self.wait_uptodate(mapping, index);
+                    id
+                }
+                None => {
+                    let partial = p > fstart || chunk_end < (fstart + PAGE_SIZE).min(isize);
+                    let id = self.filemap_add_folio(mapping, index, file.memcg, true)?;
+                    if partial {
+                        let done = self.submit_read(mapping, index, index + 1, file.memcg);
+                        self.core.wait_until(done);
+                    }
+                    id
+                }
+            };
+            self.core.cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
+            self.folio_mark_dirty(id);
+            self.policy.folio_mark_accessed(&mut self.core, id);
+            p = chunk_end;
+        }
+        self.balance_dirty_pages(file.memcg);
+        Some(end - pos)
+    }
+
+    /// Direct I/O: no page cache, the task waits for the device.
+    pub fn direct_io(&mut self, file: &OpenFile, bytes: u64, write: bool) -> u64 {
+        self.core.cpu(self.core.cost.syscall);
+        let item = if write { Item::PGPGOUT } else { Item::PGPGIN };
+        self.core.count(file.memcg, item, bytes.div_ceil(1024));
+        let done = self.core.dev.submit(self.core.now, bytes, write);
+        self.core.wait_until(done);
+        bytes
+    }
+
+    /// One user access to page `index` of a file mapping: a TLB-level hit on
+    /// a mapped page just sets the PTE's accessed bit; anything else is a
+    /// page fault (handle_mm_fault with the VM_FAULT_RETRY loop).
+    #[inline]
+    pub fn mmap_access(&mut self, file: &mut OpenFile, index: u64) -> bool {
+        if let Some(id) = self.core.files[file.mapping as usize].folio(index) {
+            let f = self.core.folios.get_mut(id);
+            if f.test(pg::MAPPED) {
+                f.set(pg::PTE_YOUNG);
+                f.clear(pg::RA_UNUSED);
+                self.core.cpu(self.core.cost.touch_mapped);
+                return true;
+            }
+        }
+        self.handle_mm_fault(file, index)
+    }
+
+    /// filemap_fault(): the ->fault handler, called when fault-around did
+    /// not map the page.
+    pub fn filemap_fault(&mut self, file: &mut OpenFile, index: u64, flags: u32) -> VmFault {
+        let mapping = file.mapping;
+        let memcg = file.memcg;
+        let mut fpin = false;
+        let id = match self.core.files[mapping as usize].folio(index) {
+            Some(id) => {
+                if flags & FAULT_FLAG_TRIED == 0 {
+                    fpin = self.do_async_mmap_readahead(file, id, index);
+                }
+                if self.core.files[mapping as usize].io_done_at(index, self.core.now).is_some() {
+                    // lock_folio_maybe_drop_mmap(): the folio is locked for
+                    // I/O; drop the mmap lock and retry (unless already
+                    // retried, when the task just waits).
+                    if flags & FAULT_FLAG_TRIED == 0 {
+                        fpin = true;
+                    } else {
+                        self.wait_uptodate(mapping, index);
+                    }
+                }
+                id
+            }
+            None => {
+                self.core.count(memcg, Item::PGMAJFAULT, 1);
+                fpin = self.do_sync_mmap_readahead(file, index, flags);
+                match self.core.files[mapping as usize].folio(index) {
+                    Some(id) => id,
+                    None => {
+                        // __filemap_get_folio(FGP_CREAT) then the
+                        // page_not_uptodate path: filemap_read_folio().
+                        let Some(id) = self.filemap_add_folio(mapping, index, memcg, true) else {
+                            return VmFault::Oom;
+                        };
+                        self.submit_read(mapping, index, index + 1, memcg);
+                        if flags & FAULT_FLAG_TRIED == 0 {
+                            fpin = true;
+                        } else {
+                            self.wait_uptodate(mapping, index);
+                        }
+                        id
+                    }
+                }
+            }
+        };
+        if fpin {
+            self.core.count_vm(Item::FAULT_RETRY, 1);
+            return VmFault::Retry;
+        }
+        self.wait_uptodate(mapping, index);
+        // finish_fault(): map the faulting page, young.
+        self.map_folio_pte(id, memcg, true);
+        VmFault::Done
+    }
+
+    /// Installs the PTE for a folio (set_pte_range + folio_add_file_rmap).
+    #[inline]
+    pub fn map_folio_pte(&mut self, id: FolioId, memcg: MemcgId, young: bool) {
+        let f = self.core.folios.get_mut(id);
+        if !f.test(pg::MAPPED) {
+            f.set(pg::MAPPED);
+            self.core.memcgs[memcg as usize].nr_mapped += 1;
+        }
+        if young {
+            f.set(pg::PTE_YOUNG);
+        }
+    }
+
+    /// filemap_map_pages(): map the uptodate, unlocked folios of
+    /// [start, end] that are not marked for readahead, and settle
+    /// mmap_miss. Returns true when the faulting page got mapped.
+    pub fn filemap_map_pages(&mut self, file: &mut OpenFile, start: u64, end: u64, fault_index: u64, flags: u32) -> bool {
+        let mapping = file.mapping;
+        let memcg = file.memcg;
+        let old_ptes = self.core.cfg.variants.old_prefaulted_ptes;
+        let p1 = self.core.cfg.variants.mmap_miss_p1;
+        let p2 = self.core.cfg.variants.mmap_miss_p2;
+        let now = self.core.now;
+        let mut hits: u32 = 0;
+        let mut mapped_fault = false;
+        let mut nr_mapped = 0u64;
+        let end = end.min(self.core.files[mapping as usize].nr_pages() - 1);
+        for idx in start..=end {
+            let a = &self.core.files[mapping as usize];
+            let Some(id) = a.folio(idx) else { continue };
+            if a.io_done_at(idx, now).is_some() {
+                continue;
+            }
+            let f = self.core.folios.get_mut(id);
+            // next_uptodate_folio() skips locked and PG_readahead folios.
+            if f.test(pg::READAHEAD) || f.test(pg::LOCKED) || f.test(pg::WRITEBACK) && false {
+                continue;
+            }
+            // filemap_map_order0_folio(): every mapped folio that is not
+            // workingset counts as a hit, even if its PTE already exists.
+            if !f.test(pg::WORKINGSET) && !p1 {
+                hits += 1;
+            }
+            if idx == fault_index {
+                mapped_fault = true;
+                if p1 && !f.test(pg::WORKINGSET) {
+                    hits += 1;
+                }
+            }
+            if f.test(pg::MAPPED) {
+                continue;
+            }
+            f.set(pg::MAPPED);
+            // Prefaulted PTEs are old where arch_wants_old_prefaulted_pte().
+            if idx == fault_index || !old_ptes {
+                f.set(pg::PTE_YOUNG);
+            }
+            if idx == fault_index {
+                f.clear(pg::RA_UNUSED);
+            }
+            nr_mapped += 1;
+        }
+        self.core.memcgs[memcg as usize].nr_mapped += nr_mapped;
+        self.core.count_vm(Item::FAULTAROUND_MAPPED, nr_mapped);
+        self.core.cpu(self.core.cost.map_page * (end + 1 - start));
+        // Seed 002 patch 2: a FAULT_FLAG_TRIED retry finds the folio its own
+        // miss just read; crediting it would cancel that miss.
+        if !(p2 && flags & FAULT_FLAG_TRIED != 0) {
+            let mm = &mut file.ra.mmap_miss;
+            *mm = mm.saturating_sub(hits);
+        }
+        mapped_fault
+    }
+
+    /// do_sync_mmap_readahead(): read-around on a major fault. Returns
+    /// whether the mmap lock was dropped for I/O (fpin).
+    pub fn do_sync_mmap_readahead(&mut self, file: &mut OpenFile, index: u64, _flags: u32) -> bool {
+        if file.vm_rand_read || file.ra.ra_pages == 0 {
+            return false;
+        }
+        if file.vm_seq_read {
+            self.page_cache_sync_ra(file, index, file.ra.ra_pages);
+            return true;
+        }
+        let mut mmap_miss = file.ra.mmap_miss;
+        if mmap_miss < MMAP_LOTSAMISS * 10 {
+            mmap_miss += 1;
+            file.ra.mmap_miss = mmap_miss;
+        }
+        if mmap_miss > MMAP_LOTSAMISS {
+            return false;
+        }
+        let ra_pages = file.ra.ra_pages;
+        file.ra.start = index.saturating_sub(ra_pages / 2);
+        file.ra.size = ra_pages;
+        file.ra.async_size = ra_pages / 4;
+        file.ra.order = 0;
+        self.core.count_vm(Item::RA_SYNC, 1);
+        let start = file.ra.start;
+        self.page_cache_ra_order(file, start);
+        true
+    }
+
+    /// do_async_mmap_readahead(): a cached folio was faulted on; count a hit
+    /// and push the window if it carries PG_readahead.
+    pub fn do_async_mmap_readahead(&mut self, file: &mut OpenFile, id: FolioId, index: u64) -> bool {
+        if file.vm_rand_read || file.ra.ra_pages == 0 {
+            return false;
+        }
+        if file.ra.mmap_miss > 0 {
+            file.ra.mmap_miss -= 1;
+        }
+        if self.core.folios.get(id).test(pg::READAHEAD) {
+            let ra_pages = file.ra.ra_pages;
+            self.page_cache_async_ra(file, id, index, ra_pages);
+            return true;
+        }
+        false
+    }
+
+    /// invalidate_mapping_pages(): drop clean, unmapped, unlocked folios
+    /// (POSIX_FADV_DONTNEED, fio's invalidate=1). Shadows are not left.
+    pub fn invalidate_mapping_pages(&mut self, mapping: u32) {
+        let n = self.core.files[mapping as usize].nr_pages();
+        for idx in 0..n {
+            let Some(id) = self.core.files[mapping as usize].folio(idx) else { continue };
+            let f = self.core.folios.get(id);
+            if f.test(pg::DIRTY) || f.test(pg::WRITEBACK) || f.test(pg::MAPPED) || f.test(pg::ISOLATED) {
+                continue;
+            }
+            self.policy.folio_del_lru(&mut self.core, id);
+            self.core.files[mapping as usize].replace_with_shadow(idx, None);
+            let memcg = self.core.folios.get(id).memcg;
+            self.core.memcgs[memcg as usize].nr_file -= 1;
+            self.core.free_folio(id);
+        }
+    }
+
+    /// munmap of a whole file mapping: PTEs go, folios stay cached.
+    pub fn unmap_mapping(&mut self, mapping: u32) {
+        let n = self.core.files[mapping as usize].nr_pages();
+        for idx in 0..n {
+            if let Some(id) = self.core.files[mapping as usize].folio(idx) {
+                let f = self.core.folios.get_mut(id);
+                if f.test(pg::MAPPED) {
+                    f.clear(pg::MAPPED | pg::PTE_YOUNG);
+                    let m = f.memcg;
+                    self.core.memcgs[m as usize].nr_mapped -= 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Compact folio state (include/linux/page-flags.h, include/linux/mm_types.h).
+//!
+//! One `Folio` is 24 bytes. Folios live in one dense arena indexed by
+//! `FolioId`; LRU lists are intrusive doubly linked lists through `prev` /
+//! `next`, so list operations on the hot path never allocate.
+
+pub type FolioId = u32;
+pub const NIL: FolioId = u32::MAX;
+
+/// Page flags, named as in page-flags.h. `PG_young_pte` stands for the
+/// accessed bit of the (single) PTE mapping the folio: the model keeps one
+/// mapping per folio (one mm per file mapping), which is what the seeds'
+/// workloads have.
+pub mod pg {
+    pub const LOCKED: u32 = 1 << 0;
+    pub const REFERENCED: u32 = 1 << 1;
+    pub const UPTODATE: u32 = 1 << 2;
+    pub const DIRTY: u32 = 1 << 3;
+    pub const LRU: u32 = 1 << 4;
+    pub const ACTIVE: u32 = 1 << 5;
+    pub const WORKINGSET: u32 = 1 << 6;
+    /// PG_readahead (shares PG_reclaim's bit in the kernel; separate here,
+    /// with the kernel's rule that writeback folios never trigger async ra).
+    pub const READAHEAD: u32 = 1 << 7;
+    pub const RECLAIM: u32 = 1 << 8;
+    pub const WRITEBACK: u32 = 1 << 9;
+    pub const SWAPBACKED: u32 = 1 << 10;
+    pub const SWAPCACHE: u32 = 1 << 11;
+    pub const UNEVICTABLE: u32 = 1 << 12;
+    /// Mapped by a PTE (folio_mapped()).
+    pub const MAPPED: u32 = 1 << 13;
+    /// The PTE's accessed ("young") bit.
+    pub const PTE_YOUNG: u32 = 1 << 14;
+    /// Mapped from a VM_EXEC vma.
+    pub const VM_EXEC: u32 = 1 << 15;
+    /// Isolated from the LRU by reclaim (not on any list).
+    pub const ISOLATED: u32 = 1 << 16;
+    /// Brought in by readahead and not yet accessed (for the explain report:
+    /// PG_readahead only marks one folio per window).
+    pub const RA_UNUSED: u32 = 1 << 17;
+    /// MGLRU: the folio was accessed through a page table since its last
+    /// aging (kept apart from the refs bits, as the kernel's LRU_REFS field).
+    pub const FREE: u32 = 1 << 31;
+}
+
+/// Where a folio sits in the LRU (`lru` field): a classic list index or,
+/// under MGLRU, the generation number plus one, as `folio->flags` LRU_GEN.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct Folio {
+    pub flags: u32,
+    /// File (address_space) id, or the anon space id for anonymous folios.
+    pub mapping: u32,
+    /// Page index in the mapping.
+    pub index: u32,
+    pub prev: FolioId,
+    pub next: FolioId,
+    /// Memory cgroup id.
+    pub memcg: u16,
+    /// List number (classic) or generation+1 (MGLRU); 0 when off-LRU.
+    pub lru: u8,
+    /// MGLRU: LRU_REFS (the refs counter beside PG_referenced); classic: unused.
+    pub refs: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Folio>() == 24);
+
+impl Folio {
+    #[inline]
+    pub fn test(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+    #[inline]
+    pub fn set(&mut self, f: u32) {
+        self.flags |= f;
+    }
+    #[inline]
+    pub fn clear(&mut self, f: u32) {
+        self.flags &= !f;
+    }
+    /// Test-and-clear, as folio_test_clear_referenced().
+    #[inline]
+    pub fn test_clear(&mut self, f: u32) -> bool {
+        let was = self.flags & f != 0;
+        self.flags &= !f;
+        was
+    }
+    #[inline]
+    pub fn is_file_lru(&self) -> bool {
+        !self.test(pg::SWAPBACKED)
+    }
+}
+
+/// The folio arena with a free list threaded through `next`.
+pub struct FolioTable {
+    pub f: Vec<Folio>,
+    free_head: FolioId,
+    pub nr_free: u64,
+}
+
+impl FolioTable {
+    pub fn new(capacity: usize) -> Self {
+        let mut f = vec![Folio::default(); capacity];
+        for (i, x) in f.iter_mut().enumerate() {
+            x.flags = pg::FREE;
+            x.next = if i + 1 < capacity { (i + 1) as FolioId } else { NIL };
+            x.prev = NIL;
+        }
+        FolioTable { f, free_head: if capacity > 0 { 0 } else { NIL }, nr_free: capacity as u64 }
+    }
+
+    /// Takes a free folio; None when every page frame is in use.
+    #[inline]
+    pub fn alloc(&mut self) -> Option<FolioId> {
+        let id = self.free_head;
+        if id == NIL {
+            return None;
+        }
+        let x = &mut self.f[id as usize];
+        self.free_head = x.next;
+        *x = Folio { prev: NIL, next: NIL, ..Folio::default() };
+        self.nr_free -= 1;
+        Some(id)
+    }
+
+    #[inline]
+    pub fn free(&mut self, id: FolioId) {
+        let x = &mut self.f[id as usize];
+        debug_assert!(!x.test(pg::FREE) && !x.test(pg::LRU));
+        x.flags = pg::FREE;
+        x.prev = NIL;
+        x.next = self.free_head;
+        self.free_head = id;
+        self.nr_free += 1;
+    }
+
+    #[inline]
+    pub fn get(&self, id: FolioId) -> &Folio {
+        &self.f[id as usize]
+    }
+    #[inline]
+    pub fn get_mut(&mut self, id: FolioId) -> &mut Folio {
+        &mut self.f[id as usize]
+    }
+}
+
+/// An intrusive list head; `head` is the most recently added folio
+/// (list_add), `tail` the oldest (lru_to_folio takes from the tail).
+#[derive(Clone, Copy, Debug)]
+pub struct ListHead {
+    pub head: FolioId,
+    pub tail: FolioId,
+    pub len: u64,
+}
+
+impl Default for ListHead {
+    fn default() -> Self {
+        ListHead { head: NIL, tail: NIL, len: 0 }
+    }
+}
+
+impl ListHead {
+    #[inline]
+    pub fn add(&mut self, t: &mut FolioTable, id: FolioId) {
+        let old = self.head;
+        {
+            let x = t.get_mut(id);
+            x.prev = NIL;
+            x.next = old;
+        }
+        if old != NIL {
+            t.get_mut(old).prev = id;
+        } else {
+            self.tail = id;
+        }
+        self.head = id;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn add_tail(&mut self, t: &mut FolioTable, id: FolioId) {
+        let old = self.tail;
+        {
+            let x = t.get_mut(id);
+            x.next = NIL;
+            x.prev = old;
+        }
+        if old != NIL {
+            t.get_mut(old).next = id;
+        } else {
+            self.head = id;
+        }
+        self.tail = id;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn del(&mut self, t: &mut FolioTable, id: FolioId) {
+        let (p, n) = {
+            let x = t.get(id);
+            (x.prev, x.next)
+        };
+        if p != NIL {
+            t.get_mut(p).next = n;
+        } else {
+            self.head = n;
+        }
+        if n != NIL {
+            t.get_mut(n).prev = p;
+        } else {
+            self.tail = p;
+        }
+        let x = t.get_mut(id);
+        x.prev = NIL;
+        x.next = NIL;
+        self.len -= 1;
+    }
+
+    /// Walks the list from head to tail (for invariant checks only).
+    pub fn iter<'a>(&self, t: &'a FolioTable) -> impl Iterator<Item = FolioId> + 'a {
+        let mut cur = self.head;
+        std::iter::from_fn(move || {
+            if cur == NIL {
+                None
+            } else {
+                let id = cur;
+                cur = t.get(id).next;
+                Some(id)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_ops_keep_order_and_len() {
+        let mut t = FolioTable::new(8);
+        let mut l = ListHead::default();
+        let a = t.alloc().unwrap();
+        let b = t.alloc().unwrap();
+        let c = t.alloc().unwrap();
+        l.add(&mut t, a);
+        l.add(&mut t, b);
+        l.add_tail(&mut t, c);
+        assert_eq!(l.iter(&t).collect::<Vec<_>>(), vec![b, a, c]);
+        l.del(&mut t, a);
+        assert_eq!(l.iter(&t).collect::<Vec<_>>(), vec![b, c]);
+        assert_eq!(l.len, 2);
+        assert_eq!(l.tail, c);
+        l.del(&mut t, c);
+        l.del(&mut t, b);
+        assert_eq!((l.head, l.tail, l.len), (NIL, NIL, 0));
+    }
+
+    #[test]
+    fn alloc_exhausts_and_free_recycles() {
+        let mut t = FolioTable::new(2);
+        let a = t.alloc().unwrap();
+        let _b = t.alloc().unwrap();
+        assert!(t.alloc().is_none());
+        t.free(a);
+        assert_eq!(t.nr_free, 1);
+        assert_eq!(t.alloc(), Some(a));
+    }
+}

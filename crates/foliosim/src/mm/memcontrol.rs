@@ -1,0 +1,113 @@
+//! Memory cgroups (mm/memcontrol.c, mm/page_counter.c): hard limit, charge
+//! batching through the per-cpu stock, limit reclaim in the charging task and
+//! the OOM decision.
+
+use super::vmstat::Counters;
+
+pub type MemcgId = u16;
+pub const ROOT_MEMCG: MemcgId = 0;
+
+/// MEMCG_CHARGE_BATCH: pages charged to the page counter at once; the rest
+/// sits in the per-cpu stock.
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+/// MAX_RECLAIM_RETRIES in try_charge_memcg().
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+#[derive(Clone, Debug)]
+pub struct MemCgroup {
+    pub id: MemcgId,
+    pub name: String,
+    /// memory.max / memory.limit_in_bytes, in pages; None = unlimited.
+    pub limit: Option<u64>,
+    /// page_counter usage (pages), including the stock.
+    pub usage: u64,
+    /// Pages pre-charged and not yet handed out (memcg_stock).
+    pub stock: u64,
+    /// Peak usage (memory.peak / max_usage_in_bytes).
+    pub watermark: u64,
+    /// Events and refault statistics of this memcg (memory.stat).
+    pub stat: Counters,
+    /// lruvec->nonresident_age: the clock of evictions and activations that
+    /// refault distances are measured with.
+    pub nonresident_age: u64,
+    /// lruvec->refaults[]: WORKINGSET_ACTIVATE_{ANON,FILE} at the last
+    /// reclaim (snapshot_refaults), to decide may_deactivate.
+    pub refaults_snapshot: [u64; 2],
+    /// Pages of file cache, anon, dirty, writeback, mapped (state counters).
+    pub nr_file: u64,
+    pub nr_anon: u64,
+    pub nr_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_mapped: u64,
+    pub oom_killed: bool,
+}
+
+impl MemCgroup {
+    pub fn new(id: MemcgId, name: &str, limit: Option<u64>) -> Self {
+        MemCgroup {
+            id,
+            name: name.to_string(),
+            limit,
+            usage: 0,
+            stock: 0,
+            watermark: 0,
+            stat: Counters::default(),
+            nonresident_age: 0,
+            refaults_snapshot: [0; 2],
+            nr_file: 0,
+            nr_anon: 0,
+            nr_dirty: 0,
+            nr_writeback: 0,
+            nr_mapped: 0,
+            oom_killed: false,
+        }
+    }
+
+    /// mem_cgroup_margin(): pages that can still be charged.
+    #[inline]
+    pub fn margin(&self) -> u64 {
+        match self.limit {
+            Some(l) => l.saturating_sub(self.usage),
+            None => u64::MAX,
+        }
+    }
+
+    /// page_counter_try_charge() of `nr` pages.
+    #[inline]
+    pub fn page_counter_try_charge(&mut self, nr: u64) -> bool {
+        if let Some(l) = self.limit {
+            if self.usage + nr > l {
+                return false;
+            }
+        }
+        self.usage += nr;
+        self.watermark = self.watermark.max(self.usage);
+        true
+    }
+
+    /// consume_stock(): take `nr` pages from the per-cpu stock.
+    #[inline]
+    pub fn consume_stock(&mut self, nr: u64) -> bool {
+        if self.stock >= nr {
+            self.stock -= nr;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Uncharge `nr` pages (the kernel batches uncharges too; the page
+    /// counter sees them at once here, which only matters for timing).
+    #[inline]
+    pub fn uncharge(&mut self, nr: u64) {
+        self.usage -= nr;
+    }
+
+    /// drain_stock(): return the stock to the page counter (done before the
+    /// charging task reclaims, so reclaim targets are exact).
+    #[inline]
+    pub fn drain_stock(&mut self) {
+        self.usage -= self.stock;
+        self.stock = 0;
+    }
+}

@@ -1,0 +1,508 @@
+//! The kernel model: one module per kernel file, functions named after the
+//! kernel functions they model.
+
+pub mod blkdev;
+pub mod filemap;
+pub mod folio;
+pub mod memcontrol;
+pub mod memory;
+pub mod page_writeback;
+pub mod readahead;
+pub mod swap;
+pub mod vmscan;
+pub mod vmstat;
+pub mod workingset;
+
+use blkdev::BlockDev;
+use filemap::AddressSpace;
+use folio::{pg, FolioId, FolioTable};
+use memcontrol::{MemCgroup, MemcgId};
+use serde::Serialize;
+use vmstat::{Counters, Item};
+
+pub const PAGE_SHIFT: u32 = 12;
+pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+/// SWAP_CLUSTER_MAX: the reclaim batch.
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// DEF_PRIORITY: reclaim starts scanning lru_size >> 12.
+pub const DEF_PRIORITY: i32 = 12;
+
+/// The seeds' patches and the architecture choices that change behaviour.
+/// Each is named after the patch it models; `Variants::parse` takes the
+/// names users write on the command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Variants {
+    /// Seed 002 patch 1: only the faulting address counts as an mmap hit.
+    pub mmap_miss_p1: bool,
+    /// Seed 002 patch 2: FAULT_FLAG_TRIED retries are not counted as hits.
+    pub mmap_miss_p2: bool,
+    /// arch_wants_old_prefaulted_pte(): fault-around maps old PTEs (arm64).
+    pub old_prefaulted_ptes: bool,
+    /// Seed 000: folio_add_lru() in the fault path uses folio_mark_accessed()
+    /// instead of folio_set_active() under MGLRU.
+    pub pf_mark_accessed: bool,
+    /// Seed 004: workingset protection rework (true = after, the default).
+    pub mglru_wsprot_rework: bool,
+    /// Seed 003: the reclaim loop rework (true = after the 14-patch series).
+    pub mglru_reclaim_rework: bool,
+    /// Seed 003: the isolate_folios() type-fallback fix on top.
+    pub mglru_isolate_fallback_fix: bool,
+}
+
+pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | x86 (old or young prefaulted PTEs); \
+pf-mark-accessed | pf-set-active (seed 000); wsprot-rework | wsprot-legacy (seed 004); \
+reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); baseline (none of the seed 002 patches)";
+
+impl Variants {
+    /// The newest behaviour the seeds describe, on x86.
+    pub fn newest() -> Self {
+        Variants {
+            mmap_miss_p1: false,
+            mmap_miss_p2: false,
+            old_prefaulted_ptes: false,
+            pf_mark_accessed: true,
+            mglru_wsprot_rework: true,
+            mglru_reclaim_rework: true,
+            mglru_isolate_fallback_fix: true,
+        }
+    }
+
+    /// Applies a comma- or plus-separated list such as "p1+p2,arm64".
+    pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+        for tok in spec.split([',', '+']).map(str::trim).filter(|t| !t.is_empty()) {
+            match tok {
+                "baseline" => {
+                    self.mmap_miss_p1 = false;
+                    self.mmap_miss_p2 = false;
+                }
+                "p1" => self.mmap_miss_p1 = true,
+                "p2" => self.mmap_miss_p2 = true,
+                "arm64" | "old-ptes" => self.old_prefaulted_ptes = true,
+                "x86" | "young-ptes" => self.old_prefaulted_ptes = false,
+                "pf-mark-accessed" | "after-000" => self.pf_mark_accessed = true,
+                "pf-set-active" | "before-000" => self.pf_mark_accessed = false,
+                "wsprot-rework" => self.mglru_wsprot_rework = true,
+                "wsprot-legacy" => self.mglru_wsprot_rework = false,
+                "reclaim-rework" => self.mglru_reclaim_rework = true,
+                "reclaim-legacy" => self.mglru_reclaim_rework = false,
+                "isolate-fallback-fix" => self.mglru_isolate_fallback_fix = true,
+                "no-isolate-fallback-fix" => self.mglru_isolate_fallback_fix = false,
+                _ => return Err(format!("unknown variant '{tok}' (known: {VARIANT_HELP})")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Short label for tables ("baseline", "p1", "p1+p2").
+    pub fn mmap_miss_label(&self) -> &'static str {
+        match (self.mmap_miss_p1, self.mmap_miss_p2) {
+            (false, false) => "baseline",
+            (true, false) => "p1",
+            (false, true) => "p2",
+            (true, true) => "p1+p2",
+        }
+    }
+}
+
+/// Swap backing for anonymous memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SwapKind {
+    None,
+    Zram,
+    Disk,
+}
+
+/// Machine configuration: what a kernel developer would set with sysctls,
+/// sysfs and the cgroup files.
+#[derive(Clone, Debug, Serialize)]
+pub struct MmConfig {
+    pub ram_bytes: u64,
+    /// Memory the model does not give to workloads (kernel text, slab,
+    /// other processes).
+    pub reserved_bytes: u64,
+    pub read_ahead_kb: u64,
+    /// /sys/kernel/mm/transparent_hugepage and large folios: order-0 only for now.
+    pub fault_around_bytes: u64,
+    pub swappiness: u32,
+    pub swap: SwapKind,
+    pub swap_bytes: u64,
+    pub dirty_background_ratio: u32,
+    pub dirty_ratio: u32,
+    pub dirty_expire_centisecs: u64,
+    pub dirty_writeback_centisecs: u64,
+    pub min_free_kbytes: Option<u64>,
+    pub watermark_scale_factor: u64,
+    pub device: blkdev::DeviceProfile,
+    pub variants: Variants,
+    pub check_invariants: bool,
+}
+
+impl Default for MmConfig {
+    fn default() -> Self {
+        MmConfig {
+            ram_bytes: 8 << 30,
+            reserved_bytes: 256 << 20,
+            read_ahead_kb: 128,
+            fault_around_bytes: 64 << 10,
+            swappiness: 60,
+            swap: SwapKind::None,
+            swap_bytes: 0,
+            dirty_background_ratio: 10,
+            dirty_ratio: 20,
+            dirty_expire_centisecs: 3000,
+            dirty_writeback_centisecs: 500,
+            min_free_kbytes: None,
+            watermark_scale_factor: 10,
+            device: blkdev::DeviceProfile::by_name("virtio").unwrap(),
+            variants: Variants::newest(),
+            check_invariants: false,
+        }
+    }
+}
+
+/// CPU time charged to the task for kernel work, in ns (the model's clock
+/// advances by these and by I/O waits).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CpuCosts {
+    pub syscall: u64,
+    pub copy_page: u64,
+    pub minor_fault: u64,
+    pub map_page: u64,
+    pub page_alloc: u64,
+    pub scan_folio: u64,
+    pub touch_mapped: u64,
+}
+
+impl Default for CpuCosts {
+    fn default() -> Self {
+        CpuCosts {
+            syscall: 250,
+            copy_page: 300,
+            minor_fault: 600,
+            map_page: 25,
+            page_alloc: 120,
+            scan_folio: 40,
+            touch_mapped: 15,
+        }
+    }
+}
+
+/// Zone watermarks (mm/page_alloc.c __setup_per_zone_wmarks).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Watermarks {
+    pub fn compute(managed_pages: u64, min_free_kbytes: Option<u64>, scale_factor: u64) -> Self {
+        // calculate_min_free_kbytes(): sqrt(lowmem_kbytes * 16), clamped.
+        let lowmem_kb = managed_pages * (PAGE_SIZE / 1024);
+        let mfk = min_free_kbytes.unwrap_or_else(|| ((lowmem_kb * 16) as f64).sqrt() as u64).clamp(128, 262144);
+        let min = mfk / (PAGE_SIZE / 1024);
+        let tmp = (min / 4).max(managed_pages * scale_factor / 10000);
+        Watermarks { min, low: min + tmp, high: min + 2 * tmp }
+    }
+}
+
+/// The kernel state a reclaim policy works on. The policy itself (LRU lists,
+/// generations) lives beside it in `Kernel::policy`.
+pub struct Core {
+    pub cfg: MmConfig,
+    pub cost: CpuCosts,
+    pub folios: FolioTable,
+    pub files: Vec<AddressSpace>,
+    pub memcgs: Vec<MemCgroup>,
+    /// /proc/vmstat events.
+    pub vm: Counters,
+    /// Simulated time, ns.
+    pub now: u64,
+    /// Of `now`, how much the task spent waiting on I/O.
+    pub io_wait: u64,
+    pub wmark: Watermarks,
+    /// Pages usable by workloads.
+    pub managed: u64,
+    pub dev: BlockDev,
+    pub swap: swap::SwapSpace,
+    pub wb: page_writeback::WbState,
+    /// current->in_lru_fault: inside handle_mm_fault of a vma with recency.
+    pub in_lru_fault: bool,
+    /// current_is_kswapd() for the reclaim in progress.
+    pub in_kswapd: bool,
+    /// PF_MEMALLOC: reclaim must not recurse.
+    pub in_reclaim: bool,
+    /// Reclaim met dirty file folios: wake the flusher (wakeup_flusher_threads).
+    pub wb_wakeup_flusher: bool,
+    /// Per-second counter snapshots for --timeline.
+    pub timeline: Option<Vec<(u64, Counters, Counters)>>,
+    next_tick: u64,
+    /// The memcg whose events the timeline records.
+    pub timeline_memcg: MemcgId,
+}
+
+impl Core {
+    pub fn new(cfg: MmConfig) -> Self {
+        let managed = cfg.ram_bytes.saturating_sub(cfg.reserved_bytes) / PAGE_SIZE;
+        let wmark = Watermarks::compute(cfg.ram_bytes / PAGE_SIZE, cfg.min_free_kbytes, cfg.watermark_scale_factor);
+        let dev = BlockDev::new(cfg.device.clone());
+        let swap = swap::SwapSpace::new(cfg.swap, cfg.swap_bytes / PAGE_SIZE);
+        Core {
+            folios: FolioTable::new(managed as usize),
+            files: Vec::new(),
+            memcgs: vec![MemCgroup::new(0, "/", None)],
+            vm: Counters::default(),
+            now: 0,
+            io_wait: 0,
+            wmark,
+            managed,
+            dev,
+            swap,
+            wb: page_writeback::WbState::default(),
+            in_lru_fault: false,
+            in_kswapd: false,
+            in_reclaim: false,
+            wb_wakeup_flusher: false,
+            timeline: None,
+            next_tick: 1_000_000_000,
+            timeline_memcg: 0,
+            cost: CpuCosts::default(),
+            cfg,
+        }
+    }
+
+    /// Counts an event for the machine and for a memcg.
+    #[inline]
+    pub fn count(&mut self, memcg: MemcgId, item: Item, n: u64) {
+        self.vm.add(item, n);
+        if memcg != 0 {
+            self.memcgs[memcg as usize].stat.add(item, n);
+        }
+    }
+
+    #[inline]
+    pub fn count_vm(&mut self, item: Item, n: u64) {
+        self.vm.add(item, n);
+    }
+
+    /// Advances the clock by CPU work of the task.
+    #[inline]
+    pub fn cpu(&mut self, ns: u64) {
+        self.now += ns;
+        if self.now >= self.next_tick {
+            self.tick();
+        }
+    }
+
+    /// Blocks the task until `t`.
+    #[inline]
+    pub fn wait_until(&mut self, t: u64) {
+        if t > self.now {
+            self.io_wait += t - self.now;
+            self.now = t;
+            if self.now >= self.next_tick {
+                self.tick();
+            }
+        }
+    }
+
+    /// Once per simulated second: timeline samples and the flusher's
+    /// periodic writeback (wb_workfn every dirty_writeback_centisecs).
+    #[cold]
+    fn tick(&mut self) {
+        while self.now >= self.next_tick {
+            if let Some(tl) = self.timeline.as_mut() {
+                let m = self.memcgs[self.timeline_memcg as usize].stat.clone();
+                tl.push((self.next_tick / 1_000_000_000, self.vm.clone(), m));
+            }
+            self.next_tick += 1_000_000_000;
+        }
+    }
+
+    pub fn nr_free(&self) -> u64 {
+        self.folios.nr_free
+    }
+
+    pub fn add_memcg(&mut self, name: &str, limit_pages: Option<u64>) -> MemcgId {
+        let id = self.memcgs.len() as MemcgId;
+        self.memcgs.push(MemCgroup::new(id, name, limit_pages));
+        id
+    }
+
+    pub fn add_file(&mut self, size_bytes: u64) -> u32 {
+        let id = self.files.len() as u32;
+        self.files.push(AddressSpace::new(id, size_bytes));
+        id
+    }
+
+    /// Every live folio's memcg, file and LRU bits agree with the counts.
+    pub fn check_core_invariants(&self) -> Result<(), String> {
+        let mut per_memcg = vec![0u64; self.memcgs.len()];
+        let mut live = 0u64;
+        for f in &self.folios.f {
+            if f.test(pg::FREE) {
+                continue;
+            }
+            live += 1;
+            per_memcg[f.memcg as usize] += 1;
+            if !f.test(pg::LRU) && !f.test(pg::ISOLATED) {
+                return Err(format!("folio {}:{} neither on an LRU nor isolated", f.mapping, f.index));
+            }
+        }
+        if live + self.folios.nr_free != self.folios.f.len() as u64 {
+            return Err("folio table: live + free != total".into());
+        }
+        for m in &self.memcgs[1..] {
+            let charged = m.usage - m.stock;
+            if charged != per_memcg[m.id as usize] {
+                return Err(format!("memcg {}: charged {} pages but owns {} folios", m.name, charged, per_memcg[m.id as usize]));
+            }
+            if let Some(l) = m.limit {
+                if m.usage > l {
+                    return Err(format!("memcg {}: usage {} over limit {}", m.name, m.usage, l));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The model: the kernel state plus one reclaim policy.
+pub struct Kernel<P: vmscan::ReclaimPolicy> {
+    pub core: Core,
+    pub policy: P,
+}
+
+impl<P: vmscan::ReclaimPolicy> Kernel<P> {
+    pub fn new(cfg: MmConfig, policy: P) -> Self {
+        let mut k = Kernel { core: Core::new(cfg), policy };
+        k.policy.lruvec_init(0);
+        k
+    }
+
+    pub fn add_memcg(&mut self, name: &str, limit_pages: Option<u64>) -> MemcgId {
+        let id = self.core.add_memcg(name, limit_pages);
+        self.policy.lruvec_init(id);
+        id
+    }
+
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.core.check_core_invariants()?;
+        self.policy.check_invariants(&self.core)
+    }
+
+    /// Allocates and charges one page for `memcg`: the page allocator's
+    /// watermark checks (kswapd, direct reclaim) and mem_cgroup_charge().
+    /// `may_retry` is false for readahead's __GFP_NORETRY allocations.
+    /// Returns None when the allocation fails (readahead stops; a fault OOMs).
+    pub fn alloc_folio(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
+        // mem_cgroup_charge() first: the kernel charges right after the
+        // allocation, but charging first keeps the page counter exact.
+        if memcg != 0 && !self.try_charge(memcg, 1, may_retry) {
+            return None;
+        }
+        let id = loop {
+            let free = self.core.folios.nr_free;
+            if free <= self.core.wmark.low && !self.core.in_reclaim {
+                // wakeup_kswapd(): the model runs kswapd to completion at
+                // once; its work is not charged to the task.
+                self.kswapd();
+            }
+            if self.core.folios.nr_free <= self.core.wmark.min && !self.core.in_reclaim {
+                self.core.count_vm(Item::ALLOCSTALL, 1);
+                let got = self.try_to_free_pages(SWAP_CLUSTER_MAX);
+                if got == 0 && self.core.folios.nr_free == 0 {
+                    if memcg != 0 {
+                        self.core.memcgs[memcg as usize].usage -= 1;
+                    }
+                    self.out_of_memory(0);
+                    return None;
+                }
+            }
+            match self.core.folios.alloc() {
+                Some(id) => break id,
+                None => {
+                    if self.try_to_free_pages(SWAP_CLUSTER_MAX) == 0 {
+                        if memcg != 0 {
+                            self.core.memcgs[memcg as usize].usage -= 1;
+                        }
+                        self.out_of_memory(0);
+                        return None;
+                    }
+                }
+            }
+        };
+        self.core.count_vm(Item::PGALLOC, 1);
+        self.core.cpu(self.core.cost.page_alloc);
+        let f = self.core.folios.get_mut(id);
+        f.memcg = memcg;
+        self.core.count(memcg, Item::MEMCG_PGPGIN, 1);
+        Some(id)
+    }
+
+    /// try_charge_memcg(): charge `nr` pages, reclaiming from the memcg when
+    /// over its limit, retrying up to MAX_RECLAIM_RETRIES, then OOM.
+    pub fn try_charge(&mut self, memcg: MemcgId, nr: u64, may_retry: bool) -> bool {
+        use memcontrol::{MAX_RECLAIM_RETRIES, MEMCG_CHARGE_BATCH};
+        if self.core.memcgs[memcg as usize].consume_stock(nr) {
+            return true;
+        }
+        let batch = MEMCG_CHARGE_BATCH.max(nr);
+        let mut retries = MAX_RECLAIM_RETRIES;
+        loop {
+            let m = &mut self.core.memcgs[memcg as usize];
+            if m.oom_killed {
+                return false;
+            }
+            if m.page_counter_try_charge(batch) {
+                m.stock += batch - nr;
+                return true;
+            }
+            if batch > nr && m.page_counter_try_charge(nr) {
+                return true;
+            }
+            m.stat.add(Item::MEMCG_MAX, 1);
+            if self.core.in_reclaim {
+                return false;
+            }
+            // The stock of this cpu is drained before reclaim.
+            self.core.memcgs[memcg as usize].drain_stock();
+            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, batch);
+            if self.core.memcgs[memcg as usize].margin() >= nr {
+                continue;
+            }
+            if !may_retry {
+                return false;
+            }
+            // "Even though the limit is exceeded at this point, reclaim may
+            // have been able to free some pages": retry while progress.
+            if reclaimed > 0 && retries > 0 {
+                retries -= 1;
+                continue;
+            }
+            if retries > 0 {
+                retries -= 1;
+                continue;
+            }
+            self.mem_cgroup_oom(memcg);
+            return false;
+        }
+    }
+
+    /// mem_cgroup_out_of_memory(): the model kills the charging task (the
+    /// only candidate in a one-workload group); the driver stops it.
+    pub fn mem_cgroup_oom(&mut self, memcg: MemcgId) {
+        let m = &mut self.core.memcgs[memcg as usize];
+        if !m.oom_killed {
+            m.oom_killed = true;
+            m.stat.add(Item::MEMCG_OOM, 1);
+            self.core.count(memcg, Item::OOM_KILL, 1);
+        }
+    }
+
+    /// Global OOM: kill the largest memcg's task.
+    pub fn out_of_memory(&mut self, _memcg: MemcgId) {
+        let victim = (1..self.core.memcgs.len()).max_by_key(|&i| self.core.memcgs[i].usage).unwrap_or(0);
+        self.mem_cgroup_oom(victim as MemcgId);
+    }
+}

@@ -1,0 +1,153 @@
+//! Dirty page accounting and writeback (mm/page-writeback.c, fs/fs-writeback.c).
+//! Buffered writes dirty folios; the flusher writes them back once they are
+//! older than dirty_expire_centisecs or when dirty pages pass
+//! dirty_background_ratio of dirtyable memory; a writer past dirty_ratio is
+//! throttled in balance_dirty_pages() until writeback completes. Reclaim
+//! that meets a folio under writeback marks it PG_reclaim; on completion it
+//! is rotated to the inactive tail (folio_rotate_reclaimable()).
+
+use std::collections::VecDeque;
+
+use super::folio::{pg, FolioId};
+use super::memcontrol::MemcgId;
+use super::vmscan::ReclaimPolicy;
+use super::vmstat::Item;
+use super::{Kernel, PAGE_SIZE};
+
+/// Pages the flusher writes per pass (MAX_WRITEBACK_PAGES).
+const MAX_WRITEBACK_PAGES: usize = 1024;
+
+#[derive(Clone, Debug, Default)]
+pub struct WbState {
+    /// NR_FILE_DIRTY
+    pub nr_dirty: u64,
+    /// NR_WRITEBACK
+    pub nr_writeback: u64,
+    /// Dirty folios in the order they were dirtied, with the time.
+    pub dirty: VecDeque<(FolioId, u64)>,
+    /// Folios under writeback and when their I/O completes, in order.
+    pub inflight: VecDeque<(FolioId, u64)>,
+}
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// folio_mark_dirty().
+    pub fn folio_mark_dirty(&mut self, id: FolioId) {
+        let f = self.core.folios.get_mut(id);
+        if f.test(pg::DIRTY) {
+            return;
+        }
+        f.set(pg::DIRTY);
+        let m = f.memcg;
+        self.core.memcgs[m as usize].nr_dirty += 1;
+        self.core.wb.nr_dirty += 1;
+        let now = self.core.now;
+        self.core.wb.dirty.push_back((id, now));
+    }
+
+    /// Thresholds of domain_dirty_limits() over global dirtyable memory
+    /// (free pages plus file pages).
+    fn dirty_thresholds(&self) -> (u64, u64) {
+        let file: u64 = self.core.memcgs.iter().map(|m| m.nr_file).sum();
+        let dirtyable = self.core.folios.nr_free + file;
+        let thresh = dirtyable * self.core.cfg.dirty_ratio as u64 / 100;
+        let bg = dirtyable * self.core.cfg.dirty_background_ratio as u64 / 100;
+        (bg, thresh)
+    }
+
+    /// Writes back up to `nr` of the oldest dirty folios as one batch
+    /// (wb_writeback()).
+    fn writeback_oldest(&mut self, nr: usize, memcg: MemcgId) {
+        let mut ids = Vec::new();
+        while ids.len() < nr {
+            let Some((id, _)) = self.core.wb.dirty.pop_front() else { break };
+            ids.push(id);
+        }
+        if ids.is_empty() {
+            return;
+        }
+        let done = self.core.dev.submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
+        for id in ids {
+            let f = self.core.folios.get_mut(id);
+            f.clear(pg::DIRTY);
+            f.set(pg::WRITEBACK);
+            let m = f.memcg;
+            self.core.memcgs[m as usize].nr_dirty -= 1;
+            self.core.memcgs[m as usize].nr_writeback += 1;
+            self.core.wb.nr_dirty -= 1;
+            self.core.wb.nr_writeback += 1;
+            self.core.count(m, Item::PGPGOUT, PAGE_SIZE / 1024);
+            self.core.wb.inflight.push_back((id, done));
+        }
+        let _ = memcg;
+    }
+
+    /// Completes writeback whose I/O finished by now (folio_end_writeback()).
+    pub fn wb_complete(&mut self) {
+        let now = self.core.now;
+        while let Some(&(id, done)) = self.core.wb.inflight.front() {
+            if done > now {
+                break;
+            }
+            self.core.wb.inflight.pop_front();
+            let f = self.core.folios.get_mut(id);
+            f.clear(pg::WRITEBACK);
+            let m = f.memcg;
+            let rotate = f.test_clear(pg::RECLAIM);
+            self.core.memcgs[m as usize].nr_writeback -= 1;
+            self.core.wb.nr_writeback -= 1;
+            if rotate {
+                self.policy.folio_rotate_reclaimable(&mut self.core, id);
+            }
+        }
+    }
+
+    /// The flusher (wb_workfn): expired inodes and background writeback,
+    /// run after each write and when reclaim asked for it.
+    pub fn wb_flush(&mut self, memcg: MemcgId) {
+        self.wb_complete();
+        let (bg, _) = self.dirty_thresholds();
+        let expire = self.core.cfg.dirty_expire_centisecs * 10_000_000;
+        let now = self.core.now;
+        let wake = std::mem::take(&mut self.core.wb_wakeup_flusher);
+        while self.core.wb.nr_dirty > 0 {
+            let oldest = self.core.wb.dirty.front().map(|&(_, t)| t).unwrap_or(now);
+            let expired = now.saturating_sub(oldest) >= expire;
+            if !(self.core.wb.nr_dirty > bg || expired || wake) {
+                break;
+            }
+            self.writeback_oldest(MAX_WRITEBACK_PAGES, memcg);
+            if wake && self.core.wb.nr_dirty <= bg && !expired {
+                break;
+            }
+        }
+    }
+
+    /// balance_dirty_pages(): start background writeback and throttle the
+    /// writer while dirty + writeback pages exceed the dirty threshold.
+    pub fn balance_dirty_pages(&mut self, memcg: MemcgId) {
+        self.wb_flush(memcg);
+        let (_, thresh) = self.dirty_thresholds();
+        while self.core.wb.nr_dirty + self.core.wb.nr_writeback > thresh {
+            match self.core.wb.inflight.front() {
+                Some(&(_, done)) => {
+                    self.core.wait_until(done);
+                    self.wb_complete();
+                }
+                None => {
+                    self.writeback_oldest(MAX_WRITEBACK_PAGES, memcg);
+                }
+            }
+        }
+    }
+
+    /// fsync / the end of a job with end_fsync: write everything back and wait.
+    pub fn sync_all(&mut self, memcg: MemcgId) {
+        while self.core.wb.nr_dirty > 0 {
+            self.writeback_oldest(MAX_WRITEBACK_PAGES, memcg);
+        }
+        if let Some(&(_, done)) = self.core.wb.inflight.back() {
+            self.core.wait_until(done);
+        }
+        self.wb_complete();
+    }
+}

@@ -1,0 +1,242 @@
+//! Readahead (mm/readahead.c, Linux 6.18): the on-demand window with its
+//! ramp-up, PG_readahead marks for asynchronous readahead, random-read
+//! detection from the cache's history, and forced readahead for
+//! FMODE_RANDOM. Order-0 folios only: page_cache_ra_order() takes the
+//! fallback to do_page_cache_ra() as for a mapping without large folios.
+
+use super::filemap::OpenFile;
+use super::folio::{pg, FolioId};
+use super::vmscan::ReclaimPolicy;
+use super::vmstat::Item;
+use super::{Kernel, PAGE_SHIFT};
+
+/// struct file_ra_state.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct FileRaState {
+    pub start: u64,
+    pub size: u64,
+    pub async_size: u64,
+    pub ra_pages: u64,
+    pub order: u32,
+    pub mmap_miss: u32,
+    /// Byte position after the previous read (ra->prev_pos); u64::MAX for
+    /// a fresh file (the kernel starts at -1).
+    pub prev_pos: u64,
+}
+
+impl FileRaState {
+    /// file_ra_state_init(): ra_pages from the device's read_ahead_kb.
+    pub fn new(read_ahead_kb: u64) -> Self {
+        FileRaState { ra_pages: read_ahead_kb / 4, prev_pos: u64::MAX, ..Default::default() }
+    }
+}
+
+/// get_init_ra_size(): the first window, rounded up to a power of two and
+/// scaled by 4 or 2 while small.
+pub fn get_init_ra_size(size: u64, max: u64) -> u64 {
+    let newsize = size.next_power_of_two();
+    if newsize <= max / 32 {
+        newsize * 4
+    } else if newsize <= max / 4 {
+        newsize * 2
+    } else {
+        max
+    }
+}
+
+/// get_next_ra_size(): ramp up the previous window.
+pub fn get_next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// page_cache_ra_unbounded(): add folios for [index, index+nr) that are
+    /// not cached, mark the one at nr - lookahead with PG_readahead, and
+    /// submit the reads, one request per contiguous run (read_pages()).
+    /// Stops at the first allocation that fails (__GFP_NORETRY).
+    pub fn page_cache_ra_unbounded(&mut self, file: &OpenFile, index: u64, nr_to_read: u64, lookahead: u64) {
+        let mapping = file.mapping;
+        let memcg = file.memcg;
+        let mark = nr_to_read.wrapping_sub(lookahead);
+        let mut run_start: Option<u64> = None;
+        let mut added = 0u64;
+        for i in 0..nr_to_read {
+            let idx = index + i;
+            if self.core.files[mapping as usize].folio(idx).is_some() {
+                // An already cached folio ends the batch; it is not marked.
+                if let Some(s) = run_start.take() {
+                    self.submit_read(mapping, s, idx, memcg);
+                }
+                continue;
+            }
+            let Some(id) = self.filemap_add_folio(mapping, idx, memcg, false) else {
+                break;
+            };
+            let f = self.core.folios.get_mut(id);
+            f.set(pg::RA_UNUSED);
+            if i == mark {
+                f.set(pg::READAHEAD);
+            }
+            added += 1;
+            if run_start.is_none() {
+                run_start = Some(idx);
+            }
+            // read_pages() is called for the batch before the loop can go on
+            // past a failed allocation: the run is submitted below.
+        }
+        if let Some(s) = run_start {
+            let end = index + nr_to_read;
+            // The run ends where the loop stopped adding.
+            let mut e = s;
+            while e < end && self.core.files[mapping as usize].folio(e).is_some() {
+                e += 1;
+            }
+            self.submit_read(mapping, s, e, memcg);
+        }
+        self.core.count(memcg, Item::RA_PAGES, added);
+    }
+
+    /// do_page_cache_ra(): clamp to EOF (no PG_readahead mark at EOF).
+    pub fn do_page_cache_ra(&mut self, file: &OpenFile, index: u64, mut nr_to_read: u64, mut lookahead: u64) {
+        let isize = self.core.files[file.mapping as usize].size;
+        if isize == 0 {
+            return;
+        }
+        let end_index = (isize - 1) >> PAGE_SHIFT;
+        if index > end_index {
+            return;
+        }
+        if nr_to_read > end_index - index {
+            nr_to_read = end_index - index + 1;
+            lookahead = 0;
+        }
+        self.page_cache_ra_unbounded(file, index, nr_to_read, lookahead);
+    }
+
+    /// force_page_cache_ra(): read exactly what was asked, in 2 MiB chunks.
+    pub fn force_page_cache_ra(&mut self, file: &OpenFile, mut index: u64, nr_to_read: u64) {
+        let max_pages = file.ra.ra_pages.max(1);
+        let mut left = nr_to_read.min(max_pages);
+        while left > 0 {
+            let chunk = left.min(512);
+            self.do_page_cache_ra(file, index, chunk, 0);
+            index += chunk;
+            left -= chunk;
+        }
+    }
+
+    /// page_cache_ra_order() for order-0 mappings: do_page_cache_ra() of the
+    /// window the caller set up in `file.ra`.
+    pub fn page_cache_ra_order(&mut self, file: &mut OpenFile, start: u64) {
+        file.ra.order = 0;
+        let (size, async_size) = (file.ra.size, file.ra.async_size);
+        self.do_page_cache_ra(file, start, size, async_size);
+    }
+
+    /// page_cache_sync_ra(): a cache miss at `index` for `req_count` pages.
+    pub fn page_cache_sync_ra(&mut self, file: &mut OpenFile, index: u64, mut req_count: u64) {
+        let mut forced = file.fmode_random;
+        if file.ra.ra_pages == 0 {
+            req_count = 1;
+            forced = true;
+        }
+        self.core.count_vm(Item::RA_SYNC, 1);
+        if forced {
+            self.force_page_cache_ra(file, index, req_count);
+            return;
+        }
+        let max_pages = file.ra.ra_pages;
+        let prev_index = if file.ra.prev_pos == u64::MAX { u64::MAX } else { file.ra.prev_pos >> PAGE_SHIFT };
+        // Start of file, oversized read, or sequential miss (index - prev
+        // of 0 or 1, computed unsigned as the kernel does).
+        if index == 0 || req_count > max_pages || index.wrapping_sub(prev_index) <= 1 {
+            file.ra.start = index;
+            file.ra.size = get_init_ra_size(req_count, max_pages);
+            file.ra.async_size = if file.ra.size > req_count { file.ra.size - req_count } else { file.ra.size >> 1 };
+        } else {
+            let miss = self.core.files[file.mapping as usize].page_cache_prev_miss(index - 1, max_pages);
+            let mut contig = index.wrapping_sub(miss).wrapping_sub(1);
+            if contig <= req_count {
+                // Standalone small random read: read as is, keep the state.
+                self.do_page_cache_ra(file, index, req_count, 0);
+                return;
+            }
+            if miss == u64::MAX {
+                contig *= 2;
+            }
+            file.ra.start = index;
+            file.ra.size = (contig + req_count).min(max_pages);
+            file.ra.async_size = 1;
+        }
+        let start = file.ra.start;
+        self.page_cache_ra_order(file, start);
+    }
+
+    /// page_cache_async_ra(): a PG_readahead folio was reached; push the
+    /// window forward and ramp it up.
+    pub fn page_cache_async_ra(&mut self, file: &mut OpenFile, folio: FolioId, index: u64, req_count: u64) {
+        if file.ra.ra_pages == 0 {
+            return;
+        }
+        let f = self.core.folios.get_mut(folio);
+        if f.test(pg::WRITEBACK) {
+            return;
+        }
+        f.clear(pg::READAHEAD);
+        self.core.count_vm(Item::RA_ASYNC, 1);
+        let max_pages = file.ra.ra_pages;
+        let ra = &mut file.ra;
+        let expected = ra.start + ra.size - ra.async_size;
+        if index == expected {
+            ra.start += ra.size;
+            ra.size = ra.size.max(get_next_ra_size(ra.size, max_pages));
+        } else {
+            // A marked folio without matching state (interleaved streams):
+            // rebuild the window from the cache.
+            let start = self.core.files[file.mapping as usize].page_cache_next_miss(index + 1, max_pages);
+            if start == 0 || start - index > max_pages {
+                return;
+            }
+            let ra = &mut file.ra;
+            ra.start = start;
+            ra.size = start - index + req_count;
+            ra.size = get_next_ra_size(ra.size, max_pages);
+        }
+        let ra = &mut file.ra;
+        // Order ramps by 2 per async hit; with order-0 folios the alignment
+        // of the window's end to the order is the only effect left.
+        ra.order += 2;
+        let align = 1u64 << ra.order.min(max_pages.trailing_zeros());
+        let end = ra.start + ra.size;
+        let aligned_end = end / align * align;
+        if aligned_end > ra.start {
+            ra.size -= end - aligned_end;
+        }
+        ra.async_size = ra.size;
+        let start = ra.start;
+        self.page_cache_ra_order(file, start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_sizes_follow_the_kernel_ramp() {
+        // 128 KiB read_ahead_kb = 32 pages.
+        assert_eq!(get_init_ra_size(1, 32), 4);
+        assert_eq!(get_init_ra_size(4, 32), 8);
+        assert_eq!(get_init_ra_size(16, 32), 32);
+        assert_eq!(get_next_ra_size(4, 32), 8);
+        assert_eq!(get_next_ra_size(1, 32), 4);
+        assert_eq!(get_next_ra_size(16, 32), 32);
+        assert_eq!(get_next_ra_size(32, 32), 32);
+    }
+}

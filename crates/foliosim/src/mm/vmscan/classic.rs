@@ -1,0 +1,409 @@
+//! The classic active/inactive LRU (mm/vmscan.c shrink_lruvec and friends,
+//! mm/swap.c folio_mark_accessed / folio_add_lru, include/linux/mm_inline.h).
+
+use super::{shrink_folio_list, FolioRef, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE};
+use crate::mm::folio::{pg, FolioId, ListHead, NIL};
+use crate::mm::memcontrol::MemcgId;
+use crate::mm::vmstat::Item;
+use crate::mm::workingset::{LruSizes, Shadow};
+use crate::mm::{Core, SWAP_CLUSTER_MAX};
+
+/// enum lru_list.
+pub const LRU_INACTIVE_ANON: usize = 0;
+pub const LRU_ACTIVE_ANON: usize = 1;
+pub const LRU_INACTIVE_FILE: usize = 2;
+pub const LRU_ACTIVE_FILE: usize = 3;
+pub const LRU_UNEVICTABLE: usize = 4;
+pub const NR_LRU_LISTS: usize = 5;
+
+/// One memcg's lruvec.
+#[derive(Clone, Debug, Default)]
+pub struct Lruvec {
+    pub lists: [ListHead; NR_LRU_LISTS],
+    /// lruvec->anon_cost / file_cost (lru_note_cost).
+    pub anon_cost: u64,
+    pub file_cost: u64,
+}
+
+#[derive(Default)]
+pub struct ClassicLru {
+    pub lruvecs: Vec<Lruvec>,
+    scratch: Vec<FolioId>,
+}
+
+/// folio_lru_list().
+#[inline]
+fn folio_lru_list(flags: u32) -> usize {
+    if flags & pg::UNEVICTABLE != 0 {
+        return LRU_UNEVICTABLE;
+    }
+    let base = if flags & pg::SWAPBACKED != 0 { LRU_INACTIVE_ANON } else { LRU_INACTIVE_FILE };
+    base + (flags & pg::ACTIVE != 0) as usize
+}
+
+/// int_sqrt().
+fn int_sqrt(x: u64) -> u64 {
+    (x as f64).sqrt() as u64
+}
+
+impl ClassicLru {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn lruvec_add_folio(&mut self, core: &mut Core, id: FolioId) {
+        let f = core.folios.get_mut(id);
+        let lru = folio_lru_list(f.flags);
+        f.lru = lru as u8;
+        f.set(pg::LRU);
+        f.clear(pg::ISOLATED);
+        let m = f.memcg as usize;
+        self.lruvecs[m].lists[lru].add(&mut core.folios, id);
+    }
+
+    #[inline]
+    fn lruvec_del_folio(&mut self, core: &mut Core, id: FolioId) {
+        let f = core.folios.get(id);
+        let (lru, m) = (f.lru as usize, f.memcg as usize);
+        self.lruvecs[m].lists[lru].del(&mut core.folios, id);
+        core.folios.get_mut(id).clear(pg::LRU);
+    }
+
+    /// inactive_is_low(): the inactive list is smaller than
+    /// active / sqrt(10 * size in GiB).
+    fn inactive_is_low(&self, memcg: MemcgId, inactive_lru: usize) -> bool {
+        let l = &self.lruvecs[memcg as usize].lists;
+        let inactive = l[inactive_lru].len;
+        let active = l[inactive_lru + 1].len;
+        let gb = (inactive + active) >> (30 - 12);
+        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// isolate_lru_folios(): take up to `nr` folios from the list's tail.
+    fn isolate_lru_folios(&mut self, core: &mut Core, memcg: MemcgId, lru: usize, nr: u64) {
+        self.scratch.clear();
+        let list = &mut self.lruvecs[memcg as usize].lists[lru];
+        for _ in 0..nr {
+            let id = list.tail;
+            if id == NIL {
+                break;
+            }
+            list.del(&mut core.folios, id);
+            let f = core.folios.get_mut(id);
+            f.clear(pg::LRU);
+            f.set(pg::ISOLATED);
+            self.scratch.push(id);
+        }
+    }
+
+    /// move_folios_to_lru(): put folios back by their flags; activated ones
+    /// age the nonresident clock.
+    fn move_folios_to_lru(&mut self, core: &mut Core, list: &[FolioId]) {
+        for &id in list {
+            self.lruvec_add_folio(core, id);
+            let f = core.folios.get(id);
+            if f.test(pg::ACTIVE) {
+                let m = f.memcg;
+                core.workingset_age_nonresident(m, 1);
+            }
+        }
+    }
+
+    /// shrink_active_list(): deactivate folios from the active list's tail;
+    /// referenced executable file folios stay active.
+    fn shrink_active_list(&mut self, core: &mut Core, memcg: MemcgId, nr_to_scan: u64, sc: &mut ScanControl, lru: usize) {
+        self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
+        let mut list = std::mem::take(&mut self.scratch);
+        let n = list.len() as u64;
+        core.count(memcg, Item::PGREFILL, n);
+        core.cpu_reclaim(core.cost.scan_folio * n, sc);
+        let mut nr_deactivate = 0;
+        for &id in &list {
+            let (referenced, exec) = super::folio_referenced(core, id);
+            let f = core.folios.get_mut(id);
+            if referenced > 0 && exec && f.is_file_lru() {
+                continue;
+            }
+            f.clear(pg::ACTIVE);
+            f.set(pg::WORKINGSET);
+            nr_deactivate += 1;
+        }
+        self.move_folios_to_lru(core, &list);
+        core.count(memcg, Item::PGDEACTIVATE, nr_deactivate);
+        list.clear();
+        self.scratch = list;
+    }
+
+    /// shrink_inactive_list().
+    fn shrink_inactive_list(&mut self, core: &mut Core, memcg: MemcgId, nr_to_scan: u64, sc: &mut ScanControl, lru: usize) -> u64 {
+        let file = lru == LRU_INACTIVE_FILE;
+        self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
+        let mut list = std::mem::take(&mut self.scratch);
+        let nr_scanned = list.len() as u64;
+        if nr_scanned == 0 {
+            self.scratch = list;
+            return 0;
+        }
+        sc.nr_scanned += nr_scanned;
+        core.count_pgscan(memcg, file, nr_scanned, sc);
+        let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
+        self.move_folios_to_lru(core, &list);
+        core.count_pgsteal(memcg, file, nr_reclaimed, sc);
+        // lru_note_cost(): I/O (pageout) costs SWAP_CLUSTER_MAX, rotations 1.
+        let cost = sc.nr_pageout * SWAP_CLUSTER_MAX + (nr_scanned - nr_reclaimed);
+        let lv = &mut self.lruvecs[memcg as usize];
+        if file {
+            lv.file_cost += cost;
+        } else {
+            lv.anon_cost += cost;
+        }
+        let total = lv.lists.iter().take(4).map(|l| l.len).sum::<u64>();
+        if lv.file_cost + lv.anon_cost > total / 4 {
+            lv.file_cost /= 2;
+            lv.anon_cost /= 2;
+        }
+        list.clear();
+        self.scratch = list;
+        nr_reclaimed
+    }
+
+    /// get_scan_count(): how many folios of each list to scan at this
+    /// priority, balancing anon against file by swappiness and cost.
+    fn get_scan_count(&self, core: &Core, memcg: MemcgId, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+        #[derive(PartialEq)]
+        enum Balance {
+            Equal,
+            Fract,
+            Anon,
+            File,
+        }
+        let swappiness = core.cfg.swappiness as u64;
+        let lv = &self.lruvecs[memcg as usize];
+        let can_swap = core.swap.nr_free() > 0;
+        let balance = if !sc.may_swap || !can_swap {
+            Balance::File
+        } else if sc.cgroup_reclaim() && swappiness == 0 {
+            Balance::File
+        } else if sc.priority == 0 && swappiness > 0 {
+            Balance::Equal
+        } else if sc.file_is_tiny {
+            Balance::Anon
+        } else if sc.cache_trim_mode {
+            Balance::File
+        } else {
+            Balance::Fract
+        };
+        let total_cost = lv.anon_cost + lv.file_cost;
+        let anon_cost = total_cost + lv.anon_cost;
+        let file_cost = total_cost + lv.file_cost;
+        let total_cost = anon_cost + file_cost;
+        let ap = swappiness * (total_cost + 1) / (anon_cost + 1);
+        let fp = (200 - swappiness) * (total_cost + 1) / (file_cost + 1);
+        let fraction = [ap, fp];
+        let denominator = (ap + fp).max(1);
+        let mut nr = [0u64; NR_LRU_LISTS];
+        for (lru, n) in nr.iter_mut().enumerate().take(4) {
+            let file = lru >= LRU_INACTIVE_FILE;
+            let size = lv.lists[lru].len;
+            let mut scan = size >> sc.priority;
+            scan = match balance {
+                Balance::Equal => scan,
+                Balance::Fract => scan * fraction[file as usize] / denominator,
+                Balance::File => {
+                    if file {
+                        scan
+                    } else {
+                        0
+                    }
+                }
+                Balance::Anon => {
+                    if file {
+                        0
+                    } else {
+                        scan
+                    }
+                }
+            };
+            *n = scan;
+        }
+        nr
+    }
+
+    /// shrink_lruvec().
+    fn shrink_lruvec(&mut self, core: &mut Core, memcg: MemcgId, sc: &mut ScanControl) {
+        let mut nr = self.get_scan_count(core, memcg, sc);
+        let nr_to_reclaim = sc.nr_to_reclaim;
+        let start = sc.nr_reclaimed;
+        while nr[LRU_INACTIVE_ANON] > 0 || nr[LRU_ACTIVE_FILE] > 0 || nr[LRU_INACTIVE_FILE] > 0 {
+            for lru in 0..4 {
+                if nr[lru] == 0 {
+                    continue;
+                }
+                let n = nr[lru].min(SWAP_CLUSTER_MAX);
+                nr[lru] -= n;
+                let file = lru >= LRU_INACTIVE_FILE;
+                if lru & 1 == 1 {
+                    // shrink_list() on an active list.
+                    let bit = if file { DEACTIVATE_FILE } else { DEACTIVATE_ANON };
+                    if sc.may_deactivate & bit != 0 {
+                        self.shrink_active_list(core, memcg, n, sc, lru);
+                    }
+                } else {
+                    sc.nr_reclaimed += self.shrink_inactive_list(core, memcg, n, sc, lru);
+                }
+            }
+            // Stop once the goal is met (the kernel then scales the other
+            // lists down proportionally; the model stops outright), except
+            // global direct reclaim at DEF_PRIORITY which scans it all.
+            let proportional = !sc.cgroup_reclaim() && !sc.is_kswapd && sc.priority == crate::mm::DEF_PRIORITY;
+            if sc.nr_reclaimed - start >= nr_to_reclaim && !proportional {
+                break;
+            }
+        }
+        // Age the active anon list even without anon scanning.
+        if core.swap.nr_free() > 0 && self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
+            self.shrink_active_list(core, memcg, SWAP_CLUSTER_MAX, sc, LRU_ACTIVE_ANON);
+        }
+    }
+}
+
+impl ReclaimPolicy for ClassicLru {
+    fn name(&self) -> &'static str {
+        "classic"
+    }
+
+    fn lruvec_init(&mut self, memcg: MemcgId) {
+        let m = memcg as usize;
+        if self.lruvecs.len() <= m {
+            self.lruvecs.resize(m + 1, Lruvec::default());
+        }
+    }
+
+    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
+        self.lruvec_add_folio(core, id);
+    }
+
+    fn folio_mark_accessed(&mut self, core: &mut Core, id: FolioId) {
+        let f = core.folios.get_mut(id);
+        if !f.test(pg::REFERENCED) {
+            f.set(pg::REFERENCED);
+        } else if f.test(pg::UNEVICTABLE) {
+        } else if !f.test(pg::ACTIVE) {
+            let memcg = f.memcg;
+            if f.test(pg::LRU) {
+                // folio_activate()
+                self.lruvec_del_folio(core, id);
+                core.folios.get_mut(id).set(pg::ACTIVE);
+                self.lruvec_add_folio(core, id);
+                core.count(memcg, Item::PGACTIVATE, 1);
+            }
+            core.folios.get_mut(id).clear(pg::REFERENCED);
+            // workingset_activation()
+            core.workingset_age_nonresident(memcg, 1);
+        }
+    }
+
+    fn folio_del_lru(&mut self, core: &mut Core, id: FolioId) {
+        if core.folios.get(id).test(pg::LRU) {
+            self.lruvec_del_folio(core, id);
+        }
+    }
+
+    fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId) {
+        self.lruvec_add_folio(core, id);
+    }
+
+    fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl) {
+        for memcg in core.reclaim_memcgs(sc) {
+            // prepare_scan_control(): deactivate file folios only when the
+            // workingset is refaulting or the inactive list is too small.
+            let m = &core.memcgs[memcg as usize];
+            let act_file = if memcg == 0 { core.vm.get(Item::WORKINGSET_ACTIVATE_FILE) } else { m.stat.get(Item::WORKINGSET_ACTIVATE_FILE) };
+            let act_anon = if memcg == 0 { core.vm.get(Item::WORKINGSET_ACTIVATE_ANON) } else { m.stat.get(Item::WORKINGSET_ACTIVATE_ANON) };
+            sc.may_deactivate = 0;
+            if act_anon != m.refaults_snapshot[0] || self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
+                sc.may_deactivate |= DEACTIVATE_ANON;
+            }
+            if act_file != m.refaults_snapshot[1] || self.inactive_is_low(memcg, LRU_INACTIVE_FILE) {
+                sc.may_deactivate |= DEACTIVATE_FILE;
+            }
+            let inactive_file = self.lruvecs[memcg as usize].lists[LRU_INACTIVE_FILE].len;
+            sc.cache_trim_mode = (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+            self.shrink_lruvec(core, memcg, sc);
+            // snapshot_refaults()
+            let m = &mut core.memcgs[memcg as usize];
+            m.refaults_snapshot = [act_anon, act_file];
+            if sc.nr_reclaimed >= sc.nr_to_reclaim && sc.cgroup_reclaim() {
+                break;
+            }
+        }
+    }
+
+    fn folio_rotate_reclaimable(&mut self, core: &mut Core, id: FolioId) {
+        let f = core.folios.get(id);
+        if f.test(pg::LRU) && !f.test(pg::ACTIVE) && !f.test(pg::UNEVICTABLE) {
+            let (lru, m) = (f.lru as usize, f.memcg as usize);
+            self.lruvecs[m].lists[lru].del(&mut core.folios, id);
+            self.lruvecs[m].lists[lru].add_tail(&mut core.folios, id);
+            core.count(m as MemcgId, Item::PGROTATED, 1);
+        }
+    }
+
+    fn folio_check_references(&mut self, core: &mut Core, id: FolioId, _sc: &ScanControl) -> FolioRef {
+        super::folio_check_references_classic(core, id)
+    }
+
+    fn workingset_eviction(&mut self, core: &mut Core, id: FolioId) -> Shadow {
+        core.workingset_eviction_classic(id)
+    }
+
+    fn workingset_refault(&mut self, core: &mut Core, id: FolioId, shadow: Shadow) {
+        let (evict_memcg, _, _) = crate::mm::workingset::unpack_shadow(shadow);
+        let sizes = self.lru_sizes(evict_memcg);
+        core.workingset_refault_classic(id, shadow, sizes);
+    }
+
+    fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {
+        match self.lruvecs.get(memcg as usize) {
+            Some(lv) => LruSizes {
+                inactive_anon: lv.lists[LRU_INACTIVE_ANON].len,
+                active_anon: lv.lists[LRU_ACTIVE_ANON].len,
+                inactive_file: lv.lists[LRU_INACTIVE_FILE].len,
+                active_file: lv.lists[LRU_ACTIVE_FILE].len,
+                unevictable: lv.lists[LRU_UNEVICTABLE].len,
+            },
+            None => LruSizes::default(),
+        }
+    }
+
+    fn check_invariants(&self, core: &Core) -> Result<(), String> {
+        for (m, lv) in self.lruvecs.iter().enumerate() {
+            for (lru, l) in lv.lists.iter().enumerate() {
+                let mut n = 0u64;
+                for id in l.iter(&core.folios) {
+                    let f = core.folios.get(id);
+                    if !f.test(pg::LRU) || f.test(pg::ISOLATED) || f.lru as usize != lru || f.memcg as usize != m {
+                        return Err(format!("folio {}:{} on lru {} of memcg {} has flags {:#x} lru {} memcg {}", f.mapping, f.index, lru, m, f.flags, f.lru, f.memcg));
+                    }
+                    if folio_lru_list(f.flags) != lru {
+                        return Err(format!("folio {}:{} on lru {} but its flags say lru {}", f.mapping, f.index, lru, folio_lru_list(f.flags)));
+                    }
+                    n += 1;
+                }
+                if n != l.len {
+                    return Err(format!("memcg {m} lru {lru}: counter {} but {} folios listed", l.len, n));
+                }
+            }
+        }
+        // Every folio flagged PG_lru is on some list: the list walk above
+        // counted them; compare with the flag count.
+        let listed: u64 = self.lruvecs.iter().flat_map(|lv| lv.lists.iter()).map(|l| l.len).sum();
+        let flagged = core.folios.f.iter().filter(|f| !f.test(pg::FREE) && f.test(pg::LRU)).count() as u64;
+        if listed != flagged {
+            return Err(format!("{flagged} folios flagged PG_lru but {listed} on lists"));
+        }
+        Ok(())
+    }
+}

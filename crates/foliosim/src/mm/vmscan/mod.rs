@@ -1,0 +1,354 @@
+//! Reclaim (mm/vmscan.c): the parts shared by every LRU policy —
+//! scan_control, shrink_folio_list(), memcg limit reclaim, direct reclaim and
+//! kswapd — and the `ReclaimPolicy` interface the classic active/inactive
+//! LRU (`classic`) and the multi-gen LRU plug into.
+
+pub mod classic;
+
+use super::folio::{pg, FolioId};
+use super::memcontrol::MemcgId;
+use super::vmstat::Item;
+use super::workingset::{LruSizes, Shadow};
+use super::{Core, Kernel, DEF_PRIORITY, PAGE_SIZE, SWAP_CLUSTER_MAX};
+
+pub const DEACTIVATE_ANON: u8 = 1;
+pub const DEACTIVATE_FILE: u8 = 2;
+
+/// struct scan_control.
+#[derive(Clone, Debug, Default)]
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    pub nr_reclaimed: u64,
+    pub nr_scanned: u64,
+    pub priority: i32,
+    /// Some(memcg) for limit reclaim (cgroup_reclaim()).
+    pub target_memcg: Option<MemcgId>,
+    pub may_writepage: bool,
+    pub may_unmap: bool,
+    pub may_swap: bool,
+    pub may_deactivate: u8,
+    pub cache_trim_mode: bool,
+    pub file_is_tiny: bool,
+    pub is_kswapd: bool,
+    /// shrink_folio_list() statistics of the last batch (reclaim_stat).
+    pub nr_dirty: u64,
+    pub nr_unqueued_dirty: u64,
+    pub nr_congested: u64,
+    pub nr_writeback: u64,
+    pub nr_immediate: u64,
+    pub nr_pageout: u64,
+    pub nr_activate: [u64; 2],
+}
+
+impl ScanControl {
+    pub fn new(nr_to_reclaim: u64, target: Option<MemcgId>, is_kswapd: bool) -> Self {
+        ScanControl {
+            nr_to_reclaim,
+            priority: DEF_PRIORITY,
+            target_memcg: target,
+            may_writepage: true,
+            may_unmap: true,
+            may_swap: true,
+            is_kswapd,
+            ..Default::default()
+        }
+    }
+    pub fn cgroup_reclaim(&self) -> bool {
+        self.target_memcg.is_some()
+    }
+}
+
+/// The result of folio_check_references().
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FolioRef {
+    Reclaim,
+    ReclaimClean,
+    Keep,
+    Activate,
+}
+
+/// A reclaim policy: where folios go on the LRU, what an access does to
+/// them, how an lruvec is shrunk, and how evictions and refaults are
+/// recorded. Everything else (page cache, faults, memcg charging,
+/// shrink_folio_list) is shared.
+pub trait ReclaimPolicy {
+    fn name(&self) -> &'static str;
+    /// Sets up the lruvec of a new memcg.
+    fn lruvec_init(&mut self, memcg: MemcgId);
+    /// folio_add_lru() (mm/swap.c), including the MGLRU fault-path hook.
+    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId);
+    /// folio_mark_accessed() (mm/swap.c): reads and writes through file
+    /// descriptors.
+    fn folio_mark_accessed(&mut self, core: &mut Core, id: FolioId);
+    /// lruvec_del_folio() for truncation and invalidation.
+    fn folio_del_lru(&mut self, core: &mut Core, id: FolioId);
+    /// Puts a folio that shrink_folio_list() kept or activated back.
+    fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId);
+    /// shrink_node() for the memcgs `sc` targets.
+    fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl);
+    /// folio_check_references(): the classic decision by default.
+    fn folio_check_references(&mut self, core: &mut Core, id: FolioId, _sc: &ScanControl) -> FolioRef {
+        folio_check_references_classic(core, id)
+    }
+    fn workingset_eviction(&mut self, core: &mut Core, id: FolioId) -> Shadow;
+    fn workingset_refault(&mut self, core: &mut Core, id: FolioId, shadow: Shadow);
+    /// folio_rotate_reclaimable(): writeback of a PG_reclaim folio
+    /// completed; move it to the inactive tail so it goes next.
+    fn folio_rotate_reclaimable(&mut self, _core: &mut Core, _id: FolioId) {}
+    fn lru_sizes(&self, memcg: MemcgId) -> LruSizes;
+    fn check_invariants(&self, core: &Core) -> Result<(), String>;
+    /// A debugfs-like view of the policy's state (MGLRU's lru_gen file).
+    fn debug_view(&self, _core: &Core, _memcg: MemcgId) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+/// folio_referenced(): test and clear the accessed bit of the folio's PTE;
+/// returns the number of young PTEs (0 or 1 in the model) and whether the
+/// mapping is VM_EXEC.
+#[inline]
+pub fn folio_referenced(core: &mut Core, id: FolioId) -> (u32, bool) {
+    let f = core.folios.get_mut(id);
+    let exec = f.test(pg::VM_EXEC);
+    if f.test(pg::MAPPED) && f.test_clear(pg::PTE_YOUNG) {
+        (1, exec)
+    } else {
+        (0, exec)
+    }
+}
+
+/// folio_check_references() for the active/inactive LRU.
+pub fn folio_check_references_classic(core: &mut Core, id: FolioId) -> FolioRef {
+    let (referenced_ptes, exec) = folio_referenced(core, id);
+    let f = core.folios.get_mut(id);
+    let referenced_folio = f.test_clear(pg::REFERENCED);
+    if referenced_ptes > 0 {
+        // All mapped folios start out with their PTE young; a second
+        // reference (PG_referenced) or a shared mapping activates them.
+        f.set(pg::REFERENCED);
+        if referenced_folio || referenced_ptes > 1 {
+            return FolioRef::Activate;
+        }
+        if exec && f.is_file_lru() {
+            return FolioRef::Activate;
+        }
+        return FolioRef::Keep;
+    }
+    if referenced_folio && f.is_file_lru() {
+        return FolioRef::ReclaimClean;
+    }
+    FolioRef::Reclaim
+}
+
+impl Core {
+    /// The memcgs a reclaim pass walks: the target for limit reclaim,
+    /// every memcg for global reclaim (shrink_node_memcgs()).
+    pub fn reclaim_memcgs(&self, sc: &ScanControl) -> Vec<MemcgId> {
+        match sc.target_memcg {
+            Some(m) => vec![m],
+            None => (0..self.memcgs.len() as MemcgId).collect(),
+        }
+    }
+
+    /// Frees an uncharged folio's frame.
+    pub fn free_folio(&mut self, id: FolioId) {
+        let memcg = self.folios.get(id).memcg;
+        if memcg != 0 {
+            self.memcgs[memcg as usize].uncharge(1);
+        }
+        self.count(memcg, Item::MEMCG_PGPGOUT, 1);
+        self.count_vm(Item::PGFREE, 1);
+        self.folios.free(id);
+    }
+
+    /// Counts pgscan for a batch isolated from an lruvec.
+    pub fn count_pgscan(&mut self, memcg: MemcgId, file: bool, n: u64, sc: &ScanControl) {
+        let item = if sc.is_kswapd { Item::PGSCAN_KSWAPD } else { Item::PGSCAN_DIRECT };
+        self.count(memcg, item, n);
+        self.count(memcg, if file { Item::PGSCAN_FILE } else { Item::PGSCAN_ANON }, n);
+        self.cpu_reclaim(self.cost.scan_folio * n, sc);
+    }
+
+    pub fn count_pgsteal(&mut self, memcg: MemcgId, file: bool, n: u64, sc: &ScanControl) {
+        let item = if sc.is_kswapd { Item::PGSTEAL_KSWAPD } else { Item::PGSTEAL_DIRECT };
+        self.count(memcg, item, n);
+        self.count(memcg, if file { Item::PGSTEAL_FILE } else { Item::PGSTEAL_ANON }, n);
+    }
+
+    /// Reclaim CPU time: charged to the task in direct and limit reclaim,
+    /// not for kswapd (it runs on another CPU).
+    #[inline]
+    pub fn cpu_reclaim(&mut self, ns: u64, sc: &ScanControl) {
+        if !sc.is_kswapd {
+            self.cpu(ns);
+        }
+    }
+}
+
+/// shrink_folio_list(): decide each isolated folio's fate. Freed folios leave
+/// the page cache (with a shadow entry for file folios) and are freed; the
+/// others stay in `folios` (PG_active set on those to activate) for the
+/// policy to put back. Returns the number reclaimed.
+pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P, folios: &mut Vec<FolioId>, sc: &mut ScanControl) -> u64 {
+    let mut nr_reclaimed = 0u64;
+    let mut keep = 0usize;
+    sc.nr_dirty = 0;
+    sc.nr_writeback = 0;
+    sc.nr_immediate = 0;
+    sc.nr_pageout = 0;
+    sc.nr_activate = [0; 2];
+    for i in 0..folios.len() {
+        let id = folios[i];
+        let (file, writeback, dirty) = {
+            let f = core.folios.get(id);
+            (f.is_file_lru(), f.test(pg::WRITEBACK), f.test(pg::DIRTY))
+        };
+        let memcg = core.folios.get(id).memcg;
+        if writeback {
+            // Case 2/3 of the writeback handling: mark for immediate
+            // reclaim on completion and keep it.
+            sc.nr_writeback += 1;
+            let f = core.folios.get_mut(id);
+            if f.test(pg::RECLAIM) {
+                sc.nr_immediate += 1;
+            }
+            f.set(pg::RECLAIM);
+            folios[keep] = id;
+            keep += 1;
+            continue;
+        }
+        let references = policy.folio_check_references(core, id, sc);
+        match references {
+            FolioRef::Activate => {
+                core.folios.get_mut(id).set(pg::ACTIVE);
+                sc.nr_activate[file as usize] += 1;
+                core.count(memcg, Item::PGACTIVATE, 1);
+                folios[keep] = id;
+                keep += 1;
+                continue;
+            }
+            FolioRef::Keep => {
+                folios[keep] = id;
+                keep += 1;
+                continue;
+            }
+            FolioRef::Reclaim | FolioRef::ReclaimClean => {}
+        }
+        if !file {
+            // Anonymous: needs a swap slot (add_to_swap) and pageout().
+            if !core.swap.alloc_slot() {
+                core.folios.get_mut(id).set(pg::ACTIVE);
+                sc.nr_activate[0] += 1;
+                core.count(memcg, Item::PGACTIVATE, 1);
+                folios[keep] = id;
+                keep += 1;
+                continue;
+            }
+            core.count(memcg, Item::PSWPOUT, 1);
+            core.count(memcg, Item::PGPGOUT, PAGE_SIZE / 1024);
+            sc.nr_pageout += 1;
+            core.dev.submit(core.now, PAGE_SIZE, true);
+        } else if dirty {
+            // Only kswapd may write file folios from reclaim, and only after
+            // the flusher had its chance: mark PG_reclaim and activate;
+            // the flusher is woken.
+            sc.nr_dirty += 1;
+            sc.nr_unqueued_dirty += 1;
+            let f = core.folios.get_mut(id);
+            f.set(pg::RECLAIM | pg::ACTIVE);
+            core.count(memcg, Item::NR_VMSCAN_IMMEDIATE, 1);
+            sc.nr_activate[1] += 1;
+            core.count(memcg, Item::PGACTIVATE, 1);
+            core.wb_wakeup_flusher = true;
+            folios[keep] = id;
+            keep += 1;
+            continue;
+        }
+        // try_to_unmap() then __remove_mapping().
+        {
+            let f = core.folios.get_mut(id);
+            if f.test(pg::MAPPED) {
+                f.clear(pg::MAPPED | pg::PTE_YOUNG);
+                core.memcgs[memcg as usize].nr_mapped -= 1;
+            }
+        }
+        let shadow = policy.workingset_eviction(core, id);
+        let f = *core.folios.get(id);
+        if f.test(pg::RA_UNUSED) {
+            core.count(memcg, Item::RA_UNUSED_EVICTED, 1);
+        }
+        if file {
+            core.files[f.mapping as usize].replace_with_shadow(f.index as u64, Some(shadow));
+            core.memcgs[memcg as usize].nr_file -= 1;
+        } else {
+            core.anon_swapped_out(f.mapping, f.index as u64, shadow);
+            core.memcgs[memcg as usize].nr_anon -= 1;
+        }
+        core.folios.get_mut(id).flags = 0;
+        core.free_folio(id);
+        nr_reclaimed += 1;
+    }
+    folios.truncate(keep);
+    nr_reclaimed
+}
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// do_try_to_free_pages(): shrink at falling priority until enough was
+    /// reclaimed.
+    fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
+        let was = self.core.in_reclaim;
+        self.core.in_reclaim = true;
+        loop {
+            sc.nr_scanned = 0;
+            self.policy.shrink_node(&mut self.core, sc);
+            if self.core.cfg.check_invariants {
+                if let Err(e) = self.check_invariants() {
+                    panic!("invariant broken after reclaim at priority {}: {e}", sc.priority);
+                }
+            }
+            if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                break;
+            }
+            sc.priority -= 1;
+        }
+        self.core.in_reclaim = was;
+        sc.nr_reclaimed
+    }
+
+    /// try_to_free_mem_cgroup_pages(): limit reclaim by the charging task.
+    pub fn try_to_free_mem_cgroup_pages(&mut self, memcg: MemcgId, nr_pages: u64) -> u64 {
+        let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), Some(memcg), false);
+        sc.may_swap = true;
+        self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// try_to_free_pages(): global direct reclaim.
+    pub fn try_to_free_pages(&mut self, nr_pages: u64) -> u64 {
+        let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), None, false);
+        self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// balance_pgdat(): kswapd reclaims until free pages reach the high
+    /// watermark, raising priority while it falls short.
+    pub fn kswapd(&mut self) {
+        let was = (self.core.in_reclaim, self.core.in_kswapd);
+        self.core.in_reclaim = true;
+        self.core.in_kswapd = true;
+        let mut priority = DEF_PRIORITY;
+        while self.core.folios.nr_free < self.core.wmark.high && priority >= 0 {
+            let mut sc = ScanControl::new(self.core.wmark.high.max(SWAP_CLUSTER_MAX), None, true);
+            sc.priority = priority;
+            self.policy.shrink_node(&mut self.core, &mut sc);
+            if self.core.cfg.check_invariants {
+                if let Err(e) = self.check_invariants() {
+                    panic!("invariant broken after kswapd reclaim: {e}");
+                }
+            }
+            if sc.nr_reclaimed == 0 || sc.nr_reclaimed < sc.nr_to_reclaim / 4 {
+                priority -= 1;
+            }
+        }
+        self.core.in_reclaim = was.0;
+        self.core.in_kswapd = was.1;
+    }
+}
