@@ -7,3 +7,5 @@
 //! prints the kernel's counters; `reproduce` holds the seeds' experiments.
 
 pub mod mm;
+pub mod reproduce;
+pub mod sim;

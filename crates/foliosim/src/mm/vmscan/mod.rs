@@ -4,6 +4,7 @@
 //! LRU (`classic`) and the multi-gen LRU plug into.
 
 pub mod classic;
+pub mod lru_gen;
 
 use super::folio::{pg, FolioId};
 use super::memcontrol::MemcgId;

@@ -1,0 +1,527 @@
+//! The driver: runs workloads (fio jobs, the mmap probe, cache traces)
+//! through the kernel model and collects what fio and the kernel would
+//! print. Workloads come from `foliosim-workload`; nothing here models the
+//! kernel.
+
+use std::collections::BTreeMap;
+
+use foliosim_workload::fio::{FadviseHint, FioJob, IoEngine};
+use foliosim_workload::iogen::{Dir, IoGen};
+use foliosim_workload::mmap_probe::ProbeSpec;
+use foliosim_workload::trace::TraceReq;
+use serde::Serialize;
+
+use crate::mm::filemap::OpenFile;
+use crate::mm::memcontrol::MemcgId;
+use crate::mm::readahead::FileRaState;
+use crate::mm::vmscan::classic::ClassicLru;
+use crate::mm::vmscan::ReclaimPolicy;
+use crate::mm::vmstat::{Counters, Item, NAMES, NR_ITEMS};
+use crate::mm::{Kernel, MmConfig, PAGE_SHIFT, PAGE_SIZE};
+
+/// Which reclaim policy runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum LruKind {
+    Classic,
+    Mglru,
+}
+
+impl std::str::FromStr for LruKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "classic" => Ok(LruKind::Classic),
+            "mglru" => Ok(LruKind::Mglru),
+            _ => Err(format!("unknown lru '{s}' (classic, mglru)")),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SimConfig {
+    pub mm: MmConfig,
+    pub lru: LruKind,
+    /// The workload's memcg limit in bytes; None runs it in the root.
+    pub memcg_limit: Option<u64>,
+    pub seed: u64,
+    pub timeline: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { mm: MmConfig::default(), lru: LruKind::Classic, memcg_limit: None, seed: 1, timeline: false }
+    }
+}
+
+/// Latency histogram: log2 buckets with 16 linear sub-buckets, fixed size,
+/// so recording allocates nothing.
+#[derive(Clone, Debug)]
+pub struct LatHist {
+    buckets: Vec<u64>,
+    pub n: u64,
+    pub sum: u128,
+    pub sumsq: f64,
+    pub min: u64,
+    pub max: u64,
+}
+
+const SUB: u64 = 16;
+
+impl Default for LatHist {
+    fn default() -> Self {
+        LatHist { buckets: vec![0; 64 * SUB as usize], n: 0, sum: 0, sumsq: 0.0, min: u64::MAX, max: 0 }
+    }
+}
+
+impl LatHist {
+    #[inline]
+    fn idx(v: u64) -> usize {
+        if v < SUB {
+            return v as usize;
+        }
+        let lg = 63 - v.leading_zeros() as u64;
+        let sub = (v >> (lg - 4)) & (SUB - 1);
+        ((lg - 3) * SUB + sub) as usize
+    }
+    fn value(i: usize) -> u64 {
+        let i = i as u64;
+        if i < SUB {
+            return i;
+        }
+        let lg = i / SUB + 3;
+        let sub = i % SUB;
+        ((SUB + sub) << (lg - 4)) + (1u64 << (lg - 4)) / 2
+    }
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        self.buckets[Self::idx(v)] += 1;
+        self.n += 1;
+        self.sum += v as u128;
+        self.sumsq += (v as f64) * (v as f64);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+    pub fn percentile(&self, p: f64) -> u64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let target = ((p / 100.0) * self.n as f64).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            acc += c;
+            if acc >= target {
+                return Self::value(i).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+    pub fn stdev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let m = self.mean();
+        ((self.sumsq / self.n as f64 - m * m).max(0.0)).sqrt()
+    }
+}
+
+/// fio's per-direction statistics of one job.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub runtime_ms: u64,
+    pub bw_bytes: u64,
+    pub iops: f64,
+    pub clat_ns: BTreeMap<String, u64>,
+    pub clat_mean_ns: f64,
+    pub clat_stdev_ns: f64,
+    pub clat_min_ns: u64,
+    pub clat_max_ns: u64,
+}
+
+impl DirStats {
+    fn from(h: &LatHist, bytes: u64, ios: u64, runtime_ns: u64) -> Self {
+        let mut p = BTreeMap::new();
+        for q in [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99] {
+            p.insert(format!("{q:.6}"), h.percentile(q));
+        }
+        let secs = runtime_ns as f64 / 1e9;
+        DirStats {
+            io_bytes: bytes,
+            total_ios: ios,
+            runtime_ms: runtime_ns / 1_000_000,
+            bw_bytes: if secs > 0.0 { (bytes as f64 / secs) as u64 } else { 0 },
+            iops: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+            clat_ns: p,
+            clat_mean_ns: h.mean(),
+            clat_stdev_ns: h.stdev(),
+            clat_min_ns: if h.n > 0 { h.min } else { 0 },
+            clat_max_ns: h.max,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct JobReport {
+    pub jobname: String,
+    pub jobnum: u32,
+    pub read: DirStats,
+    pub write: DirStats,
+    pub oom_killed: bool,
+}
+
+/// One timeline sample: counters at the end of a simulated second.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimelineSample {
+    pub second: u64,
+    pub vmstat: BTreeMap<&'static str, u64>,
+    pub memcg: BTreeMap<&'static str, u64>,
+}
+
+/// Everything a run prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub lru: LruKind,
+    pub variants: crate::mm::Variants,
+    pub elapsed_ns: u64,
+    pub io_wait_ns: u64,
+    pub jobs: Vec<JobReport>,
+    /// /proc/vmstat-style counters of the machine (pgpgin/pgpgout in KiB).
+    pub vmstat: BTreeMap<&'static str, u64>,
+    /// memory.stat-style counters of the workload's memcg (the root's when
+    /// no limit was set).
+    pub memcg: BTreeMap<&'static str, u64>,
+    pub timeline: Option<Vec<TimelineSample>>,
+    pub lru_gen: Option<serde_json::Value>,
+}
+
+fn counters_map(c: &Counters) -> BTreeMap<&'static str, u64> {
+    (0..NR_ITEMS).map(|i| (NAMES[i], c.0[i])).collect()
+}
+
+/// A running model with its policy chosen at run time.
+pub enum AnyKernel {
+    Classic(Kernel<ClassicLru>),
+    Mglru(Kernel<crate::mm::vmscan::lru_gen::LruGen>),
+}
+
+/// Calls `$body` with `$k` bound to the concrete kernel.
+#[macro_export]
+macro_rules! with_kernel {
+    ($any:expr, $k:ident => $body:expr) => {
+        match $any {
+            $crate::sim::AnyKernel::Classic($k) => $body,
+            $crate::sim::AnyKernel::Mglru($k) => $body,
+        }
+    };
+}
+
+/// The model set up for a run: kernel, the workload's memcg, its files.
+pub struct Sim {
+    pub k: AnyKernel,
+    pub memcg: MemcgId,
+    pub cfg: SimConfig,
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Sim {
+        let mut k = match cfg.lru {
+            LruKind::Classic => AnyKernel::Classic(Kernel::new(cfg.mm.clone(), ClassicLru::new())),
+            LruKind::Mglru => AnyKernel::Mglru(Kernel::new(cfg.mm.clone(), crate::mm::vmscan::lru_gen::LruGen::new())),
+        };
+        let memcg = match cfg.memcg_limit {
+            Some(l) => with_kernel!(&mut k, k => k.add_memcg("foliosim", Some(l / PAGE_SIZE))),
+            None => 0,
+        };
+        with_kernel!(&mut k, k => {
+            if cfg.timeline {
+                k.core.timeline = Some(Vec::new());
+                k.core.timeline_memcg = memcg;
+            }
+        });
+        Sim { k, memcg, cfg }
+    }
+
+    fn report(&self, jobs: Vec<JobReport>) -> RunReport {
+        with_kernel!(&self.k, k => {
+            let core = &k.core;
+            let m = &core.memcgs[self.memcg as usize];
+            let mut memcg = counters_map(if self.memcg == 0 { &core.vm } else { &m.stat });
+            let sizes = k.policy.lru_sizes(self.memcg);
+            let (file, anon, mapped, dirty, wb) = if self.memcg == 0 {
+                let s = |f: fn(&crate::mm::memcontrol::MemCgroup) -> u64| core.memcgs.iter().map(f).sum::<u64>();
+                (s(|m| m.nr_file), s(|m| m.nr_anon), s(|m| m.nr_mapped), s(|m| m.nr_dirty), s(|m| m.nr_writeback))
+            } else {
+                (m.nr_file, m.nr_anon, m.nr_mapped, m.nr_dirty, m.nr_writeback)
+            };
+            memcg.insert("file", file * PAGE_SIZE);
+            memcg.insert("anon", anon * PAGE_SIZE);
+            memcg.insert("file_mapped", mapped * PAGE_SIZE);
+            memcg.insert("file_dirty", dirty * PAGE_SIZE);
+            memcg.insert("file_writeback", wb * PAGE_SIZE);
+            memcg.insert("inactive_file", sizes.inactive_file * PAGE_SIZE);
+            memcg.insert("active_file", sizes.active_file * PAGE_SIZE);
+            memcg.insert("inactive_anon", sizes.inactive_anon * PAGE_SIZE);
+            memcg.insert("active_anon", sizes.active_anon * PAGE_SIZE);
+            memcg.insert("unevictable", sizes.unevictable * PAGE_SIZE);
+            memcg.insert("usage_in_bytes", (m.usage) * PAGE_SIZE);
+            memcg.insert("max_usage_in_bytes", m.watermark * PAGE_SIZE);
+            let timeline = core.timeline.as_ref().map(|tl| {
+                tl.iter().map(|(s, v, mc)| TimelineSample { second: *s, vmstat: counters_map(v), memcg: counters_map(if self.memcg == 0 { v } else { mc }) }).collect()
+            });
+            RunReport {
+                lru: self.cfg.lru,
+                variants: self.cfg.mm.variants.clone(),
+                elapsed_ns: core.now,
+                io_wait_ns: core.io_wait,
+                jobs,
+                vmstat: counters_map(&core.vm),
+                memcg,
+                timeline,
+                lru_gen: k.policy.debug_view(core, self.memcg),
+            }
+        })
+    }
+
+    fn open(&mut self, size: u64) -> OpenFile {
+        let ra_kb = self.cfg.mm.read_ahead_kb;
+        let mapping = with_kernel!(&mut self.k, k => k.core.add_file(size));
+        OpenFile {
+            mapping,
+            ra: FileRaState::new(ra_kb),
+            fmode_random: false,
+            vm_rand_read: false,
+            vm_seq_read: false,
+            memcg: self.memcg,
+        }
+    }
+
+    /// Seed 002's mmap_miss_probe: touch one byte at each chosen page.
+    pub fn run_probe(mut self, spec: &ProbeSpec) -> RunReport {
+        let mut f = self.open(spec.file_size);
+        let mut oom = false;
+        with_kernel!(&mut self.k, k => {
+            for page in spec.pages() {
+                if !k.mmap_access(&mut f, page) {
+                    oom = true;
+                    break;
+                }
+            }
+        });
+        let jobs = vec![JobReport { jobname: "mmap_miss_probe".into(), jobnum: 0, read: DirStats::default(), write: DirStats::default(), oom_killed: oom }];
+        self.report(jobs)
+    }
+
+    /// Replays a libCacheSim trace: each object id is a 4 KiB page of one
+    /// file, read with pread and readahead off.
+    pub fn run_trace<I, E>(mut self, reqs: I, file_pages: u64) -> Result<RunReport, E>
+    where
+        I: Iterator<Item = Result<TraceReq, E>>,
+    {
+        let mut f = self.open(file_pages * PAGE_SIZE);
+        f.ra.ra_pages = 0;
+        let mut h = LatHist::default();
+        let mut bytes = 0;
+        let mut ios = 0;
+        let mut oom = false;
+        with_kernel!(&mut self.k, k => {
+            for r in reqs {
+                let r = r?;
+                let page = r.obj_id % file_pages;
+                let t0 = k.core.now;
+                if k.filemap_read(&mut f, page << PAGE_SHIFT, PAGE_SIZE).is_none() {
+                    oom = true;
+                    break;
+                }
+                h.add(k.core.now - t0);
+                bytes += PAGE_SIZE;
+                ios += 1;
+            }
+        });
+        let elapsed = with_kernel!(&self.k, k => k.core.now);
+        let jobs = vec![JobReport { jobname: "replay".into(), jobnum: 0, read: DirStats::from(&h, bytes, ios, elapsed), write: DirStats::default(), oom_killed: oom }];
+        Ok(self.report(jobs))
+    }
+
+    /// Runs fio jobs concurrently: each job has its own clock (one CPU per
+    /// job); the job furthest behind in time runs next, so the device and
+    /// memory are shared as they would be.
+    pub fn run_fio(mut self, jobs: &[FioJob]) -> RunReport {
+        struct JobState {
+            gen: IoGen,
+            file: OpenFile,
+            t: u64,
+            done: bool,
+            stop_at: Option<u64>,
+            ramp_end: u64,
+            h: [LatHist; 2],
+            bytes: [u64; 2],
+            ios: [u64; 2],
+            start_stats: Option<u64>,
+            oom: bool,
+        }
+        // Jobs naming the same file share it (one address space).
+        let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
+        let mut st: Vec<JobState> = Vec::new();
+        for j in jobs {
+            let size = j.file_size();
+            let mapping = match by_name.get(&j.filename) {
+                Some(&m) => m,
+                None => {
+                    let f = self.open(size);
+                    by_name.insert(j.filename.clone(), f.mapping);
+                    f.mapping
+                }
+            };
+            let mut file = OpenFile { mapping, ra: FileRaState::new(self.cfg.mm.read_ahead_kb), fmode_random: false, vm_rand_read: false, vm_seq_read: false, memcg: self.memcg };
+            let random = match j.fadvise_hint {
+                FadviseHint::Off => None,
+                FadviseHint::On => Some(j.rw.is_random()),
+                FadviseHint::Sequential => Some(false),
+                FadviseHint::Random => Some(true),
+            };
+            if let Some(r) = random {
+                if j.ioengine == IoEngine::Mmap {
+                    // posix_madvise(MADV_RANDOM / MADV_SEQUENTIAL)
+                    file.vm_rand_read = r;
+                    file.vm_seq_read = !r;
+                } else if r {
+                    file.fmode_random = true;
+                } else {
+                    // POSIX_FADV_SEQUENTIAL doubles the window.
+                    file.ra.ra_pages *= 2;
+                }
+            }
+            let stop_at = j.runtime_ns.map(|r| j.ramp_time_ns + r);
+            st.push(JobState {
+                gen: IoGen::new(j, self.cfg.seed),
+                file,
+                t: 0,
+                done: false,
+                stop_at,
+                ramp_end: j.ramp_time_ns,
+                h: [LatHist::default(), LatHist::default()],
+                bytes: [0; 2],
+                ios: [0; 2],
+                start_stats: None,
+                oom: false,
+            });
+        }
+        with_kernel!(&mut self.k, k => {
+            loop {
+                // The job furthest behind runs next (ties: lowest index).
+                let Some(i) = (0..st.len()).filter(|&i| !st[i].done).min_by_key(|&i| st[i].t) else { break };
+                let s = &mut st[i];
+                let j = &jobs[i];
+                if let Some(stop) = s.stop_at {
+                    if s.t >= stop {
+                        s.done = true;
+                        continue;
+                    }
+                }
+                let Some(io) = s.gen.next_io() else {
+                    s.done = true;
+                    continue;
+                };
+                k.core.now = s.t;
+                if s.gen.take_invalidate() && !j.direct {
+                    k.invalidate_mapping_pages(s.file.mapping);
+                }
+                if s.start_stats.is_none() && k.core.now >= s.ramp_end {
+                    s.start_stats = Some(k.core.now);
+                }
+                let t0 = k.core.now;
+                let write = matches!(io.dir, Dir::Write);
+                let ok = if j.direct {
+                    k.direct_io(&s.file, io.len, write);
+                    true
+                } else if j.ioengine == IoEngine::Mmap {
+                    let first = io.offset >> PAGE_SHIFT;
+                    let last = (io.offset + io.len - 1) >> PAGE_SHIFT;
+                    let mut ok = true;
+                    for p in first..=last {
+                        if !k.mmap_access(&mut s.file, p) {
+                            ok = false;
+                            break;
+                        }
+                        if write {
+                            if let Some(id) = k.core.files[s.file.mapping as usize].folio(p) {
+                                k.folio_mark_dirty(id);
+                            }
+                        }
+                        k.core.cpu(k.core.cost.copy_page);
+                    }
+                    if write {
+                        k.balance_dirty_pages(s.file.memcg);
+                    }
+                    ok
+                } else if write {
+                    k.filemap_write(&mut s.file, io.offset, io.len).is_some()
+                } else {
+                    k.filemap_read(&mut s.file, io.offset, io.len).is_some()
+                };
+                if !ok || k.core.memcgs[s.file.memcg as usize].oom_killed {
+                    s.oom = true;
+                    s.done = true;
+                    s.t = k.core.now;
+                    continue;
+                }
+                let lat = k.core.now - t0;
+                if s.start_stats.is_some() {
+                    let d = write as usize;
+                    s.h[d].add(lat);
+                    s.bytes[d] += io.len;
+                    s.ios[d] += 1;
+                }
+                k.core.cpu(j.thinktime_us * 1000);
+                s.t = k.core.now;
+            }
+            // Jobs end at their own time; the run lasts as long as the last.
+            let end = st.iter().map(|s| s.t).max().unwrap_or(0);
+            k.core.now = end;
+            k.wb_complete();
+        });
+        let reports = st
+            .iter()
+            .zip(jobs)
+            .map(|(s, j)| {
+                let runtime = s.t.saturating_sub(s.start_stats.unwrap_or(s.t));
+                JobReport {
+                    jobname: j.name.clone(),
+                    jobnum: j.jobnum,
+                    read: DirStats::from(&s.h[0], s.bytes[0], s.ios[0], runtime),
+                    write: DirStats::from(&s.h[1], s.bytes[1], s.ios[1], runtime),
+                    oom_killed: s.oom,
+                }
+            })
+            .collect();
+        self.report(reports)
+    }
+}
+
+/// Runs a probe under `cfg`.
+pub fn run_probe(cfg: SimConfig, spec: &ProbeSpec) -> RunReport {
+    Sim::new(cfg).run_probe(spec)
+}
+
+/// Runs fio jobs under `cfg`.
+pub fn run_fio(cfg: SimConfig, jobs: &[FioJob]) -> RunReport {
+    Sim::new(cfg).run_fio(jobs)
+}
+
+/// The value of a counter by name from a report: memcg first, then vmstat.
+pub fn counter(r: &RunReport, name: &str) -> Option<u64> {
+    r.memcg.get(name).or_else(|| r.vmstat.get(name)).copied()
+}
+
+#[allow(dead_code)]
+fn _assert_item_names() {
+    let _ = Item::PGPGIN;
+}
