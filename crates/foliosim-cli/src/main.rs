@@ -1,1 +1,601 @@
-fn main() {}
+//! foliosim: the command line. Thin: parses options, calls the model
+//! library, prints. Bad input exits 2 with one line naming what was wrong.
+
+mod oracle_cmd;
+mod probe_args;
+mod refcount_cmd;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use foliosim::mm::{blkdev::DeviceProfile, MmConfig, SwapKind, Variants, VARIANT_HELP};
+use foliosim::reproduce;
+use foliosim::sim::{self, LruKind, RunReport, SimConfig};
+use foliosim_workload::units::parse_size;
+
+#[derive(Parser)]
+#[command(
+    name = "foliosim",
+    version,
+    about = "A deterministic model of the Linux page cache, readahead and reclaim"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// Options of the modelled machine, shared by the workload commands.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct MachineArgs {
+    /// Machine RAM (default 8G).
+    #[arg(long)]
+    memory: Option<String>,
+    /// Run the workload in a memcg with this hard limit (memory.max).
+    #[arg(long)]
+    memcg_limit: Option<String>,
+    /// read_ahead_kb of the device (default 128).
+    #[arg(long)]
+    read_ahead_kb: Option<u64>,
+    /// Reclaim policy: classic or mglru.
+    #[arg(long, default_value = "classic")]
+    lru: String,
+    /// Variants, comma or plus separated.
+    #[arg(long, value_delimiter = ',')]
+    variant: Vec<String>,
+    /// Device profile: nvme, sata-ssd, hdd, virtio, ramdisk, zram.
+    #[arg(long)]
+    device: Option<String>,
+    /// Swap: none, zram:SIZE or disk:SIZE.
+    #[arg(long)]
+    swap: Option<String>,
+    /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
+    /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
+    /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
+    /// fault_around_bytes=N, lru_gen.enabled=0|1.
+    #[arg(long)]
+    sysctl: Vec<String>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print counters per simulated second too.
+    #[arg(long)]
+    timeline: bool,
+    /// Check the model's invariants after every reclaim batch (slow).
+    #[arg(long)]
+    check_invariants: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl MachineArgs {
+    fn config(&self) -> Result<SimConfig, String> {
+        let mut mm = MmConfig::default();
+        if let Some(m) = &self.memory {
+            mm.ram_bytes = parse_size(m).map_err(|e| format!("--memory: {e}"))?;
+            if mm.ram_bytes < 64 << 20 {
+                return Err(format!("--memory: {m} is below the model's minimum of 64M"));
+            }
+            mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+        }
+        if let Some(r) = self.read_ahead_kb {
+            mm.read_ahead_kb = r;
+        }
+        let mut lru: LruKind = self.lru.parse().map_err(|e| format!("--lru: {e}"))?;
+        let mut variants = Variants::newest();
+        for v in &self.variant {
+            variants.apply(v).map_err(|e| format!("--variant: {e}"))?;
+        }
+        mm.variants = variants;
+        if let Some(d) = &self.device {
+            mm.device = DeviceProfile::by_name(d).ok_or_else(|| {
+                format!(
+                    "--device: unknown profile '{d}' ({})",
+                    foliosim::mm::blkdev::PROFILES.join(", ")
+                )
+            })?;
+        }
+        if let Some(s) = &self.swap {
+            let (kind, size) = match s.split_once(':') {
+                None if s == "none" => (SwapKind::None, 0),
+                Some(("zram", sz)) => (
+                    SwapKind::Zram,
+                    parse_size(sz).map_err(|e| format!("--swap: {e}"))?,
+                ),
+                Some(("disk", sz)) => (
+                    SwapKind::Disk,
+                    parse_size(sz).map_err(|e| format!("--swap: {e}"))?,
+                ),
+                _ => return Err(format!("--swap: '{s}' is not none, zram:SIZE or disk:SIZE")),
+            };
+            mm.swap = kind;
+            mm.swap_bytes = size;
+        }
+        for kv in &self.sysctl {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("--sysctl: '{kv}' is not key=value"))?;
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("--sysctl: {k}: '{v}' is not a number"))?;
+            match k {
+                "vm.swappiness" if n <= 200 => mm.swappiness = n as u32,
+                "vm.dirty_ratio" if n <= 100 => mm.dirty_ratio = n as u32,
+                "vm.dirty_background_ratio" if n <= 100 => mm.dirty_background_ratio = n as u32,
+                "vm.dirty_expire_centisecs" => mm.dirty_expire_centisecs = n,
+                "vm.dirty_writeback_centisecs" => mm.dirty_writeback_centisecs = n,
+                "vm.min_free_kbytes" => mm.min_free_kbytes = Some(n),
+                "vm.watermark_scale_factor" if (1..=3000).contains(&n) => {
+                    mm.watermark_scale_factor = n
+                }
+                "fault_around_bytes" if n.is_power_of_two() || n == 0 => mm.fault_around_bytes = n,
+                "lru_gen.enabled" => {
+                    lru = if n == 0 {
+                        LruKind::Classic
+                    } else {
+                        LruKind::Mglru
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "--sysctl: unknown key or value out of range: '{kv}'"
+                    ))
+                }
+            }
+        }
+        mm.check_invariants = self.check_invariants;
+        let memcg_limit = match &self.memcg_limit {
+            Some(s) => {
+                let l = parse_size(s).map_err(|e| format!("--memcg-limit: {e}"))?;
+                if l < 1 << 20 {
+                    return Err(format!("--memcg-limit: {s} is below 1M"));
+                }
+                Some(l)
+            }
+            None => None,
+        };
+        Ok(SimConfig {
+            mm,
+            lru,
+            memcg_limit,
+            seed: self.seed,
+            timeline: self.timeline,
+        })
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run fio jobs (job files and/or fio's --name=... command-line form)
+    /// through the model. Machine options (--memory, --memcg-limit, --lru,
+    /// --variant, ...) may be mixed in.
+    Fio {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Seed 002's mmap_miss_probe in the model.
+    MmapProbe {
+        #[command(flatten)]
+        probe: probe_args::ProbeArgs,
+        /// Reclaim policy: classic or mglru.
+        #[arg(long, default_value = "classic")]
+        lru: String,
+        /// Print counters per simulated second too.
+        #[arg(long)]
+        timeline: bool,
+    },
+    /// Replay a libCacheSim trace (oracleGeneral or csv): each object id is a
+    /// 4 KiB page of one file, read with pread and readahead off.
+    Replay {
+        trace: std::path::PathBuf,
+        /// oracleGeneral or csv (default: by file extension).
+        #[arg(long)]
+        format: Option<String>,
+        /// libCacheSim's csv spec, e.g. "time-col=1, obj-id-col=2, obj-size-col=3, delimiter=,, has-header=true".
+        #[arg(long)]
+        csv_spec: Option<String>,
+        /// Size of the file the object ids map into, in pages (ids wrap modulo it).
+        #[arg(long, default_value_t = 1 << 22)]
+        file_pages: u64,
+        #[command(flatten)]
+        machine: MachineArgs,
+    },
+    /// Run one workload under several variant sets and print the counters
+    /// side by side with deltas: foliosim compare --set baseline --set p1+p2 -- mmap-probe --file-size 4G
+    Compare {
+        /// A variant set (variants, plus "classic"/"mglru"); give two or more.
+        #[arg(long = "set", required = true)]
+        sets: Vec<String>,
+        /// The workload command (fio ..., mmap-probe ..., replay ...).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        workload: Vec<String>,
+    },
+    /// Reproduce a seed's experiment beside the seed's figures.
+    Reproduce {
+        #[command(subcommand)]
+        which: ReproduceCmd,
+    },
+    /// Run a workload on the real kernel of this host and compare with the model.
+    Oracle {
+        #[command(subcommand)]
+        cmd: oracle_cmd::OracleCmd,
+    },
+    /// Benchmark the folio refcount schemes of seed 001.
+    RefcountBench(refcount_cmd::RefcountBenchArgs),
+}
+
+#[derive(Subcommand)]
+enum ReproduceCmd {
+    /// Seed 002: pgpgin of the mmap_miss matrix, baseline / p1 / p2 / p1+p2.
+    MmapMiss {
+        #[arg(long, default_value = "table")]
+        format: String,
+        #[arg(long, default_value = "classic")]
+        lru: String,
+        /// Worker threads (cells run in parallel; output is the same).
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+/// Splits `foliosim fio` arguments into machine options and fio's.
+fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String> {
+    const OURS: &[&str] = &[
+        "memory",
+        "memcg-limit",
+        "read-ahead-kb",
+        "lru",
+        "variant",
+        "device",
+        "swap",
+        "sysctl",
+        "seed",
+        "timeline",
+        "check-invariants",
+        "json",
+    ];
+    const FLAGS: &[&str] = &["timeline", "check-invariants", "json"];
+    let mut ours: Vec<String> = vec!["machine".into()];
+    let mut fio = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let key = a
+            .strip_prefix("--")
+            .map(|k| k.split('=').next().unwrap_or(k));
+        match key {
+            Some(k) if OURS.contains(&k) => {
+                ours.push(a.clone());
+                if !a.contains('=') && !FLAGS.contains(&k) {
+                    i += 1;
+                    let v = args.get(i).ok_or_else(|| format!("--{k}: missing value"))?;
+                    ours.push(v.clone());
+                }
+            }
+            _ => fio.push(a.clone()),
+        }
+        i += 1;
+    }
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        m: MachineArgs,
+    }
+    let w = Wrap::try_parse_from(&ours).map_err(|e| {
+        e.to_string()
+            .lines()
+            .next()
+            .unwrap_or("bad option")
+            .to_string()
+    })?;
+    Ok((w.m, fio))
+}
+
+fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
+    match cmd {
+        Cmd::Fio { args } => {
+            let (m, fio_args) = split_fio_args(args)?;
+            if fio_args.is_empty() {
+                return Err("fio: no job file and no --name given".into());
+            }
+            let jobs =
+                foliosim_workload::fio::parse_cmdline(&fio_args).map_err(|e| e.to_string())?;
+            if jobs.is_empty() {
+                return Err("fio: no jobs defined".into());
+            }
+            let cfg = m.config()?;
+            Ok((sim::run_fio(cfg, &jobs), m.json, "fio".into()))
+        }
+        Cmd::MmapProbe {
+            probe,
+            lru,
+            timeline,
+        } => {
+            let spec = probe.spec()?;
+            let mut m = MachineArgs {
+                lru: lru.clone(),
+                variant: probe.variant.clone(),
+                seed: probe.seed,
+                timeline: *timeline,
+                ..Default::default()
+            };
+            m.memory = probe.memory.clone();
+            m.memcg_limit = probe.memcg_limit.clone();
+            m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
+            let cfg = m.config()?;
+            Ok((sim::run_probe(cfg, &spec), probe.json, "mmap-probe".into()))
+        }
+        Cmd::Replay {
+            trace,
+            format,
+            csv_spec,
+            file_pages,
+            machine,
+        } => {
+            use foliosim_workload::trace;
+            let fmt = match (format.as_deref(), csv_spec) {
+                (Some("oracleGeneral"), None) => trace::TraceFormat::OracleGeneral,
+                (Some("oracleGeneral"), Some(_)) => {
+                    return Err("--csv-spec: only with --format csv".into())
+                }
+                (Some("csv"), s) | (None, s @ Some(_)) => trace::TraceFormat::Csv(
+                    trace::parse_csv_spec(s.as_deref().unwrap_or(""))
+                        .map_err(|e| format!("--csv-spec: {e}"))?,
+                ),
+                (None, None) => trace::guess_format(trace),
+                (Some(f), _) => {
+                    return Err(format!(
+                        "--format: unknown trace format '{f}' (oracleGeneral, csv)"
+                    ))
+                }
+            };
+            if *file_pages == 0 {
+                return Err("--file-pages: must be > 0".into());
+            }
+            let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
+            let cfg = machine.config()?;
+            let r = sim::Sim::new(cfg)
+                .run_trace(reader, *file_pages)
+                .map_err(|e| e.to_string())?;
+            Ok((r, machine.json, "replay".into()))
+        }
+        _ => unreachable!(),
+    }
+}
+
+fn print_report(r: &RunReport, json: bool, what: &str) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(r).expect("report serialises")
+        );
+    } else {
+        print!("{}", foliosim::report::render_text(r, what));
+    }
+}
+
+fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
+    if sets.len() < 2 {
+        return Err("compare: give at least two --set".into());
+    }
+    let mut reports = Vec::new();
+    for set in sets {
+        let mut argv: Vec<String> = vec!["foliosim".into()];
+        argv.extend(workload.iter().cloned());
+        let mut variants = Vec::new();
+        let mut lru = None;
+        for tok in set
+            .split([',', '+'])
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            match tok {
+                "classic" | "mglru" => lru = Some(tok.to_string()),
+                _ => variants.push(tok.to_string()),
+            }
+        }
+        // Validate before running.
+        let mut probe = Variants::newest();
+        for v in &variants {
+            probe.apply(v).map_err(|e| format!("--set {set}: {e}"))?;
+        }
+        if !variants.is_empty() {
+            argv.push(format!("--variant={}", variants.join(",")));
+        }
+        if let Some(l) = lru {
+            argv.push(format!("--lru={l}"));
+        }
+        let cli = Cli::try_parse_from(&argv).map_err(|e| {
+            e.to_string()
+                .lines()
+                .next()
+                .unwrap_or("bad workload")
+                .to_string()
+        })?;
+        if !matches!(
+            cli.cmd,
+            Cmd::Fio { .. } | Cmd::MmapProbe { .. } | Cmd::Replay { .. }
+        ) {
+            return Err("compare: the workload must be fio, mmap-probe or replay".into());
+        }
+        let (r, _, _) = run_workload(&cli.cmd)?;
+        reports.push(r);
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for r in &reports {
+        for (k, _) in r.memcg.iter().chain(r.vmstat.iter()) {
+            if !names.contains(k) {
+                names.push(k);
+            }
+        }
+    }
+    let get = |r: &RunReport, k: &str| -> u64 {
+        r.vmstat
+            .get(k)
+            .or_else(|| r.memcg.get(k))
+            .copied()
+            .unwrap_or(0)
+    };
+    print!("{:<32}", "counter");
+    for s in sets {
+        print!(" {:>18}", s);
+    }
+    for s in &sets[1..] {
+        print!(" {:>14}", format!("d({s})"));
+    }
+    println!();
+    let mut rows: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for k in names {
+        let vals: Vec<u64> = reports.iter().map(|r| get(r, k)).collect();
+        if vals.iter().any(|&v| v != 0) {
+            rows.insert(k, vals);
+        }
+    }
+    let elapsed: Vec<u64> = reports.iter().map(|r| r.elapsed_ns / 1_000_000).collect();
+    rows.insert("elapsed_ms", elapsed);
+    for (k, vals) in rows {
+        print!("{:<32}", k);
+        for v in &vals {
+            print!(" {:>18}", v);
+        }
+        for v in &vals[1..] {
+            let base = vals[0];
+            let d = *v as f64 - base as f64;
+            let pct = if base > 0 {
+                format!("{:+.1}%", d / base as f64 * 100.0)
+            } else {
+                format!("{:+}", d)
+            };
+            print!(" {:>14}", pct);
+        }
+        println!();
+    }
+    Ok(())
+}
+
+/// The model side of `foliosim oracle`: configure from the host's facts
+/// and run the case, returning counters under the oracle's names.
+fn oracle_model(
+    host: &foliosim_oracle::HostInfo,
+    case: &foliosim_oracle::Case,
+) -> Result<BTreeMap<String, f64>, String> {
+    let mut mm = MmConfig {
+        ram_bytes: host.ram_bytes,
+        read_ahead_kb: case.effective_read_ahead_kb(host) as u64,
+        swappiness: host.swappiness,
+        fault_around_bytes: host.fault_around_bytes,
+        ..MmConfig::default()
+    };
+    mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    let lru = match host.lru_gen {
+        Some(v) if v != 0 => LruKind::Mglru,
+        _ => LruKind::Classic,
+    };
+    let cfg = SimConfig {
+        mm,
+        lru,
+        memcg_limit: Some(case.memcg_limit),
+        seed: 1,
+        timeline: false,
+    };
+    let r = match &case.kind {
+        foliosim_oracle::CaseKind::Probe { spec, variant } => {
+            let mut cfg = cfg;
+            for v in variant {
+                cfg.mm.variants.apply(v)?;
+            }
+            sim::run_probe(cfg, spec)
+        }
+        foliosim_oracle::CaseKind::Fio { job_file } => {
+            let jobs =
+                foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
+            sim::run_fio(cfg, &jobs)
+        }
+    };
+    Ok(oracle_counters(&r))
+}
+
+/// A model report under the oracle's counter names.
+fn oracle_counters(r: &RunReport) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for (k, v) in &r.memcg {
+        let name = match *k {
+            "memcg_pgpgin_events" => "pgpgin",
+            "memcg_pgpgout_events" => "pgpgout",
+            "pgpgin" | "pgpgout" => continue,
+            k if k.starts_with("foliosim_") => continue,
+            k => k,
+        };
+        m.insert(name.to_string(), *v as f64);
+    }
+    for (k, v) in &r.vmstat {
+        if !k.starts_with("foliosim_") && !k.starts_with("memcg_") {
+            m.insert(format!("vmstat.{k}"), *v as f64);
+        }
+    }
+    m.insert(
+        "io.rbytes".into(),
+        r.memcg.get("pgpgin").copied().unwrap_or(0) as f64 * 1024.0,
+    );
+    m.insert(
+        "io.wbytes".into(),
+        r.memcg.get("pgpgout").copied().unwrap_or(0) as f64 * 1024.0,
+    );
+    m.insert("elapsed_s".into(), r.elapsed_ns as f64 / 1e9);
+    let rb: u64 = r.jobs.iter().map(|j| j.read.io_bytes).sum();
+    let wb: u64 = r.jobs.iter().map(|j| j.write.io_bytes).sum();
+    m.insert("fio.read_bytes".into(), rb as f64);
+    m.insert("fio.write_bytes".into(), wb as f64);
+    m
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match &cli.cmd {
+        Cmd::Fio { .. } | Cmd::MmapProbe { .. } | Cmd::Replay { .. } => {
+            let (r, json, what) = run_workload(&cli.cmd)?;
+            print_report(&r, json, &what);
+            Ok(())
+        }
+        Cmd::Compare { sets, workload } => compare(sets, workload),
+        Cmd::Reproduce { which } => match which {
+            ReproduceCmd::MmapMiss {
+                format,
+                lru,
+                jobs,
+                seed,
+            } => {
+                let lru: LruKind = lru.parse().map_err(|e| format!("--lru: {e}"))?;
+                if format != "table" && format != "json" {
+                    return Err(format!("--format: '{format}' is not table or json"));
+                }
+                let rows = reproduce::mmap_miss_matrix(lru, *seed, *jobs);
+                if format == "json" {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).expect("rows serialise")
+                    );
+                } else {
+                    print!("{}", reproduce::render_mmap_miss(&rows));
+                }
+                Ok(())
+            }
+        },
+        Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
+        Cmd::RefcountBench(a) => refcount_cmd::run(a),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("foliosim: {e}");
+            let _ = VARIANT_HELP;
+            ExitCode::from(2)
+        }
+    }
+}

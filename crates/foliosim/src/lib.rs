@@ -7,5 +7,6 @@
 //! prints the kernel's counters; `reproduce` holds the seeds' experiments.
 
 pub mod mm;
+pub mod report;
 pub mod reproduce;
 pub mod sim;

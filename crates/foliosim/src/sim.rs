@@ -49,7 +49,13 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { mm: MmConfig::default(), lru: LruKind::Classic, memcg_limit: None, seed: 1, timeline: false }
+        SimConfig {
+            mm: MmConfig::default(),
+            lru: LruKind::Classic,
+            memcg_limit: None,
+            seed: 1,
+            timeline: false,
+        }
     }
 }
 
@@ -69,7 +75,14 @@ const SUB: u64 = 16;
 
 impl Default for LatHist {
     fn default() -> Self {
-        LatHist { buckets: vec![0; 64 * SUB as usize], n: 0, sum: 0, sumsq: 0.0, min: u64::MAX, max: 0 }
+        LatHist {
+            buckets: vec![0; 64 * SUB as usize],
+            n: 0,
+            sum: 0,
+            sumsq: 0.0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 }
 
@@ -149,7 +162,10 @@ pub struct DirStats {
 impl DirStats {
     fn from(h: &LatHist, bytes: u64, ios: u64, runtime_ns: u64) -> Self {
         let mut p = BTreeMap::new();
-        for q in [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99] {
+        for q in [
+            1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9,
+            99.95, 99.99,
+        ] {
             p.insert(format!("{q:.6}"), h.percentile(q));
         }
         let secs = runtime_ns as f64 / 1e9;
@@ -157,7 +173,11 @@ impl DirStats {
             io_bytes: bytes,
             total_ios: ios,
             runtime_ms: runtime_ns / 1_000_000,
-            bw_bytes: if secs > 0.0 { (bytes as f64 / secs) as u64 } else { 0 },
+            bw_bytes: if secs > 0.0 {
+                (bytes as f64 / secs) as u64
+            } else {
+                0
+            },
             iops: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
             clat_ns: p,
             clat_mean_ns: h.mean(),
@@ -234,7 +254,10 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Sim {
         let mut k = match cfg.lru {
             LruKind::Classic => AnyKernel::Classic(Kernel::new(cfg.mm.clone(), ClassicLru::new())),
-            LruKind::Mglru => AnyKernel::Mglru(Kernel::new(cfg.mm.clone(), crate::mm::vmscan::lru_gen::LruGen::new())),
+            LruKind::Mglru => AnyKernel::Mglru(Kernel::new(
+                cfg.mm.clone(),
+                crate::mm::vmscan::lru_gen::LruGen::new(),
+            )),
         };
         let memcg = match cfg.memcg_limit {
             Some(l) => with_kernel!(&mut k, k => k.add_memcg("foliosim", Some(l / PAGE_SIZE))),
@@ -315,7 +338,13 @@ impl Sim {
                 }
             }
         });
-        let jobs = vec![JobReport { jobname: "mmap_miss_probe".into(), jobnum: 0, read: DirStats::default(), write: DirStats::default(), oom_killed: oom }];
+        let jobs = vec![JobReport {
+            jobname: "mmap_miss_probe".into(),
+            jobnum: 0,
+            read: DirStats::default(),
+            write: DirStats::default(),
+            oom_killed: oom,
+        }];
         self.report(jobs)
     }
 
@@ -346,7 +375,13 @@ impl Sim {
             }
         });
         let elapsed = with_kernel!(&self.k, k => k.core.now);
-        let jobs = vec![JobReport { jobname: "replay".into(), jobnum: 0, read: DirStats::from(&h, bytes, ios, elapsed), write: DirStats::default(), oom_killed: oom }];
+        let jobs = vec![JobReport {
+            jobname: "replay".into(),
+            jobnum: 0,
+            read: DirStats::from(&h, bytes, ios, elapsed),
+            write: DirStats::default(),
+            oom_killed: oom,
+        }];
         Ok(self.report(jobs))
     }
 
@@ -380,7 +415,14 @@ impl Sim {
                     f.mapping
                 }
             };
-            let mut file = OpenFile { mapping, ra: FileRaState::new(self.cfg.mm.read_ahead_kb), fmode_random: false, vm_rand_read: false, vm_seq_read: false, memcg: self.memcg };
+            let mut file = OpenFile {
+                mapping,
+                ra: FileRaState::new(self.cfg.mm.read_ahead_kb),
+                fmode_random: false,
+                vm_rand_read: false,
+                vm_seq_read: false,
+                memcg: self.memcg,
+            };
             let random = match j.fadvise_hint {
                 FadviseHint::Off => None,
                 FadviseHint::On => Some(j.rw.is_random()),

@@ -1,5 +1,8 @@
 //! Workloads, kept apart from the kernel model: they produce I/O requests and
 //! page touches; `foliosim` drives them through the model.
 
+pub mod fio;
+pub mod iogen;
 pub mod mmap_probe;
+pub mod trace;
 pub mod units;

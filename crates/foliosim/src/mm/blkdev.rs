@@ -30,7 +30,12 @@ impl DeviceProfile {
             "zram" => ("zram", 5_000, 3_500_000_000, 1024),
             _ => return None,
         };
-        Some(DeviceProfile { name: n, latency_ns: lat, bw_bytes_per_s: bw, queue_depth: qd })
+        Some(DeviceProfile {
+            name: n,
+            latency_ns: lat,
+            bw_bytes_per_s: bw,
+            queue_depth: qd,
+        })
     }
 }
 
@@ -46,7 +51,13 @@ pub struct BlockDev {
 
 impl BlockDev {
     pub fn new(profile: DeviceProfile) -> Self {
-        BlockDev { profile, busy_until: 0, bytes_read: 0, bytes_written: 0, requests: 0 }
+        BlockDev {
+            profile,
+            busy_until: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            requests: 0,
+        }
     }
 
     /// Submits a request of `bytes` at time `now`; returns its completion time.

@@ -171,7 +171,11 @@ impl AddressSpace {
 
     #[inline]
     fn note_inflight(&mut self, start: u64, end: u64, done: u64) {
-        self.inflight[self.inflight_next] = InflightRead { start: start as u32, end: end as u32, done };
+        self.inflight[self.inflight_next] = InflightRead {
+            start: start as u32,
+            end: end as u32,
+            done,
+        };
         self.inflight_next = (self.inflight_next + 1) % INFLIGHT_RING;
     }
 
@@ -222,12 +226,20 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// filemap_add_folio(): allocate, charge and insert a folio at `index`,
     /// feeding a shadow entry found there to workingset_refault(), then put
     /// it on the LRU. `may_retry` is false for readahead (__GFP_NORETRY).
-    pub fn filemap_add_folio(&mut self, mapping: u32, index: u64, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
+    pub fn filemap_add_folio(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        memcg: MemcgId,
+        may_retry: bool,
+    ) -> Option<FolioId> {
         let id = self.alloc_folio(memcg, may_retry)?;
         let shadow = match self.core.files[mapping as usize].slot(index) {
             Slot::Shadow(s) => Some(s),
             Slot::Empty => None,
-            Slot::Folio(_) | Slot::Swap(_) => unreachable!("filemap_add_folio over a present folio or swap entry"),
+            Slot::Folio(_) | Slot::Swap(_) => {
+                unreachable!("filemap_add_folio over a present folio or swap entry")
+            }
         };
         {
             let f = self.core.folios.get_mut(id);
@@ -250,7 +262,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// Returns the completion time.
     pub fn submit_read(&mut self, mapping: u32, start: u64, end: u64, memcg: MemcgId) -> u64 {
         let nr = end - start;
-        self.core.count(memcg, Item::PGPGIN, nr * (PAGE_SIZE / 1024));
+        self.core
+            .count(memcg, Item::PGPGIN, nr * (PAGE_SIZE / 1024));
         let done = self.core.dev.submit(self.core.now, nr * PAGE_SIZE, false);
         self.core.files[mapping as usize].note_inflight(start, end, done);
         done
@@ -312,7 +325,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 let fstart = fi << PAGE_SHIFT;
                 let chunk_end = (fstart + PAGE_SIZE).min(end);
                 let copied = chunk_end - pos.max(fstart);
-                self.core.cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
+                self.core
+                    .cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
                 pos = chunk_end;
                 last_pos = pos;
             }
@@ -323,7 +337,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// filemap_get_read_batch(): contiguous cached folios from `index`,
     /// stopping after one that is under readahead marking or not uptodate.
-    fn filemap_get_read_batch(&mut self, mapping: u32, index: u64, last_index: u64, batch: &mut [FolioId; 32]) -> usize {
+    fn filemap_get_read_batch(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        last_index: u64,
+        batch: &mut [FolioId; 32],
+    ) -> usize {
         let a = &self.core.files[mapping as usize];
         let mut n = 0;
         let mut i = index;
@@ -372,7 +392,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     id
                 }
             };
-            self.core.cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
+            self.core
+                .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
             self.folio_mark_dirty(id);
             self.policy.folio_mark_accessed(&mut self.core, id);
             p = chunk_end;
@@ -419,7 +440,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 if flags & FAULT_FLAG_TRIED == 0 {
                     fpin = self.do_async_mmap_readahead(file, id, index);
                 }
-                if self.core.files[mapping as usize].io_done_at(index, self.core.now).is_some() {
+                if self.core.files[mapping as usize]
+                    .io_done_at(index, self.core.now)
+                    .is_some()
+                {
                     // lock_folio_maybe_drop_mmap(): the folio is locked for
                     // I/O; drop the mmap lock and retry (unless already
                     // retried, when the task just waits).
@@ -479,7 +503,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// filemap_map_pages(): map the uptodate, unlocked folios of
     /// [start, end] that are not marked for readahead, and settle
     /// mmap_miss. Returns true when the faulting page got mapped.
-    pub fn filemap_map_pages(&mut self, file: &mut OpenFile, start: u64, end: u64, fault_index: u64, flags: u32) -> bool {
+    pub fn filemap_map_pages(
+        &mut self,
+        file: &mut OpenFile,
+        start: u64,
+        end: u64,
+        fault_index: u64,
+        flags: u32,
+    ) -> bool {
         let mapping = file.mapping;
         let memcg = file.memcg;
         let old_ptes = self.core.cfg.variants.old_prefaulted_ptes;
@@ -568,7 +599,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// do_async_mmap_readahead(): a cached folio was faulted on; count a hit
     /// and push the window if it carries PG_readahead.
-    pub fn do_async_mmap_readahead(&mut self, file: &mut OpenFile, id: FolioId, index: u64) -> bool {
+    pub fn do_async_mmap_readahead(
+        &mut self,
+        file: &mut OpenFile,
+        id: FolioId,
+        index: u64,
+    ) -> bool {
         if file.vm_rand_read || file.ra.ra_pages == 0 {
             return false;
         }
@@ -588,9 +624,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn invalidate_mapping_pages(&mut self, mapping: u32) {
         let n = self.core.files[mapping as usize].nr_pages();
         for idx in 0..n {
-            let Some(id) = self.core.files[mapping as usize].folio(idx) else { continue };
+            let Some(id) = self.core.files[mapping as usize].folio(idx) else {
+                continue;
+            };
             let f = self.core.folios.get(id);
-            if f.test(pg::DIRTY) || f.test(pg::WRITEBACK) || f.test(pg::MAPPED) || f.test(pg::ISOLATED) {
+            if f.test(pg::DIRTY)
+                || f.test(pg::WRITEBACK)
+                || f.test(pg::MAPPED)
+                || f.test(pg::ISOLATED)
+            {
                 continue;
             }
             self.policy.folio_del_lru(&mut self.core, id);

@@ -103,10 +103,18 @@ impl FolioTable {
         let mut f = vec![Folio::default(); capacity];
         for (i, x) in f.iter_mut().enumerate() {
             x.flags = pg::FREE;
-            x.next = if i + 1 < capacity { (i + 1) as FolioId } else { NIL };
+            x.next = if i + 1 < capacity {
+                (i + 1) as FolioId
+            } else {
+                NIL
+            };
             x.prev = NIL;
         }
-        FolioTable { f, free_head: if capacity > 0 { 0 } else { NIL }, nr_free: capacity as u64 }
+        FolioTable {
+            f,
+            free_head: if capacity > 0 { 0 } else { NIL },
+            nr_free: capacity as u64,
+        }
     }
 
     /// Takes a free folio; None when every page frame is in use.
@@ -118,7 +126,11 @@ impl FolioTable {
         }
         let x = &mut self.f[id as usize];
         self.free_head = x.next;
-        *x = Folio { prev: NIL, next: NIL, ..Folio::default() };
+        *x = Folio {
+            prev: NIL,
+            next: NIL,
+            ..Folio::default()
+        };
         self.nr_free -= 1;
         Some(id)
     }
@@ -155,7 +167,11 @@ pub struct ListHead {
 
 impl Default for ListHead {
     fn default() -> Self {
-        ListHead { head: NIL, tail: NIL, len: 0 }
+        ListHead {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
     }
 }
 

@@ -3,9 +3,9 @@
 //! and ->fault as fallback.
 
 use super::filemap::{OpenFile, VmFault, FAULT_FLAG_TRIED};
+use super::memcontrol::MemcgId;
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::memcontrol::MemcgId;
 use super::{Core, Kernel};
 
 /// PTRS_PER_PTE on x86-64 and arm64 with 4K pages: fault-around never
@@ -57,7 +57,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let pte_off = index % PTRS_PER_PTE;
         let from_pte = pte_off / nr * nr;
         let nr_file = self.core.files[file.mapping as usize].nr_pages();
-        let to_pte = (from_pte + nr).min(PTRS_PER_PTE).min(pte_off + (nr_file - index)) - 1;
+        let to_pte = (from_pte + nr)
+            .min(PTRS_PER_PTE)
+            .min(pte_off + (nr_file - index))
+            - 1;
         let start = index - (pte_off - from_pte);
         let end = index + (to_pte - pte_off);
         self.filemap_map_pages(file, start, end, index, flags)
@@ -66,7 +69,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
 impl Core {
     /// Called by reclaim once an anonymous folio is written to swap.
-    pub fn anon_swapped_out(&mut self, mapping: u32, index: u64, shadow: super::workingset::Shadow) {
+    pub fn anon_swapped_out(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        shadow: super::workingset::Shadow,
+    ) {
         self.files[mapping as usize].set_swap_entry(index, shadow);
     }
 }
@@ -101,7 +109,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.core.count(memcg, Item::PGFAULT, 1);
                 self.core.count(memcg, Item::PGMAJFAULT, 1);
                 self.core.count(memcg, Item::PSWPIN, 1);
-                self.core.count(memcg, Item::PGPGIN, super::PAGE_SIZE / 1024);
+                self.core
+                    .count(memcg, Item::PGPGIN, super::PAGE_SIZE / 1024);
                 self.core.cpu(self.core.cost.minor_fault);
                 self.core.files[space as usize].clear_swap_entry(index);
                 self.core.swap.free_slot();
@@ -115,9 +124,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
     }
 
-    fn add_anon_folio(&mut self, space: u32, index: u64, memcg: MemcgId, shadow: Option<super::workingset::Shadow>) -> bool {
+    fn add_anon_folio(
+        &mut self,
+        space: u32,
+        index: u64,
+        memcg: MemcgId,
+        shadow: Option<super::workingset::Shadow>,
+    ) -> bool {
         use super::folio::pg;
-        let Some(id) = self.alloc_folio(memcg, true) else { return false };
+        let Some(id) = self.alloc_folio(memcg, true) else {
+            return false;
+        };
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = space;

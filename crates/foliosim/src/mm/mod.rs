@@ -69,7 +69,11 @@ impl Variants {
 
     /// Applies a comma- or plus-separated list such as "p1+p2,arm64".
     pub fn apply(&mut self, spec: &str) -> Result<(), String> {
-        for tok in spec.split([',', '+']).map(str::trim).filter(|t| !t.is_empty()) {
+        for tok in spec
+            .split([',', '+'])
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             match tok {
                 "baseline" => {
                     self.mmap_miss_p1 = false;
@@ -199,10 +203,16 @@ impl Watermarks {
     pub fn compute(managed_pages: u64, min_free_kbytes: Option<u64>, scale_factor: u64) -> Self {
         // calculate_min_free_kbytes(): sqrt(lowmem_kbytes * 16), clamped.
         let lowmem_kb = managed_pages * (PAGE_SIZE / 1024);
-        let mfk = min_free_kbytes.unwrap_or_else(|| ((lowmem_kb * 16) as f64).sqrt() as u64).clamp(128, 262144);
+        let mfk = min_free_kbytes
+            .unwrap_or_else(|| ((lowmem_kb * 16) as f64).sqrt() as u64)
+            .clamp(128, 262144);
         let min = mfk / (PAGE_SIZE / 1024);
         let tmp = (min / 4).max(managed_pages * scale_factor / 10000);
-        Watermarks { min, low: min + tmp, high: min + 2 * tmp }
+        Watermarks {
+            min,
+            low: min + tmp,
+            high: min + 2 * tmp,
+        }
     }
 }
 
@@ -244,7 +254,11 @@ pub struct Core {
 impl Core {
     pub fn new(cfg: MmConfig) -> Self {
         let managed = cfg.ram_bytes.saturating_sub(cfg.reserved_bytes) / PAGE_SIZE;
-        let wmark = Watermarks::compute(cfg.ram_bytes / PAGE_SIZE, cfg.min_free_kbytes, cfg.watermark_scale_factor);
+        let wmark = Watermarks::compute(
+            cfg.ram_bytes / PAGE_SIZE,
+            cfg.min_free_kbytes,
+            cfg.watermark_scale_factor,
+        );
         let dev = BlockDev::new(cfg.device.clone());
         let swap = swap::SwapSpace::new(cfg.swap, cfg.swap_bytes / PAGE_SIZE);
         Core {
@@ -346,7 +360,10 @@ impl Core {
             live += 1;
             per_memcg[f.memcg as usize] += 1;
             if !f.test(pg::LRU) && !f.test(pg::ISOLATED) {
-                return Err(format!("folio {}:{} neither on an LRU nor isolated", f.mapping, f.index));
+                return Err(format!(
+                    "folio {}:{} neither on an LRU nor isolated",
+                    f.mapping, f.index
+                ));
             }
         }
         if live + self.folios.nr_free != self.folios.f.len() as u64 {
@@ -355,11 +372,17 @@ impl Core {
         for m in &self.memcgs[1..] {
             let charged = m.usage - m.stock;
             if charged != per_memcg[m.id as usize] {
-                return Err(format!("memcg {}: charged {} pages but owns {} folios", m.name, charged, per_memcg[m.id as usize]));
+                return Err(format!(
+                    "memcg {}: charged {} pages but owns {} folios",
+                    m.name, charged, per_memcg[m.id as usize]
+                ));
             }
             if let Some(l) = m.limit {
                 if m.usage > l {
-                    return Err(format!("memcg {}: usage {} over limit {}", m.name, m.usage, l));
+                    return Err(format!(
+                        "memcg {}: usage {} over limit {}",
+                        m.name, m.usage, l
+                    ));
                 }
             }
         }
@@ -375,7 +398,10 @@ pub struct Kernel<P: vmscan::ReclaimPolicy> {
 
 impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     pub fn new(cfg: MmConfig, policy: P) -> Self {
-        let mut k = Kernel { core: Core::new(cfg), policy };
+        let mut k = Kernel {
+            core: Core::new(cfg),
+            policy,
+        };
         k.policy.lruvec_init(0);
         k
     }
@@ -502,7 +528,9 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
 
     /// Global OOM: kill the largest memcg's task.
     pub fn out_of_memory(&mut self, _memcg: MemcgId) {
-        let victim = (1..self.core.memcgs.len()).max_by_key(|&i| self.core.memcgs[i].usage).unwrap_or(0);
+        let victim = (1..self.core.memcgs.len())
+            .max_by_key(|&i| self.core.memcgs[i].usage)
+            .unwrap_or(0);
         self.mem_cgroup_oom(victim as MemcgId);
     }
 }

@@ -59,13 +59,18 @@ impl<P: ReclaimPolicy> Kernel<P> {
     fn writeback_oldest(&mut self, nr: usize, memcg: MemcgId) {
         let mut ids = Vec::new();
         while ids.len() < nr {
-            let Some((id, _)) = self.core.wb.dirty.pop_front() else { break };
+            let Some((id, _)) = self.core.wb.dirty.pop_front() else {
+                break;
+            };
             ids.push(id);
         }
         if ids.is_empty() {
             return;
         }
-        let done = self.core.dev.submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
+        let done = self
+            .core
+            .dev
+            .submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
         for id in ids {
             let f = self.core.folios.get_mut(id);
             f.clear(pg::DIRTY);

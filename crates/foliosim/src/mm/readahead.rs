@@ -27,7 +27,11 @@ pub struct FileRaState {
 impl FileRaState {
     /// file_ra_state_init(): ra_pages from the device's read_ahead_kb.
     pub fn new(read_ahead_kb: u64) -> Self {
-        FileRaState { ra_pages: read_ahead_kb / 4, prev_pos: u64::MAX, ..Default::default() }
+        FileRaState {
+            ra_pages: read_ahead_kb / 4,
+            prev_pos: u64::MAX,
+            ..Default::default()
+        }
     }
 }
 
@@ -60,7 +64,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// not cached, mark the one at nr - lookahead with PG_readahead, and
     /// submit the reads, one request per contiguous run (read_pages()).
     /// Stops at the first allocation that fails (__GFP_NORETRY).
-    pub fn page_cache_ra_unbounded(&mut self, file: &OpenFile, index: u64, nr_to_read: u64, lookahead: u64) {
+    pub fn page_cache_ra_unbounded(
+        &mut self,
+        file: &OpenFile,
+        index: u64,
+        nr_to_read: u64,
+        lookahead: u64,
+    ) {
         let mapping = file.mapping;
         let memcg = file.memcg;
         let mark = nr_to_read.wrapping_sub(lookahead);
@@ -103,7 +113,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
     }
 
     /// do_page_cache_ra(): clamp to EOF (no PG_readahead mark at EOF).
-    pub fn do_page_cache_ra(&mut self, file: &OpenFile, index: u64, mut nr_to_read: u64, mut lookahead: u64) {
+    pub fn do_page_cache_ra(
+        &mut self,
+        file: &OpenFile,
+        index: u64,
+        mut nr_to_read: u64,
+        mut lookahead: u64,
+    ) {
         let isize = self.core.files[file.mapping as usize].size;
         if isize == 0 {
             return;
@@ -152,15 +168,24 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return;
         }
         let max_pages = file.ra.ra_pages;
-        let prev_index = if file.ra.prev_pos == u64::MAX { u64::MAX } else { file.ra.prev_pos >> PAGE_SHIFT };
+        let prev_index = if file.ra.prev_pos == u64::MAX {
+            u64::MAX
+        } else {
+            file.ra.prev_pos >> PAGE_SHIFT
+        };
         // Start of file, oversized read, or sequential miss (index - prev
         // of 0 or 1, computed unsigned as the kernel does).
         if index == 0 || req_count > max_pages || index.wrapping_sub(prev_index) <= 1 {
             file.ra.start = index;
             file.ra.size = get_init_ra_size(req_count, max_pages);
-            file.ra.async_size = if file.ra.size > req_count { file.ra.size - req_count } else { file.ra.size >> 1 };
+            file.ra.async_size = if file.ra.size > req_count {
+                file.ra.size - req_count
+            } else {
+                file.ra.size >> 1
+            };
         } else {
-            let miss = self.core.files[file.mapping as usize].page_cache_prev_miss(index - 1, max_pages);
+            let miss =
+                self.core.files[file.mapping as usize].page_cache_prev_miss(index - 1, max_pages);
             let mut contig = index.wrapping_sub(miss).wrapping_sub(1);
             if contig <= req_count {
                 // Standalone small random read: read as is, keep the state.
@@ -180,7 +205,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// page_cache_async_ra(): a PG_readahead folio was reached; push the
     /// window forward and ramp it up.
-    pub fn page_cache_async_ra(&mut self, file: &mut OpenFile, folio: FolioId, index: u64, req_count: u64) {
+    pub fn page_cache_async_ra(
+        &mut self,
+        file: &mut OpenFile,
+        folio: FolioId,
+        index: u64,
+        req_count: u64,
+    ) {
         if file.ra.ra_pages == 0 {
             return;
         }
@@ -199,7 +230,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
         } else {
             // A marked folio without matching state (interleaved streams):
             // rebuild the window from the cache.
-            let start = self.core.files[file.mapping as usize].page_cache_next_miss(index + 1, max_pages);
+            let start =
+                self.core.files[file.mapping as usize].page_cache_next_miss(index + 1, max_pages);
             if start == 0 || start - index > max_pages {
                 return;
             }

@@ -15,7 +15,11 @@ pub struct SwapSpace {
 impl SwapSpace {
     pub fn new(kind: SwapKind, pages: u64) -> Self {
         let total = if kind == SwapKind::None { 0 } else { pages };
-        SwapSpace { kind, total, used: 0 }
+        SwapSpace {
+            kind,
+            total,
+            used: 0,
+        }
     }
 
     /// get_nr_swap_pages(): free swap slots.

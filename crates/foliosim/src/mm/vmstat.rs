@@ -106,6 +106,9 @@ mod tests {
         v.sort();
         v.dedup();
         assert_eq!(v.len(), NR_ITEMS);
-        assert_eq!(NAMES[WORKINGSET_REFAULT_FILE as usize], "workingset_refault_file");
+        assert_eq!(
+            NAMES[WORKINGSET_REFAULT_FILE as usize],
+            "workingset_refault_file"
+        );
     }
 }

@@ -26,13 +26,21 @@ pub struct Shadow(pub u64);
 /// pack_shadow(): memcg id, eviction timestamp and PG_workingset.
 #[inline]
 pub fn pack_shadow(memcg: MemcgId, eviction: u64, workingset: bool) -> Shadow {
-    Shadow((eviction & EVICTION_MASK) | ((memcg as u64) << MEMCG_SHIFT) | ((workingset as u64) << WORKINGSET_SHIFT))
+    Shadow(
+        (eviction & EVICTION_MASK)
+            | ((memcg as u64) << MEMCG_SHIFT)
+            | ((workingset as u64) << WORKINGSET_SHIFT),
+    )
 }
 
 /// unpack_shadow(): (memcg id, eviction, workingset).
 #[inline]
 pub fn unpack_shadow(s: Shadow) -> (MemcgId, u64, bool) {
-    (((s.0 >> MEMCG_SHIFT) & 0x7fff) as MemcgId, s.0 & EVICTION_MASK, (s.0 >> WORKINGSET_SHIFT) & 1 == 1)
+    (
+        ((s.0 >> MEMCG_SHIFT) & 0x7fff) as MemcgId,
+        s.0 & EVICTION_MASK,
+        (s.0 >> WORKINGSET_SHIFT) & 1 == 1,
+    )
 }
 
 /// LRU sizes of an lruvec, in pages, as lruvec_page_state(NR_*) reads them.
@@ -78,14 +86,24 @@ impl Core {
         let file = f.is_file_lru();
         let memcg = f.memcg;
         let (refault_item, activate_item, restore_item) = if file {
-            (Item::WORKINGSET_REFAULT_FILE, Item::WORKINGSET_ACTIVATE_FILE, Item::WORKINGSET_RESTORE_FILE)
+            (
+                Item::WORKINGSET_REFAULT_FILE,
+                Item::WORKINGSET_ACTIVATE_FILE,
+                Item::WORKINGSET_RESTORE_FILE,
+            )
         } else {
-            (Item::WORKINGSET_REFAULT_ANON, Item::WORKINGSET_ACTIVATE_ANON, Item::WORKINGSET_RESTORE_ANON)
+            (
+                Item::WORKINGSET_REFAULT_ANON,
+                Item::WORKINGSET_ACTIVATE_ANON,
+                Item::WORKINGSET_RESTORE_ANON,
+            )
         };
         self.count(memcg, refault_item, 1);
         // The memcg may be gone or differ; refault distance is measured on
         // the eviction lruvec.
-        let Some(em) = self.memcgs.get(evict_memcg as usize) else { return };
+        let Some(em) = self.memcgs.get(evict_memcg as usize) else {
+            return;
+        };
         let refault = em.nonresident_age;
         let distance = refault.wrapping_sub(eviction) & EVICTION_MASK;
         let mut ws_size = sizes.active_file;

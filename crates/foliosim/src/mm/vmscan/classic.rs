@@ -1,7 +1,9 @@
 //! The classic active/inactive LRU (mm/vmscan.c shrink_lruvec and friends,
 //! mm/swap.c folio_mark_accessed / folio_add_lru, include/linux/mm_inline.h).
 
-use super::{shrink_folio_list, FolioRef, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE};
+use super::{
+    shrink_folio_list, FolioRef, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE,
+};
 use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
@@ -37,7 +39,11 @@ fn folio_lru_list(flags: u32) -> usize {
     if flags & pg::UNEVICTABLE != 0 {
         return LRU_UNEVICTABLE;
     }
-    let base = if flags & pg::SWAPBACKED != 0 { LRU_INACTIVE_ANON } else { LRU_INACTIVE_FILE };
+    let base = if flags & pg::SWAPBACKED != 0 {
+        LRU_INACTIVE_ANON
+    } else {
+        LRU_INACTIVE_FILE
+    };
     base + (flags & pg::ACTIVE != 0) as usize
 }
 
@@ -113,7 +119,14 @@ impl ClassicLru {
 
     /// shrink_active_list(): deactivate folios from the active list's tail;
     /// referenced executable file folios stay active.
-    fn shrink_active_list(&mut self, core: &mut Core, memcg: MemcgId, nr_to_scan: u64, sc: &mut ScanControl, lru: usize) {
+    fn shrink_active_list(
+        &mut self,
+        core: &mut Core,
+        memcg: MemcgId,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+        lru: usize,
+    ) {
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         let n = list.len() as u64;
@@ -137,7 +150,14 @@ impl ClassicLru {
     }
 
     /// shrink_inactive_list().
-    fn shrink_inactive_list(&mut self, core: &mut Core, memcg: MemcgId, nr_to_scan: u64, sc: &mut ScanControl, lru: usize) -> u64 {
+    fn shrink_inactive_list(
+        &mut self,
+        core: &mut Core,
+        memcg: MemcgId,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+        lru: usize,
+    ) -> u64 {
         let file = lru == LRU_INACTIVE_FILE;
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
@@ -246,7 +266,11 @@ impl ClassicLru {
                 let file = lru >= LRU_INACTIVE_FILE;
                 if lru & 1 == 1 {
                     // shrink_list() on an active list.
-                    let bit = if file { DEACTIVATE_FILE } else { DEACTIVATE_ANON };
+                    let bit = if file {
+                        DEACTIVATE_FILE
+                    } else {
+                        DEACTIVATE_ANON
+                    };
                     if sc.may_deactivate & bit != 0 {
                         self.shrink_active_list(core, memcg, n, sc, lru);
                     }
@@ -257,7 +281,8 @@ impl ClassicLru {
             // Stop once the goal is met (the kernel then scales the other
             // lists down proportionally; the model stops outright), except
             // global direct reclaim at DEF_PRIORITY which scans it all.
-            let proportional = !sc.cgroup_reclaim() && !sc.is_kswapd && sc.priority == crate::mm::DEF_PRIORITY;
+            let proportional =
+                !sc.cgroup_reclaim() && !sc.is_kswapd && sc.priority == crate::mm::DEF_PRIORITY;
             if sc.nr_reclaimed - start >= nr_to_reclaim && !proportional {
                 break;
             }
@@ -320,17 +345,28 @@ impl ReclaimPolicy for ClassicLru {
             // prepare_scan_control(): deactivate file folios only when the
             // workingset is refaulting or the inactive list is too small.
             let m = &core.memcgs[memcg as usize];
-            let act_file = if memcg == 0 { core.vm.get(Item::WORKINGSET_ACTIVATE_FILE) } else { m.stat.get(Item::WORKINGSET_ACTIVATE_FILE) };
-            let act_anon = if memcg == 0 { core.vm.get(Item::WORKINGSET_ACTIVATE_ANON) } else { m.stat.get(Item::WORKINGSET_ACTIVATE_ANON) };
+            let act_file = if memcg == 0 {
+                core.vm.get(Item::WORKINGSET_ACTIVATE_FILE)
+            } else {
+                m.stat.get(Item::WORKINGSET_ACTIVATE_FILE)
+            };
+            let act_anon = if memcg == 0 {
+                core.vm.get(Item::WORKINGSET_ACTIVATE_ANON)
+            } else {
+                m.stat.get(Item::WORKINGSET_ACTIVATE_ANON)
+            };
             sc.may_deactivate = 0;
-            if act_anon != m.refaults_snapshot[0] || self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
+            if act_anon != m.refaults_snapshot[0] || self.inactive_is_low(memcg, LRU_INACTIVE_ANON)
+            {
                 sc.may_deactivate |= DEACTIVATE_ANON;
             }
-            if act_file != m.refaults_snapshot[1] || self.inactive_is_low(memcg, LRU_INACTIVE_FILE) {
+            if act_file != m.refaults_snapshot[1] || self.inactive_is_low(memcg, LRU_INACTIVE_FILE)
+            {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
             let inactive_file = self.lruvecs[memcg as usize].lists[LRU_INACTIVE_FILE].len;
-            sc.cache_trim_mode = (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+            sc.cache_trim_mode =
+                (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
             self.shrink_lruvec(core, memcg, sc);
             // snapshot_refaults()
             let m = &mut core.memcgs[memcg as usize];
@@ -351,7 +387,12 @@ impl ReclaimPolicy for ClassicLru {
         }
     }
 
-    fn folio_check_references(&mut self, core: &mut Core, id: FolioId, _sc: &ScanControl) -> FolioRef {
+    fn folio_check_references(
+        &mut self,
+        core: &mut Core,
+        id: FolioId,
+        _sc: &ScanControl,
+    ) -> FolioRef {
         super::folio_check_references_classic(core, id)
     }
 
@@ -384,25 +425,53 @@ impl ReclaimPolicy for ClassicLru {
                 let mut n = 0u64;
                 for id in l.iter(&core.folios) {
                     let f = core.folios.get(id);
-                    if !f.test(pg::LRU) || f.test(pg::ISOLATED) || f.lru as usize != lru || f.memcg as usize != m {
-                        return Err(format!("folio {}:{} on lru {} of memcg {} has flags {:#x} lru {} memcg {}", f.mapping, f.index, lru, m, f.flags, f.lru, f.memcg));
+                    if !f.test(pg::LRU)
+                        || f.test(pg::ISOLATED)
+                        || f.lru as usize != lru
+                        || f.memcg as usize != m
+                    {
+                        return Err(format!(
+                            "folio {}:{} on lru {} of memcg {} has flags {:#x} lru {} memcg {}",
+                            f.mapping, f.index, lru, m, f.flags, f.lru, f.memcg
+                        ));
                     }
                     if folio_lru_list(f.flags) != lru {
-                        return Err(format!("folio {}:{} on lru {} but its flags say lru {}", f.mapping, f.index, lru, folio_lru_list(f.flags)));
+                        return Err(format!(
+                            "folio {}:{} on lru {} but its flags say lru {}",
+                            f.mapping,
+                            f.index,
+                            lru,
+                            folio_lru_list(f.flags)
+                        ));
                     }
                     n += 1;
                 }
                 if n != l.len {
-                    return Err(format!("memcg {m} lru {lru}: counter {} but {} folios listed", l.len, n));
+                    return Err(format!(
+                        "memcg {m} lru {lru}: counter {} but {} folios listed",
+                        l.len, n
+                    ));
                 }
             }
         }
         // Every folio flagged PG_lru is on some list: the list walk above
         // counted them; compare with the flag count.
-        let listed: u64 = self.lruvecs.iter().flat_map(|lv| lv.lists.iter()).map(|l| l.len).sum();
-        let flagged = core.folios.f.iter().filter(|f| !f.test(pg::FREE) && f.test(pg::LRU)).count() as u64;
+        let listed: u64 = self
+            .lruvecs
+            .iter()
+            .flat_map(|lv| lv.lists.iter())
+            .map(|l| l.len)
+            .sum();
+        let flagged = core
+            .folios
+            .f
+            .iter()
+            .filter(|f| !f.test(pg::FREE) && f.test(pg::LRU))
+            .count() as u64;
         if listed != flagged {
-            return Err(format!("{flagged} folios flagged PG_lru but {listed} on lists"));
+            return Err(format!(
+                "{flagged} folios flagged PG_lru but {listed} on lists"
+            ));
         }
         Ok(())
     }

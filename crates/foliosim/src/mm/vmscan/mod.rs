@@ -88,7 +88,12 @@ pub trait ReclaimPolicy {
     /// shrink_node() for the memcgs `sc` targets.
     fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl);
     /// folio_check_references(): the classic decision by default.
-    fn folio_check_references(&mut self, core: &mut Core, id: FolioId, _sc: &ScanControl) -> FolioRef {
+    fn folio_check_references(
+        &mut self,
+        core: &mut Core,
+        id: FolioId,
+        _sc: &ScanControl,
+    ) -> FolioRef {
         folio_check_references_classic(core, id)
     }
     fn workingset_eviction(&mut self, core: &mut Core, id: FolioId) -> Shadow;
@@ -164,16 +169,40 @@ impl Core {
 
     /// Counts pgscan for a batch isolated from an lruvec.
     pub fn count_pgscan(&mut self, memcg: MemcgId, file: bool, n: u64, sc: &ScanControl) {
-        let item = if sc.is_kswapd { Item::PGSCAN_KSWAPD } else { Item::PGSCAN_DIRECT };
+        let item = if sc.is_kswapd {
+            Item::PGSCAN_KSWAPD
+        } else {
+            Item::PGSCAN_DIRECT
+        };
         self.count(memcg, item, n);
-        self.count(memcg, if file { Item::PGSCAN_FILE } else { Item::PGSCAN_ANON }, n);
+        self.count(
+            memcg,
+            if file {
+                Item::PGSCAN_FILE
+            } else {
+                Item::PGSCAN_ANON
+            },
+            n,
+        );
         self.cpu_reclaim(self.cost.scan_folio * n, sc);
     }
 
     pub fn count_pgsteal(&mut self, memcg: MemcgId, file: bool, n: u64, sc: &ScanControl) {
-        let item = if sc.is_kswapd { Item::PGSTEAL_KSWAPD } else { Item::PGSTEAL_DIRECT };
+        let item = if sc.is_kswapd {
+            Item::PGSTEAL_KSWAPD
+        } else {
+            Item::PGSTEAL_DIRECT
+        };
         self.count(memcg, item, n);
-        self.count(memcg, if file { Item::PGSTEAL_FILE } else { Item::PGSTEAL_ANON }, n);
+        self.count(
+            memcg,
+            if file {
+                Item::PGSTEAL_FILE
+            } else {
+                Item::PGSTEAL_ANON
+            },
+            n,
+        );
     }
 
     /// Reclaim CPU time: charged to the task in direct and limit reclaim,
@@ -190,7 +219,12 @@ impl Core {
 /// the page cache (with a shadow entry for file folios) and are freed; the
 /// others stay in `folios` (PG_active set on those to activate) for the
 /// policy to put back. Returns the number reclaimed.
-pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P, folios: &mut Vec<FolioId>, sc: &mut ScanControl) -> u64 {
+pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    folios: &mut Vec<FolioId>,
+    sc: &mut ScanControl,
+) -> u64 {
     let mut nr_reclaimed = 0u64;
     let mut keep = 0usize;
     sc.nr_dirty = 0;
@@ -304,7 +338,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.policy.shrink_node(&mut self.core, sc);
             if self.core.cfg.check_invariants {
                 if let Err(e) = self.check_invariants() {
-                    panic!("invariant broken after reclaim at priority {}: {e}", sc.priority);
+                    panic!(
+                        "invariant broken after reclaim at priority {}: {e}",
+                        sc.priority
+                    );
                 }
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
