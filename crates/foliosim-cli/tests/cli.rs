@@ -1,0 +1,76 @@
+//! The command line: exit codes and one-line errors on bad input, and the
+//! reproduce command's JSON shape.
+
+use std::process::Command;
+
+fn foliosim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_foliosim")).args(args).output().expect("runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn job_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("foliosim-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn bad_job_files_exit_2_with_one_line_naming_file_line_option() {
+    let cases = [
+        ("unknown.fio", "[j]\nsize=1M\nfrobnicate=3\n", 3, "frobnicate"),
+        ("badsize.fio", "[j]\nsize=12Q\n", 2, "size"),
+        ("nosize.fio", "[j]\nrw=read\n", 1, "size"),
+        ("bs0.fio", "[j]\nsize=1M\nbs=0\n", 3, "bs"),
+        ("badrw.fio", "[j]\nsize=1M\nrw=sideways\n", 3, "rw"),
+    ];
+    for (name, text, line, option) in cases {
+        let p = job_file(name, text);
+        let (code, _, err) = foliosim(&["fio", p.to_str().unwrap()]);
+        assert_eq!(code, 2, "{name}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{name}: one line, got {err:?}");
+        assert!(lines[0].contains(&format!("{}:{line}", p.display())), "{name}: {err}");
+        assert!(lines[0].contains(option), "{name}: {err}");
+    }
+}
+
+#[test]
+fn bad_options_exit_2() {
+    let (code, _, err) = foliosim(&["mmap-probe", "--pattern", "zigzag"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--pattern"), "{err}");
+    let (code, _, err) = foliosim(&["mmap-probe", "--file-size", "1G", "--variant", "p9"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown variant 'p9'"), "{err}");
+    let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--memcg-limit=12Q"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--memcg-limit"), "{err}");
+    let (code, _, err) = foliosim(&["replay", "/nonexistent/trace.csv"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/nonexistent/trace.csv"), "{err}");
+}
+
+#[test]
+fn fio_cmdline_runs_and_json_is_deterministic() {
+    let args = ["fio", "--name=r", "--rw=randread", "--bs=4k", "--size=64M", "--io_size=8M", "--memcg-limit=16M", "--json"];
+    let (code, a, err) = foliosim(&args);
+    assert_eq!(code, 0, "{err}");
+    let (_, b, _) = foliosim(&args);
+    assert_eq!(a, b);
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 8 << 20);
+    assert!(v["memcg"]["pgmajfault"].as_u64().is_some());
+    assert!(v["vmstat"]["pgpgin"].as_u64().unwrap() >= 8 << 10, "pgpgin in KiB covers the 8M read");
+}
+
+#[test]
+fn mmap_probe_json_has_kernel_counters() {
+    let (code, out, err) = foliosim(&["mmap-probe", "--file-size", "512M", "--memory", "1G", "--read-ahead-kb", "2048", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in ["pgpgin", "pgmajfault", "pgfault", "workingset_refault_file", "pgscan_kswapd"] {
+        assert!(v["vmstat"][k].is_u64(), "missing {k}");
+    }
+}
