@@ -239,6 +239,16 @@ enum ReproduceCmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Seed 000: refaults and bandwidth of strided mmap reads in a 400M
+    /// memcg, MGLRU before/after with arm64 and x86 PTEs, and the classic LRU.
+    StridedMmap {
+        #[arg(long, default_value = "table")]
+        format: String,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 /// Splits `foliosim fio` arguments into machine options and fio's.
@@ -579,6 +589,18 @@ fn run(cli: Cli) -> Result<(), String> {
                     );
                 } else {
                     print!("{}", reproduce::render_mmap_miss(&rows));
+                }
+                Ok(())
+            }
+            ReproduceCmd::StridedMmap { format, jobs, seed } => {
+                if format != "table" && format != "json" {
+                    return Err(format!("--format: '{format}' is not table or json"));
+                }
+                let rows = reproduce::strided_mmap(*seed, *jobs);
+                if format == "json" {
+                    println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+                } else {
+                    print!("{}", reproduce::render_strided(&rows));
                 }
                 Ok(())
             }

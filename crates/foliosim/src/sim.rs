@@ -480,6 +480,7 @@ impl Sim {
                     s.start_stats = Some(k.core.now);
                 }
                 let t0 = k.core.now;
+                k.core.cpu(k.core.cost.fio_io);
                 let write = matches!(io.dir, Dir::Write);
                 let ok = if j.direct {
                     k.direct_io(&s.file, io.len, write);

@@ -1,0 +1,231 @@
+//! `foliosim oracle`: a workload on the real host kernel (in a memory
+//! cgroup) against the model. The real side is `foliosim_oracle`; the model
+//! side comes in as a callback from main.
+
+use crate::probe_args::ProbeArgs;
+use foliosim_oracle::cases::{fio_case, Case, CaseKind};
+use foliosim_oracle::compare::render_text;
+use foliosim_oracle::host::read_host;
+use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT};
+use foliosim_oracle::suite::{self, render_markdown, shown_rows, SuiteOpts};
+use foliosim_oracle::{HostInfo, ModelFn};
+use foliosim_workload::units::parse_size;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct RealArgs {
+    /// Real runs per case; the report gives their median and spread.
+    #[arg(long, default_value_t = DEFAULT_REPEAT)]
+    pub repeat: u32,
+    /// Keep the workload's files in --dir afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Scratch directory for the files (on the block device under test, not tmpfs).
+    #[arg(long, default_value = DEFAULT_DIR)]
+    pub dir: PathBuf,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(clap::Subcommand, Clone, Debug)]
+pub enum OracleCmd {
+    /// Run a fio job on the host in a memory cgroup and in the model; compare.
+    Run {
+        /// The fio job file (its `; oracle: memcg_limit=.. read_ahead_kb=..`
+        /// header gives defaults for the options below).
+        job: PathBuf,
+        #[arg(long)]
+        memcg_limit: Option<String>,
+        /// read_ahead_kb to set on the device for the run (restored after).
+        #[arg(long)]
+        read_ahead_kb: Option<u32>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        real: RealArgs,
+    },
+    /// Run the mmap probe on the host in a memory cgroup and in the model.
+    MmapProbe {
+        #[command(flatten)]
+        probe: ProbeArgs,
+        #[command(flatten)]
+        real: RealArgs,
+    },
+    /// Run the calibration suite and write the fidelity report.
+    Suite {
+        #[arg(long, default_value = "oracle/cases")]
+        cases: PathBuf,
+        /// Directory for report.md and report.json.
+        #[arg(long, default_value = "docs/fidelity")]
+        out: PathBuf,
+        /// Run only this case (repeatable).
+        #[arg(long = "case")]
+        only: Vec<String>,
+        #[command(flatten)]
+        real: RealArgs,
+    },
+    /// The probe child, run inside the cgroup by the commands above.
+    #[command(name = "__probe", hide = true)]
+    Probe {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn run_opts(real: &RealArgs) -> Result<RunOpts, String> {
+    if real.repeat == 0 {
+        return Err("--repeat: must be at least 1".into());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("finding the foliosim binary: {e}"))?;
+    Ok(RunOpts {
+        dir: real.dir.clone(),
+        repeat: real.repeat,
+        keep: real.keep,
+        probe_cmd: vec![exe.into(), "oracle".into(), "__probe".into()],
+        verbose: !real.quiet,
+    })
+}
+
+fn host_line(h: &HostInfo) -> String {
+    format!(
+        "host: Linux {}, {} MiB RAM, {} ({}) read_ahead_kb {}, swappiness {}, THP {}, lru_gen {}",
+        h.kernel_release,
+        h.ram_bytes >> 20,
+        h.block_device,
+        h.fs_type,
+        h.read_ahead_kb,
+        h.swappiness,
+        h.thp_enabled,
+        h.lru_gen
+            .map_or("absent".to_string(), |v| format!("{v:#x}"))
+    )
+}
+
+/// One case: run, print, and turn a skip or failure into an error.
+fn one_case(
+    case: &Case,
+    real: &RealArgs,
+    json: bool,
+    check: &dyn Fn(&HostInfo) -> Result<(), String>,
+    model: ModelFn,
+) -> Result<(), String> {
+    let opts = run_opts(real)?;
+    let host = read_host(&opts.dir)?;
+    check(&host)?;
+    let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
+    let r = run_case(case, &host, &opts, &mut scratch, model);
+    drop(scratch);
+    if json {
+        let v = serde_json::json!({ "host": host, "case": r });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("{}", host_line(&host));
+        println!(
+            "{}: {} in a {} MiB memory cgroup, read_ahead_kb {}",
+            r.name,
+            r.workload,
+            r.memcg_limit >> 20,
+            r.read_ahead_kb
+        );
+        if let Outcome::Ran {
+            rows, model_error, ..
+        } = &r.outcome
+        {
+            if let Some(e) = model_error {
+                println!("model failed: {e}");
+            }
+            let shown: Vec<_> = shown_rows(rows).into_iter().cloned().collect();
+            print!("{}", render_text(&shown));
+        }
+    }
+    match r.outcome {
+        Outcome::Ran { .. } => Ok(()),
+        Outcome::Skipped { reason } => Err(format!("{}: skipped: {reason}", r.name)),
+        Outcome::Failed { error } => Err(format!("{}: {error}", r.name)),
+    }
+}
+
+pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
+    match cmd {
+        OracleCmd::Probe { args } => foliosim_oracle::run::probe_child_main(args),
+        OracleCmd::Run {
+            job,
+            memcg_limit,
+            read_ahead_kb,
+            json,
+            real,
+        } => {
+            let limit = memcg_limit
+                .as_deref()
+                .map(|s| parse_size(s).map_err(|e| format!("--memcg-limit: {e}")))
+                .transpose()?;
+            let case = fio_case(job, limit, *read_ahead_kb)?;
+            one_case(&case, real, *json, &|_| Ok(()), model)
+        }
+        OracleCmd::MmapProbe { probe, real } => {
+            let spec = probe.spec()?;
+            let limit = probe
+                .memcg_limit_bytes()?
+                .ok_or("oracle mmap-probe: --memcg-limit is required (the run's memory cgroup)")?;
+            let name = format!("mmap-probe-{}", spec.pattern);
+            let case = Case::new(
+                name,
+                CaseKind::Probe {
+                    spec,
+                    variant: probe.variant.clone(),
+                },
+                limit,
+                probe.read_ahead_kb,
+                String::new(),
+                "command line".into(),
+            );
+            one_case(
+                &case,
+                real,
+                probe.json,
+                &|h| probe.check_host_memory(h.ram_bytes),
+                model,
+            )
+        }
+        OracleCmd::Suite {
+            cases,
+            out,
+            only,
+            real,
+        } => {
+            let opts = run_opts(real)?;
+            let host = read_host(&opts.dir)?;
+            let so = SuiteOpts {
+                cases_dir: cases.clone(),
+                out_dir: out.clone(),
+                only: only.clone(),
+                run: opts,
+            };
+            let report = suite::run(&host, &so, model)?;
+            let md = render_markdown(&report);
+            // The summary part (up to the per-case sections) on stdout.
+            let end = md.find("\n### ").unwrap_or(md.len());
+            println!("{}", &md[..end]);
+            println!("wrote {}/report.md and report.json", out.display());
+            let failed: Vec<&str> = report
+                .cases
+                .iter()
+                .filter(|c| matches!(c.outcome, Outcome::Failed { .. }))
+                .map(|c| c.name.as_str())
+                .collect();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} case(s) failed: {}",
+                    failed.len(),
+                    failed.join(", ")
+                ))
+            }
+        }
+    }
+}
