@@ -598,7 +598,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 let rows = reproduce::strided_mmap(*seed, *jobs);
                 if format == "json" {
-                    println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).expect("rows serialise")
+                    );
                 } else {
                     print!("{}", reproduce::render_strided(&rows));
                 }

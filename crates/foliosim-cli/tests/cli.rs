@@ -4,8 +4,15 @@
 use std::process::Command;
 
 fn foliosim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim")).args(args).output().expect("runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn job_file(name: &str, text: &str) -> std::path::PathBuf {
@@ -19,7 +26,12 @@ fn job_file(name: &str, text: &str) -> std::path::PathBuf {
 #[test]
 fn bad_job_files_exit_2_with_one_line_naming_file_line_option() {
     let cases = [
-        ("unknown.fio", "[j]\nsize=1M\nfrobnicate=3\n", 3, "frobnicate"),
+        (
+            "unknown.fio",
+            "[j]\nsize=1M\nfrobnicate=3\n",
+            3,
+            "frobnicate",
+        ),
         ("badsize.fio", "[j]\nsize=12Q\n", 2, "size"),
         ("nosize.fio", "[j]\nrw=read\n", 1, "size"),
         ("bs0.fio", "[j]\nsize=1M\nbs=0\n", 3, "bs"),
@@ -31,7 +43,10 @@ fn bad_job_files_exit_2_with_one_line_naming_file_line_option() {
         assert_eq!(code, 2, "{name}: {err}");
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 1, "{name}: one line, got {err:?}");
-        assert!(lines[0].contains(&format!("{}:{line}", p.display())), "{name}: {err}");
+        assert!(
+            lines[0].contains(&format!("{}:{line}", p.display())),
+            "{name}: {err}"
+        );
         assert!(lines[0].contains(option), "{name}: {err}");
     }
 }
@@ -54,7 +69,16 @@ fn bad_options_exit_2() {
 
 #[test]
 fn fio_cmdline_runs_and_json_is_deterministic() {
-    let args = ["fio", "--name=r", "--rw=randread", "--bs=4k", "--size=64M", "--io_size=8M", "--memcg-limit=16M", "--json"];
+    let args = [
+        "fio",
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=64M",
+        "--io_size=8M",
+        "--memcg-limit=16M",
+        "--json",
+    ];
     let (code, a, err) = foliosim(&args);
     assert_eq!(code, 0, "{err}");
     let (_, b, _) = foliosim(&args);
@@ -62,15 +86,33 @@ fn fio_cmdline_runs_and_json_is_deterministic() {
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
     assert_eq!(v["jobs"][0]["read"]["io_bytes"], 8 << 20);
     assert!(v["memcg"]["pgmajfault"].as_u64().is_some());
-    assert!(v["vmstat"]["pgpgin"].as_u64().unwrap() >= 8 << 10, "pgpgin in KiB covers the 8M read");
+    assert!(
+        v["vmstat"]["pgpgin"].as_u64().unwrap() >= 8 << 10,
+        "pgpgin in KiB covers the 8M read"
+    );
 }
 
 #[test]
 fn mmap_probe_json_has_kernel_counters() {
-    let (code, out, err) = foliosim(&["mmap-probe", "--file-size", "512M", "--memory", "1G", "--read-ahead-kb", "2048", "--json"]);
+    let (code, out, err) = foliosim(&[
+        "mmap-probe",
+        "--file-size",
+        "512M",
+        "--memory",
+        "1G",
+        "--read-ahead-kb",
+        "2048",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    for k in ["pgpgin", "pgmajfault", "pgfault", "workingset_refault_file", "pgscan_kswapd"] {
+    for k in [
+        "pgpgin",
+        "pgmajfault",
+        "pgfault",
+        "workingset_refault_file",
+        "pgscan_kswapd",
+    ] {
         assert!(v["vmstat"][k].is_u64(), "missing {k}");
     }
 }

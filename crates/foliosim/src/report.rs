@@ -10,7 +10,8 @@ fn human_bytes_iec(b: f64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b;
     let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
+    // fio keeps four significant digits before switching unit.
+    while v >= 10000.0 && i + 1 < units.len() {
         v /= 1024.0;
         i += 1;
     }
@@ -25,7 +26,7 @@ fn human_bytes_si(b: f64) -> String {
     let units = ["B", "kB", "MB", "GB", "TB"];
     let mut v = b;
     let mut i = 0;
-    while v >= 1000.0 && i + 1 < units.len() {
+    while v >= 10000.0 && i + 1 < units.len() {
         v /= 1000.0;
         i += 1;
     }
@@ -164,7 +165,7 @@ mod tests {
     fn human_units() {
         assert_eq!(human_bytes_iec(5078.0 * 1048576.0), "5078MiB");
         assert_eq!(human_bytes_iec(58.5 * 1048576.0), "58.5MiB");
-        assert_eq!(human_bytes_si(1500.0), "1.5kB");
+        assert_eq!(human_bytes_si(15000.0), "15.0kB");
         assert_eq!(human_count(1_300_000.0), "1.3M");
     }
 }

@@ -237,27 +237,45 @@ pub fn strided_mmap_cell(lru: LruKind, variant: &str, ptes: &str, seed: u64) -> 
     variants.apply(variant).expect("valid variant");
     variants.apply(ptes).expect("valid ptes");
     let cfg = SimConfig {
-        mm: MmConfig { ram_bytes: 8 << 30, read_ahead_kb: 128, variants, ..MmConfig::default() },
+        mm: MmConfig {
+            ram_bytes: 8 << 30,
+            read_ahead_kb: 128,
+            variants,
+            ..MmConfig::default()
+        },
         lru,
         memcg_limit: Some(400 << 20),
         seed,
         timeline: true,
     };
-    let mut jobs = foliosim_workload::fio::parse_job_str(SEED000_JOB, "seed000").expect("seed job parses");
+    let mut jobs =
+        foliosim_workload::fio::parse_job_str(SEED000_JOB, "seed000").expect("seed job parses");
     jobs[0].runtime_ns = Some(90_000_000_000);
     let r = crate::sim::run_fio(cfg, &jobs);
     let tl = r.timeline.as_ref().expect("timeline on");
-    let at = |s: u64, k: &str| tl.iter().find(|x| x.second == s).and_then(|x| x.memcg.get(k).copied()).unwrap_or(0);
+    let at = |s: u64, k: &str| {
+        tl.iter()
+            .find(|x| x.second == s)
+            .and_then(|x| x.memcg.get(k).copied())
+            .unwrap_or(0)
+    };
     let window = |k: &str| at(90, k) - at(30, k);
     let read = &r.jobs[0].read;
     let after = variant == "pf-mark-accessed";
     let (seed_refaults, seed_bw) = match (lru, ptes) {
-        (LruKind::Mglru, "arm64") => (Some(if after { 0 } else { 12_883_855 }), Some(if after { 5078.0 } else { 58.5 })),
+        (LruKind::Mglru, "arm64") => (
+            Some(if after { 0 } else { 12_883_855 }),
+            Some(if after { 5078.0 } else { 58.5 }),
+        ),
         _ => (None, None),
     };
     StridedRow {
         lru: format!("{lru:?}").to_lowercase(),
-        variant: if lru == LruKind::Classic { "-".into() } else { variant.to_string() },
+        variant: if lru == LruKind::Classic {
+            "-".into()
+        } else {
+            variant.to_string()
+        },
         ptes: ptes.to_string(),
         refaults: window("workingset_refault_file"),
         bw_mib_s: read.bw_bytes as f64 / (1u64 << 20) as f64,
@@ -278,14 +296,28 @@ pub fn strided_mmap(seed: u64, threads: usize) -> Vec<StridedRow> {
         (LruKind::Classic, "pf-mark-accessed", "arm64"),
         (LruKind::Classic, "pf-mark-accessed", "x86"),
     ];
-    run_parallel(&cells, threads, |&(l, v, p)| strided_mmap_cell(l, v, p, seed))
+    run_parallel(&cells, threads, |&(l, v, p)| {
+        strided_mmap_cell(l, v, p, seed)
+    })
 }
 
 pub fn render_strided(rows: &[StridedRow]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "seed 000 strided mmap: 600M file, 400M memcg, fio 4K every 64K via mmap; refaults between second 30 and 90");
-    let _ = writeln!(s, "{:<8} {:<17} {:<6} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10}", "lru", "variant", "ptes", "refaults", "seed", "MiB/s", "seed MiB/s", "ra unused evict", "majfault");
+    let _ = writeln!(
+        s,
+        "{:<8} {:<17} {:<6} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10}",
+        "lru",
+        "variant",
+        "ptes",
+        "refaults",
+        "seed",
+        "MiB/s",
+        "seed MiB/s",
+        "ra unused evict",
+        "majfault"
+    );
     for r in rows {
         let _ = writeln!(
             s,
@@ -294,9 +326,13 @@ pub fn render_strided(rows: &[StridedRow]) -> String {
             r.variant,
             r.ptes,
             r.refaults,
-            r.seed_refaults.map(|v| v.to_string()).unwrap_or_else(|| "-".into()),
+            r.seed_refaults
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into()),
             r.bw_mib_s,
-            r.seed_bw_mib_s.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into()),
+            r.seed_bw_mib_s
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or_else(|| "-".into()),
             r.ra_unused_evicted,
             r.pgmajfault
         );

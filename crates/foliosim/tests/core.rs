@@ -12,7 +12,13 @@ use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
 use proptest::prelude::*;
 
 fn small_kernel(limit_pages: u64) -> (Kernel<ClassicLru>, u16) {
-    let cfg = MmConfig { ram_bytes: 64 << 20, reserved_bytes: 4 << 20, read_ahead_kb: 128, check_invariants: true, ..MmConfig::default() };
+    let cfg = MmConfig {
+        ram_bytes: 64 << 20,
+        reserved_bytes: 4 << 20,
+        read_ahead_kb: 128,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
     let mut k = Kernel::new(cfg, ClassicLru::new());
     let m = k.add_memcg("t", Some(limit_pages));
     (k, m)
@@ -20,7 +26,14 @@ fn small_kernel(limit_pages: u64) -> (Kernel<ClassicLru>, u16) {
 
 fn open(k: &mut Kernel<ClassicLru>, pages: u64, memcg: u16) -> OpenFile {
     let mapping = k.core.add_file(pages * PAGE_SIZE);
-    OpenFile { mapping, ra: FileRaState::new(128), fmode_random: false, vm_rand_read: false, vm_seq_read: false, memcg }
+    OpenFile {
+        mapping,
+        ra: FileRaState::new(128),
+        fmode_random: false,
+        vm_rand_read: false,
+        vm_seq_read: false,
+        memcg,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -88,14 +101,34 @@ fn memcg_limit_reclaims_and_refaults_are_detected() {
     let s = &k.core.memcgs[m as usize].stat;
     use foliosim::mm::vmstat::Item;
     assert!(s.get(Item::PGSTEAL_DIRECT) > 2048, "limit reclaim ran");
-    assert!(s.get(Item::WORKINGSET_REFAULT_FILE) > 1000, "second pass refaults: {}", s.get(Item::WORKINGSET_REFAULT_FILE));
+    assert!(
+        s.get(Item::WORKINGSET_REFAULT_FILE) > 1000,
+        "second pass refaults: {}",
+        s.get(Item::WORKINGSET_REFAULT_FILE)
+    );
     assert!(k.core.memcgs[m as usize].usage <= 1024);
 }
 
 #[test]
 fn same_seed_same_json() {
-    let spec = ProbeSpec { file_size: 256 << 20, pattern: Pattern::Random, fraction: 0.05, seed: 3 };
-    let cfg = SimConfig { mm: MmConfig { ram_bytes: 128 << 20, reserved_bytes: 8 << 20, read_ahead_kb: 512, ..MmConfig::default() }, lru: LruKind::Classic, memcg_limit: Some(64 << 20), seed: 3, timeline: true };
+    let spec = ProbeSpec {
+        file_size: 256 << 20,
+        pattern: Pattern::Random,
+        fraction: 0.05,
+        seed: 3,
+    };
+    let cfg = SimConfig {
+        mm: MmConfig {
+            ram_bytes: 128 << 20,
+            reserved_bytes: 8 << 20,
+            read_ahead_kb: 512,
+            ..MmConfig::default()
+        },
+        lru: LruKind::Classic,
+        memcg_limit: Some(64 << 20),
+        seed: 3,
+        timeline: true,
+    };
     let a = serde_json::to_string(&run_probe(cfg.clone(), &spec)).unwrap();
     let b = serde_json::to_string(&run_probe(cfg.clone(), &spec)).unwrap();
     assert_eq!(a, b);
@@ -127,10 +160,20 @@ fn seed002_fast_cells_match_the_seed() {
         let r = mmap_miss_cell(g, p, v, LruKind::Classic, 1);
         let seed = r.seed_pgpgin_gib.unwrap();
         if p == "sequential" {
-            assert!((r.pgpgin_gib - seed).abs() <= 0.05, "{g} {p} {v}: {} vs {}", r.pgpgin_gib, seed);
+            assert!(
+                (r.pgpgin_gib - seed).abs() <= 0.05,
+                "{g} {p} {v}: {} vs {}",
+                r.pgpgin_gib,
+                seed
+            );
         } else {
             let err = (r.pgpgin_gib - seed).abs() / seed;
-            assert!(err <= 0.15, "{g} {p} {v}: {} GiB vs seed {} GiB", r.pgpgin_gib, seed);
+            assert!(
+                err <= 0.15,
+                "{g} {p} {v}: {} GiB vs seed {} GiB",
+                r.pgpgin_gib,
+                seed
+            );
         }
     }
 }

@@ -9,7 +9,12 @@ use foliosim::mm::vmstat::Item;
 use foliosim::mm::{Kernel, MmConfig, Variants, PAGE_SIZE};
 
 fn config(variants: &str) -> MmConfig {
-    let mut cfg = MmConfig { ram_bytes: 256 << 20, reserved_bytes: 0, check_invariants: true, ..MmConfig::default() };
+    let mut cfg = MmConfig {
+        ram_bytes: 256 << 20,
+        reserved_bytes: 0,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
     cfg.variants = Variants::newest();
     cfg.variants.apply(variants).unwrap();
     cfg
@@ -17,20 +22,35 @@ fn config(variants: &str) -> MmConfig {
 
 fn open(k: &mut Kernel<LruGen>, pages: u64, memcg: u16) -> OpenFile {
     let mapping = k.core.add_file(pages * PAGE_SIZE);
-    OpenFile { mapping, ra: FileRaState::new(k.core.cfg.read_ahead_kb), fmode_random: false, vm_rand_read: false, vm_seq_read: false, memcg }
+    OpenFile {
+        mapping,
+        ra: FileRaState::new(k.core.cfg.read_ahead_kb),
+        fmode_random: false,
+        vm_rand_read: false,
+        vm_seq_read: false,
+        memcg,
+    }
 }
 
 /// Seed 000's workload scaled down: a file of `file_pages` read 4K every
 /// 64K through mmap in a memcg of `limit` pages. Returns the file refaults
 /// and the pages read per simulated second over the passes after `warmup`.
-fn strided_mmap(variants: &str, file_pages: u64, limit: u64, warmup: usize, passes: usize) -> (u64, f64) {
+fn strided_mmap(
+    variants: &str,
+    file_pages: u64,
+    limit: u64,
+    warmup: usize,
+    passes: usize,
+) -> (u64, f64) {
     let mut k = Kernel::new(config(variants), LruGen::new());
     let memcg = k.add_memcg("strided", Some(limit));
     let mut f = open(&mut k, file_pages, memcg);
     let (mut base, mut t0, mut reads) = (0, 0, 0u64);
     for pass in 0..warmup + passes {
         if pass == warmup {
-            base = k.core.memcgs[memcg as usize].stat.get(Item::WORKINGSET_REFAULT_FILE);
+            base = k.core.memcgs[memcg as usize]
+                .stat
+                .get(Item::WORKINGSET_REFAULT_FILE);
             t0 = k.core.now;
         }
         for idx in (0..file_pages).step_by(16) {
@@ -40,7 +60,10 @@ fn strided_mmap(variants: &str, file_pages: u64, limit: u64, warmup: usize, pass
             }
         }
     }
-    let refaults = k.core.memcgs[memcg as usize].stat.get(Item::WORKINGSET_REFAULT_FILE) - base;
+    let refaults = k.core.memcgs[memcg as usize]
+        .stat
+        .get(Item::WORKINGSET_REFAULT_FILE)
+        - base;
     let secs = (k.core.now - t0) as f64 / 1e9;
     k.check_invariants().unwrap();
     (refaults, reads as f64 / secs)
@@ -51,9 +74,15 @@ fn seed_000_fault_path_mark_accessed_stops_refaults_on_arm64() {
     let (before, bw_before) = strided_mmap("arm64,pf-set-active", 6144, 4096, 3, 6);
     let (after, bw_after) = strided_mmap("arm64,pf-mark-accessed", 6144, 4096, 3, 6);
     eprintln!("arm64: before {before} refaults {bw_before:.0} reads/s; after {after} refaults {bw_after:.0} reads/s");
-    assert!(before > 1000, "the strided hot set thrashes before the patch: {before}");
+    assert!(
+        before > 1000,
+        "the strided hot set thrashes before the patch: {before}"
+    );
     assert!(after * 100 <= before, "after {after} vs before {before}");
-    assert!(bw_after > 5.0 * bw_before, "bandwidth {bw_after} vs {bw_before}");
+    assert!(
+        bw_after > 5.0 * bw_before,
+        "bandwidth {bw_after} vs {bw_before}"
+    );
 }
 
 #[test]
@@ -61,13 +90,16 @@ fn seed_000_makes_no_material_difference_with_young_prefaulted_ptes() {
     let (before, _) = strided_mmap("x86,pf-set-active", 6144, 4096, 3, 6);
     let (after, _) = strided_mmap("x86,pf-mark-accessed", 6144, 4096, 3, 6);
     eprintln!("x86: before {before} after {after}");
-    let (lo, hi) = (before.min(after), before.max(after));
-    assert!(hi <= lo * 2 + 100, "x86 before {before} after {after}");
+    // With young prefaulted PTEs every mapped folio looks referenced either
+    // way: the patch does not end the thrashing as it does on arm64.
+    assert!(before > 1000, "x86 before {before}");
+    assert!(after * 10 >= before, "x86 before {before} after {after}");
 }
 
-/// Seed 004's workload: a hot set read repeatedly and a larger cold set
-/// read once per round, through file descriptors, in a memcg too small for
-/// both. Returns the file refaults.
+/// Seed 004's workload: a hot set read three times per round (in a
+/// scattered order, so each read marks the folio accessed) and a larger cold
+/// set read once per round, through file descriptors, in a memcg too small
+/// for both. Returns the file refaults.
 fn hot_cold_reads(variants: &str) -> u64 {
     let mut k = Kernel::new(config(variants), LruGen::new());
     let memcg = k.add_memcg("hotcold", Some(3072));
@@ -77,16 +109,20 @@ fn hot_cold_reads(variants: &str) -> u64 {
     for _round in 0..24 {
         for _ in 0..3 {
             for p in 0..2048 {
-                k.filemap_read(&mut hot, p * PAGE_SIZE, PAGE_SIZE).unwrap();
+                k.filemap_read(&mut hot, (p * 7 % 2048) * PAGE_SIZE, PAGE_SIZE)
+                    .unwrap();
             }
         }
         for _ in 0..2048 {
-            k.filemap_read(&mut cold, cold_pos * PAGE_SIZE, PAGE_SIZE).unwrap();
+            k.filemap_read(&mut cold, cold_pos * PAGE_SIZE, PAGE_SIZE)
+                .unwrap();
             cold_pos = (cold_pos + 1) % 16384;
         }
     }
     k.check_invariants().unwrap();
-    k.core.memcgs[memcg as usize].stat.get(Item::WORKINGSET_REFAULT_FILE)
+    k.core.memcgs[memcg as usize]
+        .stat
+        .get(Item::WORKINGSET_REFAULT_FILE)
 }
 
 #[test]
@@ -94,53 +130,134 @@ fn seed_004_rework_cuts_file_refaults_of_a_hot_fd_set() {
     let legacy = hot_cold_reads("wsprot-legacy");
     let rework = hot_cold_reads("wsprot-rework");
     eprintln!("hot/cold fd reads: legacy {legacy} rework {rework}");
-    assert!(rework < legacy, "rework {rework} legacy {legacy}");
+    // The seed's TPC-C: -57% file refaults; here the hot set stops refaulting.
+    assert!(rework * 2 < legacy, "rework {rework} legacy {legacy}");
+}
+
+/// A mixed workload on a small machine with swap: anon writes, buffered
+/// writes (writeback, PG_reclaim rotation), fd reads and mmap reads in two
+/// memcgs, so that limit reclaim, direct reclaim and kswapd all run. With
+/// `check_invariants` the kernel checks the policy after every reclaim pass.
+fn mixed(variants: &str) -> (Vec<u64>, String) {
+    let mut cfg = config(variants);
+    cfg.ram_bytes = 40 << 20;
+    cfg.swap = foliosim::mm::SwapKind::Zram;
+    cfg.swap_bytes = 16 << 20;
+    let mut k = Kernel::new(cfg, LruGen::new());
+    let a = k.add_memcg("a", Some(4096));
+    let b = k.add_memcg("b", None);
+    let anon = k.core.add_file(3000 * PAGE_SIZE);
+    let mut fa = open(&mut k, 6000, a);
+    let mut fb = open(&mut k, 12000, b);
+    let mut x = 12345u64;
+    for step in 0..60_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let r = (x >> 33) % 1000;
+        match step % 4 {
+            0 => assert!(k.anon_access(anon, r * 3 % 3000, a, r % 3 == 0)),
+            1 => assert!(k.mmap_access(&mut fa, (r * 6) % 6000)),
+            2 => {
+                k.filemap_read(
+                    &mut fb,
+                    ((r * 12 + step % 12) % 12000) * PAGE_SIZE,
+                    PAGE_SIZE,
+                )
+                .unwrap();
+            }
+            _ => {
+                k.filemap_write(&mut fb, ((r * 7) % 12000) * PAGE_SIZE, PAGE_SIZE)
+                    .unwrap();
+            }
+        }
+    }
+    k.check_invariants().unwrap();
+    let items = [
+        Item::WORKINGSET_REFAULT_FILE,
+        Item::WORKINGSET_REFAULT_ANON,
+        Item::PSWPOUT,
+        Item::PGSCAN_FILE,
+        Item::PGSTEAL_FILE,
+        Item::PGSCAN_KSWAPD,
+        Item::PGROTATED,
+    ];
+    let counts = items.iter().map(|&i| k.core.vm.get(i)).collect();
+    let view = format!(
+        "{}{}",
+        serde_json::to_string(&k.policy.debug_view(&k.core, a)).unwrap(),
+        k.policy.lru_gen_seq_show(&k.core, b)
+    );
+    (counts, view)
 }
 
 #[test]
-#[ignore]
-fn explore() {
-    for caps in ["0x0007", "0x0001"] {
-        for v in ["x86,pf-set-active", "x86,pf-mark-accessed", "arm64,pf-set-active", "arm64,pf-mark-accessed"] {
-            let mut k = Kernel::new(config(v), LruGen::new());
-            k.policy.set_sysctl("lru_gen.enabled", caps).unwrap();
-            let memcg = k.add_memcg("strided", Some(4096));
-            let mut f = open(&mut k, 6144, memcg);
-            for _pass in 0..9 {
-                for idx in (0..6144).step_by(16) {
-                    assert!(k.mmap_access(&mut f, idx));
-                }
-            }
-            let st = &k.core.memcgs[memcg as usize].stat;
-            eprintln!("{caps} {v}: refault {} activate {} pgscan {} pgrefill {} stats {:?}", st.get(Item::WORKINGSET_REFAULT_FILE), st.get(Item::PGACTIVATE), st.get(Item::PGSCAN_FILE), st.get(Item::PGREFILL), k.policy.lrugen[memcg as usize].stats);
+fn invariants_hold_under_mixed_reclaim_in_every_variant() {
+    for v in [
+        "",
+        "wsprot-legacy,pf-set-active,arm64",
+        "reclaim-legacy",
+        "reclaim-rework,no-isolate-fallback-fix,arm64",
+    ] {
+        let (counts, _) = mixed(v);
+        assert!(
+            counts[0] > 0 && counts[3] > 0,
+            "variant '{v}' did not reclaim file: {counts:?}"
+        );
+        if v.is_empty() {
+            assert!(
+                counts[2] > 0,
+                "the newest behaviour swaps anon too: {counts:?}"
+            );
         }
     }
 }
 
 #[test]
-#[ignore]
-fn explore2() {
-    for v in ["wsprot-legacy", "wsprot-rework"] {
-        let mut k = Kernel::new(config(v), LruGen::new());
-        let memcg = k.add_memcg("hotcold", Some(3072));
-        let mut hot = open(&mut k, 2048, memcg);
-        let mut cold = open(&mut k, 16384, memcg);
-        let mut cold_pos = 0u64;
-        for round in 0..24 {
-            for _ in 0..3 {
-                for p in 0..2048 {
-                    k.filemap_read(&mut hot, p * PAGE_SIZE, PAGE_SIZE).unwrap();
-                }
-            }
-            for _ in 0..2048 {
-                k.filemap_read(&mut cold, cold_pos * PAGE_SIZE, PAGE_SIZE).unwrap();
-                cold_pos = (cold_pos + 1) % 16384;
-            }
-            if round == 12 {
-                eprintln!("{v} r12: {}", serde_json::to_string(&k.policy.debug_view(&k.core, memcg)).unwrap());
-            }
-        }
-        let st = &k.core.memcgs[memcg as usize].stat;
-        eprintln!("{v}: refault {} activate {} pgscan {} pgrefill {} stats {:?}", st.get(Item::WORKINGSET_REFAULT_FILE), st.get(Item::WORKINGSET_ACTIVATE_FILE), st.get(Item::PGSCAN_FILE), st.get(Item::PGREFILL), k.policy.lrugen[memcg as usize].stats);
+fn same_inputs_same_output() {
+    assert_eq!(mixed("arm64"), mixed("arm64"));
+}
+
+#[test]
+fn debugfs_view_lists_generations_oldest_first() {
+    let mut k = Kernel::new(config(""), LruGen::new());
+    let memcg = k.add_memcg("view", Some(1024));
+    let mut f = open(&mut k, 4096, memcg);
+    for p in 0..4096 {
+        k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE).unwrap();
     }
+    let v = k.policy.debug_view(&k.core, memcg).unwrap();
+    let gens = v["generations"].as_array().unwrap();
+    let seqs: Vec<u64> = gens.iter().map(|g| g["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    assert_eq!(*seqs.last().unwrap(), v["max_seq"].as_u64().unwrap());
+    let file: u64 = gens.iter().map(|g| g["file"].as_u64().unwrap()).sum();
+    let s = k.policy.lru_sizes(memcg);
+    assert_eq!(file, s.inactive_file + s.active_file);
+    assert!(file <= 1024 && file > 512, "{file}");
+    let text = k.policy.lru_gen_seq_show(&k.core, memcg);
+    assert!(
+        text.starts_with(&format!("memcg {memcg:5} view\n node     0\n")),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2 + seqs.len());
+}
+
+#[test]
+fn disabled_core_cap_falls_back_to_the_classic_lru() {
+    let mut p = LruGen::new();
+    p.set_sysctl("lru_gen.enabled", "n").unwrap();
+    let mut k = Kernel::new(config(""), p);
+    let memcg = k.add_memcg("off", Some(1024));
+    let mut f = open(&mut k, 4096, memcg);
+    for p in 0..4096 {
+        k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE).unwrap();
+    }
+    assert!(k.policy.debug_view(&k.core, memcg).is_none());
+    assert!(k.core.memcgs[memcg as usize].stat.get(Item::PGSTEAL_FILE) > 0);
+    assert!(k
+        .policy
+        .set_sysctl("lru_gen.enabled", "y")
+        .unwrap_err()
+        .contains("before the run"));
 }

@@ -9,7 +9,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if digits_end == 0 {
         return Err(format!("bad size '{s}'"));
     }
-    let n: u64 = t[..digits_end].parse().map_err(|_| format!("bad size '{s}'"))?;
+    let n: u64 = t[..digits_end]
+        .parse()
+        .map_err(|_| format!("bad size '{s}'"))?;
     let suffix = t[digits_end..].to_ascii_lowercase();
     let shift = match suffix.as_str() {
         "" | "b" => 0,
@@ -18,9 +20,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
         "p" | "pb" | "pib" => 50,
-        _ => return Err(format!("bad size '{s}' (unknown suffix '{}')", &t[digits_end..])),
+        _ => {
+            return Err(format!(
+                "bad size '{s}' (unknown suffix '{}')",
+                &t[digits_end..]
+            ))
+        }
     };
-    n.checked_mul(1u64 << shift).ok_or_else(|| format!("size '{s}' overflows"))
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("size '{s}' overflows"))
 }
 
 /// Parses a duration in fio's style; `default_unit_ns` applies to a bare number
@@ -31,7 +39,9 @@ pub fn parse_time_ns(s: &str, default_unit_ns: u64) -> Result<u64, String> {
     if digits_end == 0 {
         return Err(format!("bad time '{s}'"));
     }
-    let n: u64 = t[..digits_end].parse().map_err(|_| format!("bad time '{s}'"))?;
+    let n: u64 = t[..digits_end]
+        .parse()
+        .map_err(|_| format!("bad time '{s}'"))?;
     let unit = match t[digits_end..].to_ascii_lowercase().as_str() {
         "" => default_unit_ns,
         "ns" => 1,
@@ -43,7 +53,8 @@ pub fn parse_time_ns(s: &str, default_unit_ns: u64) -> Result<u64, String> {
         "d" => 86_400_000_000_000,
         _ => return Err(format!("bad time '{s}' (unknown unit)")),
     };
-    n.checked_mul(unit).ok_or_else(|| format!("time '{s}' overflows"))
+    n.checked_mul(unit)
+        .ok_or_else(|| format!("time '{s}' overflows"))
 }
 
 #[cfg(test)]

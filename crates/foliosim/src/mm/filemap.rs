@@ -318,7 +318,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.wait_uptodate(mapping, fi);
                 // Only the first folio of a read that stays in the folio
                 // of the previous read is not marked accessed again.
-                if i > 0 || (last_pos >> PAGE_SHIFT) != fi || pos == 0 && last_pos == 0 {
+                // pos_same_folio(ki_pos, last_pos - 1): the previous read's
+                // last byte (prev_pos starts at -1, as in the kernel).
+                if i > 0 || (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != fi {
                     self.policy.folio_mark_accessed(&mut self.core, id);
                 }
                 self.core.folios.get_mut(id).clear(pg::RA_UNUSED);

@@ -143,6 +143,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.core.files[space as usize].set_folio_pub(index, id);
         self.core.memcgs[memcg as usize].nr_anon += 1;
+        self.core.memcgs[memcg as usize].nr_mapped += 1;
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
         }

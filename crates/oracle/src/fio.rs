@@ -1,0 +1,107 @@
+//! Running fio: lay out a job's files, then run it (inside the cgroup) with
+//! JSON output. fio runs with the case's scratch directory as its working
+//! directory, so job files name their files relative to it and need no
+//! `directory=`.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// What fio's JSON says about a run, summed over its jobs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioOutcome {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Longest job runtime, seconds.
+    pub runtime_s: f64,
+}
+
+impl FioOutcome {
+    pub fn counters(&self) -> BTreeMap<String, f64> {
+        BTreeMap::from([
+            ("fio.read_bytes".to_string(), self.read_bytes as f64),
+            ("fio.write_bytes".to_string(), self.write_bytes as f64),
+        ])
+    }
+}
+
+pub fn command(job: &Path, dir: &Path) -> Command {
+    let mut c = Command::new("fio");
+    c.arg("--output-format=json")
+        .arg(job)
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    c
+}
+
+/// Lays out the job's files (fio's setup phase only), outside any cgroup.
+pub fn layout(job: &Path, dir: &Path) -> Result<(), String> {
+    let out = Command::new("fio")
+        .arg("--create_only=1")
+        .arg("--output-format=json")
+        .arg(job)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running fio: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "fio --create_only=1 {}: {}: {}",
+            job.display(),
+            out.status,
+            last_line(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+pub fn last_line(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Parses fio's `--output-format=json` (anything printed before the JSON
+/// object is skipped).
+pub fn parse_json(text: &str) -> Result<FioOutcome, String> {
+    let start = text.find('{').ok_or("fio printed no JSON")?;
+    let v: Value = serde_json::from_str(&text[start..]).map_err(|e| format!("fio JSON: {e}"))?;
+    let jobs = v["jobs"].as_array().ok_or("fio JSON: no 'jobs' array")?;
+    let mut o = FioOutcome::default();
+    for j in jobs {
+        let io = |dir: &str| j[dir]["io_bytes"].as_u64().unwrap_or(0);
+        o.read_bytes += io("read");
+        o.write_bytes += io("write");
+        let rt = ["read", "write"]
+            .iter()
+            .filter_map(|d| j[*d]["runtime"].as_f64())
+            .fold(0.0, f64::max);
+        o.runtime_s = o.runtime_s.max(rt / 1000.0);
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fio_json() {
+        let t = r#"note: both iodepth >= 1 and synchronous I/O engine are selected
+{"fio version":"fio-3.33","jobs":[
+ {"jobname":"a","read":{"io_bytes":268435456,"bw":500000,"runtime":512},"write":{"io_bytes":0,"runtime":0}},
+ {"jobname":"b","read":{"io_bytes":1048576,"runtime":700},"write":{"io_bytes":4096,"runtime":10}}]}"#;
+        let o = parse_json(t).unwrap();
+        assert_eq!(o.read_bytes, 268435456 + 1048576);
+        assert_eq!(o.write_bytes, 4096);
+        assert_eq!(o.runtime_s, 0.7);
+        assert_eq!(o.counters()["fio.read_bytes"], 269484032.0);
+        assert!(parse_json("no json").unwrap_err().contains("no JSON"));
+        assert!(parse_json("{\"x\":1}").unwrap_err().contains("'jobs'"));
+    }
+}

@@ -1,0 +1,478 @@
+//! One case on the real host, repeated, next to the model's figures.
+//!
+//! Every repeat: drop the page cache, warm the workload's own executable
+//! (so its text does not count as the workload's major faults), create a
+//! fresh memory cgroup with the case's limit, run the workload in it, read
+//! memory.stat and the /proc/vmstat deltas, remove the group. Around the
+//! repeats: set the case's read_ahead_kb and restore it, lay out the files
+//! and remove them (unless kept). The guards restore/remove on error and
+//! panic too.
+
+use crate::cases::{Case, CaseKind};
+use crate::cgroup::{read_vmstat, vmstat_delta, MemCgroup};
+use crate::compare::{compare, CounterRow};
+use crate::host::HostInfo;
+use crate::probe::{self, ProbeOutcome};
+use crate::{fio, ModelFn};
+use foliosim_workload::mmap_probe::ProbeSpec;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+pub const DEFAULT_DIR: &str = "/var/tmp/foliosim-oracle";
+pub const DEFAULT_REPEAT: u32 = 3;
+
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    /// Scratch directory for the workload's files (on the device under test).
+    pub dir: PathBuf,
+    pub repeat: u32,
+    /// Keep the files after the run.
+    pub keep: bool,
+    /// The probe child: program and leading arguments (the CLI passes
+    /// `[current_exe, "oracle", "__probe"]`); [`probe_child_args`] follow.
+    pub probe_cmd: Vec<OsString>,
+    /// Progress lines on stderr.
+    pub verbose: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Outcome {
+    Ran {
+        /// The real runs' counters, in run order.
+        runs: Vec<BTreeMap<String, f64>>,
+        /// Set when the model callback failed (rows then have no model).
+        model_error: Option<String>,
+        rows: Vec<CounterRow>,
+    },
+    Skipped {
+        reason: String,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseResult {
+    pub name: String,
+    pub workload: String,
+    pub about: String,
+    pub source: String,
+    pub memcg_limit: u64,
+    pub read_ahead_kb: u32,
+    pub outcome: Outcome,
+}
+
+impl CaseResult {
+    pub fn rows(&self) -> &[CounterRow] {
+        match &self.outcome {
+            Outcome::Ran { rows, .. } => rows,
+            _ => &[],
+        }
+    }
+    pub fn row(&self, counter: &str) -> Option<&CounterRow> {
+        self.rows().iter().find(|r| r.counter == counter)
+    }
+}
+
+/// Files laid out for cases; removed on drop unless kept.
+pub struct Scratch {
+    pub dir: PathBuf,
+    keep: bool,
+    made: Vec<PathBuf>,
+    made_dir: bool,
+}
+
+impl Scratch {
+    pub fn new(dir: &Path, keep: bool) -> Result<Scratch, String> {
+        let made_dir = !dir.exists();
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(Scratch {
+            dir: dir.to_path_buf(),
+            keep,
+            made: vec![],
+            made_dir,
+        })
+    }
+    fn track(&mut self, p: PathBuf) {
+        if !self.made.contains(&p) {
+            self.made.push(p);
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        for p in self.made.iter().rev() {
+            let _ = if p.is_dir() {
+                fs::remove_dir_all(p)
+            } else {
+                fs::remove_file(p)
+            };
+        }
+        if self.made_dir {
+            let _ = fs::remove_dir(&self.dir);
+        }
+    }
+}
+
+/// Sets a device's read_ahead_kb and puts the old value back on drop.
+pub struct ReadAheadGuard {
+    path: PathBuf,
+    old: String,
+}
+
+impl ReadAheadGuard {
+    pub fn set(path: &Path, kb: u32) -> Result<ReadAheadGuard, String> {
+        let old = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        fs::write(path, kb.to_string())
+            .map_err(|e| format!("setting {} to {kb}: {e}", path.display()))?;
+        Ok(ReadAheadGuard {
+            path: path.to_path_buf(),
+            old: old.trim().to_string(),
+        })
+    }
+}
+
+impl Drop for ReadAheadGuard {
+    fn drop(&mut self) {
+        if let Err(e) = fs::write(&self.path, &self.old) {
+            eprintln!(
+                "foliosim oracle: could not restore {} to {}: {e}",
+                self.path.display(),
+                self.old
+            );
+        }
+    }
+}
+
+/// Writes back dirty data, then drops the clean page cache, dentries and inodes.
+pub fn drop_caches() -> Result<(), String> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| format!("/proc/sys/vm/drop_caches: {e}"))
+}
+
+/// Reads an executable and the shared libraries `ldd` lists into the page
+/// cache, outside the measured group.
+fn warm_executable(exe: &Path) {
+    let mut files = vec![exe.to_path_buf()];
+    if let Ok(out) = Command::new("ldd").arg(exe).stdin(Stdio::null()).output() {
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux... (0x...)"
+            let p = l
+                .split("=>")
+                .last()
+                .unwrap_or("")
+                .split_whitespace()
+                .next()
+                .unwrap_or("");
+            if p.starts_with('/') {
+                files.push(PathBuf::from(p));
+            }
+        }
+    }
+    for f in files {
+        if let Ok(mut fh) = fs::File::open(&f) {
+            let _ = io::copy(&mut fh, &mut io::sink());
+        }
+    }
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_string_lossy()
+        .split(':')
+        .map(|d| Path::new(d).join(prog))
+        .find(|p| p.is_file())
+}
+
+/// The arguments after `probe_cmd` for the probe child; parsed back by
+/// [`probe_child_main`].
+pub fn probe_child_args(file: &Path, spec: &ProbeSpec) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec!["--file".into(), file.into()];
+    for s in crate::cases::probe_options(spec).split_whitespace() {
+        v.push(s.into());
+    }
+    v
+}
+
+/// The probe child's entry point (`foliosim oracle __probe ARGS`): runs the
+/// probe and prints its [`ProbeOutcome`] as one JSON line on stdout.
+pub fn probe_child_main(args: &[String]) -> Result<(), String> {
+    let (file, rest) = match args {
+        [f, path, rest @ ..] if f == "--file" => (PathBuf::from(path), rest),
+        _ => return Err("__probe: expected --file PATH first".into()),
+    };
+    let p = crate::cases::parse_probe_options(&rest.join(" "))?;
+    let spec = ProbeSpec {
+        file_size: p.spec_size,
+        pattern: p.pattern,
+        fraction: p.fraction,
+        seed: p.seed,
+    };
+    let o = probe::run_real(&file, &spec)?;
+    println!("{}", serde_json::to_string(&o).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// One measured real run of `case` (files must be laid out).
+fn run_once(
+    case: &Case,
+    host: &HostInfo,
+    opts: &RunOpts,
+    work: &Path,
+) -> Result<BTreeMap<String, f64>, String> {
+    drop_caches()?;
+    let mut cmd = match &case.kind {
+        CaseKind::Probe { spec, .. } => {
+            let (prog, lead) = opts
+                .probe_cmd
+                .split_first()
+                .ok_or("no probe command configured")?;
+            warm_executable(Path::new(prog));
+            let mut c = Command::new(prog);
+            c.args(lead).args(probe_child_args(work, spec));
+            c
+        }
+        CaseKind::Fio { job_file } => {
+            if let Some(f) = which("fio") {
+                warm_executable(&f);
+            }
+            fio::command(job_file, work)
+        }
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let cg = MemCgroup::create(host, case.memcg_limit)?;
+    cg.enter_on_spawn(&mut cmd)?;
+    let before = read_vmstat()?;
+    let t0 = Instant::now();
+    let out = cmd
+        .output()
+        .map_err(|e| format!("starting the workload: {e}"))?;
+    let wall = t0.elapsed().as_secs_f64();
+    let after = read_vmstat()?;
+    let stat = cg.stat()?;
+    let io = cg.io_stat()?;
+    drop(cg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "workload {}: {}",
+            out.status,
+            fio::last_line(&out.stderr)
+        ));
+    }
+    let mut m: BTreeMap<String, f64> = stat.into_iter().map(|(k, v)| (k, v as f64)).collect();
+    m.extend(vmstat_delta(&before, &after));
+    m.extend(io);
+    match &case.kind {
+        CaseKind::Probe { .. } => {
+            let o: ProbeOutcome = serde_json::from_str(stdout.trim())
+                .map_err(|e| format!("probe child output '{}': {e}", stdout.trim()))?;
+            m.insert("elapsed_s".into(), o.elapsed_s);
+        }
+        CaseKind::Fio { .. } => {
+            let o = fio::parse_json(&stdout)?;
+            m.extend(o.counters());
+            m.insert(
+                "elapsed_s".into(),
+                if o.runtime_s > 0.0 { o.runtime_s } else { wall },
+            );
+        }
+    }
+    Ok(m)
+}
+
+/// Lays out the case's files; returns the probe's file or fio's directory.
+fn prepare(case: &Case, scratch: &mut Scratch) -> Result<PathBuf, String> {
+    match &case.kind {
+        CaseKind::Probe { spec, .. } => {
+            let f = scratch.dir.join(format!(
+                "probe-{}.dat",
+                crate::cases::size_str(spec.file_size)
+            ));
+            scratch.track(f.clone());
+            probe::create_file(&f, spec.file_size)?;
+            Ok(f)
+        }
+        CaseKind::Fio { job_file } => {
+            let d = scratch.dir.join(format!("fio-{}", case.name));
+            scratch.track(d.clone());
+            fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            fio::layout(job_file, &d)?;
+            fill_holes(&d)?;
+            Ok(d)
+        }
+    }
+}
+
+/// Rewrites sparse files (fio lays out files for some engines, mmap among
+/// them, with ftruncate only) with data: a hole is read without I/O.
+fn fill_holes(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let rd = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in rd.flatten() {
+        let md = e
+            .metadata()
+            .map_err(|err| format!("{}: {err}", e.path().display()))?;
+        if md.is_file() && md.blocks() * 512 < md.len() {
+            let p = e.path();
+            fs::remove_file(&p).map_err(|err| format!("{}: {err}", p.display()))?;
+            probe::create_file(&p, md.len())?;
+        }
+    }
+    Ok(())
+}
+
+fn run_real(
+    case: &Case,
+    host: &HostInfo,
+    opts: &RunOpts,
+    scratch: &mut Scratch,
+) -> Result<Vec<BTreeMap<String, f64>>, String> {
+    if opts.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    let _ra = match case.read_ahead_kb {
+        Some(kb) if kb != host.read_ahead_kb => {
+            Some(ReadAheadGuard::set(&host.read_ahead_path, kb)?)
+        }
+        _ => None,
+    };
+    let work = prepare(case, scratch)?;
+    let mut runs = Vec::new();
+    for i in 0..opts.repeat {
+        let t = Instant::now();
+        let m = run_once(case, host, opts, &work)?;
+        if opts.verbose {
+            eprintln!(
+                "  {} run {}/{}: {:.1}s, pgmajfault {} io.rbytes {} vmstat.pgpgin {} KiB",
+                case.name,
+                i + 1,
+                opts.repeat,
+                t.elapsed().as_secs_f64(),
+                m.get("pgmajfault").copied().unwrap_or(f64::NAN),
+                m.get("io.rbytes").copied().unwrap_or(f64::NAN),
+                m.get("vmstat.pgpgin").copied().unwrap_or(f64::NAN),
+            );
+        }
+        runs.push(m);
+    }
+    Ok(runs)
+}
+
+/// Runs `case` for real (`opts.repeat` times) and in the model, and
+/// compares them. A host that lacks what the case needs gives `Skipped`.
+pub fn run_case(
+    case: &Case,
+    host: &HostInfo,
+    opts: &RunOpts,
+    scratch: &mut Scratch,
+    model: ModelFn,
+) -> CaseResult {
+    let outcome = match case.skip_reason(host) {
+        Some(reason) => Outcome::Skipped { reason },
+        None => match run_real(case, host, opts, scratch) {
+            Err(error) => Outcome::Failed { error },
+            Ok(runs) => {
+                let (m, model_error) = match model(host, case) {
+                    Ok(m) => (m, None),
+                    Err(e) => (BTreeMap::new(), Some(e)),
+                };
+                let rows = compare(&runs, &m);
+                Outcome::Ran {
+                    runs,
+                    model_error,
+                    rows,
+                }
+            }
+        },
+    };
+    CaseResult {
+        name: case.name.clone(),
+        workload: case.describe(),
+        about: case.about.clone(),
+        source: case.source.clone(),
+        memcg_limit: case.memcg_limit,
+        read_ahead_kb: case.effective_read_ahead_kb(host),
+        outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::{fake_host, parse_probe_cases};
+    use crate::host::CgroupFlavor;
+
+    #[test]
+    fn child_args_round_trip() {
+        let c = parse_probe_cases(
+            "p: --file-size 3M --pattern stride:7 --fraction 0.123 --seed 9 --memcg-limit 1G",
+            "p.txt",
+        )
+        .unwrap()
+        .remove(0);
+        let CaseKind::Probe { spec, .. } = &c.kind else {
+            panic!()
+        };
+        let args: Vec<String> = probe_child_args(Path::new("/x/f.dat"), spec)
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert_eq!(args[..2], ["--file", "/x/f.dat"]);
+        let p = crate::cases::parse_probe_options(&args[2..].join(" ")).unwrap();
+        assert_eq!((p.spec_size, p.fraction, p.seed), (3 << 20, 0.123, 9));
+        assert_eq!(p.pattern, spec.pattern);
+        assert!(probe_child_main(&["--pattern".into()])
+            .unwrap_err()
+            .contains("--file PATH"));
+    }
+
+    #[test]
+    fn skipped_case_runs_nothing_and_says_why() {
+        let c = parse_probe_cases("p: --memcg-limit 1G", "p.txt")
+            .unwrap()
+            .remove(0);
+        let mut h = fake_host();
+        h.cgroup = CgroupFlavor::None {
+            reason: "no memory controller here".into(),
+        };
+        let dir = std::env::temp_dir().join(format!("foliosim-oracle-skip-{}", std::process::id()));
+        let mut s = Scratch::new(&dir, false).unwrap();
+        let opts = RunOpts {
+            dir: dir.clone(),
+            repeat: 3,
+            keep: false,
+            probe_cmd: vec![],
+            verbose: false,
+        };
+        let called = std::cell::Cell::new(false);
+        let model = |_: &HostInfo, _: &Case| {
+            called.set(true);
+            Ok(BTreeMap::new())
+        };
+        let r = run_case(&c, &h, &opts, &mut s, &model);
+        match &r.outcome {
+            Outcome::Skipped { reason } => assert_eq!(reason, "no memory controller here"),
+            o => panic!("{o:?}"),
+        }
+        assert!(r.rows().is_empty());
+        assert!(!called.get());
+        drop(s);
+        assert!(!dir.exists(), "scratch dir made by the run is removed");
+    }
+}

@@ -1,0 +1,573 @@
+//! The calibration suite: every case of `oracle/cases/` on the host and in
+//! the model, and the fidelity report (markdown and JSON) with the issue's
+//! pass criteria evaluated.
+
+use crate::cases::{load_suite, size_str, Case};
+use crate::compare::{fmt_num, fmt_opt_pct, median, CounterRow};
+use crate::host::{CgroupFlavor, HostInfo};
+use crate::run::{run_case, CaseResult, Outcome, RunOpts, Scratch};
+use crate::ModelFn;
+use serde::Serialize;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub struct SuiteOpts {
+    pub cases_dir: PathBuf,
+    /// Where report.md and report.json go (e.g. docs/fidelity).
+    pub out_dir: PathBuf,
+    /// Run only the cases with these names (all when empty).
+    pub only: Vec<String>,
+    pub run: RunOpts,
+}
+
+/// One of the issue's pass criteria, evaluated.
+#[derive(Clone, Debug, Serialize)]
+pub struct Criterion {
+    /// The counter as the issue names it.
+    pub name: String,
+    /// The run-map counter it was scored on.
+    pub counter: String,
+    pub tolerance_pct: f64,
+    /// Share of the considered cases that must be within tolerance.
+    pub required_share: f64,
+    /// Only cases whose real median of the counter is > 0.
+    pub only_nonzero_real: bool,
+    pub considered: Vec<String>,
+    pub within: Vec<String>,
+    pub share: Option<f64>,
+    pub pass: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CounterSummary {
+    pub counter: String,
+    pub unit: &'static str,
+    pub cases: usize,
+    pub median_abs_err_pct: f64,
+    pub worst_abs_err_pct: f64,
+    pub worst_case: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub host: HostInfo,
+    pub repeat: u32,
+    pub cases: Vec<CaseResult>,
+    pub criteria: Vec<Criterion>,
+    /// Median and worst |error| over every (case, counter) both sides have,
+    /// `elapsed_s` excepted; None when nothing was compared.
+    pub overall_median_abs_err_pct: Option<f64>,
+    pub overall_worst: Option<(f64, String, String)>,
+    pub per_counter: Vec<CounterSummary>,
+}
+
+/// Counters the markdown shows per case (besides any the model produces);
+/// the JSON has them all.
+const SHOWN: &[&str] = &[
+    "pgpgin",
+    "pgpgout",
+    "pgfault",
+    "pgmajfault",
+    "workingset_refault_file",
+    "workingset_activate_file",
+    "active_file",
+    "inactive_file",
+    "file",
+    "io.rbytes",
+    "io.rios",
+    "io.wbytes",
+    "vmstat.pgpgin",
+    "vmstat.pgpgout",
+    "vmstat.pgmajfault",
+    "vmstat.workingset_refault_file",
+    "vmstat.pgscan_direct",
+    "vmstat.pgsteal_direct",
+    "vmstat.nr_dirtied",
+    "vmstat.nr_written",
+    "fio.read_bytes",
+    "fio.write_bytes",
+    "elapsed_s",
+];
+
+pub fn shown_rows(rows: &[CounterRow]) -> Vec<&CounterRow> {
+    rows.iter()
+        .filter(|r| r.model.is_some() || SHOWN.contains(&r.counter.as_str()))
+        .collect()
+}
+
+/// Runs the suite and writes `report.md` and `report.json` into `out_dir`.
+pub fn run(host: &HostInfo, opts: &SuiteOpts, model: ModelFn) -> Result<Report, String> {
+    let mut cases = load_suite(&opts.cases_dir)?;
+    if !opts.only.is_empty() {
+        for n in &opts.only {
+            if !cases.iter().any(|c| &c.name == n) {
+                return Err(format!(
+                    "no case named '{n}' in {}",
+                    opts.cases_dir.display()
+                ));
+            }
+        }
+        cases.retain(|c| opts.only.contains(&c.name));
+    }
+    let report = run_cases(host, &cases, &opts.run, model)?;
+    write_report(&report, &opts.out_dir)?;
+    Ok(report)
+}
+
+pub fn run_cases(
+    host: &HostInfo,
+    cases: &[Case],
+    opts: &RunOpts,
+    model: ModelFn,
+) -> Result<Report, String> {
+    let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
+    let mut results = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        if opts.verbose {
+            eprintln!("[{}/{}] {}: {}", i + 1, cases.len(), c.name, c.describe());
+        }
+        let r = run_case(c, host, opts, &mut scratch, model);
+        if opts.verbose {
+            match &r.outcome {
+                Outcome::Skipped { reason } => eprintln!("  skipped: {reason}"),
+                Outcome::Failed { error } => eprintln!("  FAILED: {error}"),
+                Outcome::Ran { .. } => {}
+            }
+        }
+        results.push(r);
+    }
+    Ok(build_report(host.clone(), opts.repeat, results))
+}
+
+pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Report {
+    // pgpgin (block input): the run's own reads from its block I/O group
+    // where the host counts them (io.rbytes; vmstat's pgpgin also has every
+    // other reader on the host in it), else vmstat's pgpgin in KiB. memcg v1's
+    // own `pgpgin` counts folio charges, not pages read: not used here.
+    let pgpgin = if cases
+        .iter()
+        .any(|c| c.row("io.rbytes").is_some_and(|r| r.real_median.is_some()))
+    {
+        "io.rbytes"
+    } else {
+        "vmstat.pgpgin"
+    };
+    let criteria = vec![
+        criterion(&cases, "pgpgin", pgpgin, 15.0, false),
+        criterion(&cases, "pgmajfault", "pgmajfault", 15.0, false),
+        criterion(
+            &cases,
+            "workingset_refault_file",
+            "workingset_refault_file",
+            25.0,
+            true,
+        ),
+    ];
+    let mut all: Vec<(f64, String, String)> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for c in &cases {
+        for r in c.rows() {
+            if let (Some(e), true) = (r.err_pct, r.counter != "elapsed_s") {
+                all.push((e.abs(), c.name.clone(), r.counter.clone()));
+                if !names.contains(&r.counter) {
+                    names.push(r.counter.clone());
+                }
+            }
+        }
+    }
+    names.sort();
+    let per_counter = names
+        .iter()
+        .map(|n| {
+            let v: Vec<&(f64, String, String)> = all.iter().filter(|x| &x.2 == n).collect();
+            let errs: Vec<f64> = v.iter().map(|x| x.0).collect();
+            let worst = first_max(v.iter().copied()).unwrap();
+            CounterSummary {
+                counter: n.clone(),
+                unit: crate::units::unit_of(n),
+                cases: v.len(),
+                median_abs_err_pct: median(&errs).unwrap_or(0.0),
+                worst_abs_err_pct: worst.0,
+                worst_case: worst.1.clone(),
+            }
+        })
+        .collect();
+    let errs: Vec<f64> = all.iter().map(|x| x.0).collect();
+    Report {
+        host,
+        repeat,
+        overall_median_abs_err_pct: median(&errs),
+        overall_worst: first_max(all.iter()).cloned(),
+        per_counter,
+        criteria,
+        cases,
+    }
+}
+
+/// The first of the largest errors (ties go to the earlier case/counter).
+fn first_max<'a>(
+    it: impl Iterator<Item = &'a (f64, String, String)>,
+) -> Option<&'a (f64, String, String)> {
+    it.fold(None, |best: Option<&(f64, String, String)>, x| match best {
+        Some(b) if b.0 >= x.0 => Some(b),
+        _ => Some(x),
+    })
+}
+
+fn criterion(
+    cases: &[CaseResult],
+    name: &str,
+    counter: &str,
+    tol: f64,
+    nonzero: bool,
+) -> Criterion {
+    let mut considered = Vec::new();
+    let mut within = Vec::new();
+    for c in cases {
+        let Some(r) = c.row(counter) else { continue };
+        let Some(real) = r.real_median else { continue };
+        if nonzero && real <= 0.0 {
+            continue;
+        }
+        considered.push(c.name.clone());
+        // A missing model figure counts against the model.
+        if r.err_pct.is_some_and(|e| e.abs() <= tol) {
+            within.push(c.name.clone());
+        }
+    }
+    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
+    Criterion {
+        name: name.into(),
+        counter: counter.into(),
+        tolerance_pct: tol,
+        required_share: 0.8,
+        only_nonzero_real: nonzero,
+        pass: share.is_some_and(|s| s >= 0.8),
+        share,
+        considered,
+        within,
+    }
+}
+
+pub fn write_report(r: &Report, out_dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let md = out_dir.join("report.md");
+    fs::write(&md, render_markdown(r)).map_err(|e| format!("{}: {e}", md.display()))?;
+    let js = out_dir.join("report.json");
+    let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())? + "\n";
+    fs::write(&js, text).map_err(|e| format!("{}: {e}", js.display()))
+}
+
+fn cgroup_str(c: &CgroupFlavor) -> String {
+    match c {
+        CgroupFlavor::V1 { mount } => format!("v1 memory controller at {}", mount.display()),
+        CgroupFlavor::V2 { mount } => format!("v2 at {}", mount.display()),
+        CgroupFlavor::None { reason } => format!("none ({reason})"),
+    }
+}
+
+pub fn render_host(h: &HostInfo) -> String {
+    let rows = [
+        ("kernel", h.kernel_release.clone()),
+        (
+            "RAM",
+            format!(
+                "{} ({} bytes)",
+                size_str(h.ram_bytes / (1 << 20) * (1 << 20)),
+                h.ram_bytes
+            ),
+        ),
+        ("page size", h.page_size.to_string()),
+        (
+            "scratch device",
+            format!("{} ({})", h.block_device, h.fs_type),
+        ),
+        (
+            "read_ahead_kb (device default)",
+            h.read_ahead_kb.to_string(),
+        ),
+        ("swappiness", h.swappiness.to_string()),
+        ("swap", size_str(h.swap_total_bytes)),
+        (
+            "fault_around_bytes",
+            format!("{} ({})", h.fault_around_bytes, h.fault_around_source),
+        ),
+        ("THP enabled", h.thp_enabled.clone()),
+        (
+            "lru_gen",
+            h.lru_gen
+                .map_or("absent (kernel without MGLRU)".into(), |v| {
+                    format!("{v:#06x}")
+                }),
+        ),
+        ("memory cgroup", cgroup_str(&h.cgroup)),
+        (
+            "fio",
+            h.fio_version
+                .clone()
+                .unwrap_or_else(|| "not installed".into()),
+        ),
+    ];
+    let mut s = String::from("| host | |\n|---|---|\n");
+    for (k, v) in rows {
+        s.push_str(&format!("| {k} | {v} |\n"));
+    }
+    s
+}
+
+pub fn render_markdown(r: &Report) -> String {
+    let mut s = String::new();
+    s.push_str("# foliosim fidelity report\n\n");
+    let ran = r
+        .cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Ran { .. }))
+        .count();
+    s.push_str(&format!(
+        "Measured on Linux {} with `foliosim oracle suite`: {} cases, {} ran, {} real runs each \
+         (fresh memory cgroup, cold page cache). \
+         Error = (model - real median) / real median; where the real median is 0 the divisor \
+         is one unit (marked *real=0*). Spread = (max - min) / median of the real runs.\n\n",
+        r.host.kernel_release,
+        r.cases.len(),
+        ran,
+        r.repeat
+    ));
+    s.push_str(&render_host(&r.host));
+    s.push_str("\n## Pass criteria\n\n");
+    s.push_str(
+        "| criterion | scored on | tolerance | cases | within | share | needed | result |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    for c in &r.criteria {
+        let scope = if c.only_nonzero_real {
+            " (cases that refault)"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "| {}{scope} | `{}` ({}) | ±{}% | {} | {} | {} | {:.0}% | {} |\n",
+            c.name,
+            c.counter,
+            crate::units::unit_of(&c.counter),
+            c.tolerance_pct,
+            c.considered.len(),
+            c.within.len(),
+            c.share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0)),
+            c.required_share * 100.0,
+            if c.pass { "PASS" } else { "FAIL" }
+        ));
+    }
+    s.push_str("\n## Summary\n\n");
+    match (&r.overall_median_abs_err_pct, &r.overall_worst) {
+        (Some(m), Some((w, case, counter))) => s.push_str(&format!(
+            "Over every (case, counter) both sides report (elapsed_s excepted): median |error| \
+             {m:.1}%, worst {w:.1}% (`{counter}` in {case}).\n\n"
+        )),
+        _ => s.push_str("Nothing was compared (no case ran, or the model reported nothing).\n\n"),
+    }
+    if !r.per_counter.is_empty() {
+        s.push_str(
+            "| counter | unit | cases | median abs error | worst abs error | worst case |\n",
+        );
+        s.push_str("|---|---|---|---|---|---|\n");
+        for p in &r.per_counter {
+            s.push_str(&format!(
+                "| `{}` | {} | {} | {:.1}% | {:.1}% | {} |\n",
+                p.counter, p.unit, p.cases, p.median_abs_err_pct, p.worst_abs_err_pct, p.worst_case
+            ));
+        }
+        s.push('\n');
+    }
+    s.push_str("## Cases\n\n| case | workload | memcg limit | read_ahead_kb | status |\n|---|---|---|---|---|\n");
+    for c in &r.cases {
+        let st = match &c.outcome {
+            Outcome::Ran {
+                model_error: None, ..
+            } => "ran".to_string(),
+            Outcome::Ran {
+                model_error: Some(e),
+                ..
+            } => format!("ran; model failed: {e}"),
+            Outcome::Skipped { reason } => format!("SKIPPED: {reason}"),
+            Outcome::Failed { error } => format!("FAILED: {error}"),
+        };
+        s.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} |\n",
+            c.name,
+            c.workload,
+            size_str(c.memcg_limit),
+            c.read_ahead_kb,
+            st.replace('|', "\\|")
+        ));
+    }
+    for c in &r.cases {
+        s.push_str(&format!(
+            "\n### {}\n\n`{}` in a {} memory cgroup, read_ahead_kb {} ({}).",
+            c.name,
+            c.workload,
+            size_str(c.memcg_limit),
+            c.read_ahead_kb,
+            c.source
+        ));
+        if !c.about.is_empty() {
+            s.push_str(&format!(" {}", c.about));
+        }
+        s.push_str("\n\n");
+        match &c.outcome {
+            Outcome::Skipped { reason } => s.push_str(&format!("Skipped: {reason}\n")),
+            Outcome::Failed { error } => s.push_str(&format!("Failed: {error}\n")),
+            Outcome::Ran { rows, .. } => {
+                s.push_str("| counter | unit | real median | spread | model | error |\n|---|---|---|---|---|---|\n");
+                for row in shown_rows(rows) {
+                    s.push_str(&format!(
+                        "| `{}` | {} | {} | {} | {} | {}{} |\n",
+                        row.counter,
+                        row.unit,
+                        row.real_median.map_or("-".into(), fmt_num),
+                        row.real_spread_pct
+                            .map_or("-".into(), |x| format!("{x:.1}%")),
+                        row.model.map_or("-".into(), fmt_num),
+                        fmt_opt_pct(row.err_pct),
+                        if row.real_zero && row.err_pct.is_some() {
+                            " *real=0*"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::fake_host;
+    use crate::compare::compare;
+    use std::collections::BTreeMap;
+
+    fn m(kv: &[(&str, f64)]) -> BTreeMap<String, f64> {
+        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn ran(name: &str, real: &[(&str, f64)], model: &[(&str, f64)]) -> CaseResult {
+        let runs = vec![m(real), m(real), m(real)];
+        let rows = compare(&runs, &m(model));
+        CaseResult {
+            name: name.into(),
+            workload: "mmap-probe --file-size 2G".into(),
+            about: String::new(),
+            source: "p.txt:1".into(),
+            memcg_limit: 512 << 20,
+            read_ahead_kb: 128,
+            outcome: Outcome::Ran {
+                runs,
+                model_error: None,
+                rows,
+            },
+        }
+    }
+
+    #[test]
+    fn criteria_and_summary() {
+        let cases = vec![
+            ran(
+                "a",
+                &[
+                    ("io.rbytes", 1000.0),
+                    ("pgmajfault", 100.0),
+                    ("workingset_refault_file", 0.0),
+                ],
+                &[
+                    ("io.rbytes", 1100.0),
+                    ("pgmajfault", 100.0),
+                    ("workingset_refault_file", 0.0),
+                ],
+            ),
+            ran(
+                "b",
+                &[
+                    ("io.rbytes", 1000.0),
+                    ("pgmajfault", 100.0),
+                    ("workingset_refault_file", 400.0),
+                ],
+                &[
+                    ("io.rbytes", 1200.0),
+                    ("pgmajfault", 90.0),
+                    ("workingset_refault_file", 480.0),
+                ],
+            ),
+            ran(
+                "c",
+                &[
+                    ("io.rbytes", 1000.0),
+                    ("pgmajfault", 100.0),
+                    ("workingset_refault_file", 400.0),
+                ],
+                &[("io.rbytes", 1000.0), ("pgmajfault", 100.0)],
+            ),
+            CaseResult {
+                outcome: Outcome::Skipped {
+                    reason: "fio is not installed".into(),
+                },
+                ..ran("d", &[], &[])
+            },
+        ];
+        let r = build_report(fake_host(), 3, cases);
+        let pg = &r.criteria[0];
+        assert_eq!(pg.counter, "io.rbytes");
+        assert_eq!(pg.considered, ["a", "b", "c"], "skipped case not counted");
+        assert_eq!(pg.within, ["a", "c"]);
+        assert!(!pg.pass, "2/3 < 80%");
+        assert!(r.criteria[1].pass);
+        let wr = &r.criteria[2];
+        assert_eq!(wr.considered, ["b", "c"], "only refaulting cases");
+        assert_eq!(wr.within, ["b"], "missing model figure counts against");
+        assert_eq!(wr.share, Some(0.5));
+        let (w, case, counter) = r.overall_worst.clone().unwrap();
+        assert_eq!(
+            (w, case.as_str(), counter.as_str()),
+            (20.0, "b", "io.rbytes")
+        );
+        // |errors|: a 10,0,0  b 20,10,20  c 0,0 -> median of 8 values = 5.
+        assert_eq!(r.overall_median_abs_err_pct, Some(5.0));
+        let md = render_markdown(&r);
+        assert!(md.contains("Measured on Linux 6.18.0"));
+        assert!(
+            md.contains("| pgpgin | `io.rbytes` (bytes) | ±15% | 3 | 2 | 67% | 80% | FAIL |"),
+            "{md}"
+        );
+        assert!(md
+            .contains("| pgmajfault | `pgmajfault` (events) | ±15% | 3 | 3 | 100% | 80% | PASS |"));
+        assert!(md.contains(
+            "| d | `mmap-probe --file-size 2G` | 512M | 128 | SKIPPED: fio is not installed |"
+        ));
+        assert!(md.contains("| `io.rbytes` | bytes | 1000 | 0.0% | 1200 | +20.0% |"));
+        let js = serde_json::to_value(&r).unwrap();
+        assert_eq!(js["cases"][3]["outcome"]["status"], "skipped");
+        assert_eq!(js["cases"][3]["outcome"]["reason"], "fio is not installed");
+        assert_eq!(js["host"]["kernel_release"], "6.18.0");
+        assert_eq!(js["criteria"][2]["pass"], false);
+    }
+
+    #[test]
+    fn pgpgin_falls_back_to_vmstat_without_io_accounting() {
+        let cases = vec![ran(
+            "a",
+            &[("vmstat.pgpgin", 4096.0)],
+            &[("vmstat.pgpgin", 4096.0)],
+        )];
+        let r = build_report(fake_host(), 3, cases);
+        assert_eq!(r.criteria[0].counter, "vmstat.pgpgin");
+        assert!(r.criteria[0].pass);
+        assert!(
+            !r.criteria[1].pass,
+            "no case had pgmajfault: not evaluated, not passed"
+        );
+        assert_eq!(r.criteria[1].share, None);
+    }
+}

@@ -1,0 +1,67 @@
+//! Units of the counters in a run map, so that the report never leaves a
+//! reader guessing whether `pgpgin` is pages or KiB.
+
+/// memory.stat fields that are sizes in bytes (v2 names; v1 names are mapped
+/// onto these by `cgroup::normalize_stat`).
+const BYTE_FIELDS: &[&str] = &[
+    "anon",
+    "file",
+    "kernel",
+    "kernel_stack",
+    "pagetables",
+    "sec_pagetables",
+    "percpu",
+    "sock",
+    "vmalloc",
+    "shmem",
+    "zswap",
+    "zswapped",
+    "file_mapped",
+    "file_dirty",
+    "file_writeback",
+    "swapcached",
+    "anon_thp",
+    "file_thp",
+    "shmem_thp",
+    "inactive_anon",
+    "active_anon",
+    "inactive_file",
+    "active_file",
+    "unevictable",
+    "slab_reclaimable",
+    "slab_unreclaimable",
+    "slab",
+    "swap",
+];
+
+/// The unit of a counter of the run map (see the crate docs).
+pub fn unit_of(counter: &str) -> &'static str {
+    match counter {
+        "vmstat.pgpgin" | "vmstat.pgpgout" => "KiB",
+        "pgpgin" | "pgpgout" => "folio charges (memcg v1 events)",
+        "elapsed_s" => "s",
+        c if c.starts_with("fio.") => "bytes",
+        "io.rbytes" | "io.wbytes" => "bytes",
+        "io.rios" | "io.wios" => "bios",
+        c if c.starts_with("vmstat.nr_") && !c.ends_with("dirtied") && !c.ends_with("written") => {
+            "pages"
+        }
+        c if BYTE_FIELDS.contains(&c) => "bytes",
+        _ => "events",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgpgin_units_are_told_apart() {
+        assert_eq!(unit_of("vmstat.pgpgin"), "KiB");
+        assert_eq!(unit_of("pgpgin"), "folio charges (memcg v1 events)");
+        assert_eq!(unit_of("active_file"), "bytes");
+        assert_eq!(unit_of("pgmajfault"), "events");
+        assert_eq!(unit_of("vmstat.nr_dirtied"), "events");
+        assert_eq!(unit_of("elapsed_s"), "s");
+    }
+}

@@ -1,0 +1,119 @@
+//! Runs small cases on the real host kernel. Skips (saying why, and without
+//! asserting anything) when the host cannot: not root, or no memory cgroup.
+
+use foliosim_oracle::cases::{fio_case, parse_probe_cases};
+use foliosim_oracle::host::{read_host, CgroupFlavor};
+use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch};
+use foliosim_oracle::{Case, HostInfo};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+
+fn no_model(_: &HostInfo, _: &Case) -> Result<BTreeMap<String, f64>, String> {
+    Ok(BTreeMap::from([("pgmajfault".to_string(), 0.0)]))
+}
+
+fn leftover_groups(h: &HostInfo) -> Vec<String> {
+    let (CgroupFlavor::V1 { mount } | CgroupFlavor::V2 { mount }) = &h.cgroup else {
+        return vec![];
+    };
+    let me = format!("foliosim-oracle-{}-", std::process::id());
+    fs::read_dir(mount)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&me))
+        .collect()
+}
+
+#[test]
+fn real_probe_and_fio_cases() {
+    let dir = PathBuf::from(format!(
+        "/var/tmp/foliosim-oracle-test-{}",
+        std::process::id()
+    ));
+    let host = read_host(&dir).unwrap();
+    let _ = fs::remove_dir(&dir);
+    let probe_case = parse_probe_cases(
+        "t: --file-size 64M --pattern random --fraction 0.01 --seed 3 --memcg-limit 32M --read-ahead-kb 64",
+        "test",
+    )
+    .unwrap()
+    .remove(0);
+    if let Some(why) = probe_case.skip_reason(&host) {
+        eprintln!("SKIPPED real_probe_and_fio_cases: {why}");
+        return;
+    }
+    let opts = RunOpts {
+        dir: dir.clone(),
+        repeat: 2,
+        keep: false,
+        probe_cmd: vec![env!("CARGO_BIN_EXE_foliosim-oracle-probe").into()],
+        verbose: true,
+    };
+    let ra_before = fs::read_to_string(&host.read_ahead_path).unwrap();
+    let mut scratch = Scratch::new(&dir, false).unwrap();
+
+    let r = run_case(&probe_case, &host, &opts, &mut scratch, &no_model);
+    let Outcome::Ran {
+        runs,
+        rows,
+        model_error,
+    } = &r.outcome
+    else {
+        panic!("{:?}", r.outcome)
+    };
+    assert!(model_error.is_none());
+    assert_eq!(runs.len(), 2);
+    assert_eq!(r.read_ahead_kb, 64);
+    // 1% of 16384 pages = 164 random touches; each one that misses faults
+    // in a 64 KiB read-around window.
+    let maj = r.row("pgmajfault").unwrap();
+    let m = maj.real_median.unwrap();
+    assert!((20.0..=200.0).contains(&m), "pgmajfault {m}");
+    assert_eq!(maj.model, Some(0.0));
+    if let Some(io) = r.row("io.rbytes") {
+        // Every major fault reads; the file is 64 MiB.
+        let b = io.real_median.unwrap();
+        assert!(b >= m * 4096.0 && b <= 72.0 * 1048576.0, "io.rbytes {b}");
+    }
+    assert!(rows.iter().any(|r| r.counter == "vmstat.pgpgin"));
+    assert!(r.row("elapsed_s").unwrap().real_median.unwrap() > 0.0);
+    assert_eq!(
+        fs::read_to_string(&host.read_ahead_path).unwrap(),
+        ra_before,
+        "read_ahead_kb restored"
+    );
+    assert!(leftover_groups(&host).is_empty(), "cgroups removed");
+
+    if host.fio_version.is_some() {
+        let job = dir.join("seq.fio");
+        fs::write(
+            &job,
+            "; oracle: memcg_limit=64M\n[seq]\nrw=read\nbs=64k\nsize=32M\nioengine=psync\nfilename=seq.dat\n",
+        )
+        .unwrap();
+        let fc = fio_case(&job, None, None).unwrap();
+        let r = run_case(&fc, &host, &opts, &mut scratch, &no_model);
+        let Outcome::Ran { .. } = &r.outcome else {
+            panic!("{:?}", r.outcome)
+        };
+        assert_eq!(
+            r.row("fio.read_bytes").unwrap().real_median,
+            Some(32.0 * 1048576.0)
+        );
+        if let Some(io) = r.row("io.rbytes") {
+            let b = io.real_median.unwrap();
+            assert!(
+                (32.0 * 1048576.0..=34.0 * 1048576.0).contains(&b),
+                "cold 32 MiB read: io.rbytes {b}"
+            );
+        }
+        assert!(leftover_groups(&host).is_empty());
+        fs::remove_file(&job).unwrap();
+    } else {
+        eprintln!("fio part SKIPPED: fio is not installed");
+    }
+    drop(scratch);
+    assert!(!dir.exists(), "scratch files removed");
+}

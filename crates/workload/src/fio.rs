@@ -1,0 +1,1395 @@
+//! fio job files and fio's command-line form, parsed into [`FioJob`]s.
+//!
+//! Semantics follow fio 3.42 (options.c, parse.c, init.c, filesetup.c):
+//! option names, aliases and defaults are fio's. Options that cannot change
+//! what the model computes (reporting, logging, CPU placement) are accepted
+//! and ignored; every other option fio knows but foliosim does not model is
+//! refused with an error naming the file, line and option.
+//!
+//! Sizes follow fio's `kb_base` rules: with the default `kb_base=1024`,
+//! `k`/`kb`/`m`/... are powers of 1024 and the IEC-looking `kib`/`mib`/...
+//! are powers of 1000 ("opposite units", kept by fio for old scripts); with
+//! `kb_base=1000` it is the other way round. The bare `ki`/`mi` forms are
+//! refused because fio's HOWTO and its parser disagree on them. Percentages
+//! (`size=50%`) and zone (`z`) suffixes are refused: they need a real device.
+
+use serde::Serialize;
+use std::fmt;
+use std::path::Path;
+
+/// A job file / command-line error: one line, "{file}:{line}: {option}: {msg}".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub file: String,
+    pub line: usize,
+    pub option: String,
+    pub msg: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.file, self.line, self.option, self.msg
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    /// fio's `rw` / `readwrite`: sequential mix.
+    ReadWrite,
+    RandRw,
+}
+
+impl Rw {
+    pub fn is_random(&self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    pub fn has_reads(&self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
+    }
+    pub fn has_writes(&self) -> bool {
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::ReadWrite | Rw::RandRw)
+    }
+    /// Both directions (fio's `td_rw()`): `rwmixread` applies.
+    pub fn is_mixed(&self) -> bool {
+        matches!(self, Rw::ReadWrite | Rw::RandRw)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum IoEngine {
+    Psync,
+    Sync,
+    Pvsync,
+    Mmap,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum RandomDist {
+    Random,
+    /// zipf:theta (fio default 1.1; theta != 1).
+    Zipf(f64),
+    /// pareto:h (fio default 0.2; 0 < h < 1).
+    Pareto(f64),
+    /// normal:dev, deviation in percent of the region (fio default 0; 0 <= dev < 100).
+    Normal(f64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum FadviseHint {
+    /// `fadvise_hint=0`: no fadvise/madvise.
+    Off,
+    /// fio's default `1`: POSIX_FADV_RANDOM for random jobs, SEQUENTIAL otherwise.
+    On,
+    Sequential,
+    Random,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FioJob {
+    pub name: String,
+    /// Resolved: `directory/filename`, or fio's `filename_format`
+    /// (default `$jobname.$jobnum.$filenum`) in `directory`.
+    pub filename: String,
+    /// Bytes of the I/O region, starting at `offset`. The file is
+    /// `offset + size` bytes long.
+    pub size: u64,
+    pub offset: u64,
+    pub rw: Rw,
+    pub rwmixread: u32,
+    pub bs: u64,
+    pub ioengine: IoEngine,
+    pub direct: bool,
+    pub runtime_ns: Option<u64>,
+    pub time_based: bool,
+    pub ramp_time_ns: u64,
+    pub loops: u64,
+    pub io_size: Option<u64>,
+    pub number_ios: Option<u64>,
+    pub zonemode_strided: bool,
+    pub zonesize: u64,
+    pub zonerange: u64,
+    pub zoneskip: u64,
+    pub norandommap: bool,
+    pub randseed: u64,
+    pub random_distribution: RandomDist,
+    pub fadvise_hint: FadviseHint,
+    pub invalidate: bool,
+    pub thinktime_us: u64,
+    /// Always 1 after numjobs expansion (each clone is its own job).
+    pub numjobs: u32,
+    /// Clone index 0..numjobs-1 (fio's `$jobnum`).
+    pub jobnum: u32,
+    /// "file:line" of the job's section header (or `--name`).
+    pub source: String,
+}
+
+impl FioJob {
+    /// Length of the file the job works on (fio's real_file_size for a
+    /// file it lays out itself).
+    pub fn file_size(&self) -> u64 {
+        self.offset + self.size
+    }
+}
+
+/// Parse a fio job file.
+pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ParseError {
+        file: label.clone(),
+        line: 0,
+        option: "job file".into(),
+        msg: format!("cannot read: {e}"),
+    })?;
+    parse_job_str(&text, &label)
+}
+
+/// Parse the text of a fio job file; `file_label` names it in errors.
+pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseError> {
+    let sections = split_ini(text, file_label)?;
+    let jobs = build_jobs(&Builder::default(), sections, file_label)?;
+    if jobs.is_empty() {
+        return Err(no_jobs(file_label));
+    }
+    Ok(jobs)
+}
+
+fn no_jobs(file: &str) -> ParseError {
+    perr(
+        file,
+        0,
+        "[job]",
+        "no job sections (only [global] or nothing)",
+    )
+}
+
+/// fio's command-line form: `--name=a --rw=read ... --name=b ...`. Options
+/// before the first `--name` are global (they also apply to the jobs of any
+/// job files named). Positional arguments are job files, parsed after the
+/// command-line jobs as fio does. `--opt value` is accepted for options that
+/// take a value. Errors use file "<command line>" and line = the 1-based
+/// argument position.
+pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
+    const CMDLINE: &str = "<command line>";
+    let mut global = Section {
+        name: "global".into(),
+        line: 0,
+        entries: Vec::new(),
+    };
+    let mut jobs: Vec<Section> = Vec::new();
+    let mut files: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let pos = i + 1;
+        let arg = &args[i];
+        i += 1;
+        let Some(opt) = arg.strip_prefix("--").or_else(|| {
+            // fio uses getopt_long_only: a single dash works too.
+            arg.strip_prefix('-').filter(|s| !s.is_empty())
+        }) else {
+            files.push(arg.clone());
+            continue;
+        };
+        let (key, mut val) = match opt.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (opt.to_string(), None),
+        };
+        // `--opt value`: take the next argument unless it is an option itself.
+        if val.is_none() && takes_value(&key) {
+            if let Some(v) = args.get(i).filter(|v| !v.starts_with('-')) {
+                val = Some(v.clone());
+                i += 1;
+            }
+        }
+        if CMDLINE_IGNORED.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "name" {
+            let name = val.unwrap_or_default();
+            if name.is_empty() {
+                return Err(perr(CMDLINE, pos, "name", "empty job name"));
+            }
+            if name == "global" {
+                return Err(perr(
+                    CMDLINE,
+                    pos,
+                    "name",
+                    "'global' is not a job name on the command line",
+                ));
+            }
+            jobs.push(Section {
+                name,
+                line: pos,
+                entries: Vec::new(),
+            });
+            continue;
+        }
+        let entry = Entry {
+            key,
+            val,
+            line: pos,
+        };
+        match jobs.last_mut() {
+            Some(j) => j.entries.push(entry),
+            None => global.entries.push(entry),
+        }
+    }
+    let mut base = Builder::default();
+    base.apply_section(&global, CMDLINE)?;
+    let mut out = build_jobs(&base, jobs, CMDLINE)?;
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| ParseError {
+            file: f.clone(),
+            line: 0,
+            option: "job file".into(),
+            msg: format!("cannot read: {e}"),
+        })?;
+        let sections = split_ini(&text, &f)?;
+        let jobs = build_jobs(&base, sections, &f)?;
+        if jobs.is_empty() {
+            return Err(no_jobs(&f));
+        }
+        out.extend(jobs);
+    }
+    if out.is_empty() {
+        return Err(perr(
+            CMDLINE,
+            0,
+            "name",
+            "no jobs given (--name=... or a job file)",
+        ));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// ini splitting
+
+#[derive(Clone, Debug)]
+struct Entry {
+    key: String,
+    val: Option<String>,
+    line: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Section {
+    name: String,
+    line: usize,
+    entries: Vec<Entry>,
+}
+
+fn perr(file: &str, line: usize, option: &str, msg: impl Into<String>) -> ParseError {
+    ParseError {
+        file: file.to_string(),
+        line,
+        option: option.to_string(),
+        msg: msg.into(),
+    }
+}
+
+/// Split ini text into sections. Like fio, everything from a ';' or '#' to
+/// the end of the line is a comment.
+fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
+    let mut out: Vec<Section> = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let mut l = raw;
+        if let Some(p) = l.find([';', '#']) {
+            l = &l[..p];
+        }
+        let l = l.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix('[') {
+            let Some(name) = rest.strip_suffix(']') else {
+                return Err(perr(
+                    file,
+                    line_no,
+                    l,
+                    "malformed section header (want [name])",
+                ));
+            };
+            let name = name.trim();
+            if name.is_empty() || name.contains(['[', ']']) {
+                return Err(perr(
+                    file,
+                    line_no,
+                    l,
+                    "malformed section header (want [name])",
+                ));
+            }
+            out.push(Section {
+                name: name.to_string(),
+                line: line_no,
+                entries: Vec::new(),
+            });
+            continue;
+        }
+        let (key, val) = match l.split_once('=') {
+            Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
+            None => (l.to_string(), None),
+        };
+        if key.is_empty() {
+            return Err(perr(file, line_no, l, "option without a name"));
+        }
+        if key == "include" || key.starts_with("include ") {
+            return Err(perr(
+                file,
+                line_no,
+                "include",
+                "include files are not supported",
+            ));
+        }
+        let val = match val {
+            Some(v) => Some(expand_env(&v).map_err(|m| perr(file, line_no, &key, m))?),
+            None => None,
+        };
+        match out.last_mut() {
+            Some(s) => s.entries.push(Entry {
+                key,
+                val,
+                line: line_no,
+            }),
+            None => {
+                return Err(perr(
+                    file,
+                    line_no,
+                    &key,
+                    "option outside of any [job] section",
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// fio's `${VAR}` expansion in job files.
+fn expand_env(v: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = v;
+    while let Some(p) = rest.find("${") {
+        out.push_str(&rest[..p]);
+        let after = &rest[p + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unterminated ${{ in '{v}'"));
+        };
+        let var = &after[..end];
+        match std::env::var(var) {
+            Ok(val) => out.push_str(&val),
+            Err(_) => return Err(format!("environment variable '{var}' is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn build_jobs(
+    base: &Builder,
+    sections: Vec<Section>,
+    file: &str,
+) -> Result<Vec<FioJob>, ParseError> {
+    let mut global = base.clone();
+    let mut out = Vec::new();
+    for s in sections {
+        if s.name.starts_with("global") {
+            // fio: a later [global] adds to the defaults of the jobs after it.
+            global.apply_section(&s, file)?;
+            continue;
+        }
+        let mut b = global.clone();
+        b.name = Some(s.name.clone());
+        b.apply_section(&s, file)?;
+        out.extend(b.finish(file, s.line)?);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// option table
+
+/// Options that cannot change what the model computes: reporting, logging,
+/// CPU placement, and queue depth (all modelled engines are synchronous, so
+/// fio runs them at depth 1 whatever iodepth says).
+const IGNORED: &[&str] = &[
+    "group_reporting",
+    "description",
+    "new_group",
+    "per_job_logs",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "log_hist_msec",
+    "log_hist_coarseness",
+    "log_max_value",
+    "log_offset",
+    "log_compression",
+    "log_store_compressed",
+    "log_unix_epoch",
+    "log_alternate_epoch",
+    "log_prio",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "significant_figures",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "disable_bw",
+    "gtod_reduce",
+    "gtod_cpu",
+    "unified_rw_reporting",
+    "stats",
+    "bwavgtime",
+    "iopsavgtime",
+    "clocksource",
+    "thread",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "cpumask",
+    "numa_cpu_nodes",
+    "unit_base",
+    "unique_filename",
+    "allow_file_create",
+    "create_serialize",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
+    "random_generator",
+    "softrandommap",
+];
+
+/// fio command-line options that are not job options and only shape fio's
+/// own output.
+const CMDLINE_IGNORED: &[&str] = &[
+    "output",
+    "output-format",
+    "minimal",
+    "eta",
+    "eta-newline",
+    "eta-interval",
+    "status-interval",
+    "terse-version",
+    "append-terse",
+    "bandwidth-log",
+];
+
+/// Flags (fio's FIO_OPT_STR_SET / bool): bare means 1 and does not take the
+/// next command-line argument as its value.
+const FLAGS: &[&str] = &[
+    "time_based",
+    "norandommap",
+    "group_reporting",
+    "direct",
+    "buffered",
+    "invalidate",
+    "thread",
+    "per_job_logs",
+    "stats",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "new_group",
+    "unified_rw_reporting",
+    "unique_filename",
+    "allow_file_create",
+    "create_serialize",
+    "softrandommap",
+    "randrepeat",
+    "minimal",
+    "append-terse",
+    "eta-newline",
+];
+
+fn takes_value(key: &str) -> bool {
+    !FLAGS.contains(&key)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ZoneMode {
+    NotSet,
+    None,
+    Strided,
+}
+
+/// Options as set so far (global defaults overlaid by the job's own).
+#[derive(Clone, Debug)]
+struct Builder {
+    name: Option<String>,
+    filename: Option<String>,
+    directory: Option<String>,
+    filename_format: Option<String>,
+    size: Option<u64>,
+    filesize: Option<u64>,
+    offset: u64,
+    rw: Rw,
+    rwmixread: u32,
+    bs: u64,
+    ioengine: IoEngine,
+    direct: bool,
+    runtime_us: u64,
+    time_based: bool,
+    ramp_time_us: u64,
+    loops: u64,
+    io_size: u64,
+    number_ios: u64,
+    zonemode: ZoneMode,
+    zonesize: u64,
+    zonerange: u64,
+    zoneskip: u64,
+    norandommap: bool,
+    randseed: u64,
+    random_distribution: RandomDist,
+    fadvise_hint: FadviseHint,
+    invalidate: bool,
+    thinktime_us: u64,
+    numjobs: u32,
+    kb_base: u64,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            name: None,
+            filename: None,
+            directory: None,
+            filename_format: None,
+            size: None,
+            filesize: None,
+            offset: 0,
+            rw: Rw::Read,
+            rwmixread: 50,
+            bs: 4096,
+            ioengine: IoEngine::Psync,
+            direct: false,
+            runtime_us: 0,
+            time_based: false,
+            ramp_time_us: 0,
+            loops: 1,
+            io_size: 0,
+            number_ios: 0,
+            zonemode: ZoneMode::NotSet,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
+            norandommap: false,
+            randseed: 0x89,
+            random_distribution: RandomDist::Random,
+            fadvise_hint: FadviseHint::On,
+            invalidate: true,
+            thinktime_us: 0,
+            numjobs: 1,
+            kb_base: 1024,
+        }
+    }
+}
+
+impl Builder {
+    fn apply_section(&mut self, s: &Section, file: &str) -> Result<(), ParseError> {
+        // fio parses kb_base before the other options of a section (it has
+        // a higher parse priority), so sizes in the same section see it.
+        for e in s.entries.iter().filter(|e| e.key == "kb_base") {
+            self.apply(e, file)?;
+        }
+        for e in s.entries.iter().filter(|e| e.key != "kb_base") {
+            self.apply(e, file)?;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, e: &Entry, file: &str) -> Result<(), ParseError> {
+        let key = e.key.as_str();
+        let err = |msg: String| perr(file, e.line, key, msg);
+        let val = e.val.as_deref();
+        // A value is required for everything but flags.
+        let need = || -> Result<&str, ParseError> {
+            match val {
+                Some(v) if !v.is_empty() => Ok(v),
+                _ => Err(perr(file, e.line, key, "needs a value")),
+            }
+        };
+        let kb = self.kb_base;
+        let size = |v: &str| parse_size(v, kb).map_err(err);
+        match key {
+            "name" => self.name = Some(need()?.to_string()),
+            "filename" => {
+                let v = need()?;
+                if v.contains(':') {
+                    return Err(err(format!(
+                        "'{v}': several files per job (':') are not supported"
+                    )));
+                }
+                self.filename = Some(v.to_string());
+            }
+            "directory" => {
+                let v = need()?;
+                if v.contains(':') {
+                    return Err(err(format!(
+                        "'{v}': several directories (':') are not supported"
+                    )));
+                }
+                self.directory = Some(v.to_string());
+            }
+            "filename_format" => {
+                let v = need()?;
+                let v = v.trim_matches(|c| c == '\'' || c == '"');
+                if v.to_ascii_lowercase().contains("$clientuid") {
+                    return Err(err("$clientuid is not supported".into()));
+                }
+                self.filename_format = Some(v.to_string());
+            }
+            "size" => {
+                let v = size(need()?)?;
+                if v == 0 {
+                    return Err(err("size must be > 0".into()));
+                }
+                self.size = Some(v);
+            }
+            "filesize" => {
+                let v = need()?;
+                if v.contains([':', '-']) {
+                    return Err(err(format!("'{v}': filesize ranges are not supported")));
+                }
+                let n = size(v)?;
+                if n == 0 {
+                    return Err(err("filesize must be > 0".into()));
+                }
+                self.filesize = Some(n);
+            }
+            "offset" | "fileoffset" => self.offset = size(need()?)?,
+            "rw" | "readwrite" => self.rw = parse_rw(need()?).map_err(err)?,
+            "rwmixread" => self.rwmixread = parse_int(need()?, 0, 100).map_err(err)? as u32,
+            "rwmixwrite" => self.rwmixread = 100 - parse_int(need()?, 0, 100).map_err(err)? as u32,
+            "bs" | "blocksize" => {
+                let v = need()?;
+                if v.contains([',', ':', '-']) {
+                    return Err(err(format!(
+                        "'{v}': block size ranges and per-direction sizes are not supported"
+                    )));
+                }
+                let n = size(v)?;
+                if n == 0 {
+                    return Err(err("bs must be > 0".into()));
+                }
+                self.bs = n;
+            }
+            "ioengine" => {
+                self.ioengine = match need()? {
+                    "psync" => IoEngine::Psync,
+                    "sync" => IoEngine::Sync,
+                    "pvsync" => IoEngine::Pvsync,
+                    "mmap" => IoEngine::Mmap,
+                    other => {
+                        return Err(err(format!(
+                    "unsupported ioengine '{other}' (foliosim models psync, sync, pvsync, mmap)"
+                )))
+                    }
+                }
+            }
+            "direct" => self.direct = parse_bool(val).map_err(err)?,
+            "buffered" => self.direct = !parse_bool(val).map_err(err)?,
+            "runtime" | "timeout" => self.runtime_us = parse_time_us(need()?, true).map_err(err)?,
+            "time_based" => self.time_based = parse_bool(val).map_err(err)?,
+            "ramp_time" => self.ramp_time_us = parse_time_us(need()?, true).map_err(err)?,
+            "loops" => self.loops = parse_int(need()?, 1, u32::MAX as u64).map_err(err)?,
+            "io_size" | "io_limit" => self.io_size = size(need()?)?,
+            "number_ios" => self.number_ios = size(need()?)?,
+            "zonemode" => {
+                self.zonemode = match need()? {
+                    "none" => ZoneMode::None,
+                    "strided" => ZoneMode::Strided,
+                    other => {
+                        return Err(err(format!(
+                            "unsupported zonemode '{other}' (none or strided)"
+                        )))
+                    }
+                }
+            }
+            "zonesize" => self.zonesize = size(need()?)?,
+            "zonerange" => self.zonerange = size(need()?)?,
+            "zoneskip" => self.zoneskip = size(need()?)?,
+            "norandommap" => self.norandommap = parse_bool(val).map_err(err)?,
+            "randseed" => self.randseed = size(need()?)?,
+            "randrepeat" => {
+                if !parse_bool(val).map_err(err)? {
+                    return Err(err(
+                        "randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead".into(),
+                    ));
+                }
+            }
+            "random_distribution" => {
+                self.random_distribution = parse_random_distribution(need()?).map_err(err)?
+            }
+            "fadvise_hint" => {
+                self.fadvise_hint = match need()? {
+                    "0" => FadviseHint::Off,
+                    "1" => FadviseHint::On,
+                    "sequential" => FadviseHint::Sequential,
+                    "random" => FadviseHint::Random,
+                    other => {
+                        return Err(err(format!(
+                            "unsupported fadvise_hint '{other}' (0, 1, sequential, random)"
+                        )))
+                    }
+                }
+            }
+            "invalidate" => self.invalidate = parse_bool(val).map_err(err)?,
+            "thinktime" => self.thinktime_us = parse_time_us(need()?, false).map_err(err)?,
+            "numjobs" => self.numjobs = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
+            "nrfiles" | "nr_files" | "openfiles" => {
+                if parse_int(need()?, 1, u32::MAX as u64).map_err(err)? != 1 {
+                    return Err(err("only one file per job is supported".into()));
+                }
+            }
+            "kb_base" => {
+                self.kb_base = match need()? {
+                    "1024" => 1024,
+                    "1000" => 1000,
+                    other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
+                }
+            }
+            k if IGNORED.contains(&k) => {}
+            _ => return Err(err("unknown or unsupported fio option".into())),
+        }
+        Ok(())
+    }
+
+    fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
+        let name = self.name.clone().unwrap_or_default();
+        let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
+        let size = match (self.size, self.filesize) {
+            (Some(s), _) => s,
+            (None, Some(fs)) => {
+                if fs <= self.offset {
+                    return Err(herr(
+                        "filesize",
+                        format!(
+                            "job '{name}': filesize {fs} is not past offset {}",
+                            self.offset
+                        ),
+                    ));
+                }
+                fs - self.offset
+            }
+            (None, None) => {
+                return Err(herr(
+                    "size",
+                    format!("job '{name}': you need to specify size= (or filesize=)"),
+                ))
+            }
+        };
+        if self.offset.checked_add(size).is_none() {
+            return Err(herr(
+                "offset",
+                format!("job '{name}': offset + size overflows"),
+            ));
+        }
+        if size < self.bs {
+            return Err(herr(
+                "size",
+                format!("job '{name}': size {size} is smaller than bs {}", self.bs),
+            ));
+        }
+        let strided = match self.zonemode {
+            ZoneMode::None if self.zonesize != 0 => {
+                return Err(herr(
+                    "zonesize",
+                    format!("job '{name}': zonemode=none and zonesize are not compatible"),
+                ))
+            }
+            ZoneMode::None => false,
+            ZoneMode::Strided if self.zonesize == 0 => {
+                return Err(herr(
+                    "zonesize",
+                    format!("job '{name}': zonesize must be given with zonemode=strided"),
+                ))
+            }
+            ZoneMode::Strided => true,
+            // fio: a zonesize without zonemode means strided.
+            ZoneMode::NotSet => self.zonesize != 0,
+        };
+        let zonerange = if strided && self.zonerange == 0 {
+            self.zonesize
+        } else {
+            self.zonerange
+        };
+        if strided && self.rw.is_random() && zonerange < self.bs {
+            return Err(herr(
+                "zonerange",
+                format!(
+                    "job '{name}': zonerange {zonerange} is smaller than bs {}",
+                    self.bs
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(self.numjobs as usize);
+        for jobnum in 0..self.numjobs {
+            let fname = match &self.filename {
+                Some(f) => f.clone(),
+                None => make_filename(self.filename_format.as_deref(), &name, jobnum, 0),
+            };
+            let filename = match &self.directory {
+                Some(d) if !fname.starts_with('/') => {
+                    format!("{}/{}", d.trim_end_matches('/'), fname)
+                }
+                _ => fname,
+            };
+            out.push(FioJob {
+                name: name.clone(),
+                filename,
+                size,
+                offset: self.offset,
+                rw: self.rw,
+                rwmixread: self.rwmixread,
+                bs: self.bs,
+                ioengine: self.ioengine,
+                direct: self.direct,
+                runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
+                time_based: self.time_based,
+                ramp_time_ns: self.ramp_time_us.saturating_mul(1000),
+                loops: self.loops,
+                io_size: (self.io_size > 0).then_some(self.io_size),
+                number_ios: (self.number_ios > 0).then_some(self.number_ios),
+                zonemode_strided: strided,
+                zonesize: if strided { self.zonesize } else { 0 },
+                zonerange: if strided { zonerange } else { 0 },
+                zoneskip: if strided { self.zoneskip } else { 0 },
+                norandommap: self.norandommap,
+                randseed: self.randseed,
+                random_distribution: self.random_distribution,
+                fadvise_hint: self.fadvise_hint,
+                invalidate: self.invalidate,
+                thinktime_us: self.thinktime_us,
+                numjobs: 1,
+                jobnum,
+                source: format!("{file}:{line}"),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// fio's make_filename(): `$jobname`, `$jobnum`, `$filenum` (matched without
+/// regard to case) in `filename_format`, default `$jobname.$jobnum.$filenum`.
+fn make_filename(format: Option<&str>, jobname: &str, jobnum: u32, filenum: u32) -> String {
+    let Some(fmt) = format.filter(|f| !f.is_empty()) else {
+        return format!("{jobname}.{jobnum}.{filenum}");
+    };
+    let mut s = fmt.to_string();
+    for (kw, val) in [
+        ("$jobname", jobname.to_string()),
+        ("$jobnum", jobnum.to_string()),
+        ("$filenum", filenum.to_string()),
+    ] {
+        while let Some(p) = s.to_ascii_lowercase().find(kw) {
+            s.replace_range(p..p + kw.len(), &val);
+        }
+    }
+    s
+}
+
+fn parse_rw(v: &str) -> Result<Rw, String> {
+    if let Some((base, post)) = v.split_once(':') {
+        return Err(format!(
+            "'{v}': the ':{post}' modifier of rw={base} is not supported"
+        ));
+    }
+    Ok(match v {
+        "read" => Rw::Read,
+        "write" => Rw::Write,
+        "randread" => Rw::RandRead,
+        "randwrite" => Rw::RandWrite,
+        "rw" | "readwrite" => Rw::ReadWrite,
+        "randrw" => Rw::RandRw,
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+            return Err(format!("'{v}': trim workloads are not supported"))
+        }
+        _ => {
+            return Err(format!(
+                "bad rw '{v}' (read, write, randread, randwrite, rw, readwrite, randrw)"
+            ))
+        }
+    })
+}
+
+fn parse_random_distribution(v: &str) -> Result<RandomDist, String> {
+    let (kind, arg) = match v.split_once(':') {
+        Some((k, a)) => (k, Some(a)),
+        None => (v, None),
+    };
+    let num = |default: f64| -> Result<f64, String> {
+        match arg {
+            None => Ok(default),
+            Some(a) => {
+                if a.contains(':') {
+                    return Err(format!("'{v}': a distribution center is not supported"));
+                }
+                a.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| format!("bad random_distribution '{v}': '{a}' is not a number"))
+            }
+        }
+    };
+    match kind {
+        "random" if arg.is_none() => Ok(RandomDist::Random),
+        "zipf" => {
+            let t = num(1.1)?;
+            if t == 1.0 || t <= 0.0 {
+                return Err(format!(
+                    "bad random_distribution '{v}': zipf theta must be > 0 and != 1"
+                ));
+            }
+            Ok(RandomDist::Zipf(t))
+        }
+        "pareto" => {
+            let h = num(0.2)?;
+            if h <= 0.0 || h >= 1.0 {
+                return Err(format!(
+                    "bad random_distribution '{v}': pareto h must be in (0, 1)"
+                ));
+            }
+            Ok(RandomDist::Pareto(h))
+        }
+        "normal" => {
+            let d = num(0.0)?;
+            if !(0.0..100.0).contains(&d) {
+                return Err(format!(
+                    "bad random_distribution '{v}': normal deviation must be in [0, 100)"
+                ));
+            }
+            Ok(RandomDist::Normal(d))
+        }
+        "zoned" | "zoned_abs" => Err(format!("'{v}': zoned distributions are not supported")),
+        _ => Err(format!(
+            "bad random_distribution '{v}' (random, zipf[:theta], pareto[:h], normal[:dev])"
+        )),
+    }
+}
+
+fn parse_bool(v: Option<&str>) -> Result<bool, String> {
+    match v {
+        None | Some("") | Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(o) => Err(format!("bad boolean '{o}' (0 or 1)")),
+    }
+}
+
+fn parse_int(v: &str, min: u64, max: u64) -> Result<u64, String> {
+    let n: u64 = v.parse().map_err(|_| format!("bad number '{v}'"))?;
+    if n < min || n > max {
+        return Err(format!("{n} out of range [{min}, {max}]"));
+    }
+    Ok(n)
+}
+
+/// Split "123abc" into ("123", "abc"); hex ("0x...") has no suffix.
+fn split_number(v: &str) -> Result<(u64, &str), String> {
+    let v = v.trim();
+    if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16)
+            .map(|n| (n, ""))
+            .map_err(|_| format!("bad number '{v}'"));
+    }
+    let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    if end == 0 {
+        return Err(format!("bad number '{v}'"));
+    }
+    let n = v[..end]
+        .parse::<u64>()
+        .map_err(|_| format!("number too large '{v}'"))?;
+    Ok((n, &v[end..]))
+}
+
+/// A byte count with fio's suffixes (see the module comment for kb_base).
+pub fn parse_size(v: &str, kb_base: u64) -> Result<u64, String> {
+    let (n, suffix) = split_number(v).map_err(|_| format!("bad size '{v}'"))?;
+    let s = suffix.to_ascii_lowercase();
+    let other = if kb_base == 1024 { 1000 } else { 1024 };
+    let (base, pow) = match s.as_str() {
+        "" | "b" => (1, 0),
+        "k" | "kb" => (kb_base, 1),
+        "m" | "mb" => (kb_base, 2),
+        "g" | "gb" => (kb_base, 3),
+        "t" | "tb" => (kb_base, 4),
+        "p" | "pb" => (kb_base, 5),
+        "kib" => (other, 1),
+        "mib" => (other, 2),
+        "gib" => (other, 3),
+        "tib" => (other, 4),
+        "pib" => (other, 5),
+        "%" => {
+            return Err(format!(
+                "'{v}': percentages are not supported, give a byte count"
+            ))
+        }
+        "ki" | "mi" | "gi" | "ti" | "pi" => {
+            return Err(format!(
+                "'{v}': ambiguous suffix (fio's docs and parser disagree); use k/m/g or kib/mib/gib"
+            ))
+        }
+        _ => return Err(format!("bad size '{v}'")),
+    };
+    let mult = base
+        .checked_pow(pow)
+        .ok_or_else(|| format!("size too large '{v}'"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size too large '{v}'"))
+}
+
+/// A time in microseconds with fio's suffixes (us/usec, ms/msec, s, m, h,
+/// d; not case sensitive). Without a suffix the unit is seconds for
+/// `runtime`/`ramp_time` and microseconds for `thinktime`, as in fio.
+pub fn parse_time_us(v: &str, default_seconds: bool) -> Result<u64, String> {
+    let (n, suffix) = split_number(v).map_err(|_| format!("bad time '{v}'"))?;
+    let mult: u64 = match suffix.to_ascii_lowercase().as_str() {
+        "" => {
+            if default_seconds {
+                1_000_000
+            } else {
+                1
+            }
+        }
+        "us" | "usec" => 1,
+        "ms" | "msec" => 1000,
+        "s" => 1_000_000,
+        "m" => 60_000_000,
+        "h" => 3_600_000_000,
+        "d" => 86_400_000_000,
+        _ => return Err(format!("bad time '{v}' (units: us, ms, s, m, h, d)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("time too large '{v}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> FioJob {
+        let mut v = parse_job_str(text, "t.fio").unwrap();
+        assert_eq!(v.len(), 1);
+        v.remove(0)
+    }
+
+    fn err(text: &str) -> String {
+        parse_job_str(text, "t.fio").unwrap_err().to_string()
+    }
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn defaults_are_fios() {
+        let j = one("[a]\nsize=1m\n");
+        assert_eq!(j.name, "a");
+        assert_eq!(j.filename, "a.0.0");
+        assert_eq!(j.size, 1 << 20);
+        assert_eq!(j.rw, Rw::Read);
+        assert_eq!(j.bs, 4096);
+        assert_eq!(j.ioengine, IoEngine::Psync);
+        assert_eq!(j.rwmixread, 50);
+        assert_eq!(j.randseed, 0x89);
+        assert_eq!(j.fadvise_hint, FadviseHint::On);
+        assert!(j.invalidate && !j.direct && !j.time_based && !j.norandommap);
+        assert_eq!(j.loops, 1);
+        assert_eq!(j.runtime_ns, None);
+        assert_eq!(j.io_size, None);
+        assert!(!j.zonemode_strided);
+        assert_eq!(j.source, "t.fio:1");
+    }
+
+    #[test]
+    fn sizes_follow_kb_base() {
+        assert_eq!(parse_size("4k", 1024), Ok(4096));
+        assert_eq!(parse_size("4KB", 1024), Ok(4096));
+        assert_eq!(parse_size("4KiB", 1024), Ok(4000));
+        assert_eq!(parse_size("4KiB", 1000), Ok(4096));
+        assert_eq!(parse_size("4k", 1000), Ok(4000));
+        assert_eq!(parse_size("600M", 1024), Ok(600 << 20));
+        assert_eq!(parse_size("3072M", 1024), Ok(3072 << 20));
+        assert_eq!(parse_size("0x89", 1024), Ok(0x89));
+        assert_eq!(parse_size("512b", 1024), Ok(512));
+        assert!(parse_size("12Q", 1024).is_err());
+        assert!(parse_size("50%", 1024).unwrap_err().contains("percentages"));
+        assert!(parse_size("4ki", 1024).unwrap_err().contains("ambiguous"));
+        assert!(parse_size("99999999999p", 1024)
+            .unwrap_err()
+            .contains("too large"));
+        // kb_base in the same section applies whatever the order.
+        let j = one("[a]\nsize=1m\nkb_base=1000\n");
+        assert_eq!(j.size, 1_000_000);
+    }
+
+    #[test]
+    fn times_follow_fio_units() {
+        assert_eq!(parse_time_us("600", true), Ok(600_000_000));
+        assert_eq!(parse_time_us("1m", true), Ok(60_000_000));
+        assert_eq!(parse_time_us("5m", true), Ok(300_000_000));
+        assert_eq!(parse_time_us("250ms", true), Ok(250_000));
+        assert_eq!(parse_time_us("100", false), Ok(100));
+        assert_eq!(parse_time_us("2s", false), Ok(2_000_000));
+        assert!(parse_time_us("5min", true).is_err());
+        let j = one("[a]\nsize=1m\nruntime=2\nramp_time=10ms\nthinktime=120ms\n");
+        assert_eq!(j.runtime_ns, Some(2_000_000_000));
+        assert_eq!(j.ramp_time_ns, 10_000_000);
+        assert_eq!(j.thinktime_us, 120_000);
+    }
+
+    #[test]
+    fn global_applies_to_later_jobs_and_numjobs_clones() {
+        let text = "; comment\n[global]\nbs=8k # trailing\nsize=1m\n\n[a]\nrw=randread\nnumjobs=3\n[b]\nfilename=shared\ndirectory=/mnt\nnumjobs=2\nbs=4k\n";
+        let v = parse_job_str(text, "t.fio").unwrap();
+        assert_eq!(v.len(), 5);
+        let names: Vec<_> = v
+            .iter()
+            .map(|j| (j.name.as_str(), j.jobnum, j.filename.as_str(), j.bs))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("a", 0, "a.0.0", 8192),
+                ("a", 1, "a.1.0", 8192),
+                ("a", 2, "a.2.0", 8192),
+                ("b", 0, "/mnt/shared", 4096),
+                ("b", 1, "/mnt/shared", 4096),
+            ]
+        );
+        assert!(v.iter().all(|j| j.numjobs == 1));
+        assert_eq!(v[3].source, "t.fio:9");
+    }
+
+    #[test]
+    fn filename_format_and_directory() {
+        let v = parse_cmdline(&args(
+            "--directory=/mnt/ramdisk --filename_format='test.$jobnum.img' --name=cached --numjobs=2 --size=3072M",
+        ))
+        .unwrap();
+        assert_eq!(v[0].filename, "/mnt/ramdisk/test.0.img");
+        assert_eq!(v[1].filename, "/mnt/ramdisk/test.1.img");
+        assert_eq!(make_filename(Some("$JobName-$filenum"), "x", 3, 0), "x-0");
+    }
+
+    #[test]
+    fn seed000_command_line() {
+        let v = parse_cmdline(&args(
+            "--name=hot_ws --rw=read --bs=4K --size=600M --runtime=600 --zonemode=strided --zonesize=4K --zonerange=64K --time_based --direct=0 --filename=hot_data.bin --ioengine=mmap --fadvise_hint=0 --group_reporting --numjobs=1",
+        ))
+        .unwrap();
+        assert_eq!(v.len(), 1);
+        let j = &v[0];
+        assert_eq!(j.filename, "hot_data.bin");
+        assert_eq!(j.size, 600 << 20);
+        assert!(j.zonemode_strided && j.time_based);
+        assert_eq!((j.zonesize, j.zonerange, j.zoneskip), (4096, 65536, 0));
+        assert_eq!(j.runtime_ns, Some(600_000_000_000));
+        assert_eq!(j.ioengine, IoEngine::Mmap);
+        assert_eq!(j.fadvise_hint, FadviseHint::Off);
+        assert_eq!(j.source, "<command line>:1");
+    }
+
+    #[test]
+    fn cmdline_globals_separate_values_and_errors() {
+        let v = parse_cmdline(&args(
+            "--size 1m --bs=8k --name=a --rw randread --name=b --rw=write",
+        ))
+        .unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].rw, v[0].bs, v[0].size), (Rw::RandRead, 8192, 1 << 20));
+        assert_eq!(
+            (v[1].rw, v[1].source.as_str()),
+            (Rw::Write, "<command line>:7")
+        );
+        let e = parse_cmdline(&args("--name=a --size=1m --iodepth=4 --bogus=1")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<command line>:4: bogus: unknown or unsupported fio option"
+        );
+        let e = parse_cmdline(&args("--name=a --rw")).unwrap_err();
+        assert_eq!(e.to_string(), "<command line>:2: rw: needs a value");
+        let e = parse_cmdline(&args("--name=a")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<command line>:1: size: job 'a': you need to specify size= (or filesize=)"
+        );
+    }
+
+    #[test]
+    fn rwmix_zones_and_distributions() {
+        let j = one("[a]\nsize=1m\nrw=randrw\nrwmixwrite=30\nrandom_distribution=zipf:0.8\n");
+        assert_eq!(j.rwmixread, 70);
+        assert_eq!(j.random_distribution, RandomDist::Zipf(0.8));
+        let j = one("[a]\nsize=1m\nrandom_distribution=pareto\n");
+        assert_eq!(j.random_distribution, RandomDist::Pareto(0.2));
+        let j = one("[a]\nsize=1m\nzonesize=4k\n");
+        assert!(j.zonemode_strided);
+        assert_eq!(j.zonerange, 4096, "zonerange defaults to zonesize");
+        assert!(err("[a]\nsize=1m\nzonemode=none\nzonesize=4k\n").contains("not compatible"));
+        assert_eq!(
+            err("[a]\nsize=1m\nzonemode=strided\n"),
+            "t.fio:1: zonesize: job 'a': zonesize must be given with zonemode=strided"
+        );
+    }
+
+    #[test]
+    fn filesize_stands_in_for_size() {
+        let j = one("[a]\nfilesize=2m\noffset=1m\n");
+        assert_eq!(
+            (j.size, j.offset, j.file_size()),
+            (1 << 20, 1 << 20, 2 << 20)
+        );
+    }
+
+    #[test]
+    fn env_expansion() {
+        std::env::set_var("FOLIOSIM_TEST_SIZE", "2m");
+        let j = one("[a]\nsize=${FOLIOSIM_TEST_SIZE}\n");
+        assert_eq!(j.size, 2 << 20);
+        assert_eq!(
+            err("[a]\nsize=${FOLIOSIM_TEST_UNSET_VAR}\n"),
+            "t.fio:2: size: environment variable 'FOLIOSIM_TEST_UNSET_VAR' is not set"
+        );
+    }
+
+    // The error cases the CLI must report (exit 2): exact message shapes.
+    #[test]
+    fn error_unknown_option() {
+        assert_eq!(
+            err("[a]\nsize=1m\nfoo=1\n"),
+            "t.fio:3: foo: unknown or unsupported fio option"
+        );
+        assert_eq!(
+            err("[a]\nsize=1m\nstonewall\n"),
+            "t.fio:3: stonewall: unknown or unsupported fio option"
+        );
+    }
+
+    #[test]
+    fn error_bad_size() {
+        assert_eq!(err("[a]\nsize=12Q\n"), "t.fio:2: size: bad size '12Q'");
+    }
+
+    #[test]
+    fn error_missing_size() {
+        assert_eq!(
+            err("[global]\nbs=4k\n[job1]\nrw=read\n"),
+            "t.fio:3: size: job 'job1': you need to specify size= (or filesize=)"
+        );
+    }
+
+    #[test]
+    fn error_bs_zero() {
+        assert_eq!(err("[a]\nsize=1m\nbs=0\n"), "t.fio:3: bs: bs must be > 0");
+    }
+
+    #[test]
+    fn error_bad_rw() {
+        assert_eq!(
+            err("[a]\nrw=readish\nsize=1m\n"),
+            "t.fio:2: rw: bad rw 'readish' (read, write, randread, randwrite, rw, readwrite, randrw)"
+        );
+        assert_eq!(
+            err("[a]\nrw=read:4k\nsize=1m\n"),
+            "t.fio:2: rw: 'read:4k': the ':4k' modifier of rw=read is not supported"
+        );
+    }
+
+    #[test]
+    fn error_bad_random_distribution() {
+        assert_eq!(
+            err("[a]\nsize=1m\nrandom_distribution=zipf:abc\n"),
+            "t.fio:3: random_distribution: bad random_distribution 'zipf:abc': 'abc' is not a number"
+        );
+        assert!(err("[a]\nsize=1m\nrandom_distribution=gamma\n")
+            .starts_with("t.fio:3: random_distribution: bad random_distribution 'gamma'"));
+        assert!(err("[a]\nsize=1m\nrandom_distribution=zipf:1\n").contains("!= 1"));
+    }
+
+    #[test]
+    fn error_bad_zonemode() {
+        assert_eq!(
+            err("[a]\nsize=1m\nzonemode=zbd\n"),
+            "t.fio:3: zonemode: unsupported zonemode 'zbd' (none or strided)"
+        );
+    }
+
+    #[test]
+    fn error_option_outside_section() {
+        assert_eq!(
+            err("\nsize=1m\n[a]\n"),
+            "t.fio:2: size: option outside of any [job] section"
+        );
+    }
+
+    #[test]
+    fn error_malformed_section_header() {
+        assert_eq!(
+            err("[a\nsize=1m\n"),
+            "t.fio:1: [a: malformed section header (want [name])"
+        );
+        assert_eq!(
+            err("[]\n"),
+            "t.fio:1: []: malformed section header (want [name])"
+        );
+    }
+
+    #[test]
+    fn error_other_refusals() {
+        assert!(err("[a]\nsize=1m\nioengine=libaio\n")
+            .starts_with("t.fio:3: ioengine: unsupported ioengine 'libaio'"));
+        assert!(err("[a]\nsize=1m\nfilename=a:b\n").contains("several files"));
+        assert!(err("[a]\nsize=1m\nbs=4k,8k\n").contains("per-direction"));
+        assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
+        assert!(err("[a]\nsize=1m\nrandrepeat=0\n").contains("deterministic"));
+        assert!(err("[a]\nsize=1m\nnrfiles=2\n").contains("one file"));
+        assert!(err("[a]\nsize=1m\nfadvise_hint=noreuse\n").contains("unsupported fadvise_hint"));
+        assert_eq!(
+            err("[a]\nsize=1m\nrwmixread=101\n"),
+            "t.fio:3: rwmixread: 101 out of range [0, 100]"
+        );
+        let e = parse_job_file(Path::new("/nonexistent/x.fio")).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("/nonexistent/x.fio:0: job file: cannot read"));
+    }
+
+    #[test]
+    fn error_no_jobs_and_overflow() {
+        assert_eq!(
+            err("[global]\nsize=1m\n"),
+            "t.fio:0: [job]: no job sections (only [global] or nothing)"
+        );
+        assert!(err("[a]\nsize=8p\noffset=16383p\n").contains("overflows"));
+    }
+
+    #[test]
+    fn accepted_cosmetic_options() {
+        let j = one("[a]\nsize=1m\ngroup_reporting\ndescription=x y\niodepth=32\nthread\npercentile_list=50:99\n");
+        assert_eq!(j.size, 1 << 20);
+    }
+}
