@@ -469,6 +469,11 @@ impl Sim {
                     }
                 }
                 let Some(io) = s.gen.next_io() else {
+                    if j.end_fsync {
+                        k.core.now = s.t;
+                        k.sync_all(s.file.memcg);
+                        s.t = k.core.now;
+                    }
                     s.done = true;
                     continue;
                 };

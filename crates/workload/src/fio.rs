@@ -125,6 +125,11 @@ pub struct FioJob {
     pub fadvise_hint: FadviseHint,
     pub invalidate: bool,
     pub thinktime_us: u64,
+    /// `rw=read:N`: bytes skipped after each sequential I/O (fio's
+    /// ddir_seq_add), 0 without the modifier.
+    pub rw_seq_add: u64,
+    /// end_fsync: fsync the file when the job ends.
+    pub end_fsync: bool,
     /// Always 1 after numjobs expansion (each clone is its own job).
     pub numjobs: u32,
     /// Clone index 0..numjobs-1 (fio's `$jobnum`).
@@ -567,6 +572,8 @@ struct Builder {
     fadvise_hint: FadviseHint,
     invalidate: bool,
     thinktime_us: u64,
+    rw_seq_add: u64,
+    end_fsync: bool,
     numjobs: u32,
     kb_base: u64,
 }
@@ -602,6 +609,8 @@ impl Default for Builder {
             fadvise_hint: FadviseHint::On,
             invalidate: true,
             thinktime_us: 0,
+            rw_seq_add: 0,
+            end_fsync: false,
             numjobs: 1,
             kb_base: 1024,
         }
@@ -681,7 +690,20 @@ impl Builder {
                 self.filesize = Some(n);
             }
             "offset" | "fileoffset" => self.offset = size(need()?)?,
-            "rw" | "readwrite" => self.rw = parse_rw(need()?).map_err(err)?,
+            "rw" | "readwrite" => {
+                let v = need()?;
+                let (base, add) = match v.split_once(':') {
+                    Some((b, a)) if matches!(b, "read" | "write" | "rw" | "readwrite") => {
+                        let n = parse_size(a, kb)
+                            .map_err(|e| err(format!("'{v}': bad ':{a}' modifier: {e}")))?;
+                        (b, n)
+                    }
+                    _ => (v, 0),
+                };
+                self.rw = parse_rw(base).map_err(err)?;
+                self.rw_seq_add = add;
+            }
+            "end_fsync" => self.end_fsync = parse_bool(val).map_err(err)?,
             "rwmixread" => self.rwmixread = parse_int(need()?, 0, 100).map_err(err)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - parse_int(need()?, 0, 100).map_err(err)? as u32,
             "bs" | "blocksize" => {
@@ -884,6 +906,8 @@ impl Builder {
                 fadvise_hint: self.fadvise_hint,
                 invalidate: self.invalidate,
                 thinktime_us: self.thinktime_us,
+                rw_seq_add: self.rw_seq_add,
+                end_fsync: self.end_fsync,
                 numjobs: 1,
                 jobnum,
                 source: format!("{file}:{line}"),
@@ -1314,8 +1338,8 @@ mod tests {
             "t.fio:2: rw: bad rw 'readish' (read, write, randread, randwrite, rw, readwrite, randrw)"
         );
         assert_eq!(
-            err("[a]\nrw=read:4k\nsize=1m\n"),
-            "t.fio:2: rw: 'read:4k': the ':4k' modifier of rw=read is not supported"
+            err("[a]\nrw=randread:4k\nsize=1m\n"),
+            "t.fio:2: rw: 'randread:4k': the ':4k' modifier of rw=randread is not supported"
         );
     }
 

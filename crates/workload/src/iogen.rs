@@ -145,6 +145,8 @@ enum DistState {
 
 #[derive(Clone, Debug)]
 pub struct IoGen {
+    /// `rw=read:N`: bytes skipped after each sequential I/O.
+    seq_add: u64,
     rw: Rw,
     bs: u64,
     start: u64,
@@ -291,6 +293,7 @@ impl IoGen {
             file_offset: job.offset,
             last_pos: [job.offset; 2],
             zone_bytes: 0,
+            seq_add: job.rw_seq_add,
             rwmix_ddir: Dir::Read,
             rwmix_issues: 0,
             io_issues: [0; 2],
@@ -472,8 +475,19 @@ impl IoGen {
             self.last_pos[d] = self.file_offset;
             self.loop_cache_invalidate();
         }
-        (self.last_pos[d] < self.real_file_size)
-            .then(|| self.last_pos[d].saturating_sub(self.file_offset))
+        if self.last_pos[d] >= self.real_file_size {
+            return None;
+        }
+        let mut pos = self.last_pos[d].saturating_sub(self.file_offset);
+        // get_next_seq_offset(): holed sequential I/O skips seq_add after
+        // every I/O but the first, wrapping to the start past the end.
+        if pos > 0 && self.seq_add > 0 {
+            pos += self.seq_add;
+            if self.file_offset + pos >= end {
+                pos = 0;
+            }
+        }
+        Some(pos)
     }
 
     /// fio's get_next_rand_block(): a block index, None at the end of a pass.
@@ -638,6 +652,18 @@ mod tests {
             }
         }
         assert_eq!(drops, 1, "only the open drops the cache");
+    }
+
+    #[test]
+    fn holed_sequential_read_skips_and_wraps() {
+        // rw=read:60k: 4k read, 60k skipped; wraps to the start past the end.
+        let j = job("rw=read:60k\nsize=256k\nio_size=32k\n");
+        assert_eq!(j.rw_seq_add, 60 << 10);
+        let mut g = IoGen::new(&j, 1);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_io())
+            .map(|io| io.offset >> 10)
+            .collect();
+        assert_eq!(offs, vec![0, 64, 128, 192, 0, 64, 128, 192]);
     }
 
     #[test]
