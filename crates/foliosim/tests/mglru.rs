@@ -182,7 +182,12 @@ fn mixed(variants: &str) -> (Vec<u64>, String) {
         Item::PGSCAN_KSWAPD,
         Item::PGROTATED,
     ];
-    let counts = items.iter().map(|&i| k.core.vm.get(i)).collect();
+    // Limit reclaim counts pgscan/pgsteal in the memcg only (as the
+    // kernel does), so add memcg a's events to the machine's.
+    let counts = items
+        .iter()
+        .map(|&i| k.core.vm.get(i) + k.core.memcgs[a as usize].stat.get(i))
+        .collect();
     let view = format!(
         "{}{}",
         serde_json::to_string(&k.policy.debug_view(&k.core, a)).unwrap(),

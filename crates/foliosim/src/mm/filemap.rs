@@ -122,6 +122,14 @@ impl AddressSpace {
         };
     }
 
+    /// Drops a shadow entry.
+    #[inline]
+    pub fn clear_shadow(&mut self, index: u64) {
+        debug_assert!(matches!(self.slot(index), Slot::Shadow(_)));
+        self.slots[index as usize] = 0;
+        self.nrshadows -= 1;
+    }
+
     /// An anonymous folio was swapped out: leave the swap entry.
     #[inline]
     pub fn set_swap_entry(&mut self, index: u64, shadow: Shadow) {
@@ -626,8 +634,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn invalidate_mapping_pages(&mut self, mapping: u32) {
         let n = self.core.files[mapping as usize].nr_pages();
         for idx in 0..n {
-            let Some(id) = self.core.files[mapping as usize].folio(idx) else {
-                continue;
+            let id = match self.core.files[mapping as usize].slot(idx) {
+                Slot::Folio(id) => id,
+                Slot::Shadow(_) => {
+                    // Shadow entries go too (clear_shadow_entries()): a
+                    // page read after invalidation is not a refault.
+                    self.core.files[mapping as usize].clear_shadow(idx);
+                    continue;
+                }
+                Slot::Empty | Slot::Swap(_) => continue,
             };
             let f = self.core.folios.get(id);
             if f.test(pg::DIRTY)

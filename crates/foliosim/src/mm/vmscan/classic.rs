@@ -130,7 +130,7 @@ impl ClassicLru {
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         let n = list.len() as u64;
-        core.count(memcg, Item::PGREFILL, n);
+        core.count_reclaim(memcg, Item::PGREFILL, n, sc);
         core.cpu_reclaim(core.cost.scan_folio * n, sc);
         let mut nr_deactivate = 0;
         for &id in &list {

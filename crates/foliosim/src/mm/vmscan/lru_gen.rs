@@ -1069,7 +1069,7 @@ impl LruGen {
             }
         }
         let memcg = m as MemcgId;
-        core.count(memcg, Item::PGREFILL, sorted);
+        core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
         core.cpu_reclaim(core.cost.scan_folio * sorted, sc);
         if isolated > 0 {
             core.count_pgscan(memcg, type_ == LRU_GEN_FILE, isolated, sc);

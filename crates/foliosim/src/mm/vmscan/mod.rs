@@ -174,8 +174,8 @@ impl Core {
         } else {
             Item::PGSCAN_DIRECT
         };
-        self.count(memcg, item, n);
-        self.count(
+        self.count_reclaim(memcg, item, n, sc);
+        self.count_reclaim(
             memcg,
             if file {
                 Item::PGSCAN_FILE
@@ -183,6 +183,7 @@ impl Core {
                 Item::PGSCAN_ANON
             },
             n,
+            sc,
         );
         self.cpu_reclaim(self.cost.scan_folio * n, sc);
     }
@@ -193,8 +194,8 @@ impl Core {
         } else {
             Item::PGSTEAL_DIRECT
         };
-        self.count(memcg, item, n);
-        self.count(
+        self.count_reclaim(memcg, item, n, sc);
+        self.count_reclaim(
             memcg,
             if file {
                 Item::PGSTEAL_FILE
@@ -202,7 +203,21 @@ impl Core {
                 Item::PGSTEAL_ANON
             },
             n,
+            sc,
         );
+    }
+
+    /// Reclaim events (pgscan, pgsteal, pgrefill) reach /proc/vmstat only
+    /// for global reclaim; limit reclaim counts them in the memcg alone.
+    #[inline]
+    pub fn count_reclaim(&mut self, memcg: MemcgId, item: Item, n: u64, sc: &ScanControl) {
+        if sc.cgroup_reclaim() {
+            if memcg != 0 {
+                self.memcgs[memcg as usize].stat.add(item, n);
+            }
+        } else {
+            self.count(memcg, item, n);
+        }
     }
 
     /// Reclaim CPU time: charged to the task in direct and limit reclaim,
