@@ -294,6 +294,7 @@ impl Sim {
             memcg.insert("inactive_anon", sizes.inactive_anon * PAGE_SIZE);
             memcg.insert("active_anon", sizes.active_anon * PAGE_SIZE);
             memcg.insert("unevictable", sizes.unevictable * PAGE_SIZE);
+            memcg.insert("pagetables", m.nr_pagetables * PAGE_SIZE);
             memcg.insert("usage_in_bytes", (m.usage) * PAGE_SIZE);
             memcg.insert("max_usage_in_bytes", m.watermark * PAGE_SIZE);
             let timeline = core.timeline.as_ref().map(|tl| {
@@ -337,6 +338,8 @@ impl Sim {
                     break;
                 }
             }
+            // The probe exits: its mapping and page tables go.
+            k.exit_mmap(f.mapping);
         });
         let jobs = vec![JobReport {
             jobname: "mmap_miss_probe".into(),
@@ -530,6 +533,12 @@ impl Sim {
                 }
                 k.core.cpu(j.thinktime_us * 1000);
                 s.t = k.core.now;
+            }
+            // fio exits: mmap'ed files are unmapped, page tables freed.
+            for (s, j) in st.iter().zip(jobs) {
+                if j.ioengine == IoEngine::Mmap {
+                    k.exit_mmap(s.file.mapping);
+                }
             }
             // Jobs end at their own time; the run lasts as long as the last.
             let end = st.iter().map(|s| s.t).max().unwrap_or(0);

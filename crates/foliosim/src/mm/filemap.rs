@@ -49,6 +49,10 @@ pub struct AddressSpace {
     pub nrshadows: u64,
     inflight: [InflightRead; INFLIGHT_RING],
     inflight_next: usize,
+    /// Page-table pages of the file's mapping: one bit per 512-page region.
+    pte_tables: Vec<u64>,
+    pte_tables_memcg: MemcgId,
+    pub nr_pte_tables: u64,
 }
 
 impl AddressSpace {
@@ -62,6 +66,9 @@ impl AddressSpace {
             nrshadows: 0,
             inflight: [InflightRead::default(); INFLIGHT_RING],
             inflight_next: 0,
+            pte_tables: Vec::new(),
+            pte_tables_memcg: 0,
+            nr_pte_tables: 0,
         }
     }
 
@@ -120,6 +127,30 @@ impl AddressSpace {
             }
             None => 0,
         };
+    }
+
+    #[inline]
+    pub fn pte_table_present(&self, region: u64) -> bool {
+        let (w, b) = ((region / 64) as usize, region % 64);
+        self.pte_tables.get(w).is_some_and(|x| x & (1 << b) != 0)
+    }
+
+    pub fn set_pte_table(&mut self, region: u64, memcg: MemcgId) {
+        let (w, b) = ((region / 64) as usize, region % 64);
+        if self.pte_tables.len() <= w {
+            self.pte_tables.resize(w + 1, 0);
+        }
+        self.pte_tables[w] |= 1 << b;
+        self.pte_tables_memcg = memcg;
+        self.nr_pte_tables += 1;
+    }
+
+    /// Frees every page-table page; returns how many and their memcg.
+    pub fn free_pte_tables(&mut self) -> (u64, MemcgId) {
+        let n = self.nr_pte_tables;
+        self.pte_tables.clear();
+        self.nr_pte_tables = 0;
+        (n, self.pte_tables_memcg)
     }
 
     /// Drops a shadow entry.

@@ -39,6 +39,8 @@ pub struct MemCgroup {
     pub nr_dirty: u64,
     pub nr_writeback: u64,
     pub nr_mapped: u64,
+    /// Page-table pages charged to the memcg (NR_PAGETABLE).
+    pub nr_pagetables: u64,
     pub oom_killed: bool,
 }
 
@@ -59,6 +61,7 @@ impl MemCgroup {
             nr_dirty: 0,
             nr_writeback: 0,
             nr_mapped: 0,
+            nr_pagetables: 0,
             oom_killed: false,
         }
     }

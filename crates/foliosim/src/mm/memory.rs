@@ -18,14 +18,23 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// OOM-killed.
     pub fn handle_mm_fault(&mut self, file: &mut OpenFile, index: u64) -> bool {
         let mut flags = 0u32;
+        // __pte_alloc(): the first fault in a 2 MiB region allocates the
+        // page-table page, charged to the task's memcg (GFP_PGTABLE_USER).
+        if !self.pte_alloc(file, index) {
+            return false;
+        }
         loop {
-            self.core.count(file.memcg, Item::PGFAULT, 1);
             self.core.cpu(self.core.cost.minor_fault);
             // lru_gen_enter_fault(): vma_has_recency() unless the vma is
             // marked for sequential or random reads.
             self.core.in_lru_fault = !(file.vm_rand_read || file.vm_seq_read);
             let r = self.do_read_fault(file, index, flags);
             self.core.in_lru_fault = false;
+            // mm_account_fault(): pgfault counts completed faults only; a
+            // VM_FAULT_RETRY is counted when its retry completes.
+            if r != VmFault::Retry {
+                self.core.count(file.memcg, Item::PGFAULT, 1);
+            }
             match r {
                 VmFault::Done => return true,
                 VmFault::Oom => return false,
@@ -35,6 +44,35 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.wait_uptodate(file.mapping, index);
                     flags |= FAULT_FLAG_TRIED;
                 }
+            }
+        }
+    }
+
+    /// Charges the page-table page covering `index` on first use.
+    fn pte_alloc(&mut self, file: &OpenFile, index: u64) -> bool {
+        let region = index / PTRS_PER_PTE;
+        if self.core.files[file.mapping as usize].pte_table_present(region) {
+            return true;
+        }
+        let memcg = file.memcg;
+        if memcg != 0 && !self.try_charge(memcg, 1, true) {
+            return false;
+        }
+        self.core.memcgs[memcg as usize].nr_pagetables += 1;
+        self.core.files[file.mapping as usize].set_pte_table(region, memcg);
+        true
+    }
+
+    /// Process exit / munmap of a file mapping: PTEs go, page-table pages
+    /// are freed and uncharged; the folios stay cached.
+    pub fn exit_mmap(&mut self, mapping: u32) {
+        self.unmap_mapping(mapping);
+        let (n, memcg) = self.core.files[mapping as usize].free_pte_tables();
+        if n > 0 {
+            let m = &mut self.core.memcgs[memcg as usize];
+            m.nr_pagetables -= n;
+            if memcg != 0 {
+                m.uncharge(n);
             }
         }
     }

@@ -375,7 +375,7 @@ impl Core {
             return Err("folio table: live + free != total".into());
         }
         for m in &self.memcgs[1..] {
-            let charged = m.usage - m.stock;
+            let charged = m.usage - m.stock - m.nr_pagetables;
             if charged != per_memcg[m.id as usize] {
                 return Err(format!(
                     "memcg {}: charged {} pages but owns {} folios",

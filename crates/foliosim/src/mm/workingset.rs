@@ -43,6 +43,24 @@ pub fn unpack_shadow(s: Shadow) -> (MemcgId, u64, bool) {
     )
 }
 
+/// WORKINGSET_{REFAULT,ACTIVATE,RESTORE}_{FILE,ANON} for a folio type.
+#[inline]
+pub fn workingset_items(file: bool) -> (Item, Item, Item) {
+    if file {
+        (
+            Item::WORKINGSET_REFAULT_FILE,
+            Item::WORKINGSET_ACTIVATE_FILE,
+            Item::WORKINGSET_RESTORE_FILE,
+        )
+    } else {
+        (
+            Item::WORKINGSET_REFAULT_ANON,
+            Item::WORKINGSET_ACTIVATE_ANON,
+            Item::WORKINGSET_RESTORE_ANON,
+        )
+    }
+}
+
 /// LRU sizes of an lruvec, in pages, as lruvec_page_state(NR_*) reads them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LruSizes {
@@ -85,19 +103,7 @@ impl Core {
         let f = self.folios.get(id);
         let file = f.is_file_lru();
         let memcg = f.memcg;
-        let (refault_item, activate_item, restore_item) = if file {
-            (
-                Item::WORKINGSET_REFAULT_FILE,
-                Item::WORKINGSET_ACTIVATE_FILE,
-                Item::WORKINGSET_RESTORE_FILE,
-            )
-        } else {
-            (
-                Item::WORKINGSET_REFAULT_ANON,
-                Item::WORKINGSET_ACTIVATE_ANON,
-                Item::WORKINGSET_RESTORE_ANON,
-            )
-        };
+        let (refault_item, activate_item, restore_item) = workingset_items(file);
         self.count(memcg, refault_item, 1);
         // The memcg may be gone or differ; refault distance is measured on
         // the eviction lruvec.

@@ -1608,19 +1608,8 @@ impl ReclaimPolicy for LruGen {
         if evict_memcg != memcg || evict_memcg as usize >= self.lrugen.len() {
             return;
         }
-        let (refault_item, activate_item, restore_item) = if type_ == LRU_GEN_FILE {
-            (
-                Item::WORKINGSET_REFAULT_FILE,
-                Item::WORKINGSET_ACTIVATE_FILE,
-                Item::WORKINGSET_RESTORE_FILE,
-            )
-        } else {
-            (
-                Item::WORKINGSET_REFAULT_ANON,
-                Item::WORKINGSET_ACTIVATE_ANON,
-                Item::WORKINGSET_RESTORE_ANON,
-            )
-        };
+        let (refault_item, activate_item, restore_item) =
+            crate::mm::workingset::workingset_items(type_ == LRU_GEN_FILE);
         core.count(memcg, refault_item, 1);
         if !self.lru_gen_test_recent(evict_memcg, token) {
             return;
