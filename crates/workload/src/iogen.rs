@@ -181,6 +181,10 @@ pub struct IoGen {
     bytes_issued: u64,
     ios_issued: u64,
     passes: u64,
+    /// io_size: the bytes of one loop when set (fio ends a loop there,
+    /// wherever in the file it is); bytes issued when this pass began.
+    pass_bytes: Option<u64>,
+    pass_start: u64,
     pending_invalidate: bool,
     done: bool,
 }
@@ -272,6 +276,8 @@ impl IoGen {
             time_based: job.time_based,
             writes_wrap: job.rw.has_writes() && job.io_size.is_some_and(|i| i > job.size),
             limit_bytes: (!job.time_based).then_some(limit),
+            pass_bytes: if job.time_based { None } else { job.io_size },
+            pass_start: 0,
             limit_ios: if job.time_based {
                 None
             } else {
@@ -317,8 +323,13 @@ impl IoGen {
             self.done = true;
             return None;
         }
-        if let Some(io) = self.fill() {
-            return Some(self.account(io));
+        let pass_full = self
+            .pass_bytes
+            .is_some_and(|p| self.bytes_issued - self.pass_start >= p);
+        if !pass_full {
+            if let Some(io) = self.fill() {
+                return Some(self.account(io));
+            }
         }
         // End of a pass. fio: a time_based job always loops again; others
         // loop while at least one block of the byte budget is left.
@@ -370,6 +381,7 @@ impl IoGen {
     /// fresh map, file reopened.
     fn new_pass(&mut self) {
         self.passes += 1;
+        self.pass_start = self.bytes_issued;
         self.file_offset = self.start;
         self.zone_bytes = 0;
         self.rwmix_issues = 0;
@@ -652,6 +664,31 @@ mod tests {
             }
         }
         assert_eq!(drops, 1, "only the open drops the cache");
+    }
+
+    #[test]
+    fn io_size_ends_each_loop_and_invalidates() {
+        // loops=2, io_size=16k of a 64k file: each loop does 16k from the
+        // start, and the cache is dropped when the file is reopened.
+        let j = job("rw=read\nsize=64k\nio_size=16k\nloops=2\n");
+        let mut g = IoGen::new(&j, 1);
+        let mut seen = Vec::new();
+        while let Some(io) = g.next_io() {
+            seen.push((io.offset >> 10, g.take_invalidate()));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (0, true),
+                (4, false),
+                (8, false),
+                (12, false),
+                (0, true),
+                (4, false),
+                (8, false),
+                (12, false)
+            ]
+        );
     }
 
     #[test]
