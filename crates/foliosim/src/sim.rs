@@ -220,6 +220,8 @@ pub struct RunReport {
     pub memcg: BTreeMap<&'static str, u64>,
     pub timeline: Option<Vec<TimelineSample>>,
     pub lru_gen: Option<serde_json::Value>,
+    /// With --timeline under MGLRU: the lru_gen view at each simulated second.
+    pub lru_gen_timeline: Option<Vec<(u64, serde_json::Value)>>,
 }
 
 fn counters_map(c: &Counters) -> BTreeMap<&'static str, u64> {
@@ -248,6 +250,8 @@ pub struct Sim {
     pub k: AnyKernel,
     pub memcg: MemcgId,
     pub cfg: SimConfig,
+    lru_gen_samples: Vec<(u64, serde_json::Value)>,
+    next_sample: u64,
 }
 
 impl Sim {
@@ -269,7 +273,13 @@ impl Sim {
                 k.core.timeline_memcg = memcg;
             }
         });
-        Sim { k, memcg, cfg }
+        Sim {
+            k,
+            memcg,
+            cfg,
+            lru_gen_samples: Vec::new(),
+            next_sample: 1_000_000_000,
+        }
     }
 
     fn report(&self, jobs: Vec<JobReport>) -> RunReport {
@@ -310,6 +320,7 @@ impl Sim {
                 memcg,
                 timeline,
                 lru_gen: k.policy.debug_view(core, self.memcg),
+                lru_gen_timeline: if self.cfg.timeline && self.cfg.lru == LruKind::Mglru { Some(self.lru_gen_samples.clone()) } else { None },
             }
         })
     }
@@ -331,16 +342,22 @@ impl Sim {
     pub fn run_probe(mut self, spec: &ProbeSpec) -> RunReport {
         let mut f = self.open(spec.file_size);
         let mut oom = false;
+        let on = self.cfg.timeline && self.cfg.lru == LruKind::Mglru;
+        let memcg = self.memcg;
+        let mut samples = std::mem::take(&mut self.lru_gen_samples);
+        let mut next = self.next_sample;
         with_kernel!(&mut self.k, k => {
             for page in spec.pages() {
                 if !k.mmap_access(&mut f, page) {
                     oom = true;
                     break;
                 }
+                sample_policy(k, memcg, on, &mut samples, &mut next);
             }
             // The probe exits: its mapping and page tables go.
             k.exit_mmap(f.mapping);
         });
+        self.lru_gen_samples = samples;
         let jobs = vec![JobReport {
             jobname: "mmap_miss_probe".into(),
             jobnum: 0,
@@ -459,6 +476,10 @@ impl Sim {
                 oom: false,
             });
         }
+        let on = self.cfg.timeline && self.cfg.lru == LruKind::Mglru;
+        let memcg = self.memcg;
+        let mut samples = std::mem::take(&mut self.lru_gen_samples);
+        let mut next = self.next_sample;
         with_kernel!(&mut self.k, k => {
             loop {
                 // The job furthest behind runs next (ties: lowest index).
@@ -533,6 +554,7 @@ impl Sim {
                 }
                 k.core.cpu(j.thinktime_us * 1000);
                 s.t = k.core.now;
+                sample_policy(k, memcg, on, &mut samples, &mut next);
             }
             // fio exits: mmap'ed files are unmapped, page tables freed.
             for (s, j) in st.iter().zip(jobs) {
@@ -545,6 +567,7 @@ impl Sim {
             k.core.now = end;
             k.wb_complete();
         });
+        self.lru_gen_samples = samples;
         let reports = st
             .iter()
             .zip(jobs)
@@ -560,6 +583,27 @@ impl Sim {
             })
             .collect();
         self.report(reports)
+    }
+}
+
+/// Samples the policy's view at each simulated second passed (with
+/// --timeline under MGLRU; one compare per operation otherwise).
+#[inline]
+fn sample_policy<P: ReclaimPolicy>(
+    k: &Kernel<P>,
+    memcg: MemcgId,
+    on: bool,
+    samples: &mut Vec<(u64, serde_json::Value)>,
+    next: &mut u64,
+) {
+    if !on {
+        return;
+    }
+    while k.core.now >= *next {
+        if let Some(v) = k.policy.debug_view(&k.core, memcg) {
+            samples.push((*next / 1_000_000_000, v));
+        }
+        *next += 1_000_000_000;
     }
 }
 

@@ -188,3 +188,24 @@ fn seed002_ablation_direction() {
     assert!((p1 - base).abs() / base < 0.02);
     assert!(both < base / 3.0);
 }
+
+/// --timeline under MGLRU samples the lru_gen view once per simulated second.
+#[test]
+fn mglru_timeline_samples_generations_each_second() {
+    let spec = ProbeSpec { file_size: 1 << 30, pattern: Pattern::Stride(2053), fraction: 0.01, seed: 1 };
+    let cfg = SimConfig {
+        mm: MmConfig { ram_bytes: 2 << 30, read_ahead_kb: 8192, ..MmConfig::default() },
+        lru: LruKind::Mglru,
+        memcg_limit: Some(256 << 20),
+        seed: 1,
+        timeline: true,
+    };
+    let r = run_probe(cfg, &spec);
+    let secs = r.elapsed_ns / 1_000_000_000;
+    assert!(secs >= 2, "the run spans seconds: {}", r.elapsed_ns);
+    let tl = r.lru_gen_timeline.expect("sampled");
+    assert_eq!(tl.len() as u64, secs);
+    assert_eq!(tl[0].0, 1);
+    assert!(tl.last().unwrap().1.to_string().contains("max_seq"));
+    assert_eq!(r.timeline.expect("counters too").len() as u64, secs);
+}
