@@ -499,15 +499,21 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             // The stock of this cpu is drained before reclaim.
             self.core.memcgs[memcg as usize].drain_stock();
             let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, batch);
+            // Reclaim that met only dirty folios woke the flusher
+            // (wakeup_flusher_threads(WB_REASON_VMSCAN) writes everything
+            // dirty) and then waits for writeback to finish, as memcg v1
+            // reclaim does (folio_wait_writeback); the folios it marked
+            // PG_reclaim are rotated for the next pass.
+            let wrote = self.core.wb_wakeup_flusher && self.reclaim_writeback_wait();
             if self.core.memcgs[memcg as usize].margin() >= nr {
                 continue;
             }
             if !may_retry {
                 return false;
             }
-            // "Even though the limit is exceeded at this point, reclaim may
-            // have been able to free some pages": retry while progress.
-            if reclaimed > 0 && retries > 0 {
+            // try_charge_memcg() retries up to MAX_RECLAIM_RETRIES; progress
+            // (pages reclaimed or written back) keeps it going.
+            if (reclaimed > 0 || wrote) && retries > 0 {
                 retries -= 1;
                 continue;
             }

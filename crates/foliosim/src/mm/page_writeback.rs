@@ -145,6 +145,22 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
     }
 
+    /// Reclaim found dirty folios it cannot write itself: start writeback
+    /// of every dirty folio (WB_REASON_VMSCAN) and wait for it. Returns
+    /// whether any writeback completed.
+    pub fn reclaim_writeback_wait(&mut self) -> bool {
+        self.core.wb_wakeup_flusher = false;
+        while self.core.wb.nr_dirty > 0 {
+            self.writeback_oldest(MAX_WRITEBACK_PAGES, 0);
+        }
+        let before = self.core.wb.nr_writeback;
+        if let Some(&(_, done)) = self.core.wb.inflight.back() {
+            self.core.wait_until(done);
+        }
+        self.wb_complete();
+        self.core.wb.nr_writeback < before
+    }
+
     /// fsync / the end of a job with end_fsync: write everything back and wait.
     pub fn sync_all(&mut self, memcg: MemcgId) {
         while self.core.wb.nr_dirty > 0 {

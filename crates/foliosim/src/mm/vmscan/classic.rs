@@ -378,12 +378,19 @@ impl ReclaimPolicy for ClassicLru {
     }
 
     fn folio_rotate_reclaimable(&mut self, core: &mut Core, id: FolioId) {
+        // lru_move_tail(): off the active list if reclaim had activated it
+        // while dirty, onto the inactive tail so it is reclaimed next.
         let f = core.folios.get(id);
-        if f.test(pg::LRU) && !f.test(pg::ACTIVE) && !f.test(pg::UNEVICTABLE) {
-            let (lru, m) = (f.lru as usize, f.memcg as usize);
-            self.lruvecs[m].lists[lru].del(&mut core.folios, id);
-            self.lruvecs[m].lists[lru].add_tail(&mut core.folios, id);
-            core.count(m as MemcgId, Item::PGROTATED, 1);
+        if f.test(pg::LRU) && !f.test(pg::DIRTY) && !f.test(pg::UNEVICTABLE) {
+            let m = f.memcg;
+            self.lruvec_del_folio(core, id);
+            core.folios.get_mut(id).clear(pg::ACTIVE);
+            let lru = folio_lru_list(core.folios.get(id).flags);
+            let f = core.folios.get_mut(id);
+            f.lru = lru as u8;
+            f.set(pg::LRU);
+            self.lruvecs[m as usize].lists[lru].add_tail(&mut core.folios, id);
+            core.count(m, Item::PGROTATED, 1);
         }
     }
 
