@@ -305,6 +305,16 @@ impl Sim {
             memcg.insert("active_anon", sizes.active_anon * PAGE_SIZE);
             memcg.insert("unevictable", sizes.unevictable * PAGE_SIZE);
             memcg.insert("pagetables", m.nr_pagetables * PAGE_SIZE);
+            // Why a variant wins: folios read ahead that nothing ever used,
+            // still resident at the end (the evicted ones are counted in
+            // foliosim_ra_unused_evicted as they go).
+            let ra_unused = core
+                .folios
+                .f
+                .iter()
+                .filter(|f| !f.test(crate::mm::folio::pg::FREE) && f.test(crate::mm::folio::pg::RA_UNUSED) && (self.memcg == 0 || f.memcg == self.memcg))
+                .count() as u64;
+            memcg.insert("foliosim_ra_unused_resident", ra_unused);
             memcg.insert("usage_in_bytes", (m.usage) * PAGE_SIZE);
             memcg.insert("max_usage_in_bytes", m.watermark * PAGE_SIZE);
             let timeline = core.timeline.as_ref().map(|tl| {

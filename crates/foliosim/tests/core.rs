@@ -224,14 +224,35 @@ fn mglru_timeline_samples_generations_each_second() {
 /// written-back folios are rotated to the inactive tail and reclaimed.
 #[test]
 fn buffered_write_larger_than_memcg_writes_back_instead_of_oom() {
-    let jobs = foliosim_workload::fio::parse_job_str("[w]\nfilename=w.dat\nsize=64M\nrw=write\nbs=1M\nioengine=psync\nend_fsync=1\n", "t.fio").unwrap();
-    let cfg = SimConfig { mm: MmConfig { ram_bytes: 4 << 30, check_invariants: true, ..MmConfig::default() }, lru: LruKind::Classic, memcg_limit: Some(32 << 20), seed: 1, timeline: false };
+    let jobs = foliosim_workload::fio::parse_job_str(
+        "[w]\nfilename=w.dat\nsize=64M\nrw=write\nbs=1M\nioengine=psync\nend_fsync=1\n",
+        "t.fio",
+    )
+    .unwrap();
+    let cfg = SimConfig {
+        mm: MmConfig {
+            ram_bytes: 4 << 30,
+            check_invariants: true,
+            ..MmConfig::default()
+        },
+        lru: LruKind::Classic,
+        memcg_limit: Some(32 << 20),
+        seed: 1,
+        timeline: false,
+    };
     let r = foliosim::sim::run_fio(cfg, &jobs);
     assert!(!r.jobs[0].oom_killed);
     assert_eq!(r.jobs[0].write.io_bytes, 64 << 20);
-    assert_eq!(r.memcg["pgpgout"], 64 << 10, "every page written back once (KiB)");
+    assert_eq!(
+        r.memcg["pgpgout"],
+        64 << 10,
+        "every page written back once (KiB)"
+    );
     assert_eq!(r.memcg["file_dirty"], 0, "end_fsync cleaned everything");
     assert_eq!(r.memcg["oom_kill"], 0);
-    assert!(r.memcg["pgrotated"] > 0, "PG_reclaim folios rotated on writeback completion");
+    assert!(
+        r.memcg["pgrotated"] > 0,
+        "PG_reclaim folios rotated on writeback completion"
+    );
     assert!(r.memcg["usage_in_bytes"] <= 32 << 20);
 }
