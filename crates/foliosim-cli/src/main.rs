@@ -52,7 +52,7 @@ struct MachineArgs {
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
-    /// fault_around_bytes=N, lru_gen.enabled=0|1.
+    /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N.
     #[arg(long)]
     sysctl: Vec<String>,
     /// Seed of every random choice.
@@ -112,10 +112,25 @@ impl MachineArgs {
             mm.swap = kind;
             mm.swap_bytes = size;
         }
+        let mut lru_gen_sysctl = Vec::new();
         for kv in &self.sysctl {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| format!("--sysctl: '{kv}' is not key=value"))?;
+            if let Some(knob) = k.strip_prefix("lru_gen.") {
+                // /sys/kernel/mm/lru_gen/{enabled,min_ttl_ms}: enabled=0/n
+                // turns MGLRU off (classic LRU), anything else on.
+                lru_gen_sysctl.push((k.to_string(), v.to_string()));
+                if knob == "enabled" {
+                    let off = matches!(v.trim(), "0" | "n" | "N" | "0x0" | "0x0000");
+                    lru = if off {
+                        LruKind::Classic
+                    } else {
+                        LruKind::Mglru
+                    };
+                }
+                continue;
+            }
             let n: u64 = v
                 .parse()
                 .map_err(|_| format!("--sysctl: {k}: '{v}' is not a number"))?;
@@ -130,13 +145,6 @@ impl MachineArgs {
                     mm.watermark_scale_factor = n
                 }
                 "fault_around_bytes" if n.is_power_of_two() || n == 0 => mm.fault_around_bytes = n,
-                "lru_gen.enabled" => {
-                    lru = if n == 0 {
-                        LruKind::Classic
-                    } else {
-                        LruKind::Mglru
-                    }
-                }
                 _ => {
                     return Err(format!(
                         "--sysctl: unknown key or value out of range: '{kv}'"
@@ -155,12 +163,14 @@ impl MachineArgs {
             }
             None => None,
         };
+        sim::check_lru_gen_sysctl(&lru_gen_sysctl).map_err(|e| format!("--sysctl: {e}"))?;
         Ok(SimConfig {
             mm,
             lru,
             memcg_limit,
             seed: self.seed,
             timeline: self.timeline,
+            lru_gen_sysctl,
         })
     }
 }
@@ -510,6 +520,7 @@ fn oracle_model(
         memcg_limit: Some(case.memcg_limit),
         seed: 1,
         timeline: false,
+        lru_gen_sysctl: Vec::new(),
     };
     let r = match &case.kind {
         foliosim_oracle::CaseKind::Probe { spec, variant } => {

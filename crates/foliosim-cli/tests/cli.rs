@@ -116,3 +116,45 @@ fn mmap_probe_json_has_kernel_counters() {
         assert!(v["vmstat"][k].is_u64(), "missing {k}");
     }
 }
+
+#[test]
+fn lru_gen_sysctls_select_and_configure_mglru() {
+    let (code, out, err) = foliosim(&[
+        "fio",
+        "--name=x",
+        "--size=8M",
+        "--sysctl",
+        "lru_gen.enabled=y",
+        "--sysctl",
+        "lru_gen.min_ttl_ms=1000",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["lru"], "Mglru");
+    assert!(v["lru_gen"].is_object(), "the lru_gen view is printed");
+    let (code, out, _) = foliosim(&[
+        "fio",
+        "--name=x",
+        "--size=8M",
+        "--lru=mglru",
+        "--sysctl",
+        "lru_gen.enabled=n",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["lru"], "Classic");
+    let (code, _, err) = foliosim(&[
+        "fio",
+        "--name=x",
+        "--size=8M",
+        "--sysctl",
+        "lru_gen.min_ttl_ms=abc",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("lru_gen.min_ttl_ms") && err.contains("abc"),
+        "{err}"
+    );
+}

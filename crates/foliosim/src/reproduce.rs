@@ -83,6 +83,7 @@ pub fn mmap_miss_cell(
         memcg_limit: None,
         seed,
         timeline: false,
+        lru_gen_sysctl: Vec::new(),
     };
     let spec = ProbeSpec {
         file_size: file_gib << 30,
@@ -247,6 +248,7 @@ pub fn strided_mmap_cell(lru: LruKind, variant: &str, ptes: &str, seed: u64) -> 
         memcg_limit: Some(400 << 20),
         seed,
         timeline: true,
+        lru_gen_sysctl: Vec::new(),
     };
     let mut jobs =
         foliosim_workload::fio::parse_job_str(SEED000_JOB, "seed000").expect("seed job parses");

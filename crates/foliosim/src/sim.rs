@@ -45,6 +45,10 @@ pub struct SimConfig {
     pub memcg_limit: Option<u64>,
     pub seed: u64,
     pub timeline: bool,
+    /// MGLRU's sysfs knobs (/sys/kernel/mm/lru_gen/*), as key=value pairs:
+    /// lru_gen.enabled (y, n or a caps mask) and lru_gen.min_ttl_ms.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lru_gen_sysctl: Vec<(String, String)>,
 }
 
 impl Default for SimConfig {
@@ -55,8 +59,18 @@ impl Default for SimConfig {
             memcg_limit: None,
             seed: 1,
             timeline: false,
+            lru_gen_sysctl: Vec::new(),
         }
     }
+}
+
+/// Checks MGLRU sysfs knobs before a run (the CLI reports the error).
+pub fn check_lru_gen_sysctl(kv: &[(String, String)]) -> Result<(), String> {
+    let mut g = crate::mm::vmscan::lru_gen::LruGen::new();
+    for (k, v) in kv {
+        g.set_sysctl(k, v)?;
+    }
+    Ok(())
 }
 
 /// Latency histogram: log2 buckets with 16 linear sub-buckets, fixed size,
@@ -258,10 +272,14 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Sim {
         let mut k = match cfg.lru {
             LruKind::Classic => AnyKernel::Classic(Kernel::new(cfg.mm.clone(), ClassicLru::new())),
-            LruKind::Mglru => AnyKernel::Mglru(Kernel::new(
-                cfg.mm.clone(),
-                crate::mm::vmscan::lru_gen::LruGen::new(),
-            )),
+            LruKind::Mglru => {
+                let mut g = crate::mm::vmscan::lru_gen::LruGen::new();
+                for (key, v) in &cfg.lru_gen_sysctl {
+                    g.set_sysctl(key, v)
+                        .expect("lru_gen sysctls are checked before the run");
+                }
+                AnyKernel::Mglru(Kernel::new(cfg.mm.clone(), g))
+            }
         };
         let memcg = match cfg.memcg_limit {
             Some(l) => with_kernel!(&mut k, k => k.add_memcg("foliosim", Some(l / PAGE_SIZE))),

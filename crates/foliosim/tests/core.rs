@@ -128,6 +128,7 @@ fn same_seed_same_json() {
         memcg_limit: Some(64 << 20),
         seed: 3,
         timeline: true,
+        lru_gen_sysctl: Vec::new(),
     };
     let a = serde_json::to_string(&run_probe(cfg.clone(), &spec)).unwrap();
     let b = serde_json::to_string(&run_probe(cfg.clone(), &spec)).unwrap();
@@ -208,6 +209,7 @@ fn mglru_timeline_samples_generations_each_second() {
         memcg_limit: Some(256 << 20),
         seed: 1,
         timeline: true,
+        lru_gen_sysctl: Vec::new(),
     };
     let r = run_probe(cfg, &spec);
     let secs = r.elapsed_ns / 1_000_000_000;
@@ -239,6 +241,7 @@ fn buffered_write_larger_than_memcg_writes_back_instead_of_oom() {
         memcg_limit: Some(32 << 20),
         seed: 1,
         timeline: false,
+        lru_gen_sysctl: Vec::new(),
     };
     let r = foliosim::sim::run_fio(cfg, &jobs);
     assert!(!r.jobs[0].oom_killed);
