@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use foliosim::mm::{blkdev::DeviceProfile, MmConfig, SwapKind, Variants, VARIANT_HELP};
+use foliosim::mm::{blkdev::DeviceProfile, MmConfig, SwapKind, Variants};
 use foliosim::reproduce;
 use foliosim::sim::{self, LruKind, RunReport, SimConfig};
 use foliosim_workload::units::parse_size;
@@ -342,7 +342,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
                 timeline: *timeline,
                 ..Default::default()
             };
-            m.memory = probe.memory.clone();
+            m.memory = Some(probe.memory_bytes(8 << 30)?.to_string());
             m.memcg_limit = probe.memcg_limit.clone();
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
@@ -630,7 +630,6 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("foliosim: {e}");
-            let _ = VARIANT_HELP;
             ExitCode::from(2)
         }
     }

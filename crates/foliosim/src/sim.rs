@@ -16,7 +16,7 @@ use crate::mm::memcontrol::MemcgId;
 use crate::mm::readahead::FileRaState;
 use crate::mm::vmscan::classic::ClassicLru;
 use crate::mm::vmscan::ReclaimPolicy;
-use crate::mm::vmstat::{Counters, Item, NAMES, NR_ITEMS};
+use crate::mm::vmstat::{Counters, NAMES, NR_ITEMS};
 use crate::mm::{Kernel, MmConfig, PAGE_SHIFT, PAGE_SIZE};
 
 /// Which reclaim policy runs.
@@ -648,9 +648,4 @@ pub fn run_fio(cfg: SimConfig, jobs: &[FioJob]) -> RunReport {
 /// The value of a counter by name from a report: memcg first, then vmstat.
 pub fn counter(r: &RunReport, name: &str) -> Option<u64> {
     r.memcg.get(name).or_else(|| r.vmstat.get(name)).copied()
-}
-
-#[allow(dead_code)]
-fn _assert_item_names() {
-    let _ = Item::PGPGIN;
 }

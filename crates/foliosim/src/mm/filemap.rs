@@ -327,6 +327,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return Some(0);
         }
         let end = (pos + count).min(isize);
+        let start = pos;
         let mut last_pos = file.ra.prev_pos;
         self.core.cpu(self.core.cost.syscall);
         let mut batch: [FolioId; 32] = [0; 32];
@@ -373,7 +374,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
         }
         file.ra.prev_pos = pos;
-        Some(end - (end - pos))
+        Some(end - start)
     }
 
     /// filemap_get_read_batch(): contiguous cached folios from `index`,

@@ -511,10 +511,10 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             if !may_retry {
                 return false;
             }
-            // try_charge_memcg() retries up to MAX_RECLAIM_RETRIES; progress
-            // (pages reclaimed or written back) keeps it going.
-            if (reclaimed > 0 || wrote) && retries > 0 {
-                retries -= 1;
+            // try_charge_memcg(): progress (pages reclaimed or written
+            // back) retries freely; no progress uses up one of
+            // MAX_RECLAIM_RETRIES before the OOM killer.
+            if reclaimed > 0 || wrote {
                 continue;
             }
             if retries > 0 {
