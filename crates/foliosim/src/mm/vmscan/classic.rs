@@ -1,9 +1,7 @@
 //! The classic active/inactive LRU (mm/vmscan.c shrink_lruvec and friends,
 //! mm/swap.c folio_mark_accessed / folio_add_lru, include/linux/mm_inline.h).
 
-use super::{
-    shrink_folio_list, FolioRef, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE,
-};
+use super::{shrink_folio_list, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE};
 use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
@@ -392,15 +390,6 @@ impl ReclaimPolicy for ClassicLru {
             self.lruvecs[m as usize].lists[lru].add_tail(&mut core.folios, id);
             core.count(m, Item::PGROTATED, 1);
         }
-    }
-
-    fn folio_check_references(
-        &mut self,
-        core: &mut Core,
-        id: FolioId,
-        _sc: &ScanControl,
-    ) -> FolioRef {
-        super::folio_check_references_classic(core, id)
     }
 
     fn workingset_eviction(&mut self, core: &mut Core, id: FolioId) -> Shadow {
