@@ -305,6 +305,13 @@ impl Sim {
             let core = &k.core;
             let m = &core.memcgs[self.memcg as usize];
             let mut memcg = counters_map(if self.memcg == 0 { &core.vm } else { &m.stat });
+            if self.memcg == 0 {
+                // The root's memcg-only events (v1 charge counts).
+                use crate::mm::vmstat::Item;
+                for it in [Item::MEMCG_PGPGIN, Item::MEMCG_PGPGOUT] {
+                    memcg.insert(NAMES[it as usize], m.stat.get(it));
+                }
+            }
             let sizes = k.policy.lru_sizes(self.memcg);
             let (file, anon, mapped, dirty, wb) = if self.memcg == 0 {
                 let s = |f: fn(&crate::mm::memcontrol::MemCgroup) -> u64| core.memcgs.iter().map(f).sum::<u64>();
@@ -523,7 +530,7 @@ impl Sim {
                 let Some(io) = s.gen.next_io() else {
                     if j.end_fsync {
                         k.core.now = s.t;
-                        k.sync_all(s.file.memcg);
+                        k.sync_all();
                         s.t = k.core.now;
                     }
                     s.done = true;
@@ -559,7 +566,7 @@ impl Sim {
                         k.core.cpu(k.core.cost.copy_page);
                     }
                     if write {
-                        k.balance_dirty_pages(s.file.memcg);
+                        k.balance_dirty_pages();
                     }
                     ok
                 } else if write {

@@ -259,3 +259,50 @@ fn buffered_write_larger_than_memcg_writes_back_instead_of_oom() {
     );
     assert!(r.memcg["usage_in_bytes"] <= 32 << 20);
 }
+
+/// Classic LRU's anon/file balance follows swappiness (get_scan_count's
+/// fractions and lru_note_cost): more swappiness, more swap-out and fewer
+/// file refaults — the monotonic behaviour seed 003's thread expects of
+/// the active/inactive LRU.
+#[test]
+fn swappiness_tilts_classic_reclaim_from_file_to_anon() {
+    use foliosim::mm::vmstat::Item;
+    let run = |swappiness: u32| {
+        let cfg = MmConfig {
+            ram_bytes: 64 << 20,
+            reserved_bytes: 4 << 20,
+            read_ahead_kb: 0,
+            swappiness,
+            swap: foliosim::mm::SwapKind::Zram,
+            swap_bytes: 64 << 20,
+            check_invariants: true,
+            ..MmConfig::default()
+        };
+        let mut k = Kernel::new(cfg, ClassicLru::new());
+        let m = k.add_memcg("t", Some(2048));
+        let mut f = open(&mut k, 4096, m);
+        let anon = k.core.add_file(1536 * PAGE_SIZE);
+        for round in 0..12u64 {
+            for p in 0..1536u64 {
+                assert!(k.anon_access(anon, (p * 7 + round) % 1536, m, true));
+            }
+            for p in 0..1536u64 {
+                k.filemap_read(&mut f, ((p * 13 + round) % 1536) * PAGE_SIZE, PAGE_SIZE)
+                    .unwrap();
+            }
+        }
+        let s = &k.core.memcgs[m as usize].stat;
+        (s.get(Item::PSWPOUT), s.get(Item::WORKINGSET_REFAULT_FILE))
+    };
+    let (swp_lo, ref_lo) = run(10);
+    let (swp_hi, ref_hi) = run(190);
+    eprintln!("swappiness 10: {swp_lo} pswpout, {ref_lo} file refaults; 190: {swp_hi}, {ref_hi}");
+    assert!(
+        swp_hi > swp_lo,
+        "pswpout: swappiness 190 {swp_hi} vs 10 {swp_lo}"
+    );
+    assert!(
+        ref_hi < ref_lo,
+        "file refaults: swappiness 190 {ref_hi} vs 10 {ref_lo}"
+    );
+}

@@ -125,7 +125,9 @@ pub trait PageRef: Send + Sync + Sized {
     /// `page_count_writable(page, 0)`: false when a `try_get` must not write
     /// the count (the page may sit in a vmemmap area being remapped). Only
     /// looks at the count when HVO is on; pages here are never fake heads.
-    fn page_count_writable(&self) -> bool;
+    fn page_count_writable(&self) -> bool {
+        !self.hvo() || self.refcount().read_acquire() != 0
+    }
 
     /// `page_ref_add_unless(page, nr, 0)` (the patch's
     /// `page_ref_add_unless_zero`): take `nr` references unless the page is
@@ -181,10 +183,6 @@ impl PageRef for CmpxchgLoop {
         self.hvo
     }
 
-    fn page_count_writable(&self) -> bool {
-        !self.hvo || self.refcount.read_acquire() != 0
-    }
-
     #[inline]
     fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
         // rcu_read_lock() only keeps the struct page mapped: a no-op here.
@@ -221,10 +219,6 @@ impl PageRef for Optimistic {
 
     fn hvo(&self) -> bool {
         self.hvo
-    }
-
-    fn page_count_writable(&self) -> bool {
-        !self.hvo || self.refcount.read_acquire() != 0
     }
 
     #[inline]
@@ -391,10 +385,6 @@ impl PageRef for BrokenOptimistic {
 
     fn hvo(&self) -> bool {
         self.hvo
-    }
-
-    fn page_count_writable(&self) -> bool {
-        !self.hvo || self.refcount.read_acquire() != 0
     }
 
     fn page_ref_add_unless_zero(&self, nr: i32) -> bool {

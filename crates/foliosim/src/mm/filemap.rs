@@ -440,7 +440,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.policy.folio_mark_accessed(&mut self.core, id);
             p = chunk_end;
         }
-        self.balance_dirty_pages(file.memcg);
+        self.balance_dirty_pages();
         Some(end - pos)
     }
 
@@ -571,7 +571,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             let f = self.core.folios.get_mut(id);
             // next_uptodate_folio() skips locked and PG_readahead folios.
-            if f.test(pg::READAHEAD) || f.test(pg::LOCKED) || f.test(pg::WRITEBACK) && false {
+            if f.test(pg::READAHEAD) || f.test(pg::LOCKED) {
                 continue;
             }
             // filemap_map_order0_folio(): every mapped folio that is not

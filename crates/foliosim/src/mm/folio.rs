@@ -38,8 +38,7 @@ pub mod pg {
     /// Brought in by readahead and not yet accessed (for the explain report:
     /// PG_readahead only marks one folio per window).
     pub const RA_UNUSED: u32 = 1 << 17;
-    /// MGLRU: the folio was accessed through a page table since its last
-    /// aging (kept apart from the refs bits, as the kernel's LRU_REFS field).
+    /// The frame is on the free list (no folio).
     pub const FREE: u32 = 1 << 31;
 }
 

@@ -299,6 +299,12 @@ impl Core {
         }
     }
 
+    /// A memcg-only event (memory.stat v1's charge counters).
+    #[inline]
+    pub fn count_memcg(&mut self, memcg: MemcgId, item: Item, n: u64) {
+        self.memcgs[memcg as usize].stat.add(item, n);
+    }
+
     #[inline]
     pub fn count_vm(&mut self, item: Item, n: u64) {
         self.vm.add(item, n);
@@ -325,8 +331,7 @@ impl Core {
         }
     }
 
-    /// Once per simulated second: timeline samples and the flusher's
-    /// periodic writeback (wb_workfn every dirty_writeback_centisecs).
+    /// Once per simulated second: timeline samples.
     #[cold]
     fn tick(&mut self) {
         while self.now >= self.next_tick {
@@ -433,41 +438,35 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             return None;
         }
         let id = loop {
-            let free = self.core.folios.nr_free;
-            if free <= self.core.wmark.low && !self.core.in_reclaim {
+            if self.core.folios.nr_free <= self.core.wmark.low && !self.core.in_reclaim {
                 // wakeup_kswapd(): the model runs kswapd to completion at
                 // once; its work is not charged to the task.
                 self.kswapd();
             }
-            if self.core.folios.nr_free <= self.core.wmark.min && !self.core.in_reclaim {
-                self.core.count_vm(Item::ALLOCSTALL, 1);
-                let got = self.try_to_free_pages(SWAP_CLUSTER_MAX);
-                if got == 0 && self.core.folios.nr_free == 0 {
-                    if memcg != 0 {
-                        self.core.memcgs[memcg as usize].usage -= 1;
-                    }
-                    self.out_of_memory(0);
-                    return None;
+            // Above the min watermark the fast path allocates.
+            if self.core.folios.nr_free > self.core.wmark.min || self.core.in_reclaim {
+                if let Some(id) = self.core.folios.alloc() {
+                    break id;
                 }
             }
-            match self.core.folios.alloc() {
-                Some(id) => break id,
-                None => {
-                    if self.try_to_free_pages(SWAP_CLUSTER_MAX) == 0 {
-                        if memcg != 0 {
-                            self.core.memcgs[memcg as usize].usage -= 1;
-                        }
-                        self.out_of_memory(0);
-                        return None;
-                    }
+            // __alloc_pages_slowpath(): direct reclaim, then OOM.
+            self.core.count_vm(Item::ALLOCSTALL, 1);
+            if self.try_to_free_pages(SWAP_CLUSTER_MAX) == 0 && self.core.folios.nr_free == 0 {
+                if memcg != 0 {
+                    self.core.memcgs[memcg as usize].uncharge(1);
                 }
+                self.out_of_memory();
+                return None;
+            }
+            if let Some(id) = self.core.folios.alloc() {
+                break id;
             }
         };
         self.core.count_vm(Item::PGALLOC, 1);
         self.core.cpu(self.core.cost.page_alloc);
         let f = self.core.folios.get_mut(id);
         f.memcg = memcg;
-        self.core.count(memcg, Item::MEMCG_PGPGIN, 1);
+        self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
         Some(id)
     }
 
@@ -538,7 +537,7 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     }
 
     /// Global OOM: kill the largest memcg's task.
-    pub fn out_of_memory(&mut self, _memcg: MemcgId) {
+    pub fn out_of_memory(&mut self) {
         let victim = (1..self.core.memcgs.len())
             .max_by_key(|&i| self.core.memcgs[i].usage)
             .unwrap_or(0);

@@ -9,7 +9,6 @@
 use std::collections::VecDeque;
 
 use super::folio::{pg, FolioId};
-use super::memcontrol::MemcgId;
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
 use super::{Kernel, PAGE_SIZE};
@@ -27,6 +26,8 @@ pub struct WbState {
     pub dirty: VecDeque<(FolioId, u64)>,
     /// Folios under writeback and when their I/O completes, in order.
     pub inflight: VecDeque<(FolioId, u64)>,
+    /// When the flusher's next periodic pass is due.
+    pub next_periodic: u64,
 }
 
 impl<P: ReclaimPolicy> Kernel<P> {
@@ -56,7 +57,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// Writes back up to `nr` of the oldest dirty folios as one batch
     /// (wb_writeback()).
-    fn writeback_oldest(&mut self, nr: usize, memcg: MemcgId) {
+    fn writeback_oldest(&mut self, nr: usize) {
         let mut ids = Vec::new();
         while ids.len() < nr {
             let Some((id, _)) = self.core.wb.dirty.pop_front() else {
@@ -83,7 +84,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.count(m, Item::PGPGOUT, PAGE_SIZE / 1024);
             self.core.wb.inflight.push_back((id, done));
         }
-        let _ = memcg;
     }
 
     /// Completes writeback whose I/O finished by now (folio_end_writeback()).
@@ -108,19 +108,28 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// The flusher (wb_workfn): expired inodes and background writeback,
     /// run after each write and when reclaim asked for it.
-    pub fn wb_flush(&mut self, memcg: MemcgId) {
+    pub fn wb_flush(&mut self) {
         self.wb_complete();
         let (bg, _) = self.dirty_thresholds();
         let expire = self.core.cfg.dirty_expire_centisecs * 10_000_000;
         let now = self.core.now;
         let wake = std::mem::take(&mut self.core.wb_wakeup_flusher);
+        // The periodic kupdate-style pass (wb_check_old_data_flush) runs
+        // every dirty_writeback_centisecs; expired inodes wait for it.
+        let periodic = now >= self.core.wb.next_periodic;
+        if periodic {
+            let interval = (self.core.cfg.dirty_writeback_centisecs * 10_000_000).max(1);
+            self.core.wb.next_periodic = now - now % interval + interval;
+        }
         while self.core.wb.nr_dirty > 0 {
             let oldest = self.core.wb.dirty.front().map(|&(_, t)| t).unwrap_or(now);
-            let expired = now.saturating_sub(oldest) >= expire;
+            let expired = periodic
+                && self.core.cfg.dirty_writeback_centisecs > 0
+                && now.saturating_sub(oldest) >= expire;
             if !(self.core.wb.nr_dirty > bg || expired || wake) {
                 break;
             }
-            self.writeback_oldest(MAX_WRITEBACK_PAGES, memcg);
+            self.writeback_oldest(MAX_WRITEBACK_PAGES);
             if wake && self.core.wb.nr_dirty <= bg && !expired {
                 break;
             }
@@ -129,8 +138,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// balance_dirty_pages(): start background writeback and throttle the
     /// writer while dirty + writeback pages exceed the dirty threshold.
-    pub fn balance_dirty_pages(&mut self, memcg: MemcgId) {
-        self.wb_flush(memcg);
+    pub fn balance_dirty_pages(&mut self) {
+        self.wb_flush();
         let (_, thresh) = self.dirty_thresholds();
         while self.core.wb.nr_dirty + self.core.wb.nr_writeback > thresh {
             match self.core.wb.inflight.front() {
@@ -139,7 +148,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.wb_complete();
                 }
                 None => {
-                    self.writeback_oldest(MAX_WRITEBACK_PAGES, memcg);
+                    self.writeback_oldest(MAX_WRITEBACK_PAGES);
                 }
             }
         }
@@ -151,7 +160,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn reclaim_writeback_wait(&mut self) -> bool {
         self.core.wb_wakeup_flusher = false;
         while self.core.wb.nr_dirty > 0 {
-            self.writeback_oldest(MAX_WRITEBACK_PAGES, 0);
+            self.writeback_oldest(MAX_WRITEBACK_PAGES);
         }
         let before = self.core.wb.nr_writeback;
         if let Some(&(_, done)) = self.core.wb.inflight.back() {
@@ -162,9 +171,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     }
 
     /// fsync / the end of a job with end_fsync: write everything back and wait.
-    pub fn sync_all(&mut self, memcg: MemcgId) {
+    pub fn sync_all(&mut self) {
         while self.core.wb.nr_dirty > 0 {
-            self.writeback_oldest(MAX_WRITEBACK_PAGES, memcg);
+            self.writeback_oldest(MAX_WRITEBACK_PAGES);
         }
         if let Some(&(_, done)) = self.core.wb.inflight.back() {
             self.core.wait_until(done);

@@ -74,14 +74,16 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let mapping = file.mapping;
         let memcg = file.memcg;
         let mark = nr_to_read.wrapping_sub(lookahead);
-        let mut run_start: Option<u64> = None;
+        // The batch being built: [start, end) of folios added, read as one
+        // request (read_pages()).
+        let mut run: Option<(u64, u64)> = None;
         let mut added = 0u64;
         for i in 0..nr_to_read {
             let idx = index + i;
             if self.core.files[mapping as usize].folio(idx).is_some() {
                 // An already cached folio ends the batch; it is not marked.
-                if let Some(s) = run_start.take() {
-                    self.submit_read(mapping, s, idx, memcg);
+                if let Some((s, e)) = run.take() {
+                    self.submit_read(mapping, s, e, memcg);
                 }
                 continue;
             }
@@ -94,19 +96,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 f.set(pg::READAHEAD);
             }
             added += 1;
-            if run_start.is_none() {
-                run_start = Some(idx);
-            }
-            // read_pages() is called for the batch before the loop can go on
-            // past a failed allocation: the run is submitted below.
+            run = Some((run.map_or(idx, |(s, _)| s), idx + 1));
         }
-        if let Some(s) = run_start {
-            let end = index + nr_to_read;
-            // The run ends where the loop stopped adding.
-            let mut e = s;
-            while e < end && self.core.files[mapping as usize].folio(e).is_some() {
-                e += 1;
-            }
+        // A failed allocation stops the loop; what was added is still read.
+        if let Some((s, e)) = run {
             self.submit_read(mapping, s, e, memcg);
         }
         self.core.count(memcg, Item::RA_PAGES, added);

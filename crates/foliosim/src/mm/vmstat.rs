@@ -26,7 +26,6 @@ items! {
     PGACTIVATE => "pgactivate",
     PGDEACTIVATE => "pgdeactivate",
     PGREFILL => "pgrefill",
-    PGLAZYFREE => "pglazyfree",
     PGSCAN_KSWAPD => "pgscan_kswapd",
     PGSCAN_DIRECT => "pgscan_direct",
     PGSCAN_ANON => "pgscan_anon",
@@ -45,13 +44,9 @@ items! {
     WORKINGSET_ACTIVATE_FILE => "workingset_activate_file",
     WORKINGSET_RESTORE_ANON => "workingset_restore_anon",
     WORKINGSET_RESTORE_FILE => "workingset_restore_file",
-    WORKINGSET_NODERECLAIM => "workingset_nodereclaim",
     NR_VMSCAN_WRITE => "nr_vmscan_write",
     NR_VMSCAN_IMMEDIATE => "nr_vmscan_immediate_reclaim",
     OOM_KILL => "oom_kill",
-    PGINODESTEAL => "pginodesteal",
-    // MGLRU (mm/vmscan.c lru_gen)
-    PGSCAN_KHUGEPAGED => "pgscan_khugepaged",
     // memcg v1 charge events (memory.stat pgpgin/pgpgout count pages charged
     // and uncharged, not KiB of I/O: kept apart from the vmstat ones).
     MEMCG_PGPGIN => "memcg_pgpgin_events",

@@ -96,9 +96,15 @@ impl Core {
     /// workingset_refault() for the classic LRU, on the folio being added
     /// at the shadow's slot: count the refault and, when the refault
     /// distance fits in the workingset (workingset_test_recent()), activate
-    /// it, and restore PG_workingset if it was set at eviction.
+    /// it, and restore PG_workingset if it was set at eviction. Returns
+    /// whether it was restored (the caller notes the refault's cost).
     /// `sizes` are the eviction lruvec's LRU sizes.
-    pub fn workingset_refault_classic(&mut self, id: FolioId, shadow: Shadow, sizes: LruSizes) {
+    pub fn workingset_refault_classic(
+        &mut self,
+        id: FolioId,
+        shadow: Shadow,
+        sizes: LruSizes,
+    ) -> bool {
         let (evict_memcg, eviction, workingset) = unpack_shadow(shadow);
         let f = self.folios.get(id);
         let file = f.is_file_lru();
@@ -108,7 +114,7 @@ impl Core {
         // The memcg may be gone or differ; refault distance is measured on
         // the eviction lruvec.
         let Some(em) = self.memcgs.get(evict_memcg as usize) else {
-            return;
+            return false;
         };
         let refault = em.nonresident_age;
         let distance = refault.wrapping_sub(eviction) & EVICTION_MASK;
@@ -123,7 +129,7 @@ impl Core {
             }
         }
         if distance > ws_size {
-            return;
+            return false;
         }
         self.folios.get_mut(id).set(pg::ACTIVE);
         self.workingset_age_nonresident(memcg, 1);
@@ -132,6 +138,7 @@ impl Core {
             self.folios.get_mut(id).set(pg::WORKINGSET);
             self.count(memcg, restore_item, 1);
         }
+        workingset
     }
 }
 

@@ -66,6 +66,44 @@ impl ClassicLru {
         self.lruvecs[m].lists[lru].add(&mut core.folios, id);
     }
 
+    /// lruvec_add_folio_tail(): as lruvec_add_folio(), at the tail.
+    #[inline]
+    fn lruvec_add_folio_tail(&mut self, core: &mut Core, id: FolioId) {
+        let f = core.folios.get_mut(id);
+        let lru = folio_lru_list(f.flags);
+        f.lru = lru as u8;
+        f.set(pg::LRU);
+        f.clear(pg::ISOLATED);
+        let m = f.memcg as usize;
+        self.lruvecs[m].lists[lru].add_tail(&mut core.folios, id);
+    }
+
+    /// lru_note_cost(): the cost of reclaiming from one LRU type (I/O
+    /// counts SWAP_CLUSTER_MAX per folio, a rotation 1), on the lruvec and
+    /// its ancestors, halving both costs once they pass a quarter of the
+    /// LRU size so old events fade.
+    fn lru_note_cost(&mut self, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
+        let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        let mut m = memcg as usize;
+        loop {
+            let lv = &mut self.lruvecs[m];
+            if file {
+                lv.file_cost += cost;
+            } else {
+                lv.anon_cost += cost;
+            }
+            let lrusize = lv.lists.iter().take(4).map(|l| l.len).sum::<u64>();
+            if lv.file_cost + lv.anon_cost > lrusize / 4 {
+                lv.file_cost /= 2;
+                lv.anon_cost /= 2;
+            }
+            if m == 0 {
+                break;
+            }
+            m = 0; // parent_lruvec(): the root, in this two-level hierarchy
+        }
+    }
+
     #[inline]
     fn lruvec_del_folio(&mut self, core: &mut Core, id: FolioId) {
         let f = core.folios.get(id);
@@ -169,19 +207,7 @@ impl ClassicLru {
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
         self.move_folios_to_lru(core, &list);
         core.count_pgsteal(memcg, file, nr_reclaimed, sc);
-        // lru_note_cost(): I/O (pageout) costs SWAP_CLUSTER_MAX, rotations 1.
-        let cost = sc.nr_pageout * SWAP_CLUSTER_MAX + (nr_scanned - nr_reclaimed);
-        let lv = &mut self.lruvecs[memcg as usize];
-        if file {
-            lv.file_cost += cost;
-        } else {
-            lv.anon_cost += cost;
-        }
-        let total = lv.lists.iter().take(4).map(|l| l.len).sum::<u64>();
-        if lv.file_cost + lv.anon_cost > total / 4 {
-            lv.file_cost /= 2;
-            lv.anon_cost /= 2;
-        }
+        self.lru_note_cost(memcg, file, sc.nr_pageout, nr_scanned - nr_reclaimed);
         list.clear();
         self.scratch = list;
         nr_reclaimed
@@ -252,8 +278,12 @@ impl ClassicLru {
     /// shrink_lruvec().
     fn shrink_lruvec(&mut self, core: &mut Core, memcg: MemcgId, sc: &mut ScanControl) {
         let mut nr = self.get_scan_count(core, memcg, sc);
+        let targets = nr;
         let nr_to_reclaim = sc.nr_to_reclaim;
         let start = sc.nr_reclaimed;
+        // Global direct reclaim at DEF_PRIORITY scans its whole target.
+        let proportional =
+            !sc.cgroup_reclaim() && !sc.is_kswapd && sc.priority == crate::mm::DEF_PRIORITY;
         while nr[LRU_INACTIVE_ANON] > 0 || nr[LRU_ACTIVE_FILE] > 0 || nr[LRU_INACTIVE_FILE] > 0 {
             for lru in 0..4 {
                 if nr[lru] == 0 {
@@ -276,13 +306,30 @@ impl ClassicLru {
                     sc.nr_reclaimed += self.shrink_inactive_list(core, memcg, n, sc, lru);
                 }
             }
-            // Stop once the goal is met (the kernel then scales the other
-            // lists down proportionally; the model stops outright), except
-            // global direct reclaim at DEF_PRIORITY which scans it all.
-            let proportional =
-                !sc.cgroup_reclaim() && !sc.is_kswapd && sc.priority == crate::mm::DEF_PRIORITY;
-            if sc.nr_reclaimed - start >= nr_to_reclaim && !proportional {
+            if sc.nr_reclaimed - start < nr_to_reclaim || proportional {
+                continue;
+            }
+            // Goal met: stop scanning the type with less left to scan and
+            // trim the other to the same share of its original target, so
+            // anon and file stay scanned in get_scan_count()'s proportion.
+            let nr_file = nr[LRU_INACTIVE_FILE] + nr[LRU_ACTIVE_FILE];
+            let nr_anon = nr[LRU_INACTIVE_ANON] + nr[LRU_ACTIVE_ANON];
+            if nr_file == 0 || nr_anon == 0 {
                 break;
+            }
+            let (small, big, left) = if nr_file > nr_anon {
+                (LRU_INACTIVE_ANON, LRU_INACTIVE_FILE, nr_anon)
+            } else {
+                (LRU_INACTIVE_FILE, LRU_INACTIVE_ANON, nr_file)
+            };
+            let scan_target = targets[small] + targets[small + 1] + 1;
+            let percentage = left * 100 / scan_target;
+            nr[small] = 0;
+            nr[small + 1] = 0;
+            for lru in [big, big + 1] {
+                let scanned = targets[lru] - nr[lru];
+                nr[lru] = targets[lru] * (100 - percentage) / 100;
+                nr[lru] -= nr[lru].min(scanned);
             }
         }
         // Age the active anon list even without anon scanning.
@@ -383,11 +430,7 @@ impl ReclaimPolicy for ClassicLru {
             let m = f.memcg;
             self.lruvec_del_folio(core, id);
             core.folios.get_mut(id).clear(pg::ACTIVE);
-            let lru = folio_lru_list(core.folios.get(id).flags);
-            let f = core.folios.get_mut(id);
-            f.lru = lru as u8;
-            f.set(pg::LRU);
-            self.lruvecs[m as usize].lists[lru].add_tail(&mut core.folios, id);
+            self.lruvec_add_folio_tail(core, id);
             core.count(m, Item::PGROTATED, 1);
         }
     }
@@ -399,7 +442,12 @@ impl ReclaimPolicy for ClassicLru {
     fn workingset_refault(&mut self, core: &mut Core, id: FolioId, shadow: Shadow) {
         let (evict_memcg, _, _) = crate::mm::workingset::unpack_shadow(shadow);
         let sizes = self.lru_sizes(evict_memcg);
-        core.workingset_refault_classic(id, shadow, sizes);
+        if core.workingset_refault_classic(id, shadow, sizes) {
+            // lru_note_cost_refault(): a restored workingset folio cost an I/O.
+            let f = core.folios.get(id);
+            let (memcg, file) = (f.memcg, f.is_file_lru());
+            self.lru_note_cost(memcg, file, 1, 0);
+        }
     }
 
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {

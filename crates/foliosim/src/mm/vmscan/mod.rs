@@ -162,7 +162,7 @@ impl Core {
         if memcg != 0 {
             self.memcgs[memcg as usize].uncharge(1);
         }
-        self.count(memcg, Item::MEMCG_PGPGOUT, 1);
+        self.count_memcg(memcg, Item::MEMCG_PGPGOUT, 1);
         self.count_vm(Item::PGFREE, 1);
         self.folios.free(id);
     }
@@ -295,6 +295,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 continue;
             }
             core.count(memcg, Item::PSWPOUT, 1);
+            core.count(memcg, Item::NR_VMSCAN_WRITE, 1);
             core.count(memcg, Item::PGPGOUT, PAGE_SIZE / 1024);
             sc.nr_pageout += 1;
             core.dev.submit(core.now, PAGE_SIZE, true);
