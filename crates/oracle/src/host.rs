@@ -248,22 +248,25 @@ fn fs_type_of(mountinfo: &str, dir: &Path) -> Option<String> {
     best.map(|(_, t)| t)
 }
 
+/// /proc/self/mountinfo lines as (mount point, fs type, super options).
+fn mounts(mountinfo: &str) -> impl Iterator<Item = (&str, &str, &str)> {
+    mountinfo.lines().filter_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        let mnt = pre.split(' ').nth(4)?;
+        let mut post = post.split(' ');
+        let fstype = post.next().unwrap_or("");
+        let super_opts = post.nth(1).unwrap_or("");
+        Some((mnt, fstype, super_opts))
+    })
+}
+
 /// Finds the hierarchy with the memory controller: a v1 `cgroup` mount with
 /// the `memory` option, else a `cgroup2` mount whose root lists `memory` in
 /// cgroup.controllers. `read` reads a file (injected for tests).
 pub fn detect_cgroup(mountinfo: &str, read: impl Fn(&Path) -> Option<String>) -> CgroupFlavor {
     let mut v2_without: Vec<String> = Vec::new();
     let mut v2: Option<PathBuf> = None;
-    for line in mountinfo.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let Some(mnt) = pre.split(' ').nth(4) else {
-            continue;
-        };
-        let mut post = post.split(' ');
-        let fstype = post.next().unwrap_or("");
-        let super_opts = post.nth(1).unwrap_or("");
+    for (mnt, fstype, super_opts) in mounts(mountinfo) {
         match fstype {
             "cgroup" if super_opts.split(',').any(|o| o == "memory") => {
                 return CgroupFlavor::V1 {
@@ -313,17 +316,8 @@ pub fn detect_io(
             return IoAccounting::Io;
         }
     }
-    for line in mountinfo.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let Some(mnt) = pre.split(' ').nth(4) else {
-            continue;
-        };
-        let mut post = post.split(' ');
-        if post.next() == Some("cgroup")
-            && post.nth(1).unwrap_or("").split(',').any(|o| o == "blkio")
-        {
+    for (mnt, fstype, super_opts) in mounts(mountinfo) {
+        if fstype == "cgroup" && super_opts.split(',').any(|o| o == "blkio") {
             return IoAccounting::Blkio {
                 mount: PathBuf::from(mnt),
             };
