@@ -8,7 +8,7 @@ use super::memcontrol::MemcgId;
 use super::readahead::FileRaState;
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::workingset::Shadow;
+use super::workingset::{Shadow, XaNode, XA_CHUNK_SHIFT};
 use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
 /// MMAP_LOTSAMISS: past this many net misses, mmap read-around stops.
@@ -53,6 +53,9 @@ pub struct AddressSpace {
     pte_tables: Vec<u64>,
     pte_tables_memcg: MemcgId,
     pub nr_pte_tables: u64,
+    /// The xarray's leaf nodes (64 slots each): how many entries and how
+    /// many shadows they hold, for workingset_update_node().
+    pub nodes: Vec<XaNode>,
 }
 
 impl AddressSpace {
@@ -69,6 +72,7 @@ impl AddressSpace {
             pte_tables: Vec::new(),
             pte_tables_memcg: 0,
             nr_pte_tables: 0,
+            nodes: vec![XaNode::default(); n.div_ceil(1 << XA_CHUNK_SHIFT)],
         }
     }
 
@@ -104,8 +108,12 @@ impl AddressSpace {
     #[inline]
     fn set_folio(&mut self, index: u64, id: FolioId) {
         let old = self.slots[index as usize];
+        let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
         if old & SHADOW_BIT != 0 {
             self.nrshadows -= 1;
+            node.nr_values -= 1;
+        } else {
+            node.count += 1;
         }
         self.slots[index as usize] = id as u64 + 1;
         self.nrpages += 1;
@@ -120,12 +128,17 @@ impl AddressSpace {
     #[inline]
     pub fn replace_with_shadow(&mut self, index: u64, shadow: Option<Shadow>) {
         self.nrpages -= 1;
+        let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
         self.slots[index as usize] = match shadow {
             Some(s) => {
                 self.nrshadows += 1;
+                node.nr_values += 1;
                 s.0 | SHADOW_BIT
             }
-            None => 0,
+            None => {
+                node.count -= 1;
+                0
+            }
         };
     }
 
@@ -159,6 +172,9 @@ impl AddressSpace {
         debug_assert!(matches!(self.slot(index), Slot::Shadow(_)));
         self.slots[index as usize] = 0;
         self.nrshadows -= 1;
+        let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
+        node.count -= 1;
+        node.nr_values -= 1;
     }
 
     /// An anonymous folio was swapped out: leave the swap entry.
@@ -172,6 +188,25 @@ impl AddressSpace {
     #[inline]
     pub fn clear_swap_entry(&mut self, index: u64) {
         self.slots[index as usize] = 0;
+        self.nodes[(index >> XA_CHUNK_SHIFT) as usize].count -= 1;
+    }
+
+    /// shadow_lru_isolate(): drop a node that holds only shadow entries;
+    /// returns how many shadows went.
+    pub fn delete_shadow_node(&mut self, node: usize) -> u64 {
+        let start = node << XA_CHUNK_SHIFT;
+        let end = (start + (1 << XA_CHUNK_SHIFT)).min(self.slots.len());
+        let n = &mut self.nodes[node];
+        debug_assert!(n.count > 0 && n.count == n.nr_values);
+        let dropped = n.count as u64;
+        n.count = 0;
+        n.nr_values = 0;
+        for v in &mut self.slots[start..end] {
+            debug_assert!(*v == 0 || (*v & SHADOW_BIT != 0 && *v & SWAP_BIT == 0));
+            *v = 0;
+        }
+        self.nrshadows -= dropped;
+        dropped
     }
 
     /// page_cache_prev_miss(): the highest index < =`index` within
@@ -287,6 +322,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             f.flags = pg::LOCKED | pg::UPTODATE;
         }
         self.core.files[mapping as usize].set_folio(index, id);
+        self.core.workingset_update_node(mapping, index, memcg);
         self.core.memcgs[memcg as usize].nr_file += 1;
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
@@ -672,6 +708,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     // Shadow entries go too (clear_shadow_entries()): a
                     // page read after invalidation is not a refault.
                     self.core.files[mapping as usize].clear_shadow(idx);
+                    self.core.workingset_update_node(mapping, idx, 0);
                     continue;
                 }
                 Slot::Empty | Slot::Swap(_) => continue,
@@ -687,6 +724,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.policy.folio_del_lru(&mut self.core, id);
             self.core.files[mapping as usize].replace_with_shadow(idx, None);
             let memcg = self.core.folios.get(id).memcg;
+            self.core.workingset_update_node(mapping, idx, memcg);
             self.core.memcgs[memcg as usize].nr_file -= 1;
             self.core.free_folio(id);
         }

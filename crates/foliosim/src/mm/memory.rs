@@ -114,6 +114,7 @@ impl Core {
         shadow: super::workingset::Shadow,
     ) {
         self.files[mapping as usize].set_swap_entry(index, shadow);
+        self.workingset_update_node(mapping, index, 0);
     }
 }
 
@@ -151,6 +152,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     .count(memcg, Item::PGPGIN, super::PAGE_SIZE / 1024);
                 self.core.cpu(self.core.cost.minor_fault);
                 self.core.files[space as usize].clear_swap_entry(index);
+                self.core.workingset_update_node(space, index, memcg);
                 self.core.swap.free_slot();
                 let done = self.core.dev.submit(self.core.now, super::PAGE_SIZE, false);
                 self.core.wait_until(done);
@@ -180,6 +182,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             f.flags = pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY;
         }
         self.core.files[space as usize].set_folio_pub(index, id);
+        self.core.workingset_update_node(space, index, memcg);
         self.core.memcgs[memcg as usize].nr_anon += 1;
         self.core.memcgs[memcg as usize].nr_mapped += 1;
         if let Some(s) = shadow {

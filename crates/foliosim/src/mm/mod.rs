@@ -38,9 +38,9 @@ pub struct Variants {
     pub mmap_miss_p2: bool,
     /// arch_wants_old_prefaulted_pte(): fault-around maps old PTEs (arm64).
     pub old_prefaulted_ptes: bool,
-    /// Seed 000: folio_add_lru() in the fault path uses folio_mark_accessed()
-    /// instead of folio_set_active() under MGLRU.
-    pub pf_mark_accessed: bool,
+    /// Seed 000: what folio_add_lru() does to a folio added in the fault
+    /// path under MGLRU.
+    pub pf_activation: PfActivation,
     /// Seed 004: workingset protection rework (true = after, the default).
     pub mglru_wsprot_rework: bool,
     /// Seed 003: the reclaim loop rework (true = after the 14-patch series).
@@ -49,8 +49,26 @@ pub struct Variants {
     pub mglru_isolate_fallback_fix: bool,
 }
 
+/// Seed 000's fault-path activation under MGLRU, in its three published
+/// forms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PfActivation {
+    /// Before the patch (Linux 6.1 to 7.1): folio_set_active().
+    #[default]
+    SetActive,
+    /// The seed's patch (v1): folio_mark_accessed() instead.
+    MarkAccessed,
+    /// As merged for Linux 7.2 (6cbdd9726fb5): a refaulted PG_workingset
+    /// folio still gets folio_set_active(); any other gets
+    /// folio_mark_accessed() unless already PG_referenced, and
+    /// lru_gen_folio_seq() places PG_referenced folios one generation
+    /// younger than the oldest.
+    Merged,
+}
+
 pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | x86 (old or young prefaulted PTEs); \
-pf-mark-accessed | pf-set-active (seed 000); wsprot-rework | wsprot-legacy (seed 004); \
+pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy (seed 004); \
 reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); baseline (none of the seed 002 patches)";
 
 impl Variants {
@@ -60,7 +78,7 @@ impl Variants {
             mmap_miss_p1: false,
             mmap_miss_p2: false,
             old_prefaulted_ptes: false,
-            pf_mark_accessed: true,
+            pf_activation: PfActivation::MarkAccessed,
             mglru_wsprot_rework: true,
             mglru_reclaim_rework: true,
             mglru_isolate_fallback_fix: true,
@@ -83,8 +101,9 @@ impl Variants {
                 "p2" => self.mmap_miss_p2 = true,
                 "arm64" | "old-ptes" => self.old_prefaulted_ptes = true,
                 "x86" | "young-ptes" => self.old_prefaulted_ptes = false,
-                "pf-mark-accessed" | "after-000" => self.pf_mark_accessed = true,
-                "pf-set-active" | "before-000" => self.pf_mark_accessed = false,
+                "pf-mark-accessed" | "after-000" => self.pf_activation = PfActivation::MarkAccessed,
+                "pf-set-active" | "before-000" => self.pf_activation = PfActivation::SetActive,
+                "pf-merged" => self.pf_activation = PfActivation::Merged,
                 "wsprot-rework" => self.mglru_wsprot_rework = true,
                 "wsprot-legacy" => self.mglru_wsprot_rework = false,
                 "reclaim-rework" => self.mglru_reclaim_rework = true,
@@ -228,6 +247,9 @@ pub struct Core {
     pub cost: CpuCosts,
     pub folios: FolioTable,
     pub files: Vec<AddressSpace>,
+    /// xa_nodes holding only shadow entries, per memcg (workingset.c's
+    /// shadow_nodes list_lru).
+    pub shadow_nodes: workingset::ShadowNodes,
     pub memcgs: Vec<MemCgroup>,
     /// /proc/vmstat events.
     pub vm: Counters,
@@ -269,6 +291,7 @@ impl Core {
         Core {
             folios: FolioTable::new(managed as usize),
             files: Vec::new(),
+            shadow_nodes: Default::default(),
             memcgs: vec![MemCgroup::new(0, "/", None)],
             vm: Counters::default(),
             now: 0,

@@ -44,6 +44,7 @@ items! {
     WORKINGSET_ACTIVATE_FILE => "workingset_activate_file",
     WORKINGSET_RESTORE_ANON => "workingset_restore_anon",
     WORKINGSET_RESTORE_FILE => "workingset_restore_file",
+    WORKINGSET_NODERECLAIM => "workingset_nodereclaim",
     NR_VMSCAN_WRITE => "nr_vmscan_write",
     NR_VMSCAN_IMMEDIATE => "nr_vmscan_immediate_reclaim",
     OOM_KILL => "oom_kill",

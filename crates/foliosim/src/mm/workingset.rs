@@ -154,3 +154,161 @@ mod tests {
         assert_eq!(s.0 >> 62, 0, "bits 62 and 63 are the slot's markers");
     }
 }
+
+/// XA_CHUNK_SHIFT: a leaf xa_node holds 64 page-cache slots.
+pub const XA_CHUNK_SHIFT: u32 = 6;
+/// sizeof(struct xa_node) on 64-bit (7 to a page): the slab the nodes
+/// themselves cost, which count_shadow_nodes() adds to a memcg's pages.
+const XA_NODE_SIZE: u64 = 576;
+/// SHRINK_BATCH: shrinkers scan in batches of 128 objects.
+const SHRINK_BATCH: u64 = 128;
+
+/// A leaf xa_node's counts: entries present and, of those, shadow entries
+/// (xa_node count / nr_values). `memcg` is the group charged for the node
+/// (the one whose folio first populated it); `stamp` tells a live entry of
+/// the shadow-node list from a stale one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct XaNode {
+    pub count: u8,
+    pub nr_values: u8,
+    pub on_list: bool,
+    pub allocated: bool,
+    pub memcg: MemcgId,
+    pub stamp: u32,
+}
+
+/// One memcg's part of the shadow_nodes list_lru, and its shrinker state.
+#[derive(Debug, Default)]
+struct ShadowList {
+    /// FIFO of (mapping, node, stamp); entries whose stamp no longer
+    /// matches were unlinked (the kernel's list_lru_del) and are skipped.
+    queue: std::collections::VecDeque<(u32, u32, u32)>,
+    /// Nodes on the list (list_lru_count).
+    live: u64,
+    /// Leaf nodes charged to this memcg, shadow-only or not (slab pages).
+    allocated: u64,
+    /// The shrinker's nr_deferred for this memcg.
+    nr_deferred: u64,
+}
+
+/// The shadow_nodes list_lru: per memcg, the xa_nodes that hold nothing but
+/// shadow entries, oldest first, for the "mm-shadow" shrinker.
+#[derive(Debug, Default)]
+pub struct ShadowNodes {
+    lists: Vec<ShadowList>,
+}
+
+impl ShadowNodes {
+    fn list(&mut self, memcg: MemcgId) -> &mut ShadowList {
+        let m = memcg as usize;
+        if self.lists.len() <= m {
+            self.lists.resize_with(m + 1, ShadowList::default);
+        }
+        &mut self.lists[m]
+    }
+
+    /// list_lru_count_one(): shadow-only nodes of a memcg.
+    pub fn count(&self, memcg: MemcgId) -> u64 {
+        self.lists.get(memcg as usize).map_or(0, |l| l.live)
+    }
+}
+
+impl Core {
+    /// workingset_update_node(): after a slot of node `index >> 6` changed,
+    /// link the node onto the shadow-node list if it now holds only shadow
+    /// entries, unlink it if not. `memcg` charges a newly populated node.
+    #[inline]
+    pub fn workingset_update_node(&mut self, mapping: u32, index: u64, memcg: MemcgId) {
+        let ni = (index >> XA_CHUNK_SHIFT) as usize;
+        let n = &mut self.files[mapping as usize].nodes[ni];
+        if n.count > 0 && !n.allocated {
+            n.allocated = true;
+            n.memcg = memcg;
+            let m = n.memcg;
+            self.shadow_nodes.list(m).allocated += 1;
+        } else if n.count == 0 && n.allocated {
+            n.allocated = false;
+            let m = n.memcg;
+            self.shadow_nodes.list(m).allocated -= 1;
+        }
+        let n = &mut self.files[mapping as usize].nodes[ni];
+        let shadow_only = n.count > 0 && n.count == n.nr_values;
+        if shadow_only == n.on_list {
+            return;
+        }
+        n.on_list = shadow_only;
+        n.stamp = n.stamp.wrapping_add(1);
+        let (m, stamp) = (n.memcg, n.stamp);
+        let l = self.shadow_nodes.list(m);
+        if shadow_only {
+            l.live += 1;
+            l.queue.push_back((mapping, ni as u32, stamp));
+        } else {
+            l.live -= 1;
+            // Drop stale entries once they outnumber live ones.
+            if l.queue.len() as u64 > 2 * l.live + 1024 {
+                let files = &self.files;
+                l.queue.retain(|&(f, node, st)| {
+                    let x = &files[f as usize].nodes[node as usize];
+                    x.on_list && x.stamp == st
+                });
+            }
+        }
+    }
+
+    /// The "mm-shadow" shrinker of one memcg (shrink_slab() ->
+    /// do_shrink_slab() with count_shadow_nodes() / scan_shadow_nodes()).
+    /// `lru_pages` is what lruvec_lru_size() reports for the memcg's lruvec.
+    /// The shrinker's seeks is 0, so every call asks for half the freeable
+    /// nodes. Returns the nodes freed.
+    pub fn shrink_shadow_nodes(&mut self, memcg: MemcgId, priority: i32, lru_pages: u64) -> u64 {
+        let (nodes, allocated) = match self.shadow_nodes.lists.get(memcg as usize) {
+            Some(l) if l.live > 0 => (l.live, l.allocated),
+            _ => return 0,
+        };
+        // count_shadow_nodes(): keep at most one node per 8 pages of the
+        // memcg (its LRU pages plus the nodes' own slab).
+        let pages = lru_pages + allocated * XA_NODE_SIZE / super::PAGE_SIZE;
+        let max_nodes = pages >> (XA_CHUNK_SHIFT - 3);
+        if nodes <= max_nodes {
+            return 0;
+        }
+        let freeable = nodes - max_nodes;
+        let nr = std::mem::take(&mut self.shadow_nodes.list(memcg).nr_deferred);
+        let delta = freeable / 2;
+        let mut total_scan = ((nr >> priority) + delta).min(2 * freeable);
+        let (mut scanned, mut freed) = (0u64, 0u64);
+        while total_scan >= SHRINK_BATCH || total_scan >= freeable {
+            let nr_to_scan = total_scan.min(SHRINK_BATCH);
+            let mut walked = 0;
+            while walked < nr_to_scan {
+                let Some((f, node, st)) = self.shadow_nodes.list(memcg).queue.pop_front() else {
+                    break;
+                };
+                let x = &mut self.files[f as usize].nodes[node as usize];
+                if !x.on_list || x.stamp != st {
+                    continue;
+                }
+                walked += 1;
+                // shadow_lru_isolate(): the node and its shadows go.
+                x.on_list = false;
+                x.allocated = false;
+                x.stamp = x.stamp.wrapping_add(1);
+                self.files[f as usize].delete_shadow_node(node as usize);
+                let l = self.shadow_nodes.list(memcg);
+                l.live -= 1;
+                l.allocated -= 1;
+                self.count(memcg, Item::WORKINGSET_NODERECLAIM, 1);
+                freed += 1;
+            }
+            total_scan -= nr_to_scan;
+            scanned += nr_to_scan;
+            if walked < nr_to_scan {
+                break;
+            }
+        }
+        let next = (nr + delta).saturating_sub(scanned).min(2 * freeable);
+        self.shadow_nodes.list(memcg).nr_deferred = next;
+        freed
+    }
+}

@@ -7,8 +7,11 @@
 //!   tier, LRU_REFS only valid under PG_referenced, lru_gen_set_refs with the
 //!   LULESH fix) or before it (PG_active always to max_seq, PG_workingset as
 //!   the second access, refs cleared on every promotion);
-//! - seed 000 (`pf_mark_accessed`): folio_add_lru() in the fault path calls
-//!   folio_mark_accessed() instead of folio_set_active();
+//! - seed 000 (`pf_activation`): folio_add_lru() in the fault path calls
+//!   folio_mark_accessed() instead of folio_set_active() (the seed's v1), or
+//!   as merged for 7.2: folio_set_active() for refaulted workingset folios,
+//!   folio_mark_accessed() for the others, which lru_gen_folio_seq() then
+//!   places in the second oldest generation;
 //! - seed 003 (`mglru_reclaim_rework`, `mglru_isolate_fallback_fix`): the
 //!   reclaim loop with a scan budget computed once, smaller batches, aging
 //!   without aborting the loop, dirty/writeback folios left to
@@ -39,7 +42,7 @@ use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
 use crate::mm::workingset::{pack_shadow, unpack_shadow, LruSizes, Shadow, EVICTION_MASK};
-use crate::mm::{Core, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::{Core, PfActivation, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 
 pub const MIN_NR_GENS: u64 = 2;
 pub const MAX_NR_GENS: u64 = 4;
@@ -446,7 +449,15 @@ impl LruGen {
 
     /// lru_gen_folio_seq() (lru_gen_distance() of seed 004) after the rework,
     /// and lru_gen_add_folio()'s four cases before it.
-    fn lru_gen_folio_seq(lv: &LruGenFolio, flags: u32, reclaiming: bool, rework: bool) -> u64 {
+    /// `referenced_younger`: seed 000 as merged (7.2) places PG_referenced
+    /// folios like PG_workingset ones.
+    fn lru_gen_folio_seq(
+        lv: &LruGenFolio,
+        flags: u32,
+        reclaiming: bool,
+        rework: bool,
+        referenced_younger: bool,
+    ) -> u64 {
         let type_ = (flags & pg::SWAPBACKED == 0) as usize;
         let test = |b: u32| flags & b != 0;
         let pinned = (type_ == LRU_GEN_ANON && !test(pg::SWAPCACHE))
@@ -460,7 +471,8 @@ impl LruGen {
             } else if pinned {
                 MIN_NR_GENS
             } else {
-                MAX_NR_GENS - ws
+                let younger = test(pg::WORKINGSET) || (referenced_younger && test(pg::REFERENCED));
+                MAX_NR_GENS - younger as u64
             };
             (lv.max_seq + 1 - dist).max(lv.min_seq[type_])
         } else if test(pg::ACTIVE) {
@@ -477,6 +489,7 @@ impl LruGen {
     /// lru_gen_add_folio().
     fn lru_gen_add_folio(&mut self, core: &mut Core, id: FolioId, reclaiming: bool) {
         let rework = Self::rework(core);
+        let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
         let f = core.folios.get_mut(id);
         let m = f.memcg as usize;
         f.set(pg::LRU);
@@ -489,7 +502,7 @@ impl LruGen {
         }
         let type_ = f.is_file_lru() as usize;
         let lv = &mut self.lrugen[m];
-        let seq = Self::lru_gen_folio_seq(lv, f.flags, reclaiming, rework);
+        let seq = Self::lru_gen_folio_seq(lv, f.flags, reclaiming, rework, merged);
         let gen = lru_gen_from_seq(seq);
         if !rework && f.test(pg::ACTIVE) {
             // Before the rework, activation also reset the tier.
@@ -1137,6 +1150,7 @@ impl LruGen {
     ) -> u64 {
         let rework = Self::rework(core);
         let reclaim_rework = core.cfg.variants.mglru_reclaim_rework;
+        let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
         let memcg = m as MemcgId;
         self.scratch.clear();
         let (mut scanned, type_) = self.isolate_folios(core, m, nr_to_scan, sc, swappiness);
@@ -1189,7 +1203,7 @@ impl LruGen {
                 if rework {
                     // Don't add rejected folios to the oldest generation.
                     let ftype = fm.is_file_lru() as usize;
-                    if Self::lru_gen_folio_seq(&self.lrugen[m], fm.flags, false, true)
+                    if Self::lru_gen_folio_seq(&self.lrugen[m], fm.flags, false, true, merged)
                         == min_seq[ftype]
                     {
                         fm.refs = 0;
@@ -1484,10 +1498,17 @@ impl ReclaimPolicy for LruGen {
             return self.classic.folio_add_lru(core, id);
         }
         if core.in_lru_fault && !core.in_reclaim && !core.folios.get(id).test(pg::UNEVICTABLE) {
-            if core.cfg.variants.pf_mark_accessed {
-                Self::lru_gen_inc_refs(core, id);
-            } else {
-                core.folios.get_mut(id).set(pg::ACTIVE);
+            let f = core.folios.get(id);
+            match core.cfg.variants.pf_activation {
+                PfActivation::SetActive => core.folios.get_mut(id).set(pg::ACTIVE),
+                PfActivation::MarkAccessed => Self::lru_gen_inc_refs(core, id),
+                PfActivation::Merged if f.test(pg::WORKINGSET) => {
+                    core.folios.get_mut(id).set(pg::ACTIVE)
+                }
+                PfActivation::Merged if !f.test(pg::REFERENCED) => {
+                    Self::lru_gen_inc_refs(core, id)
+                }
+                PfActivation::Merged => {}
             }
         }
         self.lru_gen_add_folio(core, id, false);
@@ -1621,7 +1642,10 @@ impl ReclaimPolicy for LruGen {
             let refs = (token & mask) as u32 + 1;
             let tier = Self::lru_tier_from_refs(refs, workingset, true);
             lv.refaulted[type_][tier] += 1;
-            if in_fault {
+            // As merged, only refaulted workingset folios are activated in
+            // the fault path, and only they count as activations.
+            let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
+            if in_fault && (workingset || !merged) {
                 core.count(memcg, activate_item, 1);
             }
             let f = core.folios.get_mut(id);
@@ -1664,6 +1688,18 @@ impl ReclaimPolicy for LruGen {
 
     /// NR_{IN,}ACTIVE_{ANON,FILE} as MGLRU accounts them: the two youngest
     /// generations are active.
+    /// Under MGLRU, lru_gen_update_size() maintains the lruvec's node
+    /// counters but not the memcg's per-zone lru_zone_size that
+    /// lruvec_lru_size() reads, so count_shadow_nodes() sees a memcg with no
+    /// LRU pages and lets it keep shadow nodes only for its slab: shadow
+    /// entries of a memcg under MGLRU are reclaimed early.
+    fn lruvec_lru_pages(&self, memcg: MemcgId) -> u64 {
+        if !self.enabled() {
+            return self.classic.lruvec_lru_pages(memcg);
+        }
+        0
+    }
+
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {
         if !self.enabled() {
             return self.classic.lru_sizes(memcg);
@@ -1907,7 +1943,7 @@ mod tests {
         let mut lv = LruGenFolio::new(0);
         lv.max_seq = 7;
         lv.min_seq = [4, 4];
-        let seq = |flags: u32, rework| LruGen::lru_gen_folio_seq(&lv, flags, false, rework);
+        let seq = |flags: u32, rework| LruGen::lru_gen_folio_seq(&lv, flags, false, rework, false);
         // After the rework: active+workingset youngest, active second youngest,
         // workingset third, plain file oldest; anon second youngest.
         assert_eq!(seq(pg::ACTIVE | pg::WORKINGSET, true), 7);
@@ -1916,13 +1952,13 @@ mod tests {
         assert_eq!(seq(0, true), 4);
         assert_eq!(seq(pg::SWAPBACKED, true), 6);
         assert_eq!(
-            LruGen::lru_gen_folio_seq(&lv, pg::WORKINGSET, true, true),
+            LruGen::lru_gen_folio_seq(&lv, pg::WORKINGSET, true, true, false),
             4
         );
         // Before: active always youngest; others second oldest.
         assert_eq!(seq(pg::ACTIVE, false), 7);
         assert_eq!(seq(0, false), 5);
-        assert_eq!(LruGen::lru_gen_folio_seq(&lv, 0, true, false), 4);
+        assert_eq!(LruGen::lru_gen_folio_seq(&lv, 0, true, false, false), 4);
     }
 
     #[test]

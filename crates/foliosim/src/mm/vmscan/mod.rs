@@ -102,6 +102,12 @@ pub trait ReclaimPolicy {
     /// completed; move it to the inactive tail so it goes next.
     fn folio_rotate_reclaimable(&mut self, _core: &mut Core, _id: FolioId) {}
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes;
+    /// lruvec_lru_size() of a memcg's lruvec summed over the lists, as
+    /// count_shadow_nodes() reads it.
+    fn lruvec_lru_pages(&self, memcg: MemcgId) -> u64 {
+        let s = self.lru_sizes(memcg);
+        s.inactive_anon + s.active_anon + s.inactive_file + s.active_file + s.unevictable
+    }
     fn check_invariants(&self, core: &Core) -> Result<(), String>;
     /// A debugfs-like view of the policy's state (MGLRU's lru_gen file).
     fn debug_view(&self, _core: &Core, _memcg: MemcgId) -> Option<serde_json::Value> {
@@ -330,6 +336,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         }
         if file {
             core.files[f.mapping as usize].replace_with_shadow(f.index as u64, Some(shadow));
+            core.workingset_update_node(f.mapping, f.index as u64, memcg);
             core.memcgs[memcg as usize].nr_file -= 1;
         } else {
             core.anon_swapped_out(f.mapping, f.index as u64, shadow);
@@ -352,6 +359,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         loop {
             sc.nr_scanned = 0;
             self.policy.shrink_node(&mut self.core, sc);
+            self.shrink_slab(sc);
             if self.core.cfg.check_invariants {
                 if let Err(e) = self.check_invariants() {
                     panic!(
@@ -367,6 +375,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.core.in_reclaim = was;
         sc.nr_reclaimed
+    }
+
+    /// shrink_slab() after each memcg's lruvec: the only slab the model has
+    /// is the page cache's shadow nodes.
+    fn shrink_slab(&mut self, sc: &ScanControl) {
+        for memcg in self.core.reclaim_memcgs(sc) {
+            let pages = self.policy.lruvec_lru_pages(memcg);
+            self.core.shrink_shadow_nodes(memcg, sc.priority, pages);
+        }
     }
 
     /// try_to_free_mem_cgroup_pages(): limit reclaim by the charging task.
@@ -393,6 +410,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let mut sc = ScanControl::new(self.core.wmark.high.max(SWAP_CLUSTER_MAX), None, true);
             sc.priority = priority;
             self.policy.shrink_node(&mut self.core, &mut sc);
+            self.shrink_slab(&sc);
             if self.core.cfg.check_invariants {
                 if let Err(e) = self.check_invariants() {
                     panic!("invariant broken after kswapd reclaim: {e}");
