@@ -87,30 +87,34 @@ fn seed_000_fault_path_mark_accessed_stops_refaults_on_arm64() {
 
 #[test]
 fn seed_000_makes_no_material_difference_with_young_prefaulted_ptes() {
-    let (before, _) = strided_mmap("x86,pf-set-active", 6144, 4096, 3, 6);
-    let (after, _) = strided_mmap("x86,pf-mark-accessed", 6144, 4096, 3, 6);
-    eprintln!("x86: before {before} after {after}");
+    let (before, bw_before) = strided_mmap("x86,pf-set-active", 6144, 4096, 3, 6);
+    let (after, bw_after) = strided_mmap("x86,pf-mark-accessed", 6144, 4096, 3, 6);
+    eprintln!("x86: before {before} refaults {bw_before:.0} reads/s; after {after} refaults {bw_after:.0} reads/s");
     // With young prefaulted PTEs every mapped folio looks referenced either
     // way: the patch does not end the thrashing as it does on arm64.
     assert!(before > 1000, "x86 before {before}");
-    assert!(after * 10 >= before, "x86 before {before} after {after}");
+    assert!(bw_after < 2.0 * bw_before, "x86 reads/s: before {bw_before} after {bw_after}");
 }
 
 /// Seed 004's workload: a hot set read three times per round (in a
 /// scattered order, so each read marks the folio accessed) and a larger cold
 /// set read once per round, through file descriptors, in a memcg too small
-/// for both. Returns the file refaults.
-fn hot_cold_reads(variants: &str) -> u64 {
+/// for both. Returns the file refaults and the hot-set reads that missed the
+/// page cache (refaults undercount those once the shadow shrinker has freed
+/// the shadows of the cold file).
+fn hot_cold_reads(variants: &str) -> (u64, u64) {
     let mut k = Kernel::new(config(variants), LruGen::new());
     let memcg = k.add_memcg("hotcold", Some(3072));
     let mut hot = open(&mut k, 2048, memcg);
     let mut cold = open(&mut k, 16384, memcg);
     let mut cold_pos = 0u64;
+    let mut hot_misses = 0;
     for _round in 0..24 {
         for _ in 0..3 {
             for p in 0..2048 {
-                k.filemap_read(&mut hot, (p * 7 % 2048) * PAGE_SIZE, PAGE_SIZE)
-                    .unwrap();
+                let idx = p * 7 % 2048;
+                hot_misses += k.core.files[hot.mapping as usize].folio(idx).is_none() as u64;
+                k.filemap_read(&mut hot, idx * PAGE_SIZE, PAGE_SIZE).unwrap();
             }
         }
         for _ in 0..2048 {
@@ -120,18 +124,24 @@ fn hot_cold_reads(variants: &str) -> u64 {
         }
     }
     k.check_invariants().unwrap();
-    k.core.memcgs[memcg as usize]
+    let refaults = k.core.memcgs[memcg as usize]
         .stat
-        .get(Item::WORKINGSET_REFAULT_FILE)
+        .get(Item::WORKINGSET_REFAULT_FILE);
+    (refaults, hot_misses)
 }
 
 #[test]
 fn seed_004_rework_cuts_file_refaults_of_a_hot_fd_set() {
-    let legacy = hot_cold_reads("wsprot-legacy");
-    let rework = hot_cold_reads("wsprot-rework");
-    eprintln!("hot/cold fd reads: legacy {legacy} rework {rework}");
-    // The seed's TPC-C: -57% file refaults; here the hot set stops refaulting.
-    assert!(rework * 2 < legacy, "rework {rework} legacy {legacy}");
+    let (legacy, legacy_hot) = hot_cold_reads("wsprot-legacy");
+    let (rework, rework_hot) = hot_cold_reads("wsprot-rework");
+    eprintln!("hot/cold fd reads: refaults legacy {legacy} rework {rework}; hot-set misses legacy {legacy_hot} rework {rework_hot}");
+    // The seed's TPC-C: -57% file refaults; here the hot set stops
+    // refaulting.
+    assert!(rework < legacy, "rework {rework} legacy {legacy}");
+    assert!(
+        rework_hot * 2 < legacy_hot,
+        "hot misses: rework {rework_hot} legacy {legacy_hot}"
+    );
 }
 
 /// A mixed workload on a small machine with swap: anon writes, buffered
@@ -298,4 +308,81 @@ fn seed000_strided_mmap_arm64_matches_the_seed() {
     // The explanation: before, read-ahead folios nobody used were evicted
     // in the millions; after, none are.
     assert!(before.ra_unused_evicted > 1_000_000 && after.ra_unused_evicted == 0);
+}
+
+/// Reads a file six times the memcg's size twice through a descriptor and
+/// returns (workingset_nodereclaim, file refaults).
+fn shadow_nodes_after_two_passes(lru_gen: bool) -> (u64, u64) {
+    let mut policy = LruGen::new();
+    if !lru_gen {
+        policy.set_sysctl("lru_gen.enabled", "n").unwrap();
+    }
+    let mut k = Kernel::new(config(""), policy);
+    let memcg = k.add_memcg("shadows", Some(4096));
+    let mut f = open(&mut k, 24576, memcg);
+    for _ in 0..2 {
+        for p in 0..24576 {
+            k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE).unwrap();
+        }
+    }
+    k.check_invariants().unwrap();
+    let st = &k.core.memcgs[memcg as usize].stat;
+    (
+        st.get(Item::WORKINGSET_NODERECLAIM),
+        st.get(Item::WORKINGSET_REFAULT_FILE),
+    )
+}
+
+#[test]
+fn mglru_memcg_shadow_nodes_are_shrunk_classic_keeps_them() {
+    // Classic: count_shadow_nodes() allows one node per 8 LRU pages (512
+    // here), more than the ~320 shadow-only nodes this leaves, so every
+    // second-pass read is a refault. MGLRU: lruvec_lru_size() of the memcg
+    // reads 0, and with seeks 0 the shrinker asks for half the freeable
+    // nodes at every reclaim pass (acting once that is a 128-node batch):
+    // refaults go unseen.
+    let (classic_nodes, classic_refaults) = shadow_nodes_after_two_passes(false);
+    let (mglru_nodes, mglru_refaults) = shadow_nodes_after_two_passes(true);
+    eprintln!("classic: {classic_nodes} nodes reclaimed, {classic_refaults} refaults; mglru: {mglru_nodes}, {mglru_refaults}");
+    assert_eq!(classic_nodes, 0);
+    assert!(classic_refaults >= 20000, "classic refaults {classic_refaults}");
+    assert!(mglru_nodes > 0);
+    assert!(
+        mglru_refaults < classic_refaults / 2,
+        "mglru refaults {mglru_refaults} vs classic {classic_refaults}"
+    );
+}
+
+/// Seed 000 at full scale with x86's young prefaulted PTEs: neither the
+/// seed's patch nor the merged form stops the thrashing (the seed's claim,
+/// and what Linux 7.2 does in a QEMU x86 guest: docs/fidelity/mglru-seed000.md).
+/// Refaults are no measure here: the shadow-node shrinker frees the hot
+/// pages' shadows, so the pages come back uncounted.
+#[test]
+fn seed000_strided_mmap_x86_patch_makes_no_material_difference() {
+    use foliosim::reproduce::strided_mmap_cell;
+    use foliosim::sim::LruKind;
+    let before = strided_mmap_cell(LruKind::Mglru, "pf-set-active", "x86", 1);
+    for v in ["pf-mark-accessed", "pf-merged"] {
+        let after = strided_mmap_cell(LruKind::Mglru, v, "x86", 1);
+        eprintln!(
+            "x86 {v}: {:.1} MiB/s, {} majfaults, {} refaults, {} nodes reclaimed (before: {:.1} MiB/s, {} majfaults)",
+            after.bw_mib_s, after.pgmajfault, after.refaults, after.workingset_nodereclaim,
+            before.bw_mib_s, before.pgmajfault
+        );
+        assert!(before.bw_mib_s < 200.0, "x86 before: {} MiB/s", before.bw_mib_s);
+        assert!(
+            after.bw_mib_s < 2.0 * before.bw_mib_s,
+            "{v}: {} vs {} MiB/s",
+            after.bw_mib_s,
+            before.bw_mib_s
+        );
+        assert!(
+            after.pgmajfault * 2 > before.pgmajfault,
+            "{v}: {} vs {} majfaults",
+            after.pgmajfault,
+            before.pgmajfault
+        );
+        assert!(after.workingset_nodereclaim > before.workingset_nodereclaim);
+    }
 }

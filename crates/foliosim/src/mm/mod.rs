@@ -419,7 +419,7 @@ impl Core {
                 }
             }
         }
-        Ok(())
+        self.check_shadow_nodes()
     }
 }
 

@@ -256,6 +256,58 @@ impl Core {
         }
     }
 
+    /// Invariants of the shadow-node accounting: each node's counts match
+    /// its slots, a node is listed exactly when it holds only shadows, and
+    /// the per-memcg list and slab counts match the nodes.
+    pub fn check_shadow_nodes(&self) -> Result<(), String> {
+        let n_lists = self.shadow_nodes.lists.len().max(self.memcgs.len());
+        let (mut live, mut allocated) = (vec![0u64; n_lists], vec![0u64; n_lists]);
+        for (fi, f) in self.files.iter().enumerate() {
+            for (ni, node) in f.nodes.iter().enumerate() {
+                let start = (ni as u64) << XA_CHUNK_SHIFT;
+                let end = (start + (1 << XA_CHUNK_SHIFT)).min(f.nr_pages());
+                let (mut count, mut values) = (0u8, 0u8);
+                for idx in start..end {
+                    match f.slot(idx) {
+                        super::filemap::Slot::Empty => {}
+                        super::filemap::Slot::Shadow(_) => {
+                            count += 1;
+                            values += 1;
+                        }
+                        _ => count += 1,
+                    }
+                }
+                if (count, values) != (node.count, node.nr_values) {
+                    return Err(format!(
+                        "file {fi} node {ni}: counts {}/{} but slots hold {count}/{values}",
+                        node.count, node.nr_values
+                    ));
+                }
+                if node.on_list != (count > 0 && count == values) || node.allocated != (count > 0)
+                {
+                    return Err(format!("file {fi} node {ni}: list/slab state {node:?}"));
+                }
+                if node.on_list {
+                    live[node.memcg as usize] += 1;
+                }
+                if node.allocated {
+                    allocated[node.memcg as usize] += 1;
+                }
+            }
+        }
+        for m in 0..n_lists {
+            let l = self.shadow_nodes.lists.get(m);
+            let (l_live, l_alloc) = l.map_or((0, 0), |l| (l.live, l.allocated));
+            if (l_live, l_alloc) != (live[m], allocated[m]) {
+                return Err(format!(
+                    "memcg {m}: shadow list says {l_live} listed / {l_alloc} nodes, nodes say {} / {}",
+                    live[m], allocated[m]
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The "mm-shadow" shrinker of one memcg (shrink_slab() ->
     /// do_shrink_slab() with count_shadow_nodes() / scan_shadow_nodes()).
     /// `lru_pages` is what lruvec_lru_size() reports for the memcg's lruvec.
