@@ -93,7 +93,10 @@ fn seed_000_makes_no_material_difference_with_young_prefaulted_ptes() {
     // With young prefaulted PTEs every mapped folio looks referenced either
     // way: the patch does not end the thrashing as it does on arm64.
     assert!(before > 1000, "x86 before {before}");
-    assert!(bw_after < 2.0 * bw_before, "x86 reads/s: before {bw_before} after {bw_after}");
+    assert!(
+        bw_after < 2.0 * bw_before,
+        "x86 reads/s: before {bw_before} after {bw_after}"
+    );
 }
 
 /// Seed 004's workload: a hot set read three times per round (in a
@@ -114,7 +117,8 @@ fn hot_cold_reads(variants: &str) -> (u64, u64) {
             for p in 0..2048 {
                 let idx = p * 7 % 2048;
                 hot_misses += k.core.files[hot.mapping as usize].folio(idx).is_none() as u64;
-                k.filemap_read(&mut hot, idx * PAGE_SIZE, PAGE_SIZE).unwrap();
+                k.filemap_read(&mut hot, idx * PAGE_SIZE, PAGE_SIZE)
+                    .unwrap();
             }
         }
         for _ in 0..2048 {
@@ -345,7 +349,10 @@ fn mglru_memcg_shadow_nodes_are_shrunk_classic_keeps_them() {
     let (mglru_nodes, mglru_refaults) = shadow_nodes_after_two_passes(true);
     eprintln!("classic: {classic_nodes} nodes reclaimed, {classic_refaults} refaults; mglru: {mglru_nodes}, {mglru_refaults}");
     assert_eq!(classic_nodes, 0);
-    assert!(classic_refaults >= 20000, "classic refaults {classic_refaults}");
+    assert!(
+        classic_refaults >= 20000,
+        "classic refaults {classic_refaults}"
+    );
     assert!(mglru_nodes > 0);
     assert!(
         mglru_refaults < classic_refaults / 2,
@@ -370,7 +377,11 @@ fn seed000_strided_mmap_x86_patch_makes_no_material_difference() {
             after.bw_mib_s, after.pgmajfault, after.refaults, after.workingset_nodereclaim,
             before.bw_mib_s, before.pgmajfault
         );
-        assert!(before.bw_mib_s < 200.0, "x86 before: {} MiB/s", before.bw_mib_s);
+        assert!(
+            before.bw_mib_s < 200.0,
+            "x86 before: {} MiB/s",
+            before.bw_mib_s
+        );
         assert!(
             after.bw_mib_s < 2.0 * before.bw_mib_s,
             "{v}: {} vs {} MiB/s",

@@ -283,8 +283,7 @@ impl Core {
                         node.count, node.nr_values
                     ));
                 }
-                if node.on_list != (count > 0 && count == values) || node.allocated != (count > 0)
-                {
+                if node.on_list != (count > 0 && count == values) || node.allocated != (count > 0) {
                     return Err(format!("file {fi} node {ni}: list/slab state {node:?}"));
                 }
                 if node.on_list {

@@ -1505,9 +1505,7 @@ impl ReclaimPolicy for LruGen {
                 PfActivation::Merged if f.test(pg::WORKINGSET) => {
                     core.folios.get_mut(id).set(pg::ACTIVE)
                 }
-                PfActivation::Merged if !f.test(pg::REFERENCED) => {
-                    Self::lru_gen_inc_refs(core, id)
-                }
+                PfActivation::Merged if !f.test(pg::REFERENCED) => Self::lru_gen_inc_refs(core, id),
                 PfActivation::Merged => {}
             }
         }
