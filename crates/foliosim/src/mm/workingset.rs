@@ -220,6 +220,16 @@ impl Core {
     #[inline]
     pub fn workingset_update_node(&mut self, mapping: u32, index: u64, memcg: MemcgId) {
         let ni = (index >> XA_CHUNK_SHIFT) as usize;
+        let n = &self.files[mapping as usize].nodes[ni];
+        // Most slot changes leave the node where it is.
+        if (n.count > 0) == n.allocated && (n.count > 0 && n.count == n.nr_values) == n.on_list {
+            return;
+        }
+        self.workingset_move_node(mapping, ni, memcg);
+    }
+
+    #[cold]
+    fn workingset_move_node(&mut self, mapping: u32, ni: usize, memcg: MemcgId) {
         let n = &mut self.files[mapping as usize].nodes[ni];
         if n.count > 0 && !n.allocated {
             n.allocated = true;
