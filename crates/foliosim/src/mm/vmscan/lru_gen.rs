@@ -1684,8 +1684,6 @@ impl ReclaimPolicy for LruGen {
         core.count(memcg, Item::PGROTATED, 1);
     }
 
-    /// NR_{IN,}ACTIVE_{ANON,FILE} as MGLRU accounts them: the two youngest
-    /// generations are active.
     /// Under MGLRU, lru_gen_update_size() maintains the lruvec's node
     /// counters but not the memcg's per-zone lru_zone_size that
     /// lruvec_lru_size() reads, so count_shadow_nodes() sees a memcg with no
@@ -1698,6 +1696,8 @@ impl ReclaimPolicy for LruGen {
         0
     }
 
+    /// NR_{IN,}ACTIVE_{ANON,FILE} as MGLRU accounts them: the two youngest
+    /// generations are active.
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {
         if !self.enabled() {
             return self.classic.lru_sizes(memcg);
@@ -1948,6 +1948,16 @@ mod tests {
         assert_eq!(seq(pg::ACTIVE, true), 6);
         assert_eq!(seq(pg::WORKINGSET, true), 5);
         assert_eq!(seq(0, true), 4);
+        // Seed 000 as merged: a PG_referenced fault folio goes one younger
+        // than the oldest, like PG_workingset; without it, to the oldest.
+        assert_eq!(
+            LruGen::lru_gen_folio_seq(&lv, pg::REFERENCED, false, true, true),
+            5
+        );
+        assert_eq!(
+            LruGen::lru_gen_folio_seq(&lv, pg::REFERENCED, false, true, false),
+            4
+        );
         assert_eq!(seq(pg::SWAPBACKED, true), 6);
         assert_eq!(
             LruGen::lru_gen_folio_seq(&lv, pg::WORKINGSET, true, true, false),
