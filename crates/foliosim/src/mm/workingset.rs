@@ -362,11 +362,10 @@ impl Core {
                 self.count(memcg, Item::WORKINGSET_NODERECLAIM, 1);
                 freed += 1;
             }
+            // As in do_shrink_slab(), a batch counts as scanned whether or
+            // not the list still had that many nodes.
             total_scan -= nr_to_scan;
             scanned += nr_to_scan;
-            if walked < nr_to_scan {
-                break;
-            }
         }
         let next = (nr + delta).saturating_sub(scanned).min(2 * freeable);
         self.shadow_nodes.list(memcg).nr_deferred = next;

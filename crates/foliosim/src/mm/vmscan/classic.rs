@@ -57,25 +57,28 @@ impl ClassicLru {
 
     #[inline]
     fn lruvec_add_folio(&mut self, core: &mut Core, id: FolioId) {
-        let f = core.folios.get_mut(id);
-        let lru = folio_lru_list(f.flags);
-        f.lru = lru as u8;
-        f.set(pg::LRU);
-        f.clear(pg::ISOLATED);
-        let m = f.memcg as usize;
-        self.lruvecs[m].lists[lru].add(&mut core.folios, id);
+        self.lruvec_add(core, id, false)
     }
 
     /// lruvec_add_folio_tail(): as lruvec_add_folio(), at the tail.
     #[inline]
     fn lruvec_add_folio_tail(&mut self, core: &mut Core, id: FolioId) {
+        self.lruvec_add(core, id, true)
+    }
+
+    #[inline]
+    fn lruvec_add(&mut self, core: &mut Core, id: FolioId, tail: bool) {
         let f = core.folios.get_mut(id);
         let lru = folio_lru_list(f.flags);
         f.lru = lru as u8;
         f.set(pg::LRU);
         f.clear(pg::ISOLATED);
-        let m = f.memcg as usize;
-        self.lruvecs[m].lists[lru].add_tail(&mut core.folios, id);
+        let list = &mut self.lruvecs[f.memcg as usize].lists[lru];
+        if tail {
+            list.add_tail(&mut core.folios, id);
+        } else {
+            list.add(&mut core.folios, id);
+        }
     }
 
     /// lru_note_cost(): the cost of reclaiming from one LRU type (I/O

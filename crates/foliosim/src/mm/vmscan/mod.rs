@@ -155,10 +155,11 @@ pub fn folio_check_references_classic(core: &mut Core, id: FolioId) -> FolioRef 
 impl Core {
     /// The memcgs a reclaim pass walks: the target for limit reclaim,
     /// every memcg for global reclaim (shrink_node_memcgs()).
-    pub fn reclaim_memcgs(&self, sc: &ScanControl) -> Vec<MemcgId> {
+    /// A range, not a list: this runs on every reclaim pass.
+    pub fn reclaim_memcgs(&self, sc: &ScanControl) -> std::ops::Range<MemcgId> {
         match sc.target_memcg {
-            Some(m) => vec![m],
-            None => (0..self.memcgs.len() as MemcgId).collect(),
+            Some(m) => m..m + 1,
+            None => 0..self.memcgs.len() as MemcgId,
         }
     }
 
@@ -173,44 +174,47 @@ impl Core {
         self.folios.free(id);
     }
 
-    /// Counts pgscan for a batch isolated from an lruvec.
+    /// pgscan for a batch isolated from an lruvec.
     pub fn count_pgscan(&mut self, memcg: MemcgId, file: bool, n: u64, sc: &ScanControl) {
-        let item = if sc.is_kswapd {
-            Item::PGSCAN_KSWAPD
-        } else {
-            Item::PGSCAN_DIRECT
-        };
-        self.count_reclaim(memcg, item, n, sc);
-        self.count_reclaim(
+        self.count_scan_steal(
             memcg,
-            if file {
-                Item::PGSCAN_FILE
-            } else {
-                Item::PGSCAN_ANON
-            },
+            [Item::PGSCAN_KSWAPD, Item::PGSCAN_DIRECT],
+            [Item::PGSCAN_ANON, Item::PGSCAN_FILE],
+            file,
             n,
             sc,
         );
         self.cpu_reclaim(self.cost.scan_folio * n, sc);
     }
 
+    /// pgsteal for the folios of a batch that were reclaimed.
     pub fn count_pgsteal(&mut self, memcg: MemcgId, file: bool, n: u64, sc: &ScanControl) {
-        let item = if sc.is_kswapd {
-            Item::PGSTEAL_KSWAPD
-        } else {
-            Item::PGSTEAL_DIRECT
-        };
-        self.count_reclaim(memcg, item, n, sc);
-        self.count_reclaim(
+        self.count_scan_steal(
             memcg,
-            if file {
-                Item::PGSTEAL_FILE
-            } else {
-                Item::PGSTEAL_ANON
-            },
+            [Item::PGSTEAL_KSWAPD, Item::PGSTEAL_DIRECT],
+            [Item::PGSTEAL_ANON, Item::PGSTEAL_FILE],
+            file,
             n,
             sc,
         );
+    }
+
+    /// The kswapd/direct event follows count_reclaim() (kept out of
+    /// /proc/vmstat for limit reclaim); the anon/file split is counted for
+    /// every reclaim, limit reclaim included (shrink_inactive_list() and
+    /// scan_folios()/evict_folios(): checked on 6.18, where a memcg at its
+    /// limit leaves pgscan_direct at 0 and raises pgscan_file).
+    fn count_scan_steal(
+        &mut self,
+        memcg: MemcgId,
+        by_reclaimer: [Item; 2],
+        by_type: [Item; 2],
+        file: bool,
+        n: u64,
+        sc: &ScanControl,
+    ) {
+        self.count_reclaim(memcg, by_reclaimer[!sc.is_kswapd as usize], n, sc);
+        self.count(memcg, by_type[file as usize], n);
     }
 
     /// Reclaim events (pgscan, pgsteal, pgrefill) reach /proc/vmstat only
