@@ -29,6 +29,42 @@ pub mod bench;
 
 pub use atomic::KAtomic;
 
+/// A scheme whose state is the count alone: the struct, its constructor and
+/// the accessors every `PageRef` needs; the scheme's own operations follow
+/// in the braces.
+macro_rules! plain_scheme {
+    ($(#[$attr:meta])* $name:ident, $label:literal, { $($ops:tt)* }) => {
+        $(#[$attr])*
+        #[derive(Debug)]
+        pub struct $name {
+            refcount: KAtomic,
+            hvo: bool,
+        }
+
+        $(#[$attr])*
+        impl PageRef for $name {
+            const NAME: &'static str = $label;
+
+            fn with_hvo(count: i32, hvo: bool) -> Self {
+                $name {
+                    refcount: KAtomic::new(count),
+                    hvo,
+                }
+            }
+
+            fn refcount(&self) -> &KAtomic {
+                &self.refcount
+            }
+
+            fn hvo(&self) -> bool {
+                self.hvo
+            }
+
+            $($ops)*
+        }
+    };
+}
+
 /// The patch's `PAGEREF_LOCKED_BIT`: the most significant bit of `_refcount`.
 pub const PAGEREF_LOCKED_BIT: i32 = i32::MIN; // 1 << 31
 
@@ -158,87 +194,49 @@ pub trait PageRef: Send + Sync + Sized {
     }
 }
 
-/// Today's kernel: `atomic_add_unless`, a read followed by a `cmpxchg` loop.
-#[derive(Debug)]
-pub struct CmpxchgLoop {
-    refcount: KAtomic,
-    hvo: bool,
-}
-
-impl PageRef for CmpxchgLoop {
-    const NAME: &'static str = "cmpxchg-loop";
-
-    fn with_hvo(count: i32, hvo: bool) -> Self {
-        CmpxchgLoop {
-            refcount: KAtomic::new(count),
-            hvo,
+plain_scheme!(
+    /// Today's kernel: `atomic_add_unless`, a read followed by a `cmpxchg` loop.
+    CmpxchgLoop,
+    "cmpxchg-loop",
+    {
+        #[inline]
+        fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
+            // rcu_read_lock() only keeps the struct page mapped: a no-op here.
+            self.page_count_writable() && self.refcount.add_unless(nr, 0)
         }
     }
+);
 
-    fn refcount(&self) -> &KAtomic {
-        &self.refcount
-    }
-
-    fn hvo(&self) -> bool {
-        self.hvo
-    }
-
-    #[inline]
-    fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
-        // rcu_read_lock() only keeps the struct page mapped: a no-op here.
-        self.page_count_writable() && self.refcount.add_unless(nr, 0)
-    }
-}
-
-/// Linus's proposal (2026-03-01): `try_cmpxchg` from an assumed count of 1,
-/// so the first access asks for the cache line exclusive; a miss hands back
-/// the real count, retried unless it is 0.
-///
-/// Linus's posted patch adds `old + 1` whatever `nr` is (harmless for
-/// `folio_try_get`, wrong for `folio_ref_try_add(folio, nr > 1)`); this model
-/// adds `nr`, as the function's contract requires.
-#[derive(Debug)]
-pub struct Optimistic {
-    refcount: KAtomic,
-    hvo: bool,
-}
-
-impl PageRef for Optimistic {
-    const NAME: &'static str = "optimistic";
-
-    fn with_hvo(count: i32, hvo: bool) -> Self {
-        Optimistic {
-            refcount: KAtomic::new(count),
-            hvo,
-        }
-    }
-
-    fn refcount(&self) -> &KAtomic {
-        &self.refcount
-    }
-
-    fn hvo(&self) -> bool {
-        self.hvo
-    }
-
-    #[inline]
-    fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
-        if !self.page_count_writable() {
-            return false;
-        }
-        let mut old: i32 = 1;
-        loop {
-            let new = old.wrapping_add(nr);
-            if self.refcount.try_cmpxchg(&mut old, new) {
-                return true;
-            }
-            // A failed guess left the real count in `old`.
-            if old == 0 {
+plain_scheme!(
+    /// Linus's proposal (2026-03-01): `try_cmpxchg` from an assumed count of 1,
+    /// so the first access asks for the cache line exclusive; a miss hands back
+    /// the real count, retried unless it is 0.
+    ///
+    /// Linus's posted patch adds `old + 1` whatever `nr` is (harmless for
+    /// `folio_try_get`, wrong for `folio_ref_try_add(folio, nr > 1)`); this model
+    /// adds `nr`, as the function's contract requires.
+    Optimistic,
+    "optimistic",
+    {
+        #[inline]
+        fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
+            if !self.page_count_writable() {
                 return false;
             }
+            let mut old: i32 = 1;
+            loop {
+                let new = old.wrapping_add(nr);
+                if self.refcount.try_cmpxchg(&mut old, new) {
+                    return true;
+                }
+                // A failed guess left the real count in `old`.
+                if old == 0 {
+                    return false;
+                }
+            }
         }
     }
-}
+);
 
 /// Gladyshev's patch (2026-02-26): a dedicated locked bit, so that taking a
 /// speculative reference is an unconditional `atomic_add_return`.
@@ -357,49 +355,29 @@ impl<const A: bool> PageRef for LockedBitImpl<A> {
     }
 }
 
-/// DELIBERATELY BROKEN: the optimistic loop without its `old == 0` exit, so
-/// a `try_get` that misses its guess on a dead or frozen page retries with
-/// `cmpxchg(0, nr)` and resurrects it. Exists so tests can show the checks
-/// catch it; never used by the bench.
-#[cfg(any(test, loom))]
-#[derive(Debug)]
-pub struct BrokenOptimistic {
-    refcount: KAtomic,
-    hvo: bool,
-}
-
-#[cfg(any(test, loom))]
-impl PageRef for BrokenOptimistic {
-    const NAME: &'static str = "broken-optimistic";
-
-    fn with_hvo(count: i32, hvo: bool) -> Self {
-        BrokenOptimistic {
-            refcount: KAtomic::new(count),
-            hvo,
-        }
-    }
-
-    fn refcount(&self) -> &KAtomic {
-        &self.refcount
-    }
-
-    fn hvo(&self) -> bool {
-        self.hvo
-    }
-
-    fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
-        if !self.page_count_writable() {
-            return false;
-        }
-        let mut old: i32 = 1;
-        loop {
-            let new = old.wrapping_add(nr);
-            if self.refcount.try_cmpxchg(&mut old, new) {
-                return true;
+plain_scheme!(
+    /// DELIBERATELY BROKEN: the optimistic loop without its `old == 0` exit, so
+    /// a `try_get` that misses its guess on a dead or frozen page retries with
+    /// `cmpxchg(0, nr)` and resurrects it. Exists so tests can show the checks
+    /// catch it; never used by the bench.
+    #[cfg(any(test, loom))]
+    BrokenOptimistic,
+    "broken-optimistic",
+    {
+        fn page_ref_add_unless_zero(&self, nr: i32) -> bool {
+            if !self.page_count_writable() {
+                return false;
+            }
+            let mut old: i32 = 1;
+            loop {
+                let new = old.wrapping_add(nr);
+                if self.refcount.try_cmpxchg(&mut old, new) {
+                    return true;
+                }
             }
         }
     }
-}
+);
 
 #[cfg(all(test, not(loom)))]
 mod tests {
