@@ -402,30 +402,39 @@ const NOTHING_SELECTED: &str = "refcount-bench: --scheme/--workload select nothi
 
 /// Parse scheme names given on the command line (`--scheme`).
 pub fn parse_schemes(names: &[String]) -> Result<Vec<Scheme>, String> {
-    names
-        .iter()
-        .map(|n| {
-            Scheme::parse(n).ok_or_else(|| {
-                let all: Vec<_> = Scheme::ALL.iter().map(|s| s.name()).collect();
-                format!(
-                    "refcount-bench: --scheme '{n}': unknown scheme (one of {})",
-                    all.join(", ")
-                )
-            })
-        })
-        .collect()
+    parse_names(
+        names,
+        "scheme",
+        Scheme::parse,
+        Scheme::ALL.map(Scheme::name),
+    )
 }
 
 /// Parse workload names given on the command line (`--workload`).
 pub fn parse_workloads(names: &[String]) -> Result<Vec<Workload>, String> {
+    parse_names(
+        names,
+        "workload",
+        Workload::parse,
+        Workload::ALL.map(Workload::name),
+    )
+}
+
+/// `--KIND NAME...`: each name parsed, or one error naming the option and
+/// the known names.
+fn parse_names<T, const N: usize>(
+    names: &[String],
+    kind: &str,
+    parse: fn(&str) -> Option<T>,
+    known: [&str; N],
+) -> Result<Vec<T>, String> {
     names
         .iter()
         .map(|n| {
-            Workload::parse(n).ok_or_else(|| {
-                let all: Vec<_> = Workload::ALL.iter().map(|s| s.name()).collect();
+            parse(n).ok_or_else(|| {
                 format!(
-                    "refcount-bench: --workload '{n}': unknown workload (one of {})",
-                    all.join(", ")
+                    "refcount-bench: --{kind} '{n}': unknown {kind} (one of {})",
+                    known.join(", ")
                 )
             })
         })
