@@ -421,6 +421,18 @@ mod tests {
         p
     }
 
+    fn read_all(p: &std::path::Path, format: &TraceFormat) -> Vec<TraceReq> {
+        open(p, format).unwrap().collect::<Result<_, _>>().unwrap()
+    }
+
+    fn req(time: u64, obj_id: u64, obj_size: u32) -> TraceReq {
+        TraceReq {
+            time,
+            obj_id,
+            obj_size,
+        }
+    }
+
     fn rec(t: u32, id: u64, size: u32, next: i64) -> Vec<u8> {
         let mut v = Vec::new();
         v.extend_from_slice(&t.to_le_bytes());
@@ -436,25 +448,8 @@ mod tests {
         b.extend(rec(2, u64::MAX - 1, 7, 5));
         let p = tmp("a.oracleGeneral.bin", &b);
         assert_eq!(guess_format(&p), TraceFormat::OracleGeneral);
-        let v: Vec<_> = open(&p, &TraceFormat::OracleGeneral)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(
-            v,
-            vec![
-                TraceReq {
-                    time: 1,
-                    obj_id: 42,
-                    obj_size: 4096
-                },
-                TraceReq {
-                    time: 2,
-                    obj_id: u64::MAX - 1,
-                    obj_size: 7
-                },
-            ]
-        );
+        let v = read_all(&p, &TraceFormat::OracleGeneral);
+        assert_eq!(v, vec![req(1, 42, 4096), req(2, u64::MAX - 1, 7),]);
     }
 
     #[test]
@@ -491,30 +486,10 @@ mod tests {
         assert_eq!(spec.delimiter, b',');
         assert_eq!(spec.has_header, Some(true));
         let p = tmp("t.csv", b"time,id,size\n10,5,4096\n\n11,6,100\n");
-        let v: Vec<_> = open(&p, &TraceFormat::Csv(spec))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(
-            v,
-            vec![
-                TraceReq {
-                    time: 10,
-                    obj_id: 5,
-                    obj_size: 4096
-                },
-                TraceReq {
-                    time: 11,
-                    obj_id: 6,
-                    obj_size: 100
-                }
-            ]
-        );
+        let v = read_all(&p, &TraceFormat::Csv(spec));
+        assert_eq!(v, vec![req(10, 5, 4096), req(11, 6, 100)]);
         // Guessed header, default spec from the extension.
-        let v: Vec<_> = open(&p, &guess_format(&p))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let v = read_all(&p, &guess_format(&p));
         assert_eq!(v.len(), 2);
     }
 
@@ -526,10 +501,7 @@ mod tests {
             (b'\t', None, None)
         );
         let p = tmp("t.tsv", b"abc\t1\nabd\t2\nabc\t3\n");
-        let v: Vec<_> = open(&p, &TraceFormat::Csv(spec))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let v = read_all(&p, &TraceFormat::Csv(spec));
         assert_eq!(v.len(), 3);
         assert_eq!(v[0].obj_id, v[2].obj_id);
         assert_ne!(v[0].obj_id, v[1].obj_id);
