@@ -229,9 +229,7 @@ impl ClassicLru {
         let swappiness = core.cfg.swappiness as u64;
         let lv = &self.lruvecs[memcg as usize];
         let can_swap = core.swap.nr_free() > 0;
-        let balance = if !sc.may_swap || !can_swap {
-            Balance::File
-        } else if sc.cgroup_reclaim() && swappiness == 0 {
+        let balance = if !sc.may_swap || !can_swap || (sc.cgroup_reclaim() && swappiness == 0) {
             Balance::File
         } else if sc.priority == 0 && swappiness > 0 {
             Balance::Equal

@@ -1090,9 +1090,9 @@ impl LruGen {
         if type_ == LRU_GEN_FILE {
             self.file_taken += isolated;
         }
-        if core.cfg.variants.mglru_reclaim_rework {
-            (scanned, isolated)
-        } else if isolated > 0 || remaining == 0 {
+        // Before seed 003's rework a pass that isolated nothing and did not
+        // use up its budget reported no progress.
+        if core.cfg.variants.mglru_reclaim_rework || isolated > 0 || remaining == 0 {
             (scanned, isolated)
         } else {
             (0, 0)
