@@ -314,6 +314,31 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
     Ok((w.m, fio))
 }
 
+/// Refuses a run whose model would not fit in this host's memory (the
+/// model allocates its page frames and file slots up front; a failed
+/// allocation would abort the process instead of saying why).
+fn check_footprint(cfg: &SimConfig, file_sizes: &[u64]) -> Result<(), String> {
+    let need = sim::footprint_bytes(&cfg.mm, file_sizes.iter().copied());
+    let avail = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
+        })
+        .map(|kb| kb * 1024);
+    match avail {
+        Some(a) if need > a * 3 / 4 => Err(format!(
+            "the model needs {} MiB up front for --memory {} MiB and {} MiB of files (24 bytes per page frame, 8 per page of file); this host has {} MiB available",
+            need >> 20,
+            cfg.mm.ram_bytes >> 20,
+            file_sizes.iter().map(|&b| b as u128).sum::<u128>() >> 20,
+            a >> 20
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
     match cmd {
         Cmd::Fio { args } => {
@@ -327,6 +352,8 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
                 return Err("fio: no jobs defined".into());
             }
             let cfg = m.config()?;
+            let sizes: Vec<u64> = jobs.iter().map(|j| j.file_size()).collect();
+            check_footprint(&cfg, &sizes)?;
             Ok((sim::run_fio(cfg, &jobs), m.json, "fio".into()))
         }
         Cmd::MmapProbe {
@@ -346,6 +373,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
             m.memcg_limit = probe.memcg_limit.clone();
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
+            check_footprint(&cfg, &[spec.file_size])?;
             Ok((sim::run_probe(cfg, &spec), probe.json, "mmap-probe".into()))
         }
         Cmd::Replay {
@@ -377,6 +405,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
             }
             let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
             let cfg = machine.config()?;
+            check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
             let r = sim::Sim::new(cfg)
                 .run_trace(reader, *file_pages)
                 .map_err(|e| e.to_string())?;
@@ -625,11 +654,26 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                e.exit();
+            }
+            // clap's own report spans several lines (usage, a hint): bad
+            // input gets one line here, like every other error.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("foliosim: {} (see --help)", foliosim_workload::units::one_line(first));
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("foliosim: {e}");
+            eprintln!("foliosim: {}", foliosim_workload::units::one_line(&e));
             ExitCode::from(2)
         }
     }

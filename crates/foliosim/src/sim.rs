@@ -642,6 +642,23 @@ fn sample_policy<P: ReclaimPolicy>(
     }
 }
 
+/// Bytes the model allocates up front for a machine and its files: one
+/// folio frame per page of managed RAM and, per file, an xarray slot per
+/// page plus a leaf node per 64 pages. A front end compares this with the
+/// host's memory before a run (an allocation failure aborts the process).
+pub fn footprint_bytes(mm: &MmConfig, file_sizes: impl IntoIterator<Item = u64>) -> u128 {
+    let frames = (mm.ram_bytes.saturating_sub(mm.reserved_bytes) / PAGE_SIZE) as u128;
+    let folio = std::mem::size_of::<crate::mm::folio::Folio>() as u128;
+    let files: u128 = file_sizes
+        .into_iter()
+        .map(|b| {
+            let pages = b.div_ceil(PAGE_SIZE) as u128;
+            pages * 8 + pages.div_ceil(64) * 16
+        })
+        .sum();
+    frames * folio + files
+}
+
 /// Runs a probe under `cfg`.
 pub fn run_probe(cfg: SimConfig, spec: &ProbeSpec) -> RunReport {
     Sim::new(cfg).run_probe(spec)

@@ -28,10 +28,14 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::units::one_line;
         write!(
             f,
             "{}:{}: {}: {}",
-            self.file, self.line, self.option, self.msg
+            one_line(&self.file),
+            self.line,
+            one_line(&self.option),
+            one_line(&self.msg)
         )
     }
 }

@@ -1,4 +1,25 @@
-//! Size and time values as fio and the kernel's tunables spell them.
+//! Size and time values as fio and the kernel's tunables spell them, and
+//! the one-line form of error messages.
+
+use std::borrow::Cow;
+
+/// An error message as one printable line: control characters echoed from
+/// the input (a NUL, a '\r', a newline inside a command-line argument) are
+/// written as escapes, so an error never spans or rewrites lines.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// Parses a size: a plain number of bytes, or a number with a K, M, G, T or P
 /// suffix (optionally followed by "B" or "iB"), all powers of 1024 as fio's
@@ -60,6 +81,13 @@ pub fn parse_time_ns(s: &str, default_unit_ns: u64) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_escapes_controls_only() {
+        assert_eq!(one_line("bad size '4k'"), "bad size '4k'");
+        assert!(matches!(one_line("plain é"), Cow::Borrowed(_)));
+        assert_eq!(one_line("a\nb\r\0\u{7f}"), "a\\nb\\r\\u{0}\\u{7f}");
+    }
 
     #[test]
     fn sizes() {
