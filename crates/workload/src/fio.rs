@@ -1478,10 +1478,16 @@ mod tests {
         for (got, w) in g.iter().zip(want) {
             assert_eq!((got.0.as_str(), got.1, got.2), w);
         }
-        let args: Vec<String> = ["--size=1m", "--name=x", "--name=y", "--new_group", "--group_reporting"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = [
+            "--size=1m",
+            "--name=x",
+            "--name=y",
+            "--new_group",
+            "--group_reporting",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let jobs = parse_cmdline(&args).unwrap();
         assert_eq!((jobs[0].groupid, jobs[0].group_reporting), (0, false));
         assert_eq!((jobs[1].groupid, jobs[1].group_reporting), (1, true));
