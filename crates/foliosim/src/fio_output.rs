@@ -1,0 +1,1 @@
+//! fio's normal and JSON output (filled in next commit).
