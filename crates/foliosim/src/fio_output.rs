@@ -979,3 +979,80 @@ pub fn job_options(args: &[String], jobs: &[foliosim_workload::fio::FioJob]) -> 
 fn strip_comment(l: &str) -> &str {
     l.split([';', '#']).next().unwrap_or("").trim()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Strings fio 3.33 printed on this host for the same numbers (see the
+    // module tests of the CLI for the runs): BW=28.0MiB/s (29.3MB/s) for
+    // 8 MiB in 286 ms, 8192KiB, IOPS=7160 and 248k, max=12512k and
+    // 1030.0k in the clat line, io=291MiB.
+    #[test]
+    fn num2str_as_fio() {
+        let bw = 1000 * 8388608 / 286;
+        assert_eq!(num2str(bw, 4, true, "B/s"), "28.0MiB/s");
+        assert_eq!(num2str(bw, 4, false, "B/s"), "29.3MB/s");
+        assert_eq!(num2str(8388608, 4, true, "B"), "8192KiB");
+        assert_eq!(num2str(8388608, 4, false, "B"), "8389kB");
+        assert_eq!(num2str(1000 * 2048 / 286, 4, false, ""), "7160");
+        assert_eq!(num2str(1000 * 74541 / 301, 4, false, ""), "248k");
+        assert_eq!(num2str(12_512_345, 6, false, ""), "12512k");
+        assert_eq!(num2str(1_030_012, 6, false, ""), "1030.0k");
+        assert_eq!(num2str(74541 * 4096, 4, true, "B"), "291MiB");
+    }
+
+    #[test]
+    fn percentiles_print_in_fios_layout() {
+        let mut h = LatHist::default();
+        for v in 1..=100 {
+            h.add(v);
+        }
+        let mut out = String::new();
+        show_percentiles(&mut out, &h, "clat");
+        // Below 128 ns every value is its own bucket; width 5, four a line.
+        // 30th and 60th are 31 and 61: fio's x87 bound 30/100*100 rounds
+        // above 30 (fio_stat::x87_percentile_rank).
+        assert_eq!(
+            out,
+            "    clat percentiles (nsec):\n\
+             \x20    |  1.00th=[    1],  5.00th=[    5], 10.00th=[   10], 20.00th=[   20],\n\
+             \x20    | 30.00th=[   31], 40.00th=[   40], 50.00th=[   50], 60.00th=[   61],\n\
+             \x20    | 70.00th=[   70], 80.00th=[   80], 90.00th=[   90], 95.00th=[   95],\n\
+             \x20    | 99.00th=[   99], 99.50th=[  100], 99.90th=[  100], 99.95th=[  100],\n\
+             \x20    | 99.99th=[  100]\n"
+        );
+        // Microseconds (rounded up) once min > 2000 and max > 99999 ns:
+        // 3000 and 200000 ns sit in buckets printed 2992 and 199680.
+        let mut h = LatHist::default();
+        h.add(3000);
+        h.add(200_000);
+        let mut out = String::new();
+        show_percentiles(&mut out, &h, "clat");
+        assert!(
+            out.starts_with("    clat percentiles (usec):\n     |  1.00th=[    3],"),
+            "{out}"
+        );
+        assert!(out.ends_with(" 99.99th=[  200]\n"), "{out}");
+    }
+
+    #[test]
+    fn lat_ranges_five_a_line() {
+        let mut out = String::new();
+        show_lat(
+            &mut out,
+            &[0.0, 10.0, 0.0, 20.0, 20.0, 10.0, 10.0, 10.0, 0.005, 20.0],
+            &[
+                "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+            ],
+            "usec",
+        );
+        assert_eq!(
+            out,
+            "  lat (usec)   : 4=10.00%, 20=20.00%, 50=20.00%, 100=10.00%, 250=10.00%\n  lat (usec)   : 500=10.00%, 750=0.01%, 1000=20.00%\n"
+        );
+        let p = lat_percents(&[1, 0, 99_999], 100_000);
+        assert_eq!(&p[..2], [0.01, 0.0], "at least 0.01 when any");
+        assert!((p[2] - 99.999).abs() < 1e-9);
+    }
+}
