@@ -170,9 +170,7 @@ fn group_stats(ts: &[ThreadStat]) -> Vec<GroupRunStats> {
     }
     for g in &mut rs {
         for d in 0..2 {
-            if g.max_run[d] != 0 {
-                g.agg[d] = g.iobytes[d] * 1000 / g.max_run[d];
-            }
+            g.agg[d] = (g.iobytes[d] * 1000).checked_div(g.max_run[d]).unwrap_or(0);
         }
     }
     rs
