@@ -165,9 +165,10 @@ fn json_keys_are_fio_3_33s() {
     let file = dir.join("f");
     let fname = format!("--filename={}", file.display());
     let job = ["--name=t", &fname, "--size=4M", "--rw=randread", "--bs=4k"];
+    // fio prints its JSON, then its normal output, of the same run.
     let real = Command::new("fio")
         .args(job)
-        .arg("--output-format=json+")
+        .arg("--output-format=json+,normal")
         .output()
         .expect("fio runs");
     assert!(
@@ -175,7 +176,12 @@ fn json_keys_are_fio_3_33s() {
         "{}",
         String::from_utf8_lossy(&real.stderr)
     );
-    let real: Value = serde_json::from_slice(&real.stdout).expect("fio prints JSON");
+    let text = String::from_utf8_lossy(&real.stdout).into_owned();
+    // (normal mode first prints the job lines and "Starting 1 process")
+    let json_start = text.find("\n{\n").map_or(0, |i| i + 1);
+    let json_end = text.find("\n}\n").expect("fio's JSON ends with a lone }") + 3;
+    let real_normal = &text[json_end..];
+    let real: Value = serde_json::from_str(&text[json_start..json_end]).expect("fio prints JSON");
     let mut args = vec!["fio"];
     args.extend_from_slice(&job);
     args.push("--output-format=json+");
@@ -215,6 +221,31 @@ fn json_keys_are_fio_3_33s() {
             .collect()
     };
     assert_eq!(pk(&ours), pk(&real));
+    // fio's own percentiles from fio's own histogram: refilling our
+    // histogram with real fio's json+ bins must give the percentiles real
+    // fio printed (same buckets, same rank rule).
+    let clat = &real["jobs"][0]["read"]["clat_ns"];
+    let mut h = foliosim::fio_stat::LatHist::default();
+    for (ns, n) in clat["bins"].as_object().unwrap() {
+        for _ in 0..n.as_u64().unwrap() {
+            h.add(ns.parse().unwrap());
+        }
+    }
+    for (p, v) in h.percentiles(&foliosim::fio_stat::DEFAULT_PERCENTILES) {
+        assert_eq!(
+            clat["percentile"][format!("{p:.6}")].as_u64(),
+            Some(v),
+            "{p}th of fio's histogram"
+        );
+    }
+    // And printed as fio's normal output prints them, character for
+    // character.
+    let mut ours_text = String::new();
+    foliosim::fio_output::show_percentiles(&mut ours_text, &h, "clat");
+    let start = real_normal
+        .find("    clat percentiles")
+        .expect("fio prints clat percentiles");
+    assert_eq!(&real_normal[start..start + ours_text.len()], ours_text);
 }
 
 #[test]

@@ -613,7 +613,7 @@ fn display_lat(out: &mut String, name: &str, s: &IoStat) {
 }
 
 /// stat.c show_clat_percentiles (percentile_precision 2).
-fn show_percentiles(out: &mut String, h: &LatHist, pre: &str) {
+pub fn show_percentiles(out: &mut String, h: &LatHist, pre: &str) {
     let vals = h.percentiles(&DEFAULT_PERCENTILES);
     if vals.is_empty() {
         return;
