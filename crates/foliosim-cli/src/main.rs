@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use foliosim::fio_output::{self, OutputFormat};
 use foliosim::mm::{blkdev::DeviceProfile, MmConfig, SwapKind, Variants};
 use foliosim::reproduce;
 use foliosim::sim::{self, LruKind, RunReport, SimConfig};
@@ -64,7 +65,8 @@ struct MachineArgs {
     /// Check the model's invariants after every reclaim batch (slow).
     #[arg(long)]
     check_invariants: bool,
-    /// Print one JSON object instead of text.
+    /// Print foliosim's own JSON object instead of text (for fio's JSON
+    /// schema use `foliosim fio --output-format=json`).
     #[arg(long)]
     json: bool,
 }
@@ -261,6 +263,48 @@ enum ReproduceCmd {
     },
 }
 
+/// How a workload's report is printed.
+enum Output {
+    /// foliosim's text, or with --json its own JSON object.
+    Foliosim { json: bool },
+    /// fio's --output-format (for `foliosim fio`).
+    Fio {
+        format: OutputFormat,
+        options: fio_output::JobOptions,
+    },
+}
+
+/// Takes fio's `--output-format=F` / `--output-format F` out of `foliosim
+/// fio`'s arguments: foliosim prints, so the format is foliosim's choice.
+fn take_output_format(args: &mut Vec<String>) -> Result<Option<OutputFormat>, String> {
+    let mut found = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].trim_start_matches('-');
+        let dashes = args[i].len() - a.len();
+        let val = if !(1..=2).contains(&dashes) {
+            None
+        } else if let Some(v) = a.strip_prefix("output-format=") {
+            Some(v.to_string())
+        } else if a == "output-format" {
+            if i + 1 >= args.len() {
+                return Err("--output-format: missing value".into());
+            }
+            Some(args.remove(i + 1))
+        } else {
+            None
+        };
+        match val {
+            Some(v) => {
+                args.remove(i);
+                found = Some(v.parse().map_err(|e| format!("--output-format: {e}"))?);
+            }
+            None => i += 1,
+        }
+    }
+    Ok(found)
+}
+
 /// Splits `foliosim fio` arguments into machine options and fio's.
 fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String> {
     const OURS: &[&str] = &[
@@ -339,10 +383,11 @@ fn check_footprint(cfg: &SimConfig, file_sizes: &[u64]) -> Result<(), String> {
     }
 }
 
-fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
+fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
     match cmd {
         Cmd::Fio { args } => {
-            let (m, fio_args) = split_fio_args(args)?;
+            let (m, mut fio_args) = split_fio_args(args)?;
+            let format = take_output_format(&mut fio_args)?;
             if fio_args.is_empty() {
                 return Err("fio: no job file and no --name given".into());
             }
@@ -351,10 +396,22 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
             if jobs.is_empty() {
                 return Err("fio: no jobs defined".into());
             }
+            let out =
+                match format {
+                    Some(_) if m.json => return Err(
+                        "--json and --output-format: choose one (--json is foliosim's own object)"
+                            .into(),
+                    ),
+                    Some(format) => Output::Fio {
+                        format,
+                        options: fio_output::job_options(&fio_args, &jobs),
+                    },
+                    None => Output::Foliosim { json: m.json },
+                };
             let cfg = m.config()?;
             let sizes: Vec<u64> = jobs.iter().map(|j| j.file_size()).collect();
             check_footprint(&cfg, &sizes)?;
-            Ok((sim::run_fio(cfg, &jobs), m.json, "fio".into()))
+            Ok((sim::run_fio(cfg, &jobs), out, "fio".into()))
         }
         Cmd::MmapProbe {
             probe,
@@ -374,7 +431,11 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
             check_footprint(&cfg, &[spec.file_size])?;
-            Ok((sim::run_probe(cfg, &spec), probe.json, "mmap-probe".into()))
+            Ok((
+                sim::run_probe(cfg, &spec),
+                Output::Foliosim { json: probe.json },
+                "mmap-probe".into(),
+            ))
         }
         Cmd::Replay {
             trace,
@@ -409,20 +470,28 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
             let r = sim::Sim::new(cfg)
                 .run_trace(reader, *file_pages)
                 .map_err(|e| e.to_string())?;
-            Ok((r, machine.json, "replay".into()))
+            Ok((r, Output::Foliosim { json: machine.json }, "replay".into()))
         }
         _ => unreachable!(),
     }
 }
 
-fn print_report(r: &RunReport, json: bool, what: &str) {
-    if json {
-        println!(
+fn print_report(r: &RunReport, out: &Output, what: &str) {
+    match out {
+        Output::Foliosim { json: true } => println!(
             "{}",
             serde_json::to_string_pretty(r).expect("report serialises")
-        );
-    } else {
-        print!("{}", foliosim::report::render_text(r, what));
+        ),
+        Output::Foliosim { json: false } => print!("{}", foliosim::report::render_text(r, what)),
+        Output::Fio { format, options } => {
+            // fio prints its JSON before its normal output.
+            if format.json {
+                print!("{}", fio_output::render_json(r, options, format.json_plus));
+            }
+            if format.normal {
+                print!("{}", foliosim::report::render_text(r, what));
+            }
+        }
     }
 }
 
@@ -605,8 +674,8 @@ fn oracle_counters(r: &RunReport) -> BTreeMap<String, f64> {
 fn run(cli: Cli) -> Result<(), String> {
     match &cli.cmd {
         Cmd::Fio { .. } | Cmd::MmapProbe { .. } | Cmd::Replay { .. } => {
-            let (r, json, what) = run_workload(&cli.cmd)?;
-            print_report(&r, json, &what);
+            let (r, out, what) = run_workload(&cli.cmd)?;
+            print_report(&r, &out, &what);
             Ok(())
         }
         Cmd::Compare { sets, workload } => compare(sets, workload),

@@ -4,8 +4,11 @@
 //!
 //! `mm` is the kernel model, one module per kernel file; `sim` drives
 //! workloads (from the `foliosim-workload` crate) through it; `report`
-//! prints the kernel's counters; `reproduce` holds the seeds' experiments.
+//! prints the kernel's counters, `fio_stat` / `fio_output` fio's statistics
+//! and its normal and JSON output; `reproduce` holds the seeds' experiments.
 
+pub mod fio_output;
+pub mod fio_stat;
 pub mod mm;
 pub mod report;
 pub mod reproduce;

@@ -1,97 +1,28 @@
-//! Text output in the forms kernel developers read: fio's summary, and
-//! counters under their kernel names as /proc/vmstat and memory.stat show
-//! them.
+//! Text output in the forms kernel developers read: fio's summary (from
+//! `fio_output`), and counters under their kernel names as /proc/vmstat
+//! and memory.stat show them.
 
 use std::fmt::Write;
 
-use crate::sim::{DirStats, RunReport};
+use crate::sim::RunReport;
 
-fn human_bytes_iec(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut i = 0;
-    // fio keeps four significant digits before switching unit.
-    while v >= 10000.0 && i + 1 < units.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if v >= 100.0 || i == 0 {
-        format!("{v:.0}{}", units[i])
-    } else {
-        format!("{v:.1}{}", units[i])
-    }
-}
-
-fn human_bytes_si(b: f64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = b;
-    let mut i = 0;
-    while v >= 10000.0 && i + 1 < units.len() {
-        v /= 1000.0;
-        i += 1;
-    }
-    if v >= 100.0 || i == 0 {
-        format!("{v:.0}{}", units[i])
-    } else {
-        format!("{v:.1}{}", units[i])
-    }
-}
-
-fn human_count(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-fn dir_block(out: &mut String, name: &str, d: &DirStats) {
-    if d.total_ios == 0 {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "  {name}: IOPS={}, BW={}/s ({}/s)({}/{}msec)",
-        human_count(d.iops),
-        human_bytes_iec(d.bw_bytes as f64),
-        human_bytes_si(d.bw_bytes as f64),
-        human_bytes_iec(d.io_bytes as f64),
-        d.runtime_ms
-    );
-    let _ = writeln!(
-        out,
-        "    clat (nsec): min={}, max={}, avg={:.2}, stdev={:.2}",
-        d.clat_min_ns, d.clat_max_ns, d.clat_mean_ns, d.clat_stdev_ns
-    );
-    let _ = writeln!(out, "    clat percentiles (nsec):");
-    let keys: Vec<(&String, &u64)> = d.clat_ns.iter().collect();
-    for row in keys.chunks(4) {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|(k, v)| {
-                let q: f64 = k.parse().unwrap_or(0.0);
-                format!("{:>6.2}th=[{:>8}]", q, v)
-            })
-            .collect();
-        let _ = writeln!(out, "     | {}", cells.join(", "));
-    }
-}
-
-/// fio's normal output for each job, then the counters.
+/// fio's normal output (fio_output::render_normal), then the counters.
 pub fn render_text(r: &RunReport, what: &str) -> String {
+    let mut out = crate::fio_output::render_normal(r);
+    out.push_str(&render_counters(r, what));
+    out
+}
+
+/// foliosim's part of the text output: the run, then the kernel's
+/// counters under their kernel names.
+pub fn render_counters(r: &RunReport, what: &str) -> String {
     let mut out = String::new();
-    for j in &r.jobs {
+    for j in r.jobs.iter().filter(|j| j.oom_killed) {
         let _ = writeln!(
             out,
-            "{}: (groupid=0, jobs=1): err= 0: jobnum={}{}",
-            j.jobname,
-            j.jobnum,
-            if j.oom_killed { " (OOM-killed)" } else { "" }
+            "\n{what}: job {} (jobnum {}) was OOM-killed",
+            j.jobname, j.jobnum
         );
-        dir_block(&mut out, "read", &j.read);
-        dir_block(&mut out, "write", &j.write);
     }
     let _ = writeln!(
         out,
@@ -156,16 +87,4 @@ pub fn render_text(r: &RunReport, what: &str) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn human_units() {
-        assert_eq!(human_bytes_iec(5078.0 * 1048576.0), "5078MiB");
-        assert_eq!(human_bytes_iec(58.5 * 1048576.0), "58.5MiB");
-        assert_eq!(human_bytes_si(15000.0), "15.0kB");
-        assert_eq!(human_count(1_300_000.0), "1.3M");
-    }
 }

@@ -73,90 +73,8 @@ pub fn check_lru_gen_sysctl(kv: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Latency histogram: log2 buckets with 16 linear sub-buckets, fixed size,
-/// so recording allocates nothing.
-#[derive(Clone, Debug)]
-pub struct LatHist {
-    buckets: Vec<u64>,
-    pub n: u64,
-    pub sum: u128,
-    pub sumsq: f64,
-    pub min: u64,
-    pub max: u64,
-}
-
-const SUB: u64 = 16;
-
-impl Default for LatHist {
-    fn default() -> Self {
-        LatHist {
-            buckets: vec![0; 64 * SUB as usize],
-            n: 0,
-            sum: 0,
-            sumsq: 0.0,
-            min: u64::MAX,
-            max: 0,
-        }
-    }
-}
-
-impl LatHist {
-    #[inline]
-    fn idx(v: u64) -> usize {
-        if v < SUB {
-            return v as usize;
-        }
-        let lg = 63 - v.leading_zeros() as u64;
-        let sub = (v >> (lg - 4)) & (SUB - 1);
-        ((lg - 3) * SUB + sub) as usize
-    }
-    fn value(i: usize) -> u64 {
-        let i = i as u64;
-        if i < SUB {
-            return i;
-        }
-        let lg = i / SUB + 3;
-        let sub = i % SUB;
-        ((SUB + sub) << (lg - 4)) + (1u64 << (lg - 4)) / 2
-    }
-    #[inline]
-    pub fn add(&mut self, v: u64) {
-        self.buckets[Self::idx(v)] += 1;
-        self.n += 1;
-        self.sum += v as u128;
-        self.sumsq += (v as f64) * (v as f64);
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-    }
-    pub fn percentile(&self, p: f64) -> u64 {
-        if self.n == 0 {
-            return 0;
-        }
-        let target = ((p / 100.0) * self.n as f64).ceil().max(1.0) as u64;
-        let mut acc = 0;
-        for (i, &c) in self.buckets.iter().enumerate() {
-            acc += c;
-            if acc >= target {
-                return Self::value(i).clamp(self.min, self.max);
-            }
-        }
-        self.max
-    }
-    pub fn mean(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.n as f64
-        }
-    }
-    pub fn stdev(&self) -> f64 {
-        if self.n < 2 {
-            return 0.0;
-        }
-        let m = self.mean();
-        ((self.sumsq / self.n as f64 - m * m).max(0.0)).sqrt()
-    }
-}
+pub use crate::fio_stat::LatHist;
+use crate::fio_stat::{LatDist, RateSamples, DEFAULT_PERCENTILES};
 
 /// fio's per-direction statistics of one job.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -174,32 +92,56 @@ pub struct DirStats {
 }
 
 impl DirStats {
-    fn from(h: &LatHist, bytes: u64, ios: u64, runtime_ns: u64) -> Self {
-        let mut p = BTreeMap::new();
-        for q in [
-            1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9,
-            99.95, 99.99,
-        ] {
-            p.insert(format!("{q:.6}"), h.percentile(q));
-        }
-        let secs = runtime_ns as f64 / 1e9;
+    /// As fio computes them (stat.c add_ddir_status_json): runtime in
+    /// whole ms rounded up (backend.c update_runtime), only for a direction
+    /// that moved bytes; bandwidth and IOPS from that runtime.
+    pub fn from(h: &LatHist, bytes: u64, ios: u64, runtime_ns: u64) -> Self {
+        let runtime_ms = if bytes > 0 {
+            (runtime_ns / 1000).div_ceil(1000)
+        } else {
+            0
+        };
+        let clat = h.stat.calc().unwrap_or((0, 0, 0.0, 0.0));
         DirStats {
             io_bytes: bytes,
             total_ios: ios,
-            runtime_ms: runtime_ns / 1_000_000,
-            bw_bytes: if secs > 0.0 {
-                (bytes as f64 / secs) as u64
+            runtime_ms,
+            bw_bytes: (1000 * bytes).checked_div(runtime_ms).unwrap_or(0),
+            iops: if runtime_ms > 0 {
+                1000.0 * ios as f64 / runtime_ms as f64
             } else {
-                0
+                0.0
             },
-            iops: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
-            clat_ns: p,
-            clat_mean_ns: h.mean(),
-            clat_stdev_ns: h.stdev(),
-            clat_min_ns: if h.n > 0 { h.min } else { 0 },
-            clat_max_ns: h.max,
+            clat_ns: h
+                .percentiles(&DEFAULT_PERCENTILES)
+                .into_iter()
+                .map(|(p, v)| (format!("{p:.6}"), v))
+                .collect(),
+            clat_mean_ns: clat.2,
+            clat_stdev_ns: clat.3,
+            clat_min_ns: clat.0,
+            clat_max_ns: clat.1,
         }
     }
+}
+
+/// What fio's thread_stat holds for one job beyond [`DirStats`]: the
+/// histograms and samples its normal and JSON output are made from.
+#[derive(Clone, Debug, Default)]
+pub struct FioJobStats {
+    /// Completion latencies, read and write.
+    pub clat: [LatHist; 2],
+    pub lat_dist: LatDist,
+    pub rates: RateSamples,
+    /// ms from the job's start (ramp included) to its end (fio's
+    /// total_run_time).
+    pub total_run_time_ms: u64,
+    /// Faults taken during the job's I/O after ramp_time (fio's majf and
+    /// minf from getrusage: pgmajfault, and pgfault less pgmajfault).
+    pub majf: u64,
+    pub minf: u64,
+    pub groupid: u32,
+    pub group_reporting: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -209,6 +151,9 @@ pub struct JobReport {
     pub read: DirStats,
     pub write: DirStats,
     pub oom_killed: bool,
+    /// fio's raw statistics (for `fio_output`; not in the `--json` object).
+    #[serde(skip)]
+    pub fio: FioJobStats,
 }
 
 /// One timeline sample: counters at the end of a simulated second.
@@ -399,6 +344,7 @@ impl Sim {
             read: DirStats::default(),
             write: DirStats::default(),
             oom_killed: oom,
+            fio: FioJobStats::default(),
         }];
         self.report(jobs)
     }
@@ -412,6 +358,7 @@ impl Sim {
         let mut f = self.open(file_pages * PAGE_SIZE);
         f.ra.ra_pages = 0;
         let mut h = LatHist::default();
+        let mut dist = LatDist::default();
         let mut bytes = 0;
         let mut ios = 0;
         let mut oom = false;
@@ -425,6 +372,7 @@ impl Sim {
                     break;
                 }
                 h.add(k.core.now - t0);
+                dist.mark(k.core.now - t0);
                 bytes += PAGE_SIZE;
                 ios += 1;
             }
@@ -436,6 +384,12 @@ impl Sim {
             read: DirStats::from(&h, bytes, ios, elapsed),
             write: DirStats::default(),
             oom_killed: oom,
+            fio: FioJobStats {
+                clat: [h, LatHist::default()],
+                lat_dist: dist,
+                total_run_time_ms: elapsed / 1_000_000,
+                ..FioJobStats::default()
+            },
         }];
         Ok(self.report(jobs))
     }
@@ -451,7 +405,7 @@ impl Sim {
             done: bool,
             stop_at: Option<u64>,
             ramp_end: u64,
-            h: [LatHist; 2],
+            stats: FioJobStats,
             bytes: [u64; 2],
             ios: [u64; 2],
             start_stats: Option<u64>,
@@ -504,7 +458,11 @@ impl Sim {
                 done: false,
                 stop_at,
                 ramp_end: j.ramp_time_ns,
-                h: [LatHist::default(), LatHist::default()],
+                stats: FioJobStats {
+                    groupid: j.groupid,
+                    group_reporting: j.group_reporting,
+                    ..FioJobStats::default()
+                },
                 bytes: [0; 2],
                 ios: [0; 2],
                 start_stats: None,
@@ -542,8 +500,11 @@ impl Sim {
                 }
                 if s.start_stats.is_none() && k.core.now >= s.ramp_end {
                     s.start_stats = Some(k.core.now);
+                    s.stats.rates.start(k.core.now);
                 }
                 let t0 = k.core.now;
+                use crate::mm::vmstat::Item;
+                let faults0 = (k.core.vm.get(Item::PGFAULT), k.core.vm.get(Item::PGMAJFAULT));
                 k.core.cpu(k.core.cost.fio_io);
                 let write = matches!(io.dir, Dir::Write);
                 let ok = if j.direct {
@@ -583,7 +544,12 @@ impl Sim {
                 let lat = k.core.now - t0;
                 if s.start_stats.is_some() {
                     let d = write as usize;
-                    s.h[d].add(lat);
+                    s.stats.clat[d].add(lat);
+                    s.stats.lat_dist.mark(lat);
+                    s.stats.rates.io_done(k.core.now, d, io.len);
+                    let majf = k.core.vm.get(Item::PGMAJFAULT) - faults0.1;
+                    s.stats.majf += majf;
+                    s.stats.minf += k.core.vm.get(Item::PGFAULT) - faults0.0 - majf;
                     s.bytes[d] += io.len;
                     s.ios[d] += 1;
                 }
@@ -604,16 +570,19 @@ impl Sim {
         });
         self.lru_gen_samples = samples;
         let reports = st
-            .iter()
+            .into_iter()
             .zip(jobs)
             .map(|(s, j)| {
                 let runtime = s.t.saturating_sub(s.start_stats.unwrap_or(s.t));
+                let mut stats = s.stats;
+                stats.total_run_time_ms = s.t / 1_000_000;
                 JobReport {
                     jobname: j.name.clone(),
                     jobnum: j.jobnum,
-                    read: DirStats::from(&s.h[0], s.bytes[0], s.ios[0], runtime),
-                    write: DirStats::from(&s.h[1], s.bytes[1], s.ios[1], runtime),
+                    read: DirStats::from(&stats.clat[0], s.bytes[0], s.ios[0], runtime),
+                    write: DirStats::from(&stats.clat[1], s.bytes[1], s.ios[1], runtime),
                     oom_killed: s.oom,
+                    fio: stats,
                 }
             })
             .collect();

@@ -140,6 +140,13 @@ pub struct FioJob {
     pub jobnum: u32,
     /// "file:line" of the job's section header (or `--name`).
     pub source: String,
+    /// fio's reporting group (init.c add_job): starts at 0 and goes up by
+    /// one at each job with `new_group` or `stonewall` that has jobs
+    /// before it in the current group; numjobs clones share their
+    /// parent's group.
+    pub groupid: u32,
+    /// group_reporting: the jobs of this group are reported as one.
+    pub group_reporting: bool,
 }
 
 impl FioJob {
@@ -165,7 +172,12 @@ pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
 /// Parse the text of a fio job file; `file_label` names it in errors.
 pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseError> {
     let sections = split_ini(text, file_label)?;
-    let jobs = build_jobs(&Builder::default(), sections, file_label)?;
+    let jobs = build_jobs(
+        &Builder::default(),
+        sections,
+        file_label,
+        &mut Groups::default(),
+    )?;
     if jobs.is_empty() {
         return Err(no_jobs(file_label));
     }
@@ -254,7 +266,9 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
     }
     let mut base = Builder::default();
     base.apply_section(&global, CMDLINE)?;
-    let mut out = build_jobs(&base, jobs, CMDLINE)?;
+    // fio counts groups across the command line and every job file.
+    let mut groups = Groups::default();
+    let mut out = build_jobs(&base, jobs, CMDLINE, &mut groups)?;
     for f in files {
         let text = std::fs::read_to_string(&f).map_err(|e| ParseError {
             file: f.clone(),
@@ -263,7 +277,7 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
             msg: format!("cannot read: {e}"),
         })?;
         let sections = split_ini(&text, &f)?;
-        let jobs = build_jobs(&base, sections, &f)?;
+        let jobs = build_jobs(&base, sections, &f, &mut groups)?;
         if jobs.is_empty() {
             return Err(no_jobs(&f));
         }
@@ -404,10 +418,18 @@ fn expand_env(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// fio's `groupid` / `prev_group_jobs` (init.c), kept across job files.
+#[derive(Default)]
+struct Groups {
+    groupid: u32,
+    prev_group_jobs: u32,
+}
+
 fn build_jobs(
     base: &Builder,
     sections: Vec<Section>,
     file: &str,
+    groups: &mut Groups,
 ) -> Result<Vec<FioJob>, ParseError> {
     let mut global = base.clone();
     let mut out = Vec::new();
@@ -420,7 +442,7 @@ fn build_jobs(
         let mut b = global.clone();
         b.name = Some(s.name.clone());
         b.apply_section(&s, file)?;
-        out.extend(b.finish(file, s.line)?);
+        out.extend(b.finish(file, s.line, groups)?);
     }
     Ok(out)
 }
@@ -432,9 +454,7 @@ fn build_jobs(
 /// CPU placement, and queue depth (all modelled engines are synchronous, so
 /// fio runs them at depth 1 whatever iodepth says).
 const IGNORED: &[&str] = &[
-    "group_reporting",
     "description",
-    "new_group",
     "per_job_logs",
     "write_bw_log",
     "write_lat_log",
@@ -523,6 +543,8 @@ const FLAGS: &[&str] = &[
     "lat_percentiles",
     "slat_percentiles",
     "new_group",
+    "stonewall",
+    "wait_for_previous",
     "unified_rw_reporting",
     "unique_filename",
     "allow_file_create",
@@ -580,6 +602,10 @@ struct Builder {
     end_fsync: bool,
     numjobs: u32,
     kb_base: u64,
+    /// new_group and stonewall both start a new reporting group.
+    new_group: bool,
+    stonewall: bool,
+    group_reporting: bool,
 }
 
 impl Default for Builder {
@@ -617,6 +643,9 @@ impl Default for Builder {
             end_fsync: false,
             numjobs: 1,
             kb_base: 1024,
+            new_group: false,
+            stonewall: false,
+            group_reporting: false,
         }
     }
 }
@@ -798,13 +827,22 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
+            // stonewall is parsed here only for its reporting group.
+            "new_group" => self.new_group = parse_bool(val).map_err(err)?,
+            "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(val).map_err(err)?,
+            "group_reporting" => self.group_reporting = parse_bool(val).map_err(err)?,
             k if IGNORED.contains(&k) => {}
             _ => return Err(err("unknown or unsupported fio option".into())),
         }
         Ok(())
     }
 
-    fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
+    fn finish(
+        &self,
+        file: &str,
+        line: usize,
+        groups: &mut Groups,
+    ) -> Result<Vec<FioJob>, ParseError> {
         let name = self.name.clone().unwrap_or_default();
         let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
         let size = match (self.size, self.filesize) {
@@ -872,6 +910,11 @@ impl Builder {
                 ),
             ));
         }
+        if (self.new_group || self.stonewall) && groups.prev_group_jobs > 0 {
+            groups.prev_group_jobs = 0;
+            groups.groupid += 1;
+        }
+        groups.prev_group_jobs += self.numjobs;
         let mut out = Vec::with_capacity(self.numjobs as usize);
         for jobnum in 0..self.numjobs {
             let fname = match &self.filename {
@@ -915,6 +958,8 @@ impl Builder {
                 numjobs: 1,
                 jobnum,
                 source: format!("{file}:{line}"),
+                groupid: groups.groupid,
+                group_reporting: self.group_reporting,
             });
         }
         Ok(out)
@@ -1311,10 +1356,6 @@ mod tests {
             err("[a]\nsize=1m\nfoo=1\n"),
             "t.fio:3: foo: unknown or unsupported fio option"
         );
-        assert_eq!(
-            err("[a]\nsize=1m\nstonewall\n"),
-            "t.fio:3: stonewall: unknown or unsupported fio option"
-        );
     }
 
     #[test]
@@ -1413,6 +1454,51 @@ mod tests {
             "t.fio:0: [job]: no job sections (only [global] or nothing)"
         );
         assert!(err("[a]\nsize=8p\noffset=16383p\n").contains("overflows"));
+    }
+
+    // init.c add_job: a group starts at a new_group/stonewall job that has
+    // jobs before it; clones share the group; the count runs on across
+    // the command line and job files.
+    #[test]
+    fn groupid_follows_new_group_and_stonewall() {
+        let jobs = parse_job_str(
+            "[global]\nsize=1m\n[a]\nstonewall\nnumjobs=2\n[b]\n[c]\nnew_group\ngroup_reporting\n[d]\nwait_for_previous\nnew_group=0\n[e]\nstonewall=0\n",
+            "t.fio",
+        )
+        .unwrap();
+        let g: Vec<(String, u32, bool)> = jobs
+            .iter()
+            .map(|j| (j.name.clone(), j.groupid, j.group_reporting))
+            .collect();
+        let want = [
+            ("a", 0, false),
+            ("a", 0, false),
+            ("b", 0, false),
+            ("c", 1, true),
+            ("d", 2, false),
+            ("e", 2, false),
+        ];
+        assert_eq!(g.len(), want.len());
+        for (got, w) in g.iter().zip(want) {
+            assert_eq!((got.0.as_str(), got.1, got.2), w);
+        }
+        let args: Vec<String> = [
+            "--size=1m",
+            "--name=x",
+            "--name=y",
+            "--new_group",
+            "--group_reporting",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let jobs = parse_cmdline(&args).unwrap();
+        assert_eq!((jobs[0].groupid, jobs[0].group_reporting), (0, false));
+        assert_eq!((jobs[1].groupid, jobs[1].group_reporting), (1, true));
+        assert_eq!(
+            err("[a]\nsize=1m\nstonewall=2\n"),
+            "t.fio:3: stonewall: bad boolean '2' (0 or 1)"
+        );
     }
 
     #[test]
