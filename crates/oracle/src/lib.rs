@@ -51,6 +51,7 @@ pub mod compare;
 pub mod fio;
 pub mod host;
 pub mod jobsafe;
+pub mod journal;
 pub mod probe;
 pub mod run;
 pub mod suite;
