@@ -7,7 +7,7 @@ use foliosim_oracle::cases::{fio_case, Case, CaseKind};
 use foliosim_oracle::compare::render_text;
 use foliosim_oracle::host::read_host;
 use foliosim_oracle::journal;
-use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT};
+use foliosim_oracle::run::{preflight, run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT};
 use foliosim_oracle::suite::{self, render_markdown, shown_rows, SuiteOpts};
 use foliosim_oracle::{HostInfo, ModelFn};
 use foliosim_workload::units::parse_size;
@@ -116,6 +116,7 @@ fn one_case(
     model: ModelFn,
 ) -> Result<(), String> {
     let opts = run_opts(real)?;
+    preflight(case, &opts.dir)?;
     let host = read_host(&opts.dir)?;
     check(&host)?;
     let mut scratch = Scratch::new(&opts.dir, opts.keep)?;

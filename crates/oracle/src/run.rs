@@ -330,17 +330,18 @@ fn run_once(
 }
 
 /// Refuses, before anything on the host changes, a fio case whose working
-/// directory (left by `--keep`) holds a symlink or a special file.
-fn preflight(case: &Case, scratch: &Scratch) -> Result<(), String> {
+/// directory under `scratch_dir` (left by `--keep`, or planted) holds a
+/// symlink or a special file.
+pub fn preflight(case: &Case, scratch_dir: &Path) -> Result<(), String> {
     if let CaseKind::Fio { job, .. } = &case.kind {
-        jobsafe::check_tree(&fio_dir(case, scratch), job, &case.source)
+        jobsafe::check_tree(&fio_dir(case, scratch_dir), job, &case.source)
             .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-fn fio_dir(case: &Case, scratch: &Scratch) -> PathBuf {
-    scratch.dir.join(format!("fio-{}", case.name))
+fn fio_dir(case: &Case, scratch_dir: &Path) -> PathBuf {
+    scratch_dir.join(format!("fio-{}", case.name))
 }
 
 /// Lays out the case's files; returns the probe's file or fio's directory,
@@ -361,7 +362,7 @@ fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), Str
             let jf = scratch.dir.join(format!("fio-{}.fio", case.name));
             scratch.track(jf.clone())?;
             fs::write(&jf, &job.text).map_err(|e| format!("{}: {e}", jf.display()))?;
-            let d = fio_dir(case, scratch);
+            let d = fio_dir(case, &scratch.dir);
             scratch.track(d.clone())?;
             fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
             fio::layout(&jf, &d)?;
@@ -398,7 +399,7 @@ fn run_real(
     if opts.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
-    preflight(case, scratch)?;
+    preflight(case, &scratch.dir)?;
     let _ra = match case.read_ahead_kb {
         Some(kb) if kb != host.read_ahead_kb => {
             Some(ReadAheadGuard::set(&host.read_ahead_path, kb)?)
