@@ -7,7 +7,9 @@ use foliosim_oracle::cases::{fio_case, Case, CaseKind};
 use foliosim_oracle::compare::render_text;
 use foliosim_oracle::host::read_host;
 use foliosim_oracle::journal;
-use foliosim_oracle::run::{preflight, run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT};
+use foliosim_oracle::run::{
+    preflight, run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT,
+};
 use foliosim_oracle::suite::{self, render_markdown, shown_rows, SuiteOpts};
 use foliosim_oracle::{HostInfo, ModelFn};
 use foliosim_workload::units::parse_size;
@@ -160,7 +162,10 @@ fn one_case(
 fn restore() -> Result<(), String> {
     let r = journal::replay()?;
     for m in &r.restored {
-        eprintln!("foliosim oracle: journal {}: {m}", journal::path().display());
+        eprintln!(
+            "foliosim oracle: journal {}: {m}",
+            journal::path().display()
+        );
     }
     if r.failed.is_empty() {
         Ok(())

@@ -19,7 +19,10 @@ struct Base(PathBuf);
 
 impl Base {
     fn new(tag: &str) -> Base {
-        let d = PathBuf::from(format!("/var/tmp/foliosim-safety-{tag}-{}", std::process::id()));
+        let d = PathBuf::from(format!(
+            "/var/tmp/foliosim-safety-{tag}-{}",
+            std::process::id()
+        ));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(d.join("jobs")).unwrap();
         fs::create_dir_all(d.join("watched")).unwrap();
@@ -64,24 +67,132 @@ fn hostile_jobs_are_refused_before_anything_runs() {
     let abs = format!("'{w}/sentinel' is an absolute path: the oracle allows only paths inside its scratch directory");
     let absdir = format!("'{w}' is an absolute path");
     let cases: Vec<(&str, String, usize, &str, &str)> = vec![
-        ("prerun", format!("[a]\nsize=1M\nexec_prerun=touch {w}/EXEC\n"), 3, "exec_prerun", "runs a shell command"),
-        ("postrun", format!("[a]\nsize=1M\nexec_postrun=touch {w}/EXEC\n"), 3, "exec_postrun", "runs a shell command"),
-        ("exec", format!("[a]\nsize=1M\nioengine=exec\nprogram=/bin/touch\narguments={w}/EXEC\n"), 3, "ioengine", "engine 'exec' is not allowed"),
-        ("external", format!("[a]\nsize=1M\nioengine=external:{w}/evil.so\n"), 3, "ioengine", "engine 'external:"),
-        ("etc", format!("[a]\nsize=1M\nrw=write\nfilename={w}/sentinel\n"), 4, "filename", &abs),
-        ("updir", "[a]\nsize=1M\nrw=write\nfilename=../../x\n".into(), 4, "filename", "'../../x' climbs out"),
-        ("directory", format!("[a]\nsize=1M\nrw=write\ndirectory={w}\n"), 4, "directory", &absdir),
-        ("format", "[a]\nsize=1M\nrw=write\nfilename_format=../../$jobname.$jobnum\n".into(), 4, "filename_format", "'../../$jobname.$jobnum' climbs out"),
-        ("device", "[a]\nsize=1M\nfilename=ok.dat:/dev/vda\n".into(), 3, "filename", "'/dev/vda' is an absolute path"),
-        ("include", format!("[a]\nsize=1M\ninclude {w}/inc.fio\n"), 3, "include", "include directives are not allowed"),
-        ("iolog", format!("[a]\nsize=1M\nwrite_iolog={w}/iolog\n"), 3, "write_iolog", "reads or writes an I/O log"),
-        ("envvar", "[a]\nsize=1M\nrw=write\nfilename=${FOLIOSIM_TEST_TARGET}\n".into(), 4, "filename", &abs),
-        ("cgroup", "[a]\nsize=1M\ncgroup=foliosim-evil\n".into(), 3, "cgroup", "fio would create and join cgroups"),
-        ("sched", "[a]\nsize=1M\nioscheduler=none\n".into(), 3, "ioscheduler", "changes the device's I/O scheduler"),
-        ("pidfile", format!("[a]\nsize=1M\npid_file={w}/pid\n"), 3, "pid_file", "writes a pid file"),
-        ("trigger", format!("[a]\nsize=1M\ntrigger=touch {w}/EXEC\n"), 3, "trigger", "runs a command when triggered"),
-        ("mem", format!("[a]\nsize=1M\nmem=mmapshared:{w}/shm\n"), 3, "mem", "'mmapshared:"),
-        ("keyword", "[a]\nsize=$mb_memory*2\n".into(), 2, "size", "fio's $mb_memory keyword"),
+        (
+            "prerun",
+            format!("[a]\nsize=1M\nexec_prerun=touch {w}/EXEC\n"),
+            3,
+            "exec_prerun",
+            "runs a shell command",
+        ),
+        (
+            "postrun",
+            format!("[a]\nsize=1M\nexec_postrun=touch {w}/EXEC\n"),
+            3,
+            "exec_postrun",
+            "runs a shell command",
+        ),
+        (
+            "exec",
+            format!("[a]\nsize=1M\nioengine=exec\nprogram=/bin/touch\narguments={w}/EXEC\n"),
+            3,
+            "ioengine",
+            "engine 'exec' is not allowed",
+        ),
+        (
+            "external",
+            format!("[a]\nsize=1M\nioengine=external:{w}/evil.so\n"),
+            3,
+            "ioengine",
+            "engine 'external:",
+        ),
+        (
+            "etc",
+            format!("[a]\nsize=1M\nrw=write\nfilename={w}/sentinel\n"),
+            4,
+            "filename",
+            &abs,
+        ),
+        (
+            "updir",
+            "[a]\nsize=1M\nrw=write\nfilename=../../x\n".into(),
+            4,
+            "filename",
+            "'../../x' climbs out",
+        ),
+        (
+            "directory",
+            format!("[a]\nsize=1M\nrw=write\ndirectory={w}\n"),
+            4,
+            "directory",
+            &absdir,
+        ),
+        (
+            "format",
+            "[a]\nsize=1M\nrw=write\nfilename_format=../../$jobname.$jobnum\n".into(),
+            4,
+            "filename_format",
+            "'../../$jobname.$jobnum' climbs out",
+        ),
+        (
+            "device",
+            "[a]\nsize=1M\nfilename=ok.dat:/dev/vda\n".into(),
+            3,
+            "filename",
+            "'/dev/vda' is an absolute path",
+        ),
+        (
+            "include",
+            format!("[a]\nsize=1M\ninclude {w}/inc.fio\n"),
+            3,
+            "include",
+            "include directives are not allowed",
+        ),
+        (
+            "iolog",
+            format!("[a]\nsize=1M\nwrite_iolog={w}/iolog\n"),
+            3,
+            "write_iolog",
+            "reads or writes an I/O log",
+        ),
+        (
+            "envvar",
+            "[a]\nsize=1M\nrw=write\nfilename=${FOLIOSIM_TEST_TARGET}\n".into(),
+            4,
+            "filename",
+            &abs,
+        ),
+        (
+            "cgroup",
+            "[a]\nsize=1M\ncgroup=foliosim-evil\n".into(),
+            3,
+            "cgroup",
+            "fio would create and join cgroups",
+        ),
+        (
+            "sched",
+            "[a]\nsize=1M\nioscheduler=none\n".into(),
+            3,
+            "ioscheduler",
+            "changes the device's I/O scheduler",
+        ),
+        (
+            "pidfile",
+            format!("[a]\nsize=1M\npid_file={w}/pid\n"),
+            3,
+            "pid_file",
+            "writes a pid file",
+        ),
+        (
+            "trigger",
+            format!("[a]\nsize=1M\ntrigger=touch {w}/EXEC\n"),
+            3,
+            "trigger",
+            "runs a command when triggered",
+        ),
+        (
+            "mem",
+            format!("[a]\nsize=1M\nmem=mmapshared:{w}/shm\n"),
+            3,
+            "mem",
+            "'mmapshared:",
+        ),
+        (
+            "keyword",
+            "[a]\nsize=$mb_memory*2\n".into(),
+            2,
+            "size",
+            "fio's $mb_memory keyword",
+        ),
     ];
     for (name, text, line, option, why) in &cases {
         let job = b.p(&format!("jobs/{name}.fio"));
@@ -111,7 +222,14 @@ fn hostile_jobs_are_refused_before_anything_runs() {
     fs::create_dir_all(b.p("scratch/fio-link")).unwrap();
     std::os::unix::fs::symlink(b.p("watched/sentinel"), b.p("scratch/fio-link/data.bin")).unwrap();
     let out = b
-        .oracle(&["run", job.to_str().unwrap(), "--memcg-limit", "64M", "--dir", b.p("scratch").to_str().unwrap()])
+        .oracle(&[
+            "run",
+            job.to_str().unwrap(),
+            "--memcg-limit",
+            "64M",
+            "--dir",
+            b.p("scratch").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -125,13 +243,20 @@ fn hostile_jobs_are_refused_before_anything_runs() {
             b.p("watched/sentinel").display()
         )
     );
-    assert_eq!(b.listing("scratch"), ["fio-link"], "nothing added to scratch");
+    assert_eq!(
+        b.listing("scratch"),
+        ["fio-link"],
+        "nothing added to scratch"
+    );
     assert_eq!(b.listing("scratch/fio-link"), ["data.bin"]);
 
     // Nothing outside: the sentinel is untouched, no command ran, nothing
     // was created in the watched directory, no scratch directory was made
     // for the refused jobs, and no host change was ever journaled.
-    assert_eq!(fs::read_to_string(b.p("watched/sentinel")).unwrap(), "untouched\n");
+    assert_eq!(
+        fs::read_to_string(b.p("watched/sentinel")).unwrap(),
+        "untouched\n"
+    );
     assert_eq!(b.listing("watched"), ["sentinel"]);
     assert!(!b.p("journal").exists(), "no host change recorded");
     let mut all = b.listing("");
@@ -167,7 +292,15 @@ fn pending(b: &Base) -> Vec<journal::Entry> {
 /// in the cgroup; returns the pending journal entries.
 fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry> {
     let child = b
-        .oracle(&["run", job.to_str().unwrap(), "--repeat", "1", "--quiet", "--dir", b.p("scratch").to_str().unwrap()])
+        .oracle(&[
+            "run",
+            job.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--quiet",
+            "--dir",
+            b.p("scratch").to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -180,7 +313,8 @@ fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry
         let e = pending(b);
         let busy = e.iter().any(|x| {
             x.kind == "cgroup"
-                && fs::read_to_string(x.path.join("cgroup.procs")).is_ok_and(|s| !s.trim().is_empty())
+                && fs::read_to_string(x.path.join("cgroup.procs"))
+                    .is_ok_and(|s| !s.trim().is_empty())
         });
         if busy {
             break e;
@@ -188,7 +322,10 @@ fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry
         if let Some(st) = g.child.as_mut().unwrap().try_wait().unwrap() {
             panic!("the oracle exited early: {st}");
         }
-        assert!(t0.elapsed() < Duration::from_secs(120), "the run never started: {e:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the run never started: {e:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     let c = g.child.as_mut().unwrap();
@@ -199,27 +336,53 @@ fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry
 }
 
 fn assert_left_behind(b: &Base, g: &HostGuard, entries: &[journal::Entry], ra: &str) {
-    assert_eq!(fs::read_to_string(&g.ra_path).unwrap().trim(), ra, "still changed");
-    let v = entries.iter().find(|e| e.kind == "value").expect("read_ahead_kb journaled");
-    assert_eq!((v.path.as_path(), v.old.as_str()), (g.ra_path.as_path(), g.ra_old.trim()));
+    assert_eq!(
+        fs::read_to_string(&g.ra_path).unwrap().trim(),
+        ra,
+        "still changed"
+    );
+    let v = entries
+        .iter()
+        .find(|e| e.kind == "value")
+        .expect("read_ahead_kb journaled");
+    assert_eq!(
+        (v.path.as_path(), v.old.as_str()),
+        (g.ra_path.as_path(), g.ra_old.trim())
+    );
     for e in entries.iter().filter(|e| e.kind == "cgroup") {
         assert!(e.path.exists(), "{} left", e.path.display());
     }
     assert!(b.p("scratch/fio-slow/slow.dat").exists());
-    assert!(entries.iter().any(|e| e.kind == "path" && e.path == b.p("scratch/fio-slow")));
+    assert!(entries
+        .iter()
+        .any(|e| e.kind == "path" && e.path == b.p("scratch/fio-slow")));
 }
 
 fn assert_restored(b: &Base, g: &HostGuard, entries: &[journal::Entry], stderr: &str) {
-    assert_eq!(fs::read_to_string(&g.ra_path).unwrap(), g.ra_old, "read_ahead_kb back");
+    assert_eq!(
+        fs::read_to_string(&g.ra_path).unwrap(),
+        g.ra_old,
+        "read_ahead_kb back"
+    );
     assert!(
-        stderr.contains(&format!("restored {} to {}", g.ra_path.display(), g.ra_old.trim())),
+        stderr.contains(&format!(
+            "restored {} to {}",
+            g.ra_path.display(),
+            g.ra_old.trim()
+        )),
         "{stderr}"
     );
     for e in entries.iter().filter(|e| e.kind == "cgroup") {
         assert!(!e.path.exists(), "{} removed", e.path.display());
-        assert!(stderr.contains(&format!("removed cgroup {}", e.path.display())), "{stderr}");
+        assert!(
+            stderr.contains(&format!("removed cgroup {}", e.path.display())),
+            "{stderr}"
+        );
     }
-    assert!(!b.p("scratch").exists(), "scratch files and directory removed");
+    assert!(
+        !b.p("scratch").exists(),
+        "scratch files and directory removed"
+    );
     assert!(pending(b).is_empty(), "journal settled: {:?}", pending(b));
 }
 
@@ -243,7 +406,11 @@ fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
         return;
     }
     let ra_old = fs::read_to_string(&host.read_ahead_path).unwrap();
-    let ra = if ra_old.trim() == "4096" { "2048" } else { "4096" };
+    let ra = if ra_old.trim() == "4096" {
+        "2048"
+    } else {
+        "4096"
+    };
     let mut g = HostGuard {
         base: &b,
         ra_path: host.read_ahead_path.clone(),
@@ -265,15 +432,27 @@ fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_restored(&b, &g, &entries, &err);
     let out = b.oracle(&["restore"]).output().unwrap();
-    assert!(out.status.success() && out.stderr.is_empty(), "nothing left to do");
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "nothing left to do"
+    );
 
     // Any oracle start replays first, even one that then fails.
     let entries = start_and_kill(&b, &mut g, &job);
     assert_left_behind(&b, &g, &entries, ra);
     let missing = b.p("jobs/missing.fio");
-    let out = b.oracle(&["run", missing.to_str().unwrap()]).output().unwrap();
+    let out = b
+        .oracle(&["run", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.trim_end().ends_with(&format!("foliosim: {}: No such file or directory (os error 2)", missing.display())), "{err}");
+    assert!(
+        err.trim_end().ends_with(&format!(
+            "foliosim: {}: No such file or directory (os error 2)",
+            missing.display()
+        )),
+        "{err}"
+    );
     assert_restored(&b, &g, &entries, &err);
 }

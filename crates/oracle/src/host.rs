@@ -96,7 +96,13 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
     // its nearest existing ancestor sits on the same device.
     let dir = dir
         .ancestors()
-        .map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d })
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        })
         .find(|d| d.exists())
         .ok_or_else(|| format!("{}: no existing ancestor", dir.display()))?;
     let kernel_release = read_trim(Path::new("/proc/sys/kernel/osrelease"))?;

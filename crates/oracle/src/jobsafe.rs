@@ -299,10 +299,7 @@ fn err(file: &str, line: usize, option: &str, msg: impl Into<String>) -> ParseEr
 
 /// fio's `${VAR}` substitution over a whole option line, but refusing an
 /// unset variable (fio would put nothing there) instead of guessing.
-fn expand_env(
-    line: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+fn expand_env(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = line;
     while let Some(p) = rest.find("${") {
@@ -369,8 +366,7 @@ fn check_relative(p: &str) -> Result<(), String> {
 fn check_job_name(n: &str) -> Result<(), String> {
     let ok = !n.is_empty()
         && n.len() <= 255
-        && n
-            .chars()
+        && n.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_.-+".contains(c));
     if ok {
         Ok(())
@@ -396,7 +392,12 @@ pub fn sanitize(
         let ln = i + 1;
         let raw = raw.strip_suffix('\r').unwrap_or(raw);
         if raw.len() > MAX_LINE {
-            return Err(err(file, ln, "line", "longer than fio's 8191-byte line buffer (fio would split it into two options)"));
+            return Err(err(
+                file,
+                ln,
+                "line",
+                "longer than fio's 8191-byte line buffer (fio would split it into two options)",
+            ));
         }
         if raw.chars().any(|c| c.is_control() && c != '\t') {
             return Err(err(file, ln, "line", "control character in the line"));
@@ -441,8 +442,7 @@ pub fn sanitize(
         }
         let key0 = l.split('=').next().unwrap_or(l).trim();
         let line = expand_env(l, env).map_err(|m| err(file, ln, key0, m))?;
-        if line.contains("${") || line.contains([';', '#']) || line.chars().any(char::is_control)
-        {
+        if line.contains("${") || line.contains([';', '#']) || line.chars().any(char::is_control) {
             return Err(err(
                 file,
                 ln,
@@ -551,32 +551,57 @@ pub fn check_tree(dir: &Path, job: &SanitizedJob, file: &str) -> Result<(), Pars
         let md = match fs::symlink_metadata(&d) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(err(file, job.first_section_line, "scratch", format!("{}: {e}", d.display()))),
+            Err(e) => {
+                return Err(err(
+                    file,
+                    job.first_section_line,
+                    "scratch",
+                    format!("{}: {e}", d.display()),
+                ))
+            }
         };
         let ft = md.file_type();
         let what = if ft.is_symlink() {
             let to = fs::read_link(&d)
                 .map(|t| t.display().to_string())
                 .unwrap_or_default();
-            Some(format!("is a symlink (to '{to}'); fio would follow it out of the scratch directory"))
+            Some(format!(
+                "is a symlink (to '{to}'); fio would follow it out of the scratch directory"
+            ))
         } else if ft.is_file() || ft.is_dir() {
             None
         } else {
             Some("is a device or special file: not allowed by the oracle".to_string())
         };
         if let Some(what) = what {
-            let rel = d.strip_prefix(dir).unwrap_or(&d).to_string_lossy().into_owned();
+            let rel = d
+                .strip_prefix(dir)
+                .unwrap_or(&d)
+                .to_string_lossy()
+                .into_owned();
             let first = rel.split('/').next().unwrap_or("");
             let (line, option) = job
                 .paths
                 .iter()
                 .find(|p| p.path.split('/').next() == Some(first))
-                .map_or((job.first_section_line, "filename"), |p| (p.line, p.option.as_str()));
-            return Err(err(file, line, option, format!("'{}' in the scratch directory {what}", d.display())));
+                .map_or((job.first_section_line, "filename"), |p| {
+                    (p.line, p.option.as_str())
+                });
+            return Err(err(
+                file,
+                line,
+                option,
+                format!("'{}' in the scratch directory {what}", d.display()),
+            ));
         }
         if ft.is_dir() {
             let rd = fs::read_dir(&d).map_err(|e| {
-                err(file, job.first_section_line, "scratch", format!("{}: {e}", d.display()))
+                err(
+                    file,
+                    job.first_section_line,
+                    "scratch",
+                    format!("{}: {e}", d.display()),
+                )
             })?;
             let mut names: Vec<_> = rd.flatten().map(|e| e.path()).collect();
             names.sort();

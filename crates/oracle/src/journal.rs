@@ -317,8 +317,13 @@ pub fn empty_and_remove_cgroup(dir: &Path) -> Result<usize, String> {
 /// Undoes one change; says what it did.
 fn undo(e: &Entry) -> Result<String, String> {
     let p = &e.path;
-    let kind = Kind::parse(&e.kind)
-        .ok_or_else(|| format!("unknown change kind '{}' for {} (kept)", e.kind, p.display()))?;
+    let kind = Kind::parse(&e.kind).ok_or_else(|| {
+        format!(
+            "unknown change kind '{}' for {} (kept)",
+            e.kind,
+            p.display()
+        )
+    })?;
     match kind {
         Kind::Value => {
             fs::write(p, &e.old)
@@ -352,11 +357,15 @@ fn undo(e: &Entry) -> Result<String, String> {
         },
         Kind::Dir => match fs::remove_dir(p) {
             Ok(()) => Ok(format!("removed scratch directory {}", p.display())),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                Ok(format!("scratch directory {} was already gone", p.display()))
-            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(format!(
+                "scratch directory {} was already gone",
+                p.display()
+            )),
             // Someone else's files in it now: leave it, and forget it.
-            Err(_) => Ok(format!("left scratch directory {} (not empty)", p.display())),
+            Err(_) => Ok(format!(
+                "left scratch directory {} (not empty)",
+                p.display()
+            )),
         },
     }
 }
@@ -437,7 +446,10 @@ mod tests {
         let me = std::process::id();
         let mine = start_time(me).unwrap();
         let line = |id: &str, pid: u32, start: u64, kind: &str, p: &Path, old: &str| {
-            format!("+\t{id}\t{pid}\t{start}\t{kind}\t{}\t{old}\n", escape(&p.to_string_lossy()))
+            format!(
+                "+\t{id}\t{pid}\t{start}\t{kind}\t{}\t{old}\n",
+                escape(&p.to_string_lossy())
+            )
         };
         // A dead owner (pid 0 has no /proc entry) made these; our own
         // running process owns the last one; one kind is from the future.
@@ -452,7 +464,10 @@ mod tests {
         ]
         .concat()
             + "+\tz\t0\t1\tvalue\t/x"; // torn: never applied
-        assert!(replay_at(&j).unwrap().restored.is_empty(), "no journal: nothing to do");
+        assert!(
+            replay_at(&j).unwrap().restored.is_empty(),
+            "no journal: nothing to do"
+        );
         assert!(!j.exists(), "and nothing created");
         fs::create_dir_all(j.parent().unwrap()).unwrap();
         fs::write(&j, text).unwrap();
@@ -462,12 +477,18 @@ mod tests {
             [
                 format!("removed scratch {}", d.join("scratch/tree").display()),
                 format!("removed scratch {}", d.join("scratch/f").display()),
-                format!("cgroup {} was already gone", d.join("no-such-group").display()),
+                format!(
+                    "cgroup {} was already gone",
+                    d.join("no-such-group").display()
+                ),
                 format!("restored {} to 128", ra.display()),
                 format!("removed scratch directory {}", d.join("scratch").display()),
             ]
         );
-        assert_eq!(r.failed, ["unknown change kind 'swapon' for /dev/zram9 (kept)"]);
+        assert_eq!(
+            r.failed,
+            ["unknown change kind 'swapon' for /dev/zram9 (kept)"]
+        );
         assert_eq!(fs::read_to_string(&ra).unwrap(), "128");
         assert!(!d.join("scratch").exists());
         let left: Vec<String> = pending(&fs::read_to_string(&j).unwrap())

@@ -102,7 +102,9 @@ impl Scratch {
             None
         };
         if let Err(e) = fs::create_dir_all(dir) {
-            made_dir.map(Token::done);
+            if let Some(t) = made_dir {
+                t.done();
+            }
             return Err(format!("{}: {e}", dir.display()));
         }
         Ok(Scratch {

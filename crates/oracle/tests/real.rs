@@ -3,8 +3,8 @@
 
 use foliosim_oracle::cases::{fio_case, parse_probe_cases};
 use foliosim_oracle::host::{read_host, CgroupFlavor};
-use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch};
 use foliosim_oracle::journal;
+use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch};
 use foliosim_oracle::{Case, HostInfo};
 use std::collections::BTreeMap;
 use std::fs;

@@ -35,7 +35,12 @@ fn fio_parses(text: &str, tag: &str) {
     let d = scratch(tag);
     let job = d.join("job.fio");
     fs::write(&job, text).unwrap();
-    match Command::new("fio").arg("--parse-only").arg(&job).current_dir(&d).output() {
+    match Command::new("fio")
+        .arg("--parse-only")
+        .arg(&job)
+        .current_dir(&d)
+        .output()
+    {
         Ok(o) => assert!(
             o.status.success(),
             "fio --parse-only refused:\n{text}\n{}",
@@ -74,7 +79,13 @@ fn the_suite_cases_round_trip_and_fio_accepts_them() {
         // Every non-comment line of the case survives, in order.
         let want: Vec<String> = text
             .lines()
-            .map(|l| l.split([';', '#']).next().unwrap().trim().replace(" = ", "="))
+            .map(|l| {
+                l.split([';', '#'])
+                    .next()
+                    .unwrap()
+                    .trim()
+                    .replace(" = ", "=")
+            })
             .filter(|l| !l.is_empty())
             .collect();
         let got: Vec<&str> = j.text.lines().skip(1).collect();
@@ -183,7 +194,8 @@ fn check_tree_refuses_symlinks_and_special_files() {
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     let e = check_tree(&d, &j, "t.fio").unwrap_err().to_string();
     assert!(
-        e.starts_with("t.fio:1: filename: ") && e.ends_with("is a device or special file: not allowed by the oracle"),
+        e.starts_with("t.fio:1: filename: ")
+            && e.ends_with("is a device or special file: not allowed by the oracle"),
         "{e}"
     );
     fs::remove_file(d.join("a.1.0")).unwrap();
@@ -192,17 +204,55 @@ fn check_tree_refuses_symlinks_and_special_files() {
     let l = d.with_extension("link");
     let _ = fs::remove_file(&l);
     std::os::unix::fs::symlink(&d, &l).unwrap();
-    assert!(check_tree(&l, &j, "t.fio").unwrap_err().to_string().contains("is a symlink"));
+    assert!(check_tree(&l, &j, "t.fio")
+        .unwrap_err()
+        .to_string()
+        .contains("is a symlink"));
     fs::remove_file(&l).unwrap();
     fs::remove_dir_all(&d).unwrap();
 }
 
 fn piece() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
-        "[a]", "[global]", "[b c]", "[", "]", "size=1M", "filename=", "directory=", "ioengine=",
-        "psync", "exec", "external:", "/", "..", "../", "\\:", ":", "x", "${SIZE}", "${ABS}",
-        "${UP}", "${NOPE}", "${", "}", ";", "#", " ", "=", "include", "mem=", "mmap:", "\t",
-        "exec_prerun=", "$pagesize", "-", "name=", "filename_format=", "bs=4k", "rw=read",
+        "[a]",
+        "[global]",
+        "[b c]",
+        "[",
+        "]",
+        "size=1M",
+        "filename=",
+        "directory=",
+        "ioengine=",
+        "psync",
+        "exec",
+        "external:",
+        "/",
+        "..",
+        "../",
+        "\\:",
+        ":",
+        "x",
+        "${SIZE}",
+        "${ABS}",
+        "${UP}",
+        "${NOPE}",
+        "${",
+        "}",
+        ";",
+        "#",
+        " ",
+        "=",
+        "include",
+        "mem=",
+        "mmap:",
+        "\t",
+        "exec_prerun=",
+        "$pagesize",
+        "-",
+        "name=",
+        "filename_format=",
+        "bs=4k",
+        "rw=read",
     ])
     .prop_map(str::to_string)
 }
