@@ -367,6 +367,12 @@ fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), Str
             let d = fio_dir(case, &scratch.dir);
             scratch.track(d.clone())?;
             fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            // fio wants a `directory=` to exist; jobsafe made it relative,
+            // without `..`, and check_tree found no link on the way.
+            for p in job.paths.iter().filter(|p| p.option == "directory") {
+                let sub = d.join(&p.path);
+                fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+            }
             fio::layout(&jf, &d)?;
             fill_holes(&d)?;
             Ok((d, jf))
