@@ -628,7 +628,7 @@ fn oracle_model(
             }
             sim::run_probe(cfg, spec)
         }
-        foliosim_oracle::CaseKind::Fio { job_file } => {
+        foliosim_oracle::CaseKind::Fio { job_file, .. } => {
             let jobs =
                 foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
             sim::run_fio(cfg, &jobs)

@@ -6,7 +6,10 @@ use crate::probe_args::ProbeArgs;
 use foliosim_oracle::cases::{fio_case, Case, CaseKind};
 use foliosim_oracle::compare::render_text;
 use foliosim_oracle::host::read_host;
-use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT};
+use foliosim_oracle::journal;
+use foliosim_oracle::run::{
+    preflight, run_case, Outcome, RunOpts, Scratch, DEFAULT_DIR, DEFAULT_REPEAT,
+};
 use foliosim_oracle::suite::{self, render_markdown, shown_rows, SuiteOpts};
 use foliosim_oracle::{HostInfo, ModelFn};
 use foliosim_workload::units::parse_size;
@@ -65,6 +68,10 @@ pub enum OracleCmd {
         #[command(flatten)]
         real: RealArgs,
     },
+    /// Undo what a killed oracle left on the host (every other oracle
+    /// command does this first): read_ahead_kb and other values written
+    /// back, its cgroups emptied and removed, its scratch files removed.
+    Restore,
     /// The probe child, run inside the cgroup by the commands above.
     #[command(name = "__probe", hide = true)]
     Probe {
@@ -111,6 +118,7 @@ fn one_case(
     model: ModelFn,
 ) -> Result<(), String> {
     let opts = run_opts(real)?;
+    preflight(case, &opts.dir)?;
     let host = read_host(&opts.dir)?;
     check(&host)?;
     let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
@@ -149,9 +157,38 @@ fn one_case(
     }
 }
 
+/// Replays the host-change journal (see `foliosim_oracle::journal`),
+/// saying on stderr what it undid; what it could not undo is an error.
+fn restore() -> Result<(), String> {
+    let r = journal::replay()?;
+    for m in &r.restored {
+        eprintln!(
+            "foliosim oracle: journal {}: {m}",
+            journal::path().display()
+        );
+    }
+    if r.failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "journal {}: could not undo: {}",
+            journal::path().display(),
+            r.failed.join("; ")
+        ))
+    }
+}
+
 pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
+    // A killed oracle's leftovers go before anything else is changed (not
+    // in the probe child, which runs while its parent oracle is alive).
+    let restore_first = || {
+        if let Err(e) = restore() {
+            eprintln!("foliosim oracle: {e}");
+        }
+    };
     match cmd {
         OracleCmd::Probe { args } => foliosim_oracle::run::probe_child_main(args),
+        OracleCmd::Restore => restore(),
         OracleCmd::Run {
             job,
             memcg_limit,
@@ -159,6 +196,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             json,
             real,
         } => {
+            restore_first();
             let limit = memcg_limit
                 .as_deref()
                 .map(|s| parse_size(s).map_err(|e| format!("--memcg-limit: {e}")))
@@ -167,6 +205,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             one_case(&case, real, *json, &|_| Ok(()), model)
         }
         OracleCmd::MmapProbe { probe, real } => {
+            restore_first();
             let spec = probe.spec()?;
             let limit = probe
                 .memcg_limit_bytes()?
@@ -197,6 +236,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             only,
             real,
         } => {
+            restore_first();
             let opts = run_opts(real)?;
             let host = read_host(&opts.dir)?;
             let so = SuiteOpts {

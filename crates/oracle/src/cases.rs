@@ -11,6 +11,7 @@
 //!   starts a comment line; `# about: text` describes the next case.
 
 use crate::host::{CgroupFlavor, HostInfo};
+use crate::jobsafe::{self, SanitizedJob};
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
 use foliosim_workload::units::parse_size;
 use serde::Serialize;
@@ -21,6 +22,8 @@ use std::path::{Path, PathBuf};
 pub enum CaseKind {
     Fio {
         job_file: PathBuf,
+        /// What fio runs instead of `job_file` (see [`crate::jobsafe`]).
+        job: SanitizedJob,
     },
     Probe {
         spec: ProbeSpec,
@@ -86,7 +89,7 @@ impl Case {
     /// One line describing the workload, for reports.
     pub fn describe(&self) -> String {
         match &self.kind {
-            CaseKind::Fio { job_file } => match self.source.as_str() {
+            CaseKind::Fio { job_file, .. } => match self.source.as_str() {
                 "" => format!("fio {}", job_file.display()),
                 src => format!("fio {src}"),
             },
@@ -198,7 +201,9 @@ pub fn parse_fio_header(text: &str, file: &str) -> Result<FioHeader, String> {
 }
 
 /// A fio case from its job file; `memcg_limit`/`read_ahead_kb` override the
-/// header's.
+/// header's. Refuses, before anything runs, a job the oracle will not hand
+/// to fio as root ([`jobsafe::sanitize`]) or one the model cannot parse (so
+/// that a job never runs for real only to find the model refuses it).
 pub fn fio_case(
     job: &Path,
     memcg_limit: Option<u64>,
@@ -206,6 +211,8 @@ pub fn fio_case(
 ) -> Result<Case, String> {
     let file = job.display().to_string();
     let text = fs::read_to_string(job).map_err(|e| format!("{file}: {e}"))?;
+    let safe = jobsafe::sanitize_with_env(&text, &file).map_err(|e| e.to_string())?;
+    foliosim_workload::fio::parse_job_str(&text, &file).map_err(|e| e.to_string())?;
     let h = parse_fio_header(&text, &file)?;
     let limit = memcg_limit.or(h.memcg_limit).ok_or_else(|| {
         format!("{file}: no memcg limit (add '; oracle: memcg_limit=SIZE' or pass --memcg-limit)")
@@ -217,7 +224,10 @@ pub fn fio_case(
     let abs = fs::canonicalize(job).map_err(|e| format!("{file}: {e}"))?;
     Ok(Case::new(
         name,
-        CaseKind::Fio { job_file: abs },
+        CaseKind::Fio {
+            job_file: abs,
+            job: safe,
+        },
         limit,
         read_ahead_kb.or(h.read_ahead_kb),
         h.about,
@@ -523,6 +533,7 @@ mod tests {
             "f".into(),
             CaseKind::Fio {
                 job_file: "x.fio".into(),
+                job: crate::jobsafe::sanitize_with_env("[x]\nsize=1M\n", "x.fio").unwrap(),
             },
             1 << 30,
             None,

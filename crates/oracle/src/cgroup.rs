@@ -3,6 +3,7 @@
 //! drop (after killing whatever is still inside), also on error or panic.
 
 use crate::host::{CgroupFlavor, HostInfo, IoAccounting};
+use crate::journal::{self, Kind, Token};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs;
@@ -11,7 +12,6 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 const PREFIX: &str = "foliosim-oracle-";
 static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -29,6 +29,21 @@ pub struct MemCgroup {
     /// Per-group block I/O accounting: the v1 blkio group (its own
     /// directory) or, for v2, `path` itself; with the disk's MAJ:MIN.
     io: Option<(PathBuf, String)>,
+    /// The group directories made, newest last, each with its journal entry.
+    made: Vec<(PathBuf, Token)>,
+}
+
+/// Creates a group directory, journaled first so that a killed oracle's
+/// group is emptied and removed by the next one.
+fn make_group(p: &Path) -> Result<(PathBuf, Token), String> {
+    let t = journal::record(Kind::Cgroup, p, "")?;
+    match fs::create_dir(p) {
+        Ok(()) => Ok((p.to_path_buf(), t)),
+        Err(e) => {
+            t.done();
+            Err(format!("creating cgroup {}: {e}", p.display()))
+        }
+    }
 }
 
 /// A throttle limit no workload reaches (1 TiB/s): blk-throttle only counts
@@ -69,8 +84,8 @@ impl MemCgroup {
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
         let path = mount.join(&name);
-        fs::create_dir(&path).map_err(|e| format!("creating cgroup {}: {e}", path.display()))?;
         let mut cg = MemCgroup {
+            made: vec![make_group(&path)?],
             path,
             version,
             io: None,
@@ -80,7 +95,7 @@ impl MemCgroup {
             IoAccounting::Blkio { mount } => {
                 sweep_stale(mount);
                 let p = mount.join(&name);
-                fs::create_dir(&p).map_err(|e| format!("creating cgroup {}: {e}", p.display()))?;
+                cg.made.push(make_group(&p)?);
                 cg.io = Some((p.clone(), host.disk_devno.clone()));
                 for f in [
                     "blkio.throttle.read_bps_device",
@@ -186,57 +201,20 @@ impl MemCgroup {
             .parse()
             .ok()
     }
-
-    fn pids(&self) -> Vec<i32> {
-        pids_in(&self.path)
-    }
-}
-
-fn pids_in(dir: &Path) -> Vec<i32> {
-    fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 impl Drop for MemCgroup {
     fn drop(&mut self) {
-        for _ in 0..100 {
-            let pids = self.pids();
-            if pids.is_empty() {
-                break;
+        // The memory group first: killing what is left there empties the
+        // blkio group (the same processes) too.
+        for (d, t) in self.made.drain(..) {
+            match journal::empty_and_remove_cgroup(&d) {
+                Ok(_) => t.done(),
+                // Left in the journal: the next oracle start tries again.
+                Err(e) => eprintln!("foliosim oracle: {e}"),
             }
-            for pid in pids {
-                // SAFETY: kill has no memory-safety preconditions.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let mut dirs = vec![self.path.clone()];
-        if let Some((p, _)) = &self.io {
-            if p != &self.path {
-                dirs.push(p.clone());
-            }
-        }
-        for d in dirs {
-            remove_group(&d);
         }
     }
-}
-
-fn remove_group(d: &Path) {
-    for _ in 0..50 {
-        match fs::remove_dir(d) {
-            Ok(()) => return,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    eprintln!(
-        "foliosim oracle: could not remove cgroup {}; remove it with rmdir",
-        d.display()
-    );
 }
 
 /// v2 io.stat: "MAJ:MIN rbytes=.. wbytes=.. rios=.. wios=.. ..." per device.

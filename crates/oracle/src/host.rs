@@ -92,7 +92,19 @@ fn parse_num<T: std::str::FromStr>(p: &Path, s: &str) -> Result<T, String> {
 /// Reads the host's facts; `dir` is the scratch directory (created if
 /// missing) whose device's read-ahead matters.
 pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
-    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // The scratch directory may not exist yet (the run makes it, journaled):
+    // its nearest existing ancestor sits on the same device.
+    let dir = dir
+        .ancestors()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        })
+        .find(|d| d.exists())
+        .ok_or_else(|| format!("{}: no existing ancestor", dir.display()))?;
     let kernel_release = read_trim(Path::new("/proc/sys/kernel/osrelease"))?;
     let meminfo_path = Path::new("/proc/meminfo");
     let meminfo = fs::read_to_string(meminfo_path).map_err(|e| format!("/proc/meminfo: {e}"))?;

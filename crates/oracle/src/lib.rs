@@ -50,6 +50,8 @@ pub mod cgroup;
 pub mod compare;
 pub mod fio;
 pub mod host;
+pub mod jobsafe;
+pub mod journal;
 pub mod probe;
 pub mod run;
 pub mod suite;

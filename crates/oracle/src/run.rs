@@ -12,6 +12,8 @@ use crate::cases::{Case, CaseKind};
 use crate::cgroup::{read_vmstat, vmstat_delta, MemCgroup};
 use crate::compare::{compare, CounterRow};
 use crate::host::HostInfo;
+use crate::jobsafe;
+use crate::journal::{self, Kind, Token};
 use crate::probe::{self, ProbeOutcome};
 use crate::{fio, ModelFn};
 use foliosim_workload::mmap_probe::ProbeSpec;
@@ -82,18 +84,29 @@ impl CaseResult {
     }
 }
 
-/// Files laid out for cases; removed on drop unless kept.
+/// Files laid out for cases; removed on drop unless kept. Each is in the
+/// host-change journal from before it is made until it is removed, so that
+/// a killed oracle's files are removed by the next one.
 pub struct Scratch {
     pub dir: PathBuf,
     keep: bool,
-    made: Vec<PathBuf>,
-    made_dir: bool,
+    made: Vec<(PathBuf, Option<Token>)>,
+    made_dir: Option<Token>,
 }
 
 impl Scratch {
     pub fn new(dir: &Path, keep: bool) -> Result<Scratch, String> {
-        let made_dir = !dir.exists();
-        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let made_dir = if !keep && !dir.exists() {
+            Some(journal::record(Kind::Dir, dir, "")?)
+        } else {
+            None
+        };
+        if let Err(e) = fs::create_dir_all(dir) {
+            if let Some(t) = made_dir {
+                t.done();
+            }
+            return Err(format!("{}: {e}", dir.display()));
+        }
         Ok(Scratch {
             dir: dir.to_path_buf(),
             keep,
@@ -101,10 +114,16 @@ impl Scratch {
             made_dir,
         })
     }
-    fn track(&mut self, p: PathBuf) {
-        if !self.made.contains(&p) {
-            self.made.push(p);
+    /// Call before creating `p`.
+    fn track(&mut self, p: PathBuf) -> Result<(), String> {
+        if !self.made.iter().any(|(q, _)| q == &p) {
+            let t = match self.keep {
+                false => Some(journal::record(Kind::Path, &p, "")?),
+                true => None,
+            };
+            self.made.push((p, t));
         }
+        Ok(())
     }
 }
 
@@ -113,45 +132,61 @@ impl Drop for Scratch {
         if self.keep {
             return;
         }
-        for p in self.made.iter().rev() {
-            let _ = if p.is_dir() {
-                fs::remove_dir_all(p)
+        for (p, t) in self.made.drain(..).rev() {
+            let r = if p.is_dir() {
+                fs::remove_dir_all(&p)
             } else {
-                fs::remove_file(p)
+                fs::remove_file(&p)
             };
+            match r {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    eprintln!("foliosim oracle: could not remove {}: {e}", p.display())
+                }
+                _ => t.map_or((), Token::done),
+            }
         }
-        if self.made_dir {
+        if let Some(t) = self.made_dir.take() {
             let _ = fs::remove_dir(&self.dir);
+            t.done();
         }
     }
 }
 
-/// Sets a device's read_ahead_kb and puts the old value back on drop.
+/// Sets a device's read_ahead_kb and puts the old value back on drop; the
+/// old value is in the journal while the new one is set.
 pub struct ReadAheadGuard {
     path: PathBuf,
     old: String,
+    token: Option<Token>,
 }
 
 impl ReadAheadGuard {
     pub fn set(path: &Path, kb: u32) -> Result<ReadAheadGuard, String> {
         let old = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        fs::write(path, kb.to_string())
-            .map_err(|e| format!("setting {} to {kb}: {e}", path.display()))?;
+        let old = old.trim().to_string();
+        let token = journal::record(Kind::Value, path, &old)?;
+        if let Err(e) = fs::write(path, kb.to_string()) {
+            token.done();
+            return Err(format!("setting {} to {kb}: {e}", path.display()));
+        }
         Ok(ReadAheadGuard {
             path: path.to_path_buf(),
-            old: old.trim().to_string(),
+            old,
+            token: Some(token),
         })
     }
 }
 
 impl Drop for ReadAheadGuard {
     fn drop(&mut self) {
-        if let Err(e) = fs::write(&self.path, &self.old) {
-            eprintln!(
+        match fs::write(&self.path, &self.old) {
+            Ok(()) => self.token.take().map_or((), Token::done),
+            // Left in the journal: the next oracle start tries again.
+            Err(e) => eprintln!(
                 "foliosim oracle: could not restore {} to {}: {e}",
                 self.path.display(),
                 self.old
-            );
+            ),
         }
     }
 }
@@ -231,7 +266,7 @@ fn run_once(
     case: &Case,
     host: &HostInfo,
     opts: &RunOpts,
-    work: &Path,
+    (work, job): (&Path, &Path),
 ) -> Result<BTreeMap<String, f64>, String> {
     drop_caches()?;
     let mut cmd = match &case.kind {
@@ -245,11 +280,11 @@ fn run_once(
             c.args(lead).args(probe_child_args(work, spec));
             c
         }
-        CaseKind::Fio { job_file } => {
+        CaseKind::Fio { .. } => {
             if let Some(f) = which("fio") {
                 warm_executable(&f);
             }
-            fio::command(job_file, work)
+            fio::command(job, work)
         }
     };
     cmd.stdin(Stdio::null())
@@ -296,25 +331,51 @@ fn run_once(
     Ok(m)
 }
 
-/// Lays out the case's files; returns the probe's file or fio's directory.
-fn prepare(case: &Case, scratch: &mut Scratch) -> Result<PathBuf, String> {
+/// Refuses, before anything on the host changes, a fio case whose working
+/// directory under `scratch_dir` (left by `--keep`, or planted) holds a
+/// symlink or a special file.
+pub fn preflight(case: &Case, scratch_dir: &Path) -> Result<(), String> {
+    if let CaseKind::Fio { job, .. } = &case.kind {
+        jobsafe::check_tree(&fio_dir(case, scratch_dir), job, &case.source)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn fio_dir(case: &Case, scratch_dir: &Path) -> PathBuf {
+    scratch_dir.join(format!("fio-{}", case.name))
+}
+
+/// Lays out the case's files; returns the probe's file or fio's directory,
+/// and the job file fio runs (the oracle's canonical one; unused for the
+/// probe).
+fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), String> {
     match &case.kind {
         CaseKind::Probe { spec, .. } => {
             let f = scratch.dir.join(format!(
                 "probe-{}.dat",
                 crate::cases::size_str(spec.file_size)
             ));
-            scratch.track(f.clone());
+            scratch.track(f.clone())?;
             probe::create_file(&f, spec.file_size)?;
-            Ok(f)
+            Ok((f, PathBuf::new()))
         }
-        CaseKind::Fio { job_file } => {
-            let d = scratch.dir.join(format!("fio-{}", case.name));
-            scratch.track(d.clone());
+        CaseKind::Fio { job, .. } => {
+            let jf = scratch.dir.join(format!("fio-{}.fio", case.name));
+            scratch.track(jf.clone())?;
+            fs::write(&jf, &job.text).map_err(|e| format!("{}: {e}", jf.display()))?;
+            let d = fio_dir(case, &scratch.dir);
+            scratch.track(d.clone())?;
             fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-            fio::layout(job_file, &d)?;
+            // fio wants a `directory=` to exist; jobsafe made it relative,
+            // without `..`, and check_tree found no link on the way.
+            for p in job.paths.iter().filter(|p| p.option == "directory") {
+                let sub = d.join(&p.path);
+                fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+            }
+            fio::layout(&jf, &d)?;
             fill_holes(&d)?;
-            Ok(d)
+            Ok((d, jf))
         }
     }
 }
@@ -346,17 +407,18 @@ fn run_real(
     if opts.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
+    preflight(case, &scratch.dir)?;
     let _ra = match case.read_ahead_kb {
         Some(kb) if kb != host.read_ahead_kb => {
             Some(ReadAheadGuard::set(&host.read_ahead_path, kb)?)
         }
         _ => None,
     };
-    let work = prepare(case, scratch)?;
+    let (work, job) = prepare(case, scratch)?;
     let mut runs = Vec::new();
     for i in 0..opts.repeat {
         let t = Instant::now();
-        let m = run_once(case, host, opts, &work)?;
+        let m = run_once(case, host, opts, (&work, &job))?;
         if opts.verbose {
             eprintln!(
                 "  {} run {}/{}: {:.1}s, pgmajfault {} io.rbytes {} vmstat.pgpgin {} KiB",

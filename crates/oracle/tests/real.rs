@@ -3,6 +3,7 @@
 
 use foliosim_oracle::cases::{fio_case, parse_probe_cases};
 use foliosim_oracle::host::{read_host, CgroupFlavor};
+use foliosim_oracle::journal;
 use foliosim_oracle::run::{run_case, Outcome, RunOpts, Scratch};
 use foliosim_oracle::{Case, HostInfo};
 use std::collections::BTreeMap;
@@ -116,4 +117,11 @@ fn real_probe_and_fio_cases() {
     }
     drop(scratch);
     assert!(!dir.exists(), "scratch files removed");
+    // The guards cleared their journal entries as they undid their changes.
+    let me = std::process::id();
+    let left: Vec<_> = journal::pending(&fs::read_to_string(journal::path()).unwrap_or_default())
+        .into_iter()
+        .filter(|e| e.pid == me)
+        .collect();
+    assert!(left.is_empty(), "journal entries left: {left:?}");
 }

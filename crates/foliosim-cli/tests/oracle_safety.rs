@@ -1,0 +1,458 @@
+//! `foliosim oracle` on hostile job files and after a `kill -9`, through the
+//! real binary: a refused job exits 2 with one line naming file, line and
+//! option, and changes nothing on the host; a killed oracle's read_ahead_kb,
+//! cgroups and scratch files are undone by `oracle restore` and by the next
+//! oracle start.
+
+use foliosim_oracle::host::{read_host, CgroupFlavor};
+use foliosim_oracle::journal;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_foliosim");
+
+/// A per-test directory on the disk (not tmpfs): jobs, a watched directory
+/// with a sentinel, the scratch directory and the journal.
+struct Base(PathBuf);
+
+impl Base {
+    fn new(tag: &str) -> Base {
+        let d = PathBuf::from(format!(
+            "/var/tmp/foliosim-safety-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("jobs")).unwrap();
+        fs::create_dir_all(d.join("watched")).unwrap();
+        fs::write(d.join("watched/sentinel"), "untouched\n").unwrap();
+        Base(d)
+    }
+    fn p(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+    fn oracle(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("oracle")
+            .args(args)
+            .env(journal::ENV, self.p("journal"))
+            .env("FOLIOSIM_TEST_TARGET", self.p("watched/sentinel"))
+            .stdin(Stdio::null());
+        c
+    }
+    fn listing(&self, rel: &str) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(self.p(rel))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Base {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn hostile_jobs_are_refused_before_anything_runs() {
+    let b = Base::new("hostile");
+    let w = b.p("watched");
+    let w = w.display();
+    // (file name, job, line, option, start of the reason)
+    let abs = format!("'{w}/sentinel' is an absolute path: the oracle allows only paths inside its scratch directory");
+    let absdir = format!("'{w}' is an absolute path");
+    let cases: Vec<(&str, String, usize, &str, &str)> = vec![
+        (
+            "prerun",
+            format!("[a]\nsize=1M\nexec_prerun=touch {w}/EXEC\n"),
+            3,
+            "exec_prerun",
+            "runs a shell command",
+        ),
+        (
+            "postrun",
+            format!("[a]\nsize=1M\nexec_postrun=touch {w}/EXEC\n"),
+            3,
+            "exec_postrun",
+            "runs a shell command",
+        ),
+        (
+            "exec",
+            format!("[a]\nsize=1M\nioengine=exec\nprogram=/bin/touch\narguments={w}/EXEC\n"),
+            3,
+            "ioengine",
+            "engine 'exec' is not allowed",
+        ),
+        (
+            "external",
+            format!("[a]\nsize=1M\nioengine=external:{w}/evil.so\n"),
+            3,
+            "ioengine",
+            "engine 'external:",
+        ),
+        (
+            "etc",
+            format!("[a]\nsize=1M\nrw=write\nfilename={w}/sentinel\n"),
+            4,
+            "filename",
+            &abs,
+        ),
+        (
+            "updir",
+            "[a]\nsize=1M\nrw=write\nfilename=../../x\n".into(),
+            4,
+            "filename",
+            "'../../x' climbs out",
+        ),
+        (
+            "directory",
+            format!("[a]\nsize=1M\nrw=write\ndirectory={w}\n"),
+            4,
+            "directory",
+            &absdir,
+        ),
+        (
+            "format",
+            "[a]\nsize=1M\nrw=write\nfilename_format=../../$jobname.$jobnum\n".into(),
+            4,
+            "filename_format",
+            "'../../$jobname.$jobnum' climbs out",
+        ),
+        (
+            "device",
+            "[a]\nsize=1M\nfilename=ok.dat:/dev/vda\n".into(),
+            3,
+            "filename",
+            "'/dev/vda' is an absolute path",
+        ),
+        (
+            "include",
+            format!("[a]\nsize=1M\ninclude {w}/inc.fio\n"),
+            3,
+            "include",
+            "include directives are not allowed",
+        ),
+        (
+            "iolog",
+            format!("[a]\nsize=1M\nwrite_iolog={w}/iolog\n"),
+            3,
+            "write_iolog",
+            "reads or writes an I/O log",
+        ),
+        (
+            "envvar",
+            "[a]\nsize=1M\nrw=write\nfilename=${FOLIOSIM_TEST_TARGET}\n".into(),
+            4,
+            "filename",
+            &abs,
+        ),
+        (
+            "cgroup",
+            "[a]\nsize=1M\ncgroup=foliosim-evil\n".into(),
+            3,
+            "cgroup",
+            "fio would create and join cgroups",
+        ),
+        (
+            "sched",
+            "[a]\nsize=1M\nioscheduler=none\n".into(),
+            3,
+            "ioscheduler",
+            "changes the device's I/O scheduler",
+        ),
+        (
+            "pidfile",
+            format!("[a]\nsize=1M\npid_file={w}/pid\n"),
+            3,
+            "pid_file",
+            "writes a pid file",
+        ),
+        (
+            "trigger",
+            format!("[a]\nsize=1M\ntrigger=touch {w}/EXEC\n"),
+            3,
+            "trigger",
+            "runs a command when triggered",
+        ),
+        (
+            "mem",
+            format!("[a]\nsize=1M\nmem=mmapshared:{w}/shm\n"),
+            3,
+            "mem",
+            "'mmapshared:",
+        ),
+        (
+            "keyword",
+            "[a]\nsize=$mb_memory*2\n".into(),
+            2,
+            "size",
+            "fio's $mb_memory keyword",
+        ),
+    ];
+    for (name, text, line, option, why) in &cases {
+        let job = b.p(&format!("jobs/{name}.fio"));
+        fs::write(&job, text).unwrap();
+        let out = b
+            .oracle(&[
+                "run",
+                job.to_str().unwrap(),
+                "--memcg-limit",
+                "64M",
+                "--dir",
+                b.p("scratch").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        let want = format!("foliosim: {}:{line}: {option}: {why}", job.display());
+        assert!(err.starts_with(&want), "{name}:\n got: {err}\nwant: {want}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(out.stdout.is_empty(), "{name}: nothing ran");
+    }
+    // A symlink planted in the case's working directory (as a --keep run
+    // would leave it) pointing at the sentinel.
+    let job = b.p("jobs/link.fio");
+    fs::write(&job, "[a]\nsize=1M\nrw=write\nfilename=data.bin\n").unwrap();
+    fs::create_dir_all(b.p("scratch/fio-link")).unwrap();
+    std::os::unix::fs::symlink(b.p("watched/sentinel"), b.p("scratch/fio-link/data.bin")).unwrap();
+    let out = b
+        .oracle(&[
+            "run",
+            job.to_str().unwrap(),
+            "--memcg-limit",
+            "64M",
+            "--dir",
+            b.p("scratch").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "foliosim: {}:4: filename: '{}' in the scratch directory is a symlink (to '{}'); fio would follow it out of the scratch directory",
+            job.display(),
+            b.p("scratch/fio-link/data.bin").display(),
+            b.p("watched/sentinel").display()
+        )
+    );
+    assert_eq!(
+        b.listing("scratch"),
+        ["fio-link"],
+        "nothing added to scratch"
+    );
+    assert_eq!(b.listing("scratch/fio-link"), ["data.bin"]);
+
+    // Nothing outside: the sentinel is untouched, no command ran, nothing
+    // was created in the watched directory, no scratch directory was made
+    // for the refused jobs, and no host change was ever journaled.
+    assert_eq!(
+        fs::read_to_string(b.p("watched/sentinel")).unwrap(),
+        "untouched\n"
+    );
+    assert_eq!(b.listing("watched"), ["sentinel"]);
+    assert!(!b.p("journal").exists(), "no host change recorded");
+    let mut all = b.listing("");
+    all.sort();
+    assert_eq!(all, ["jobs", "scratch", "watched"]);
+}
+
+/// Puts the host's read_ahead_kb back and undoes the test's journal even
+/// when an assertion fails.
+struct HostGuard<'a> {
+    base: &'a Base,
+    ra_path: PathBuf,
+    ra_old: String,
+    child: Option<Child>,
+}
+
+impl Drop for HostGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = self.base.oracle(&["restore"]).output();
+        let _ = fs::write(&self.ra_path, &self.ra_old);
+    }
+}
+
+fn pending(b: &Base) -> Vec<journal::Entry> {
+    journal::pending(&fs::read_to_string(b.p("journal")).unwrap_or_default())
+}
+
+/// Starts the slow case and kills the oracle with SIGKILL once its fio runs
+/// in the cgroup; returns the pending journal entries.
+fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry> {
+    let child = b
+        .oracle(&[
+            "run",
+            job.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--quiet",
+            "--dir",
+            b.p("scratch").to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    g.child = Some(child);
+    // Wait (bounded, for a loaded machine) until the run's cgroup is
+    // journaled and has fio in it.
+    let t0 = Instant::now();
+    let entries = loop {
+        let e = pending(b);
+        let busy = e.iter().any(|x| {
+            x.kind == "cgroup"
+                && fs::read_to_string(x.path.join("cgroup.procs"))
+                    .is_ok_and(|s| !s.trim().is_empty())
+        });
+        if busy {
+            break e;
+        }
+        if let Some(st) = g.child.as_mut().unwrap().try_wait().unwrap() {
+            panic!("the oracle exited early: {st}");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the run never started: {e:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let c = g.child.as_mut().unwrap();
+    c.kill().unwrap(); // SIGKILL: no guard runs
+    c.wait().unwrap();
+    g.child = None;
+    entries
+}
+
+fn assert_left_behind(b: &Base, g: &HostGuard, entries: &[journal::Entry], ra: &str) {
+    assert_eq!(
+        fs::read_to_string(&g.ra_path).unwrap().trim(),
+        ra,
+        "still changed"
+    );
+    let v = entries
+        .iter()
+        .find(|e| e.kind == "value")
+        .expect("read_ahead_kb journaled");
+    assert_eq!(
+        (v.path.as_path(), v.old.as_str()),
+        (g.ra_path.as_path(), g.ra_old.trim())
+    );
+    for e in entries.iter().filter(|e| e.kind == "cgroup") {
+        assert!(e.path.exists(), "{} left", e.path.display());
+    }
+    assert!(b.p("scratch/fio-slow/slow.dat").exists());
+    assert!(entries
+        .iter()
+        .any(|e| e.kind == "path" && e.path == b.p("scratch/fio-slow")));
+}
+
+fn assert_restored(b: &Base, g: &HostGuard, entries: &[journal::Entry], stderr: &str) {
+    assert_eq!(
+        fs::read_to_string(&g.ra_path).unwrap(),
+        g.ra_old,
+        "read_ahead_kb back"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "restored {} to {}",
+            g.ra_path.display(),
+            g.ra_old.trim()
+        )),
+        "{stderr}"
+    );
+    for e in entries.iter().filter(|e| e.kind == "cgroup") {
+        assert!(!e.path.exists(), "{} removed", e.path.display());
+        assert!(
+            stderr.contains(&format!("removed cgroup {}", e.path.display())),
+            "{stderr}"
+        );
+    }
+    assert!(
+        !b.p("scratch").exists(),
+        "scratch files and directory removed"
+    );
+    assert!(pending(b).is_empty(), "journal settled: {:?}", pending(b));
+}
+
+#[test]
+fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
+    let b = Base::new("kill");
+    let host = read_host(&b.0).unwrap();
+    let why = if !host.is_root {
+        Some("not root")
+    } else if matches!(host.cgroup, CgroupFlavor::None { .. }) {
+        Some("no memory cgroup")
+    } else if host.fio_version.is_none() {
+        Some("fio is not installed")
+    } else if host.read_ahead_path.as_os_str().is_empty() {
+        Some("/var/tmp has no block device read_ahead_kb")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        eprintln!("SKIPPED a_killed_oracle_is_undone_by_restore_and_by_the_next_start: {why}");
+        return;
+    }
+    let ra_old = fs::read_to_string(&host.read_ahead_path).unwrap();
+    let ra = if ra_old.trim() == "4096" {
+        "2048"
+    } else {
+        "4096"
+    };
+    let mut g = HostGuard {
+        base: &b,
+        ra_path: host.read_ahead_path.clone(),
+        ra_old,
+        child: None,
+    };
+    // 256 reads one second apart: runs until killed.
+    let job = b.p("jobs/slow.fio");
+    fs::write(
+        &job,
+        format!("; oracle: memcg_limit=64M read_ahead_kb={ra}\n[slow]\nfilename=slow.dat\nsize=1M\nrw=read\nbs=4k\nioengine=psync\nthinktime=1000000\n"),
+    )
+    .unwrap();
+
+    let entries = start_and_kill(&b, &mut g, &job);
+    assert_left_behind(&b, &g, &entries, ra);
+    let out = b.oracle(&["restore"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_restored(&b, &g, &entries, &err);
+    let out = b.oracle(&["restore"]).output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "nothing left to do"
+    );
+
+    // Any oracle start replays first, even one that then fails.
+    let entries = start_and_kill(&b, &mut g, &job);
+    assert_left_behind(&b, &g, &entries, ra);
+    let missing = b.p("jobs/missing.fio");
+    let out = b
+        .oracle(&["run", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.trim_end().ends_with(&format!(
+            "foliosim: {}: No such file or directory (os error 2)",
+            missing.display()
+        )),
+        "{err}"
+    );
+    assert_restored(&b, &g, &entries, &err);
+}
