@@ -160,9 +160,14 @@ pub struct FioJob {
     /// `random_generator=` given: fio then keeps 32-bit tausworthe even
     /// for more than 2^32 blocks (otherwise it switches to tausworthe64).
     pub random_generator_set: bool,
-    /// fio's `rand_repeatable` after its fixups: `randrepeat` unless a
-    /// `randseed` was given.
+    /// `randrepeat` as given (default 1). fio seeds the job with it, and only
+    /// then clears it when `randseed` is set (init.c runs
+    /// setup_random_seeds() before fixup_options()): so a `randseed`
+    /// alone leaves the block generator at `FIO_RANDSEED * thread_number`.
     pub randrepeat: bool,
+    /// `randseed=` given: fio's `rand_repeatable` is off after seeding
+    /// (no re-seeding per loop; zipf/pareto/normal seeded from the block seed).
+    pub randseed_set: bool,
     pub allrandrepeat: bool,
     /// zoned / zoned_abs zones per direction (read, write).
     pub zone_split: [Vec<ZoneSplit>; 2],
@@ -941,6 +946,13 @@ impl Builder {
             }
             "random_distribution" => {
                 let v = need()?;
+                if v.contains(',') {
+                    // fio 3.33 matches the distribution's name up to the
+                    // first ',' and so fails per-direction values.
+                    return Err(err(format!(
+                        "'{v}': per-direction (',') distributions fail to parse in fio 3.33"
+                    )));
+                }
                 self.random_distribution = parse_random_distribution(v).map_err(err)?;
                 self.zone_split = Default::default();
                 if let Some(rest) = v.strip_prefix("zoned_abs:") {
@@ -1114,7 +1126,8 @@ impl Builder {
                 bs_unaligned: self.bs_unaligned,
                 random_generator: self.random_generator.unwrap_or(RandomGenerator::Tausworthe),
                 random_generator_set: self.random_generator.is_some(),
-                randrepeat: self.randrepeat && !self.randseed_set,
+                randrepeat: self.randrepeat,
+                randseed_set: self.randseed_set,
                 allrandrepeat: self.allrandrepeat,
                 zone_split: [self.zone_split[0].clone(), self.zone_split[1].clone()],
                 percentage_random: [self.percentage_random[0], self.percentage_random[1]],
@@ -1810,9 +1823,9 @@ mod tests {
         let j = one("[a]\nsize=1m\nrandom_generator=lfsr\n");
         assert_eq!(j.random_generator, RandomGenerator::Lfsr);
         assert!(j.random_generator_set && j.randrepeat);
-        // randseed overrides randrepeat (fio's fixup_options()).
+        // randseed makes randrepeat=0 acceptable (fio seeds from it).
         let j = one("[a]\nsize=1m\nrandseed=5\nrandrepeat=0\n");
-        assert!(!j.randrepeat);
+        assert!(!j.randrepeat && j.randseed_set);
         assert_eq!(
             err("[a]\nsize=1m\nrandrepeat=0\n"),
             "t.fio:3: randrepeat: randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead"
@@ -1833,9 +1846,8 @@ mod tests {
         let z: Vec<(u8, u8)> = j.zone_split[0].iter().map(|z| (z.access_perc, z.size_perc)).collect();
         assert_eq!(z, vec![(50, 5), (30, 15), (20, 80)], "a missing size takes the rest");
         assert_eq!(j.zone_split[1], j.zone_split[0]);
-        let j = one("[a]\nsize=1m\nrw=randrw\nrandom_distribution=zoned:60/10:40/90,100/100\n");
-        assert_eq!(j.zone_split[0].len(), 2);
-        assert_eq!(j.zone_split[1].len(), 1);
+        assert!(err("[a]\nsize=1m\nrw=randrw\nrandom_distribution=zoned:60/10:40/90,100/100\n")
+            .contains("per-direction"));
         let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:70/64k:30/512k\n");
         assert_eq!(j.random_distribution, RandomDist::ZonedAbs);
         assert_eq!(j.zone_split[0][1].size, 512 << 10);

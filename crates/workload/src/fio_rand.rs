@@ -200,8 +200,8 @@ impl FRand {
 /// * `randseed` scrambled by four multiplications, then one value per index:
 ///   `seed * thread_number + i`, the seed multiplied again after each.
 /// * `allrandrepeat` replaces all of them with `FIO_RANDSEED * tn + i`.
-/// * A random job whose random pattern is repeatable (`randrepeat=1`, the
-///   default, and no `randseed=` given) takes `FIO_RANDSEED * tn` as its
+/// * A random job seeded with `randrepeat=1` (the default; fio seeds
+///   before a `randseed=` clears it) takes `FIO_RANDSEED * tn` as its
 ///   block seed, whatever `randseed` is.
 pub fn rand_seeds(
     randseed: u64,

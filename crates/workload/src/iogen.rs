@@ -177,6 +177,11 @@ pub struct IoGen {
     bytes_issued: u64,
     ios_issued: u64,
     passes: u64,
+    /// Loops still to start (fio's o->loops once keep_running() took the
+    /// first); max_bs over the directions, for keep_running()'s
+    /// "less than one I/O left" rule.
+    loops_left: u64,
+    max_io: u64,
     /// io_size: the bytes of one loop when set (fio ends a loop there,
     /// wherever in the file it is); bytes issued when this pass began.
     pass_bytes: Option<u64>,
@@ -216,6 +221,8 @@ impl IoGen {
         let random = job.rw.is_random();
         let io_size = job.size;
         let real_file_size = job.offset.saturating_add(job.size);
+        // Seeded with randrepeat as given; fio clears rand_repeatable for
+        // a randseed only afterwards (see FioJob::randrepeat).
         let seeds = fio_rand::rand_seeds(
             job.randseed,
             job.thread_number.max(1),
@@ -223,6 +230,7 @@ impl IoGen {
             job.randrepeat,
             random,
         );
+        let rand_repeatable = job.randrepeat && !job.randseed_set;
         let mut use64 = job.random_generator == RandomGenerator::Tausworthe64;
         // Seeded at job setup, before init_random_map() may switch.
         let st = States::new(&seeds, use64);
@@ -231,7 +239,7 @@ impl IoGen {
         let fsize = real_file_size.min(io_size);
         let range_size = job.min_bs[0].min(job.min_bs[1]).max(1);
         let nranges = fsize.div_ceil(range_size).max(1);
-        let dist_seed = if job.randrepeat {
+        let dist_seed = if rand_repeatable {
             fio_rand::jhash(job.filename.as_bytes(), 0).wrapping_mul(job.thread_number.max(1))
         } else {
             seeds[FIO_RAND_BLOCK_OFF] as u32
@@ -315,7 +323,7 @@ impl IoGen {
             lfsr,
             seeds,
             use64,
-            rand_repeatable: job.randrepeat,
+            rand_repeatable,
             st,
             rwmix: [job.rwmixread as u64, 100 - job.rwmixread.min(100) as u64],
             invalidate_enabled: job.invalidate && !job.direct,
@@ -329,6 +337,8 @@ impl IoGen {
             bytes_issued: 0,
             ios_issued: 0,
             passes: 1,
+            loops_left: job.loops.max(1) - 1,
+            max_io: job.max_bs[0].max(job.max_bs[1]),
             // fio drops the file's cache when it opens it (invalidate=1).
             pending_invalidate: job.invalidate && !job.direct,
             done: failed || job.size < job.bs,
@@ -354,13 +364,21 @@ impl IoGen {
                 return Some(self.account(io));
             }
         }
-        // End of a pass. fio: a time_based job always loops again; others
-        // loop while at least one block of the byte budget is left.
-        let min_bs = self.min_bs[0].min(self.min_bs[1]);
-        let more = self.time_based
-            || self
-                .limit_bytes
-                .is_some_and(|l| l.saturating_sub(self.bytes_issued) >= min_bs);
+        // End of a pass: fio's keep_running(). A time_based job always
+        // loops again; otherwise the loops left, then (only with io_size:
+        // without it, a file that ran out is done) while at least one
+        // largest I/O of the byte budget is left.
+        let more = if self.time_based {
+            true
+        } else if self.loops_left > 0 {
+            self.loops_left -= 1;
+            true
+        } else {
+            self.pass_bytes.is_some()
+                && self
+                    .limit_bytes
+                    .is_some_and(|l| l.saturating_sub(self.bytes_issued) >= self.max_io)
+        };
         if more {
             self.new_pass();
             if let Some(io) = self.fill() {
