@@ -893,10 +893,8 @@ impl Builder {
                 })
             }
             "percentage_random" => {
-                let vals = parse_per_ddir_with(need()?, |s| {
-                    parse_int(s, 0, 100).map(|n| n as u32)
-                })
-                .map_err(err)?;
+                let vals = parse_per_ddir_with(need()?, |s| parse_int(s, 0, 100).map(|n| n as u32))
+                    .map_err(err)?;
                 store_per_ddir(&mut self.percentage_random, vals, "").map_err(err)?;
             }
             "allrandrepeat" => self.allrandrepeat = parse_bool(val).map_err(err)?,
@@ -1033,14 +1031,25 @@ impl Builder {
         let mut max_bs = [0u64; 3];
         let mut ba = [0u64; 3];
         for d in 0..3 {
-            min_bs[d] = if self.min_bs[d] == 0 { self.bs[d] } else { self.min_bs[d] };
-            max_bs[d] = if self.max_bs[d] == 0 { self.bs[d] } else { self.max_bs[d] };
-            ba[d] = if self.ba[d] == 0 || !random { min_bs[d] } else { self.ba[d] };
+            min_bs[d] = if self.min_bs[d] == 0 {
+                self.bs[d]
+            } else {
+                self.min_bs[d]
+            };
+            max_bs[d] = if self.max_bs[d] == 0 {
+                self.bs[d]
+            } else {
+                self.max_bs[d]
+            };
+            ba[d] = if self.ba[d] == 0 || !random {
+                min_bs[d]
+            } else {
+                self.ba[d]
+            };
         }
         let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
-        let norandommap = self.norandommap
-            || self.random_distribution != RandomDist::Random
-            || ba != min_bs;
+        let norandommap =
+            self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
         if !self.randrepeat && !self.randseed_set {
             return Err(perr(
                 file,
@@ -1267,7 +1276,10 @@ fn split_values(v: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = v;
     loop {
-        let cut = rest.find(',').or_else(|| rest.find(':')).or_else(|| rest.find('-'));
+        let cut = rest
+            .find(',')
+            .or_else(|| rest.find(':'))
+            .or_else(|| rest.find('-'));
         match cut {
             Some(p) => {
                 out.push(&rest[..p]);
@@ -1415,11 +1427,17 @@ fn parse_bssplit(v: &str, kb: u64) -> Result<Option<Vec<BsSplit>>, String> {
         return Ok(None);
     }
     let missing = list.iter().filter(|b| b.perc == MISSING).count() as u32;
-    let mut given: u32 = list.iter().filter(|b| b.perc != MISSING).map(|b| b.perc).sum();
+    let mut given: u32 = list
+        .iter()
+        .filter(|b| b.perc != MISSING)
+        .map(|b| b.perc)
+        .sum();
     if given > 100 {
         // fio refuses this only when two or more entries lack a
         // percentage; otherwise it wraps (100 - given) around.
-        return Err(format!("'{v}': bssplit percentages add up to {given} (more than 100)"));
+        return Err(format!(
+            "'{v}': bssplit percentages add up to {given} (more than 100)"
+        ));
     }
     if missing > 0 {
         if missing == 1 && list.len() == 1 {
@@ -1451,7 +1469,8 @@ fn parse_zoned(v: &str, absolute: bool, kb: u64) -> Result<[Vec<ZoneSplit>; 3], 
                 None => (entry, None),
             };
             let access = parse_int(a.trim(), 0, 100)
-                .map_err(|e| format!("'{entry}': access percentage: {e}"))? as u8;
+                .map_err(|e| format!("'{entry}': access percentage: {e}"))?
+                as u8;
             let mut z = ZoneSplit {
                 access_perc: access,
                 size_perc: 0,
@@ -1487,7 +1506,9 @@ fn parse_zoned(v: &str, absolute: bool, kb: u64) -> Result<[Vec<ZoneSplit>; 3], 
             .map(|z| z.size_perc as u32)
             .sum();
         if !absolute && sizes > 100 {
-            return Err(format!("'{v}': zone size percentages add up to {sizes} (more than 100)"));
+            return Err(format!(
+                "'{v}': zone size percentages add up to {sizes} (more than 100)"
+            ));
         }
         if access != 100 {
             return Err(format!(
@@ -1775,7 +1796,10 @@ mod tests {
     #[test]
     fn block_sizes_per_direction_ranges_and_splits() {
         let j = one("[a]\nsize=1m\nrw=randrw\nbs=4k,8k\n");
-        assert_eq!((j.min_bs, j.max_bs, j.bs), ([4096, 8192], [4096, 8192], 4096));
+        assert_eq!(
+            (j.min_bs, j.max_bs, j.bs),
+            ([4096, 8192], [4096, 8192], 4096)
+        );
         // fio 3.33 reads bs=4k-16k as read 4k, write (and trim) 16k.
         let j = one("[a]\nsize=1m\nbs=4k-16k\n");
         assert_eq!((j.min_bs, j.max_bs), ([4096, 16384], [4096, 16384]));
@@ -1843,11 +1867,20 @@ mod tests {
     fn zoned_distributions() {
         let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\n");
         assert_eq!(j.random_distribution, RandomDist::Zoned);
-        let z: Vec<(u8, u8)> = j.zone_split[0].iter().map(|z| (z.access_perc, z.size_perc)).collect();
-        assert_eq!(z, vec![(50, 5), (30, 15), (20, 80)], "a missing size takes the rest");
+        let z: Vec<(u8, u8)> = j.zone_split[0]
+            .iter()
+            .map(|z| (z.access_perc, z.size_perc))
+            .collect();
+        assert_eq!(
+            z,
+            vec![(50, 5), (30, 15), (20, 80)],
+            "a missing size takes the rest"
+        );
         assert_eq!(j.zone_split[1], j.zone_split[0]);
-        assert!(err("[a]\nsize=1m\nrw=randrw\nrandom_distribution=zoned:60/10:40/90,100/100\n")
-            .contains("per-direction"));
+        assert!(
+            err("[a]\nsize=1m\nrw=randrw\nrandom_distribution=zoned:60/10:40/90,100/100\n")
+                .contains("per-direction")
+        );
         let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:70/64k:30/512k\n");
         assert_eq!(j.random_distribution, RandomDist::ZonedAbs);
         assert_eq!(j.zone_split[0][1].size, 512 << 10);
@@ -1855,11 +1888,19 @@ mod tests {
             err("[a]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n"),
             "t.fio:3: random_distribution: '50/5:30/15': zone access percentages add up to 80, not 100"
         );
-        assert!(err("[a]\nsize=1m\nrandom_distribution=zoned:50/60:50/60\n").contains("more than 100"));
-        assert!(err("[a]\nsize=1m\nrandom_distribution=zoned:150/60\n").contains("access percentage"));
-        assert!(err("[a]\nsize=1m\nrandom_distribution=zoned\n").contains("bad random_distribution"));
-        assert!(err("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:50/1m:50/1m\n")
-            .contains("exceed the file size"));
+        assert!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned:50/60:50/60\n").contains("more than 100")
+        );
+        assert!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned:150/60\n").contains("access percentage")
+        );
+        assert!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned\n").contains("bad random_distribution")
+        );
+        assert!(
+            err("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:50/1m:50/1m\n")
+                .contains("exceed the file size")
+        );
     }
 
     #[test]

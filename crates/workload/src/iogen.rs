@@ -97,9 +97,12 @@ enum Dist {
     /// direction, plain uniform.
     Zoned {
         abs: bool,
-        index: Box<[Option<[(u64, u64); 100]>; 2]>,
+        index: Box<[Option<ZoneIndex>; 2]>,
     },
 }
+
+/// Per access percent v-1: a zone's (start, end).
+type ZoneIndex = [(u64, u64); 100];
 
 /// fio's per-job generator states (`td_fill_rand_seeds_internal()`).
 #[derive(Clone, Debug)]
@@ -196,7 +199,7 @@ pub struct IoGen {
 const BUFLEN_TRIES: u32 = 10_000;
 
 /// fio's `zone_state_index` for one direction (`__td_zone_gen_index()`).
-fn zone_index(zones: &[crate::fio::ZoneSplit], abs: bool) -> Option<[(u64, u64); 100]> {
+fn zone_index(zones: &[crate::fio::ZoneSplit], abs: bool) -> Option<ZoneIndex> {
     if zones.is_empty() {
         return None;
     }
@@ -246,8 +249,8 @@ impl IoGen {
         };
         let dist = match job.random_distribution {
             RandomDist::Random => Dist::Uniform,
-            RandomDist::Zipf(t) => Dist::Zipf(Zipf::zipf(nranges, t, dist_seed)),
-            RandomDist::Pareto(h) => Dist::Pareto(Zipf::pareto(nranges, h, dist_seed)),
+            RandomDist::Zipf(t) => Dist::Zipf(Zipf::new_zipf(nranges, t, dist_seed)),
+            RandomDist::Pareto(h) => Dist::Pareto(Zipf::new_pareto(nranges, h, dist_seed)),
             RandomDist::Normal(d) => Dist::Gauss(Gauss::new(nranges, d, dist_seed)),
             RandomDist::Zoned | RandomDist::ZonedAbs => {
                 let abs = job.random_distribution == RandomDist::ZonedAbs;
@@ -265,7 +268,11 @@ impl IoGen {
         let mut failed = false;
         let plain = matches!(dist, Dist::Uniform | Dist::Zoned { .. });
         if random && plain {
-            let span = if job.zonemode_strided { job.zonerange } else { fsize };
+            let span = if job.zonemode_strided {
+                job.zonerange
+            } else {
+                fsize
+            };
             let blocks = span / job.bs.max(1);
             // check_rand_gen_limits(): 32-bit tausworthe cannot reach past
             // 2^32 blocks; fio switches to tausworthe64 unless told.
@@ -646,7 +653,7 @@ impl IoGen {
         match &mut self.dist {
             Dist::Zipf(z) => return Some(z.next_zipf()),
             Dist::Pareto(z) => return Some(z.next_pareto()),
-            Dist::Gauss(g) => return Some(g.next()),
+            Dist::Gauss(g) => return Some(g.next_value()),
             Dist::Uniform | Dist::Zoned { .. } => {}
         }
         let lastb = self.last_block(dir);
@@ -688,9 +695,9 @@ impl IoGen {
     /// block when the random map says it was done.
     fn uniform_block(&mut self, lastb: u64) -> Option<u64> {
         let b = match &mut self.lfsr {
-            Some(l) => l.next()?,
+            Some(l) => l.next_value()?,
             None => {
-                let r = self.st.random.next();
+                let r = self.st.random.rand();
                 let max = self.st.random.max();
                 (lastb as f64 * (r as f64 / (max as f64 + 1.0))) as u64
             }
@@ -717,7 +724,7 @@ impl IoGen {
         let frand_max = self.st.bsrange[d].max();
         let mut buflen = 0u64;
         for _ in 0..BUFLEN_TRIES {
-            let r = self.st.bsrange[d].next();
+            let r = self.st.bsrange[d].rand();
             if self.bssplit[d].is_empty() {
                 buflen = minbs + (maxbs as f64 * (r as f64 / (frand_max as f64 + 1.0))) as u64;
             } else {

@@ -23,33 +23,163 @@ struct Case {
 
 const CASES: &[Case] = &[
     // The random map's whole pass, the busy-block moves included.
-    Case { name: "randread_map", opts: "rw=randread\nsize=64m\n", max_ios: 20_000, thread: 1 },
-    Case { name: "norandommap", opts: "rw=randread\nsize=64m\nnorandommap\n", max_ios: 4000, thread: 1 },
-    Case { name: "zipf", opts: "rw=randread\nsize=64m\nrandom_distribution=zipf:1.2\n", max_ios: 4000, thread: 1 },
-    Case { name: "pareto", opts: "rw=randread\nsize=64m\nrandom_distribution=pareto:0.3\n", max_ios: 4000, thread: 1 },
-    Case { name: "normal", opts: "rw=randread\nsize=64m\nrandom_distribution=normal:10\n", max_ios: 4000, thread: 1 },
-    Case { name: "zoned", opts: "rw=randread\nsize=64m\nrandom_distribution=zoned:50/5:30/15:20/80\n", max_ios: 4000, thread: 1 },
-    Case { name: "zoned_abs", opts: "rw=randrw\nsize=64m\nrandom_distribution=zoned_abs:60/4m:40/32m\n", max_ios: 20_000, thread: 1 },
-    Case { name: "lfsr", opts: "rw=randread\nsize=64m\nrandom_generator=lfsr\n", max_ios: 20_000, thread: 1 },
-    Case { name: "tausworthe64", opts: "rw=randread\nsize=64m\nrandom_generator=tausworthe64\n", max_ios: 20_000, thread: 1 },
-    Case { name: "bssplit", opts: "rw=randread\nsize=64m\nbssplit=4k/50:64k/50\n", max_ios: 4000, thread: 1 },
-    Case { name: "bssplit_rw", opts: "rw=randrw\nsize=64m\nbssplit=4k/20:8k:64k/10,16k/70:4k/\n", max_ios: 4000, thread: 1 },
-    Case { name: "bsrange", opts: "rw=randread\nsize=64m\nbsrange=4k-64k\n", max_ios: 4000, thread: 1 },
-    Case { name: "bsrange_unaligned", opts: "rw=read\nsize=16m\nbsrange=1k-10k\nbs_unaligned\n", max_ios: 4000, thread: 1 },
-    Case { name: "bs_per_dir", opts: "rw=randrw\nsize=64m\nbs=4k-16k\n", max_ios: 4000, thread: 1 },
-    Case { name: "blockalign", opts: "rw=randread\nsize=16m\nbs=8k\nba=2k\n", max_ios: 4000, thread: 1 },
-    Case { name: "randrw70", opts: "rw=randrw\nsize=64m\nrwmixread=70\n", max_ios: 20_000, thread: 1 },
-    Case { name: "rw_seq", opts: "rw=rw\nsize=16m\nrwmixread=30\n", max_ios: 4000, thread: 1 },
-    Case { name: "backwards", opts: "rw=read:-8k\nsize=16m\n", max_ios: 4000, thread: 1 },
-    Case { name: "holed", opts: "rw=write:12k\nsize=16m\n", max_ios: 4000, thread: 1 },
-    Case { name: "randread_seq8", opts: "rw=randread:8\nsize=16m\n", max_ios: 4000, thread: 1 },
-    Case { name: "randread_ident", opts: "rw=randread:4\nrw_sequencer=identical\nsize=16m\n", max_ios: 4000, thread: 1 },
-    Case { name: "perc_random", opts: "rw=randrw\nsize=16m\npercentage_random=30,80\n", max_ios: 4000, thread: 1 },
-    Case { name: "numjobs", opts: "rw=randread\nsize=16m\nnumjobs=2\n", max_ios: 4000, thread: 2 },
-    Case { name: "randseed", opts: "rw=randrw\nsize=16m\nrandseed=1234\nbsrange=4k-32k\n", max_ios: 4000, thread: 1 },
-    Case { name: "randseed_zipf", opts: "rw=randread\nsize=16m\nrandseed=1234\nrandom_distribution=zipf:0.8\n", max_ios: 4000, thread: 1 },
+    Case {
+        name: "randread_map",
+        opts: "rw=randread\nsize=64m\n",
+        max_ios: 20_000,
+        thread: 1,
+    },
+    Case {
+        name: "norandommap",
+        opts: "rw=randread\nsize=64m\nnorandommap\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "zipf",
+        opts: "rw=randread\nsize=64m\nrandom_distribution=zipf:1.2\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "pareto",
+        opts: "rw=randread\nsize=64m\nrandom_distribution=pareto:0.3\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "normal",
+        opts: "rw=randread\nsize=64m\nrandom_distribution=normal:10\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "zoned",
+        opts: "rw=randread\nsize=64m\nrandom_distribution=zoned:50/5:30/15:20/80\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "zoned_abs",
+        opts: "rw=randrw\nsize=64m\nrandom_distribution=zoned_abs:60/4m:40/32m\n",
+        max_ios: 20_000,
+        thread: 1,
+    },
+    Case {
+        name: "lfsr",
+        opts: "rw=randread\nsize=64m\nrandom_generator=lfsr\n",
+        max_ios: 20_000,
+        thread: 1,
+    },
+    Case {
+        name: "tausworthe64",
+        opts: "rw=randread\nsize=64m\nrandom_generator=tausworthe64\n",
+        max_ios: 20_000,
+        thread: 1,
+    },
+    Case {
+        name: "bssplit",
+        opts: "rw=randread\nsize=64m\nbssplit=4k/50:64k/50\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "bssplit_rw",
+        opts: "rw=randrw\nsize=64m\nbssplit=4k/20:8k:64k/10,16k/70:4k/\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "bsrange",
+        opts: "rw=randread\nsize=64m\nbsrange=4k-64k\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "bsrange_unaligned",
+        opts: "rw=read\nsize=16m\nbsrange=1k-10k\nbs_unaligned\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "bs_per_dir",
+        opts: "rw=randrw\nsize=64m\nbs=4k-16k\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "blockalign",
+        opts: "rw=randread\nsize=16m\nbs=8k\nba=2k\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "randrw70",
+        opts: "rw=randrw\nsize=64m\nrwmixread=70\n",
+        max_ios: 20_000,
+        thread: 1,
+    },
+    Case {
+        name: "rw_seq",
+        opts: "rw=rw\nsize=16m\nrwmixread=30\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "backwards",
+        opts: "rw=read:-8k\nsize=16m\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "holed",
+        opts: "rw=write:12k\nsize=16m\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "randread_seq8",
+        opts: "rw=randread:8\nsize=16m\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "randread_ident",
+        opts: "rw=randread:4\nrw_sequencer=identical\nsize=16m\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "perc_random",
+        opts: "rw=randrw\nsize=16m\npercentage_random=30,80\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "numjobs",
+        opts: "rw=randread\nsize=16m\nnumjobs=2\n",
+        max_ios: 4000,
+        thread: 2,
+    },
+    Case {
+        name: "randseed",
+        opts: "rw=randrw\nsize=16m\nrandseed=1234\nbsrange=4k-32k\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "randseed_zipf",
+        opts: "rw=randread\nsize=16m\nrandseed=1234\nrandom_distribution=zipf:0.8\n",
+        max_ios: 4000,
+        thread: 1,
+    },
     // Each loop re-seeds (randrepeat): the second pass repeats the first.
-    Case { name: "loops", opts: "rw=randread\nsize=4m\nloops=2\n", max_ios: 4000, thread: 1 },
+    Case {
+        name: "loops",
+        opts: "rw=randread\nsize=4m\nloops=2\n",
+        max_ios: 4000,
+        thread: 1,
+    },
 ];
 
 fn fio_version() -> Result<String, String> {
@@ -68,8 +198,7 @@ fn fio_version() -> Result<String, String> {
 /// bs, offset, prio" per I/O, in completion order (issue order: the null
 /// engine completes each I/O at once).
 fn read_log(path: &Path) -> Vec<Io> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .map(|l| {
             let f: Vec<u64> = l.split(',').map(|x| x.trim().parse().unwrap()).collect();
@@ -82,21 +211,40 @@ fn read_log(path: &Path) -> Vec<Io> {
         .collect()
 }
 
-fn run_case(dir: &Path, c: &Case) -> Result<(), String> {
+/// The job as foliosim parses it; fio's copy adds the engine and the log.
+fn job_text(dir: &Path, c: &Case) -> String {
     let data = dir.join(format!("{}.data", c.name));
-    let job = format!("[{}]\nfilename={}\n{}", c.name, data.display(), c.opts);
-    let prefix = dir.join(c.name);
+    format!("[{}]\nfilename={}\n{}", c.name, data.display(), c.opts)
+}
+
+/// Start fio on the case (fio spends most of its time waiting, so the
+/// cases run side by side).
+fn start_fio(dir: &Path, c: &Case) -> std::io::Result<std::process::Child> {
     let fio_job = format!(
-        "{job}ioengine=null\nwrite_lat_log={}\nlog_offset=1\n",
-        prefix.display()
+        "{}ioengine=null\nwrite_lat_log={}\nlog_offset=1\n",
+        job_text(dir, c),
+        dir.join(c.name).display()
     );
     let jf = dir.join(format!("{}.fio", c.name));
-    std::fs::write(&jf, &fio_job).unwrap();
-    let out = Command::new("fio")
+    std::fs::write(&jf, &fio_job)?;
+    Command::new("fio")
         .arg("--output=/dev/null")
         .arg(&jf)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+}
+
+fn check_case(
+    dir: &Path,
+    c: &Case,
+    fio: std::io::Result<std::process::Child>,
+) -> Result<(), String> {
+    let out = fio
+        .and_then(|f| f.wait_with_output())
         .map_err(|e| format!("{}: fio: {e}", c.name))?;
+    let job = job_text(dir, c);
+    let prefix = dir.join(c.name);
     if !out.status.success() {
         return Err(format!(
             "{}: fio failed: {}",
@@ -151,9 +299,10 @@ fn iogen_matches_fio_3_33() {
     };
     let dir = std::env::temp_dir().join(format!("foliosim-fio-match-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let running: Vec<_> = CASES.iter().map(|c| start_fio(&dir, c)).collect();
     let mut failures = Vec::new();
-    for c in CASES {
-        if let Err(e) = run_case(&dir, c) {
+    for (c, fio) in CASES.iter().zip(running) {
+        if let Err(e) = check_case(&dir, c, fio) {
             failures.push(e);
         }
     }
