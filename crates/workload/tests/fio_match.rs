@@ -180,7 +180,32 @@ const CASES: &[Case] = &[
         max_ios: 4000,
         thread: 1,
     },
+    // Holed reads over several loops (the oracle's strided cases).
+    Case {
+        name: "holed_loops",
+        opts: "rw=read:60k\nsize=16m\nloops=3\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    // Jobs starting at an offset, on a file laid out beforehand (see LAID_OUT).
+    Case {
+        name: "offset_rand",
+        opts: "rw=randrw\noffset=1m\nsize=8m\nbsrange=4k-16k\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "offset_back",
+        opts: "rw=read:-8k\noffset=1m\nsize=8m\n",
+        max_ios: 4000,
+        thread: 1,
+    },
 ];
+
+/// Files created (sparse) before fio runs, so that fio's file size is
+/// `offset + size` as for a file it lays out itself; without one the null
+/// engine takes the file to be `size` long.
+const LAID_OUT: &[(&str, u64)] = &[("offset_rand", 9 << 20), ("offset_back", 9 << 20)];
 
 fn fio_version() -> Result<String, String> {
     let out = Command::new("fio")
@@ -227,6 +252,9 @@ fn start_fio(dir: &Path, c: &Case) -> std::io::Result<std::process::Child> {
     );
     let jf = dir.join(format!("{}.fio", c.name));
     std::fs::write(&jf, &fio_job)?;
+    if let Some((_, len)) = LAID_OUT.iter().find(|(n, _)| *n == c.name) {
+        std::fs::File::create(dir.join(format!("{}.data", c.name)))?.set_len(*len)?;
+    }
     Command::new("fio")
         .arg("--output=/dev/null")
         .arg(&jf)
