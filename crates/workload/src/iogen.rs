@@ -28,9 +28,10 @@
 //!   last offset (`identical`); `percentage_random` makes a share of the
 //!   random I/Os sequential.
 //! * Block sizes: fixed `bs` (per direction), or drawn per I/O from
-//!   `bsrange` / `bssplit` with the direction's bsrange generator, rounded
-//!   down to `min_bs` unless `bs_unaligned`. fio 3.33 draws a range size as
-//!   `min + max * u` capped at max, so the largest size is over-weighted.
+//!   `bsrange` / `bssplit` with the direction's bsrange generator. A range
+//!   size is `min + max * u`, rounded down to `min_bs` (unless
+//!   `bs_unaligned`) and capped at max; a split takes the first entry, in
+//!   ascending percentage order, whose cumulative share covers the draw.
 //! * `rw`/`randrw` pick the direction the way fio's `get_rw_ddir()` does: a
 //!   direction is kept until its issue count reaches `rwmix_issues`, then
 //!   a new one is drawn with fio's rwmix generator (P(read) = rwmixread%);
@@ -45,6 +46,8 @@
 //!   For seed 000 (`bs=4K zonesize=4K zonerange=64K size=600M`) this gives
 //!   0, 64K, 128K, ..., 600M-64K, 0, 64K, ... and the wrap does NOT drop the
 //!   page cache.
+//! * Writes with `io_size` > `size` wrap to the start of the file like a
+//!   time_based job (from a fio later than 3.33, commit b8766129).
 //! * End of the region: a `time_based` sequential job goes back to the zone
 //!   start and, with `invalidate=1` and buffered I/O, drops the file's page
 //!   cache (fio's `loop_cache_invalidate()`); so does a time_based random
@@ -981,6 +984,101 @@ mod tests {
     }
 
     #[test]
+    fn bssplit_and_bsrange_sizes() {
+        // Sorted 4k/25, 64k/75: a draw in the lowest quarter of the range
+        // picks 4k, every other one 64k.
+        let j = job("rw=randread\nsize=64m\nnorandommap\nbssplit=64k/75:4k/25\n");
+        let v = all(&j, 4000);
+        assert!(v.iter().all(|io| io.len == 4096 || io.len == 65536));
+        let small = v.iter().filter(|io| io.len == 4096).count() as f64 / v.len() as f64;
+        assert!((0.22..0.28).contains(&small), "4k share {small}");
+        // min + max * u, floored to 4k, capped at 10k: 4k and 8k take 40%
+        // each, the rest is capped to 10k.
+        let j = job("rw=randread\nsize=64m\nnorandommap\nbsrange=4k-10k\n");
+        let v = all(&j, 5000);
+        let share = |len: u64| v.iter().filter(|io| io.len == len).count() as f64 / v.len() as f64;
+        assert!((0.37..0.43).contains(&share(4096)), "{}", share(4096));
+        assert!((0.37..0.43).contains(&share(8192)), "{}", share(8192));
+        assert!((0.17..0.23).contains(&share(10240)), "{}", share(10240));
+        // Offsets stay aligned to min_bs (ba defaults to it).
+        assert!(v.iter().all(|io| io.offset % 4096 == 0));
+        // bs_unaligned keeps the raw size.
+        let j = job("rw=read\nsize=64m\nbsrange=1k-10k\nbs_unaligned\n");
+        assert!(all(&j, 200).iter().any(|io| io.len % 1024 != 0));
+    }
+
+    #[test]
+    fn random_map_cuts_ios_at_done_blocks() {
+        // Variable sizes with the map: each I/O is cut where it meets a
+        // block already done, so a pass never does a block twice.
+        let j = job("rw=randread\nsize=4m\nbsrange=4k-64k\n");
+        let v = all(&j, 100_000);
+        let mut done = vec![false; 1024];
+        let mut bytes = 0;
+        for io in &v {
+            for b in io.offset / 4096..(io.offset + io.len) / 4096 {
+                assert!(!done[b as usize], "block {b} twice: {io:?}");
+                done[b as usize] = true;
+            }
+            bytes += io.len;
+        }
+        assert_eq!(bytes, 4 << 20, "the pass covers the file exactly once");
+        assert!(v.iter().any(|io| io.len > 4096));
+        // The LFSR covers every block once without a map.
+        let j = job("rw=randread\nsize=4m\nrandom_generator=lfsr\n");
+        let mut offs: Vec<u64> = all(&j, 10_000).iter().map(|io| io.offset / 4096).collect();
+        assert_eq!(offs.len(), 1024);
+        offs.sort_unstable();
+        assert_eq!(offs, (0..1024).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn rw_modifiers_and_percentage_random() {
+        // Backwards: 0, then from 8k below the end down by 4k (the I/O
+        // adds 4k, the modifier takes 8k).
+        let j = job("rw=read:-8k\nsize=64k\n");
+        let offs: Vec<u64> = all(&j, 100).iter().map(|io| io.offset >> 10).collect();
+        assert_eq!(&offs[..5], &[0, 56, 52, 48, 44]);
+        assert_eq!(offs.len(), 16);
+        // randread:4: one random offset, then three sequential I/Os after it.
+        let j = job("rw=randread:4\nsize=16m\n");
+        let v = all(&j, 400);
+        for w in v.chunks(4) {
+            for k in 1..w.len() {
+                assert_eq!(w[k].offset, w[k - 1].offset + 4096, "{w:?}");
+            }
+        }
+        // rw_sequencer=identical repeats the random offset instead.
+        let j = job("rw=randread:4\nrw_sequencer=identical\nsize=16m\n");
+        for w in all(&j, 400).chunks(4) {
+            assert!(w.iter().all(|io| io.offset == w[0].offset), "{w:?}");
+        }
+        // percentage_random=0: a random job goes sequentially.
+        let j = job("rw=randread\npercentage_random=0\nsize=1m\n");
+        let offs: Vec<u64> = all(&j, 1000).iter().map(|io| io.offset / 4096).collect();
+        assert_eq!(offs, (0..256).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn zoned_puts_accesses_in_their_zones() {
+        let j = job("rw=randread\nsize=64m\nrandom_distribution=zoned:50/5:30/15:20/80\n");
+        let v = all(&j, 10_000);
+        let frac = |lo: u64, hi: u64| {
+            v.iter()
+                .filter(|io| (lo..hi).contains(&(io.offset * 100 / (64 << 20))))
+                .count() as f64
+                / v.len() as f64
+        };
+        assert!((0.47..0.53).contains(&frac(0, 5)), "{}", frac(0, 5));
+        assert!((0.27..0.33).contains(&frac(5, 20)), "{}", frac(5, 20));
+        assert!((0.17..0.23).contains(&frac(20, 100)), "{}", frac(20, 100));
+        let j = job("rw=randread\nsize=64m\nrandom_distribution=zoned_abs:70/1m:30/63m\n");
+        let v = all(&j, 10_000);
+        let low = v.iter().filter(|io| io.offset < 1 << 20).count() as f64 / v.len() as f64;
+        assert!((0.67..0.73).contains(&low), "{low}");
+    }
+
+    #[test]
     fn zipf_is_skewed_and_scattered() {
         let j = job("rw=randread\nsize=64m\nrandom_distribution=zipf:1.2\nnumber_ios=20000\n");
         let v = all(&j, 100_000);
@@ -1050,6 +1148,14 @@ mod tests {
             "numjobs",
             "runtime",
             "thinktime",
+            "bsrange",
+            "bssplit",
+            "ba",
+            "bs_unaligned",
+            "random_generator",
+            "percentage_random",
+            "rw_sequencer",
+            "randseed",
         ];
         let vals = [
             "0",
@@ -1078,6 +1184,22 @@ mod tests {
             "1000",
             "1kib",
             "3s",
+            "read:-8k",
+            "randrw:3",
+            "write:12k",
+            "4k-64k",
+            "1k:7k,2k-3k",
+            "4k/50:64k/50",
+            "4k/20:8k:16k/,8k",
+            "zoned:50/5:30/15:20/80",
+            "zoned_abs:50/64k:50/512k",
+            "zoned:100",
+            "lfsr",
+            "tausworthe64",
+            "identical",
+            "30,70",
+            "4k,8k",
+            "512",
         ];
         let mut rng = Pcg64Mcg::seed_from_u64(5);
         let mut accepted = 0;
@@ -1100,6 +1222,10 @@ mod tests {
                     let Some(io) = g.next_io() else { break };
                     assert!(io.offset + io.len <= j.file_size(), "{text}: {io:?}");
                     assert!(io.offset >= j.offset, "{text}: {io:?}");
+                    assert!(
+                        io.len > 0 && io.len <= j.max_bs[0].max(j.max_bs[1]),
+                        "{text}: {io:?}"
+                    );
                 }
             }
         }

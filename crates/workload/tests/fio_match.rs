@@ -4,8 +4,9 @@
 //! job, named by fio's thread number, so numjobs clones stay apart); the
 //! test asserts `IoGen` yields exactly the same sequence.
 //!
-//! Skipped, with a printed reason, where fio is missing or is not 3.33
-//! (later versions changed get_next_buflen() and the seq-offset rules).
+//! Skipped, with a printed reason, where fio is missing or is not 3.33:
+//! the sequences are 3.33's (io_u.c has changed since, e.g. how sequential
+//! writes wrap).
 
 use foliosim_workload::fio::parse_job_str;
 use foliosim_workload::iogen::{Dir, Io, IoGen};
