@@ -181,6 +181,18 @@ const CASES: &[Case] = &[
         max_ios: 4000,
         thread: 1,
     },
+    Case {
+        name: "allrandrepeat",
+        opts: "rw=randrw\nsize=16m\nallrandrepeat=1\nbsrange=4k-16k\nrandseed=77\n",
+        max_ios: 4000,
+        thread: 1,
+    },
+    Case {
+        name: "randrepeat0_randseed",
+        opts: "rw=randread\nsize=16m\nrandrepeat=0\nrandseed=77\nloops=2\n",
+        max_ios: 8192,
+        thread: 1,
+    },
     // Holed reads over several loops (the oracle's strided cases).
     Case {
         name: "holed_loops",
