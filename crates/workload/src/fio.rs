@@ -86,6 +86,44 @@ pub enum RandomDist {
     Pareto(f64),
     /// normal:dev, deviation in percent of the region (fio default 0; 0 <= dev < 100).
     Normal(f64),
+    /// `zoned:a/s:...`: a% of accesses to the next s% of the region; the
+    /// per-direction zones are in [`FioJob::zone_split`].
+    Zoned,
+    /// `zoned_abs:a/size:...`: like zoned with absolute zone sizes.
+    ZonedAbs,
+}
+
+/// One `zoned`/`zoned_abs` entry (fio's `struct zone_split`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ZoneSplit {
+    /// Percent of the accesses.
+    pub access_perc: u8,
+    /// Percent of the region (zoned).
+    pub size_perc: u8,
+    /// Bytes (zoned_abs).
+    pub size: u64,
+}
+
+/// One `bssplit` entry (fio's `struct bssplit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct BsSplit {
+    pub bs: u64,
+    pub perc: u32,
+}
+
+/// fio's `random_generator`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RandomGenerator {
+    Tausworthe,
+    Lfsr,
+    Tausworthe64,
+}
+
+/// fio's `rw_sequencer`: what the non-random I/Os of `rw=randread:N` do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RwSequencer {
+    Sequential,
+    Identical,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -110,7 +148,42 @@ pub struct FioJob {
     pub offset: u64,
     pub rw: Rw,
     pub rwmixread: u32,
+    /// The smallest block size of any direction (fio's `rw_min_bs`): the
+    /// unit of the random map; the only size of a fixed-`bs` job.
     pub bs: u64,
+    /// Per direction (read, write): smallest and largest I/O size, and
+    /// the alignment of random offsets (fio's `min_bs`, `max_bs`, `ba`).
+    pub min_bs: [u64; 2],
+    pub max_bs: [u64; 2],
+    pub ba: [u64; 2],
+    /// `bssplit` per direction, sorted by percentage as fio keeps it.
+    pub bssplit: [Vec<BsSplit>; 2],
+    /// `bs_unaligned`: sizes from a range are not rounded to `min_bs`.
+    pub bs_unaligned: bool,
+    pub random_generator: RandomGenerator,
+    /// `random_generator=` given: fio then keeps 32-bit tausworthe even
+    /// for more than 2^32 blocks (otherwise it switches to tausworthe64).
+    pub random_generator_set: bool,
+    /// `randrepeat` as given (default 1). fio seeds the job with it, and only
+    /// then clears it when `randseed` is set (init.c runs
+    /// setup_random_seeds() before fixup_options()): so a `randseed`
+    /// alone leaves the block generator at `FIO_RANDSEED * thread_number`.
+    pub randrepeat: bool,
+    /// `randseed=` given: fio's `rand_repeatable` is off after seeding
+    /// (no re-seeding per loop; zipf/pareto/normal seeded from the block seed).
+    pub randseed_set: bool,
+    pub allrandrepeat: bool,
+    /// zoned / zoned_abs zones per direction (read, write).
+    pub zone_split: [Vec<ZoneSplit>; 2],
+    /// `percentage_random` per direction (read, write).
+    pub percentage_random: [u32; 2],
+    /// `rw=randread:N`: a new random offset every N I/Os (fio's
+    /// `ddir_seq_nr`), 1 without the modifier.
+    pub rw_seq_nr: u32,
+    pub rw_sequencer: RwSequencer,
+    /// 1-based position of the job among all jobs of the run, clones
+    /// included (fio's `thread_number`): it enters every random seed.
+    pub thread_number: u32,
     pub ioengine: IoEngine,
     pub direct: bool,
     pub runtime_ns: Option<u64>,
@@ -130,8 +203,8 @@ pub struct FioJob {
     pub invalidate: bool,
     pub thinktime_us: u64,
     /// `rw=read:N`: bytes skipped after each sequential I/O (fio's
-    /// ddir_seq_add), 0 without the modifier.
-    pub rw_seq_add: u64,
+    /// ddir_seq_add), 0 without the modifier; negative reads backwards.
+    pub rw_seq_add: i64,
     /// end_fsync: fsync the file when the job ends.
     pub end_fsync: bool,
     /// Always 1 after numjobs expansion (each clone is its own job).
@@ -172,7 +245,7 @@ pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
 /// Parse the text of a fio job file; `file_label` names it in errors.
 pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseError> {
     let sections = split_ini(text, file_label)?;
-    let jobs = build_jobs(
+    let mut jobs = build_jobs(
         &Builder::default(),
         sections,
         file_label,
@@ -181,7 +254,16 @@ pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseE
     if jobs.is_empty() {
         return Err(no_jobs(file_label));
     }
+    number_threads(&mut jobs);
     Ok(jobs)
+}
+
+/// fio numbers every job of a run, clones included, from 1 in the order
+/// it adds them (`thread_number`); the random seeds depend on it.
+fn number_threads(jobs: &mut [FioJob]) {
+    for (i, j) in jobs.iter_mut().enumerate() {
+        j.thread_number = i as u32 + 1;
+    }
 }
 
 fn no_jobs(file: &str) -> ParseError {
@@ -291,6 +373,7 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
             "no jobs given (--name=... or a job file)",
         ));
     }
+    number_threads(&mut out);
     Ok(out)
 }
 
@@ -503,7 +586,8 @@ const IGNORED: &[&str] = &[
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
     "iodepth_low",
-    "random_generator",
+    // Only matters when the random map cannot be allocated; foliosim's
+    // map always is.
     "softrandommap",
 ];
 
@@ -551,6 +635,9 @@ const FLAGS: &[&str] = &[
     "create_serialize",
     "softrandommap",
     "randrepeat",
+    "allrandrepeat",
+    "bs_unaligned",
+    "blocksize_unaligned",
     "minimal",
     "append-terse",
     "eta-newline",
@@ -579,7 +666,23 @@ struct Builder {
     offset: u64,
     rw: Rw,
     rwmixread: u32,
-    bs: u64,
+    /// Per direction (read, write, trim) as fio stores them; 0 = not set.
+    bs: [u64; 3],
+    min_bs: [u64; 3],
+    max_bs: [u64; 3],
+    ba: [u64; 3],
+    bssplit: [Vec<BsSplit>; 3],
+    bs_unaligned: bool,
+    random_generator: Option<RandomGenerator>,
+    randrepeat: bool,
+    /// Line of a `randrepeat=0`, for the error when no randseed is given.
+    randrepeat_off_line: usize,
+    randseed_set: bool,
+    allrandrepeat: bool,
+    zone_split: [Vec<ZoneSplit>; 3],
+    percentage_random: [u32; 3],
+    rw_seq_nr: u32,
+    rw_sequencer: RwSequencer,
     ioengine: IoEngine,
     direct: bool,
     runtime_us: u64,
@@ -598,7 +701,7 @@ struct Builder {
     fadvise_hint: FadviseHint,
     invalidate: bool,
     thinktime_us: u64,
-    rw_seq_add: u64,
+    rw_seq_add: i64,
     end_fsync: bool,
     numjobs: u32,
     kb_base: u64,
@@ -620,7 +723,21 @@ impl Default for Builder {
             offset: 0,
             rw: Rw::Read,
             rwmixread: 50,
-            bs: 4096,
+            bs: [4096; 3],
+            min_bs: [0; 3],
+            max_bs: [0; 3],
+            ba: [0; 3],
+            bssplit: Default::default(),
+            bs_unaligned: false,
+            random_generator: None,
+            randrepeat: true,
+            randrepeat_off_line: 0,
+            randseed_set: false,
+            allrandrepeat: false,
+            zone_split: Default::default(),
+            percentage_random: [100; 3],
+            rw_seq_nr: 1,
+            rw_sequencer: RwSequencer::Sequential,
             ioengine: IoEngine::Psync,
             direct: false,
             runtime_us: 0,
@@ -725,33 +842,95 @@ impl Builder {
             "offset" | "fileoffset" => self.offset = size(need()?)?,
             "rw" | "readwrite" => {
                 let v = need()?;
-                let (base, add) = match v.split_once(':') {
-                    Some((b, a)) if matches!(b, "read" | "write" | "rw" | "readwrite") => {
-                        let n = parse_size(a, kb)
-                            .map_err(|e| err(format!("'{v}': bad ':{a}' modifier: {e}")))?;
-                        (b, n)
-                    }
-                    _ => (v, 0),
+                // fio's str_rw_cb(): the postfix of a random rw is an I/O
+                // count (atoi), of a sequential one a signed byte offset.
+                let (base, post) = match v.split_once(':') {
+                    Some((b, a)) => (b, Some(a)),
+                    None => (v, None),
                 };
                 self.rw = parse_rw(base).map_err(err)?;
-                self.rw_seq_add = add;
+                self.rw_seq_add = 0;
+                self.rw_seq_nr = 1;
+                if let Some(a) = post {
+                    let bad = |e: String| err(format!("'{v}': bad ':{a}' modifier: {e}"));
+                    if self.rw.is_random() {
+                        self.rw_seq_nr = parse_int(a, 0, u32::MAX as u64).map_err(bad)? as u32;
+                    } else {
+                        let (neg, mag) = match a.strip_prefix('-') {
+                            Some(m) => (true, m),
+                            None => (false, a),
+                        };
+                        let n = parse_size(mag, kb).map_err(bad)?;
+                        let n = i64::try_from(n).map_err(|_| bad("too large".into()))?;
+                        self.rw_seq_add = if neg { -n } else { n };
+                    }
+                }
+            }
+            "rw_sequencer" => {
+                self.rw_sequencer = match need()? {
+                    "sequential" => RwSequencer::Sequential,
+                    "identical" => RwSequencer::Identical,
+                    other => {
+                        return Err(err(format!(
+                            "bad rw_sequencer '{other}' (sequential or identical)"
+                        )))
+                    }
+                }
             }
             "end_fsync" => self.end_fsync = parse_bool(val).map_err(err)?,
             "rwmixread" => self.rwmixread = parse_int(need()?, 0, 100).map_err(err)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - parse_int(need()?, 0, 100).map_err(err)? as u32,
             "bs" | "blocksize" => {
                 let v = need()?;
-                if v.contains([',', ':', '-']) {
-                    return Err(err(format!(
-                        "'{v}': block size ranges and per-direction sizes are not supported"
-                    )));
-                }
-                let n = size(v)?;
-                if n == 0 {
-                    return Err(err("bs must be > 0".into()));
-                }
-                self.bs = n;
+                let vals = parse_per_ddir(v, kb).map_err(err)?;
+                store_per_ddir(&mut self.bs, vals, "bs").map_err(err)?;
             }
+            "ba" | "blockalign" => {
+                let v = need()?;
+                let vals = parse_per_ddir(v, kb).map_err(err)?;
+                store_per_ddir(&mut self.ba, vals, "ba").map_err(err)?;
+            }
+            "bsrange" | "blocksize_range" => {
+                let v = need()?;
+                let ranges = parse_bsrange(v, kb).map_err(err)?;
+                for (d, r) in ranges.iter().enumerate() {
+                    if let Some((lo, hi)) = r {
+                        self.min_bs[d] = *lo;
+                        self.max_bs[d] = *hi;
+                    }
+                }
+            }
+            "bssplit" => {
+                let v = need()?;
+                for (d, part) in split_ddir_parts(v.trim()).into_iter().enumerate() {
+                    if let Some(list) = parse_bssplit(part, kb).map_err(err)? {
+                        self.min_bs[d] = list.iter().map(|b| b.bs).min().unwrap_or(0);
+                        self.max_bs[d] = list.iter().map(|b| b.bs).max().unwrap_or(0);
+                        self.bssplit[d] = list;
+                    }
+                }
+            }
+            "bs_unaligned" | "blocksize_unaligned" => {
+                self.bs_unaligned = parse_bool(val).map_err(err)?
+            }
+            "random_generator" => {
+                self.random_generator = Some(match need()? {
+                    "tausworthe" => RandomGenerator::Tausworthe,
+                    "lfsr" => RandomGenerator::Lfsr,
+                    "tausworthe64" => RandomGenerator::Tausworthe64,
+                    other => {
+                        return Err(err(format!(
+                            "bad random_generator '{other}' (tausworthe, lfsr, tausworthe64)"
+                        )))
+                    }
+                })
+            }
+            "percentage_random" => {
+                let vals = parse_per_ddir_with(need()?, |s| parse_int(s, 0, 100).map(|n| n as u32))
+                    .map_err(err)?;
+                store_per_ddir(&mut self.percentage_random, vals, "").map_err(err)?;
+            }
+            "allrandrepeat" => self.allrandrepeat = parse_bool(val).map_err(err)?,
             "ioengine" => {
                 self.ioengine = match need()? {
                     "psync" => IoEngine::Psync,
@@ -788,16 +967,30 @@ impl Builder {
             "zonerange" => self.zonerange = size(need()?)?,
             "zoneskip" => self.zoneskip = size(need()?)?,
             "norandommap" => self.norandommap = parse_bool(val).map_err(err)?,
-            "randseed" => self.randseed = size(need()?)?,
+            "randseed" => {
+                self.randseed = size(need()?)?;
+                self.randseed_set = true;
+            }
             "randrepeat" => {
-                if !parse_bool(val).map_err(err)? {
-                    return Err(err(
-                        "randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead".into(),
-                    ));
-                }
+                self.randrepeat = parse_bool(val).map_err(err)?;
+                self.randrepeat_off_line = e.line;
             }
             "random_distribution" => {
-                self.random_distribution = parse_random_distribution(need()?).map_err(err)?
+                let v = need()?;
+                if v.contains(',') {
+                    // fio 3.33 matches the distribution's name up to the
+                    // first ',' and so fails per-direction values.
+                    return Err(err(format!(
+                        "'{v}': per-direction (',') distributions fail to parse in fio 3.33"
+                    )));
+                }
+                self.random_distribution = parse_random_distribution(v).map_err(err)?;
+                self.zone_split = Default::default();
+                if let Some(rest) = v.strip_prefix("zoned_abs:") {
+                    self.zone_split = parse_zoned(rest, true, kb).map_err(err)?;
+                } else if let Some(rest) = v.strip_prefix("zoned:") {
+                    self.zone_split = parse_zoned(rest, false, kb).map_err(err)?;
+                }
             }
             "fadvise_hint" => {
                 self.fadvise_hint = match need()? {
@@ -872,10 +1065,45 @@ impl Builder {
                 format!("job '{name}': offset + size overflows"),
             ));
         }
-        if size < self.bs {
+        // fio's fixup_options(): a range or split overrides bs; random
+        // offsets align to ba (random jobs only, else min_bs); any ba other
+        // than min_bs, and any non-uniform distribution, turn the map off.
+        let random = self.rw.is_random();
+        let mut min_bs = [0u64; 3];
+        let mut max_bs = [0u64; 3];
+        let mut ba = [0u64; 3];
+        for d in 0..3 {
+            min_bs[d] = if self.min_bs[d] == 0 {
+                self.bs[d]
+            } else {
+                self.min_bs[d]
+            };
+            max_bs[d] = if self.max_bs[d] == 0 {
+                self.bs[d]
+            } else {
+                self.max_bs[d]
+            };
+            ba[d] = if self.ba[d] == 0 || !random {
+                min_bs[d]
+            } else {
+                self.ba[d]
+            };
+        }
+        let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
+        let norandommap =
+            self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
+        if !self.randrepeat && !self.randseed_set {
+            return Err(perr(
+                file,
+                self.randrepeat_off_line,
+                "randrepeat",
+                "randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead",
+            ));
+        }
+        if size < rw_min_bs {
             return Err(herr(
                 "size",
-                format!("job '{name}': size {size} is smaller than bs {}", self.bs),
+                format!("job '{name}': size {size} is smaller than bs {rw_min_bs}"),
             ));
         }
         let strided = match self.zonemode {
@@ -901,13 +1129,10 @@ impl Builder {
         } else {
             self.zonerange
         };
-        if strided && self.rw.is_random() && zonerange < self.bs {
+        if strided && self.rw.is_random() && zonerange < rw_min_bs {
             return Err(herr(
                 "zonerange",
-                format!(
-                    "job '{name}': zonerange {zonerange} is smaller than bs {}",
-                    self.bs
-                ),
+                format!("job '{name}': zonerange {zonerange} is smaller than bs {rw_min_bs}"),
             ));
         }
         if (self.new_group || self.stonewall) && groups.prev_group_jobs > 0 {
@@ -915,6 +1140,21 @@ impl Builder {
             groups.groupid += 1;
         }
         groups.prev_group_jobs += self.numjobs;
+        if random && self.random_distribution == RandomDist::ZonedAbs {
+            // fio stops the job at its first I/O with "zoned_abs sizes
+            // exceed file size"; say so up front.
+            let span = if strided { zonerange } else { size };
+            for d in 0..2 {
+                let total: u64 = self.zone_split[d].iter().map(|z| z.size).sum();
+                let lastb = span.saturating_sub(min_bs[d].saturating_sub(ba[d])) / ba[d];
+                if total / ba[d] > lastb {
+                    return Err(herr(
+                        "random_distribution",
+                        format!("job '{name}': zoned_abs sizes ({total}) exceed the file size"),
+                    ));
+                }
+            }
+        }
         let mut out = Vec::with_capacity(self.numjobs as usize);
         for jobnum in 0..self.numjobs {
             let fname = match &self.filename {
@@ -934,7 +1174,22 @@ impl Builder {
                 offset: self.offset,
                 rw: self.rw,
                 rwmixread: self.rwmixread,
-                bs: self.bs,
+                bs: rw_min_bs,
+                min_bs: [min_bs[0], min_bs[1]],
+                max_bs: [max_bs[0], max_bs[1]],
+                ba: [ba[0], ba[1]],
+                bssplit: [self.bssplit[0].clone(), self.bssplit[1].clone()],
+                bs_unaligned: self.bs_unaligned,
+                random_generator: self.random_generator.unwrap_or(RandomGenerator::Tausworthe),
+                random_generator_set: self.random_generator.is_some(),
+                randrepeat: self.randrepeat,
+                randseed_set: self.randseed_set,
+                allrandrepeat: self.allrandrepeat,
+                zone_split: [self.zone_split[0].clone(), self.zone_split[1].clone()],
+                percentage_random: [self.percentage_random[0], self.percentage_random[1]],
+                rw_seq_nr: self.rw_seq_nr,
+                rw_sequencer: self.rw_sequencer,
+                thread_number: 0,
                 ioengine: self.ioengine,
                 direct: self.direct,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
@@ -947,7 +1202,7 @@ impl Builder {
                 zonesize: if strided { self.zonesize } else { 0 },
                 zonerange: if strided { zonerange } else { 0 },
                 zoneskip: if strided { self.zoneskip } else { 0 },
-                norandommap: self.norandommap,
+                norandommap,
                 randseed: self.randseed,
                 random_distribution: self.random_distribution,
                 fadvise_hint: self.fadvise_hint,
@@ -986,11 +1241,6 @@ fn make_filename(format: Option<&str>, jobname: &str, jobnum: u32, filenum: u32)
 }
 
 fn parse_rw(v: &str) -> Result<Rw, String> {
-    if let Some((base, post)) = v.split_once(':') {
-        return Err(format!(
-            "'{v}': the ':{post}' modifier of rw={base} is not supported"
-        ));
-    }
     Ok(match v {
         "read" => Rw::Read,
         "write" => Rw::Write,
@@ -1057,11 +1307,274 @@ fn parse_random_distribution(v: &str) -> Result<RandomDist, String> {
             }
             Ok(RandomDist::Normal(d))
         }
-        "zoned" | "zoned_abs" => Err(format!("'{v}': zoned distributions are not supported")),
+        "zoned" | "zoned_abs" if arg.is_some() => Ok(if kind == "zoned" {
+            RandomDist::Zoned
+        } else {
+            RandomDist::ZonedAbs
+        }),
         _ => Err(format!(
-            "bad random_distribution '{v}' (random, zipf[:theta], pareto[:h], normal[:dev])"
+            "bad random_distribution '{v}' (random, zipf[:theta], pareto[:h], normal[:dev], zoned:a/s:..., zoned_abs:a/size:...)"
         )),
     }
+}
+
+/// Split a per-direction value the way fio's handle_option() walks it:
+/// each round cuts at the first ',', or failing that ':', or '-'. Empty
+/// values (",8k") leave their direction alone, as in fio.
+fn split_values(v: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = v;
+    loop {
+        let cut = rest
+            .find(',')
+            .or_else(|| rest.find(':'))
+            .or_else(|| rest.find('-'));
+        match cut {
+            Some(p) => {
+                out.push(&rest[..p]);
+                rest = &rest[p + 1..];
+            }
+            None => {
+                out.push(rest);
+                return out;
+            }
+        }
+    }
+}
+
+fn parse_per_ddir_with<T>(
+    v: &str,
+    f: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<Option<T>>, String> {
+    let vals = split_values(v);
+    if vals.len() > 3 {
+        return Err(format!("'{v}': at most 3 values (read,write,trim)"));
+    }
+    vals.into_iter()
+        .map(|s| {
+            let s = s.trim();
+            if s.is_empty() {
+                Ok(None)
+            } else {
+                f(s).map(Some)
+            }
+        })
+        .collect()
+}
+
+/// `bs=4k`, `bs=4k,8k`, and fio 3.33's reading of `bs=4k-16k` and
+/// `bs=4k:16k`: read 4k, write (and trim) 16k -- not a range (bsrange is).
+fn parse_per_ddir(v: &str, kb: u64) -> Result<Vec<Option<u64>>, String> {
+    parse_per_ddir_with(v, |s| parse_size(s, kb))
+}
+
+/// Store per-direction values like fio's val_store() rounds: value i goes
+/// to direction i; the last value given also fills the directions after it.
+fn store_per_ddir<T: Copy + Default + PartialEq>(
+    dst: &mut [T; 3],
+    vals: Vec<Option<T>>,
+    what: &str,
+) -> Result<(), String> {
+    let last = vals.len() - 1;
+    for (i, v) in vals.into_iter().enumerate() {
+        let Some(v) = v else { continue };
+        if !what.is_empty() && v == T::default() {
+            return Err(format!("{what} must be > 0"));
+        }
+        let upto = if i == last { 3 } else { i + 1 };
+        for d in dst.iter_mut().take(upto).skip(i) {
+            *d = v;
+        }
+    }
+    Ok(())
+}
+
+/// fio's bsrange (FIO_OPT_RANGE): up to three ','-separated `lo-hi` (or
+/// `lo:hi`) ranges, stored like [`store_per_ddir`]; reversed bounds swap.
+fn parse_bsrange(v: &str, kb: u64) -> Result<[Option<(u64, u64)>; 3], String> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!("'{v}': at most 3 ranges (read,write,trim)"));
+    }
+    let mut vals = Vec::with_capacity(parts.len());
+    for p in &parts {
+        let p = p.trim();
+        if p.is_empty() {
+            vals.push(None);
+            continue;
+        }
+        let Some((a, b)) = p.split_once('-').or_else(|| p.split_once(':')) else {
+            return Err(format!("'{p}': a range is lo-hi"));
+        };
+        let (a, b) = (parse_size(a.trim(), kb)?, parse_size(b.trim(), kb)?);
+        if a == 0 || b == 0 {
+            return Err("block sizes must be > 0".into());
+        }
+        vals.push(Some((a.min(b), a.max(b))));
+    }
+    let mut out = [None; 3];
+    let last = vals.len() - 1;
+    for (i, v) in vals.into_iter().enumerate() {
+        if v.is_none() {
+            continue;
+        }
+        let upto = if i == last { 3 } else { i + 1 };
+        for o in out.iter_mut().take(upto).skip(i) {
+            *o = v;
+        }
+    }
+    Ok(out)
+}
+
+/// fio's str_split_parse(): "r,w,t" per direction; "r,w" gives trim the
+/// write part; no ',' gives all three the same.
+fn split_ddir_parts(v: &str) -> [&str; 3] {
+    match v.split_once(',') {
+        Some((r, rest)) => match rest.split_once(',') {
+            Some((w, t)) => [r, w, t],
+            None => [r, rest, rest],
+        },
+        None => [v, v, v],
+    }
+}
+
+/// One direction of `bssplit=bs/perc:bs/perc:...` (fio's bssplit_ddir()):
+/// None when empty. Entries without a percentage (or with 0, which fio
+/// reads as "none given") share what the others leave of 100, each
+/// getting `(100 - given) / missing`; the list is then sorted by
+/// percentage, stably (glibc's qsort is a merge sort here).
+fn parse_bssplit(v: &str, kb: u64) -> Result<Option<Vec<BsSplit>>, String> {
+    const MISSING: u32 = u32::MAX;
+    let mut list = Vec::new();
+    for entry in v.split(':') {
+        if entry.is_empty() {
+            break; // fio stops at the first empty entry
+        }
+        let (b, perc) = match entry.split_once('/') {
+            Some((b, p)) => {
+                // fio's atoi(): an empty percentage is 0, i.e. missing.
+                let p: u32 = match p.trim() {
+                    "" => 0,
+                    t => t
+                        .parse()
+                        .map_err(|_| format!("'{entry}': bad percentage '{p}'"))?,
+                };
+                (b, if p == 0 { MISSING } else { p.min(100) })
+            }
+            None => (entry, MISSING),
+        };
+        let bs = parse_size(b.trim(), kb)?;
+        if bs == 0 {
+            return Err(format!("'{entry}': block size must be > 0"));
+        }
+        list.push(BsSplit { bs, perc });
+        if list.len() > 64 {
+            return Err(format!("'{v}': more than 64 bssplit entries"));
+        }
+    }
+    if list.is_empty() {
+        return Ok(None);
+    }
+    let missing = list.iter().filter(|b| b.perc == MISSING).count() as u32;
+    let mut given: u32 = list
+        .iter()
+        .filter(|b| b.perc != MISSING)
+        .map(|b| b.perc)
+        .sum();
+    if given > 100 {
+        // fio refuses this only when two or more entries lack a
+        // percentage; otherwise it wraps (100 - given) around.
+        return Err(format!(
+            "'{v}': bssplit percentages add up to {given} (more than 100)"
+        ));
+    }
+    if missing > 0 {
+        if missing == 1 && list.len() == 1 {
+            given = 100;
+        }
+        for b in list.iter_mut().filter(|b| b.perc == MISSING) {
+            b.perc = (100 - given) / missing;
+        }
+    }
+    list.sort_by_key(|b| b.perc);
+    Ok(Some(list))
+}
+
+/// `zoned:` / `zoned_abs:` zones for each direction (fio's
+/// zone_split_ddir()): `access/size` pairs; access percentages must add up
+/// to exactly 100, size percentages to at most 100 (missing ones share the
+/// rest); zoned_abs sizes are byte counts.
+fn parse_zoned(v: &str, absolute: bool, kb: u64) -> Result<[Vec<ZoneSplit>; 3], String> {
+    const MISSING: u8 = u8::MAX;
+    let mut out: [Vec<ZoneSplit>; 3] = Default::default();
+    for (d, part) in split_ddir_parts(v.trim()).into_iter().enumerate() {
+        let mut list = Vec::new();
+        for entry in part.split(':') {
+            if entry.is_empty() {
+                break;
+            }
+            let (a, rest) = match entry.split_once('/') {
+                Some((a, r)) => (a, Some(r)),
+                None => (entry, None),
+            };
+            let access = parse_int(a.trim(), 0, 100)
+                .map_err(|e| format!("'{entry}': access percentage: {e}"))?
+                as u8;
+            let mut z = ZoneSplit {
+                access_perc: access,
+                size_perc: 0,
+                size: 0,
+            };
+            match (rest, absolute) {
+                (Some(r), true) => z.size = parse_size(r.trim(), kb)?,
+                (Some(r), false) => {
+                    let p: u64 = match r.trim() {
+                        "" => 0,
+                        t => t
+                            .parse()
+                            .map_err(|_| format!("'{entry}': bad size percentage '{r}'"))?,
+                    };
+                    z.size_perc = if p == 0 { MISSING } else { p.min(100) as u8 };
+                }
+                (None, true) => {}
+                (None, false) => z.size_perc = MISSING,
+            }
+            list.push(z);
+            if list.len() > 256 {
+                return Err(format!("'{v}': too many zones"));
+            }
+        }
+        if list.is_empty() {
+            continue;
+        }
+        let access: u32 = list.iter().map(|z| z.access_perc as u32).sum();
+        let smissing = list.iter().filter(|z| z.size_perc == MISSING).count() as u32;
+        let mut sizes: u32 = list
+            .iter()
+            .filter(|z| z.size_perc != MISSING)
+            .map(|z| z.size_perc as u32)
+            .sum();
+        if !absolute && sizes > 100 {
+            return Err(format!(
+                "'{v}': zone size percentages add up to {sizes} (more than 100)"
+            ));
+        }
+        if access != 100 {
+            return Err(format!(
+                "'{v}': zone access percentages add up to {access}, not 100"
+            ));
+        }
+        if !absolute && smissing > 0 {
+            if smissing == 1 && list.len() == 1 {
+                sizes = 100;
+            }
+            for z in list.iter_mut().filter(|z| z.size_perc == MISSING) {
+                z.size_perc = ((100 - sizes) / smissing) as u8;
+            }
+        }
+        out[d] = list;
+    }
+    Ok(out)
 }
 
 fn parse_bool(v: Option<&str>) -> Result<bool, String> {
@@ -1330,6 +1843,116 @@ mod tests {
     }
 
     #[test]
+    fn block_sizes_per_direction_ranges_and_splits() {
+        let j = one("[a]\nsize=1m\nrw=randrw\nbs=4k,8k\n");
+        assert_eq!(
+            (j.min_bs, j.max_bs, j.bs),
+            ([4096, 8192], [4096, 8192], 4096)
+        );
+        // fio 3.33 reads bs=4k-16k as read 4k, write (and trim) 16k.
+        let j = one("[a]\nsize=1m\nbs=4k-16k\n");
+        assert_eq!((j.min_bs, j.max_bs), ([4096, 16384], [4096, 16384]));
+        // An empty first value leaves the read size alone.
+        let j = one("[a]\nsize=1m\nbs=,8k\n");
+        assert_eq!(j.min_bs, [4096, 8192]);
+        // A trailing ',' stops the copy to the later directions.
+        let j = one("[a]\nsize=1m\nbs=8k,\n");
+        assert_eq!(j.min_bs, [8192, 4096]);
+        let j = one("[a]\nsize=1m\nbsrange=64k-4k,8k:16k\n");
+        assert_eq!((j.min_bs, j.max_bs), ([4096, 8192], [65536, 16384]));
+        // bssplit: missing percentages share the rest; sorted by percent.
+        let j = one("[a]\nsize=1m\nbssplit=4k/10:64k:16k/0:8k/50\n");
+        let r: Vec<(u64, u32)> = j.bssplit[0].iter().map(|b| (b.bs >> 10, b.perc)).collect();
+        assert_eq!(r, vec![(4, 10), (64, 20), (16, 20), (8, 50)]);
+        assert_eq!((j.min_bs[0], j.max_bs[0]), (4096, 65536));
+        assert_eq!(j.bssplit[1], j.bssplit[0], "one list: every direction");
+        let j = one("[a]\nsize=1m\nbssplit=4k/50:8k/50,,\n");
+        assert_eq!(j.bssplit[0].len(), 2);
+        assert!(j.bssplit[1].is_empty(), "empty write part: write keeps bs");
+        assert_eq!(j.min_bs[1], 4096);
+        assert!(err("[a]\nsize=1m\nbssplit=4k/80:8k/30\n").contains("more than 100"));
+        assert!(err("[a]\nsize=1m\nbssplit=4k/x\n").contains("bad percentage"));
+        assert!(err("[a]\nsize=1m\nbsrange=4k\n").contains("lo-hi"));
+        // blockalign: random jobs only, and it turns the random map off.
+        let j = one("[a]\nsize=1m\nrw=randread\nba=2k\n");
+        assert_eq!(j.ba, [2048, 2048]);
+        assert!(j.norandommap);
+        let j = one("[a]\nsize=1m\nrw=read\nba=2k\n");
+        assert_eq!(j.ba, [4096, 4096]);
+        assert!(!j.norandommap);
+        let j = one("[a]\nsize=1m\nbs_unaligned\n");
+        assert!(j.bs_unaligned);
+    }
+
+    #[test]
+    fn random_options_and_rw_modifiers() {
+        let j = one("[a]\nsize=1m\nrw=randread:8\nrw_sequencer=identical\n");
+        assert_eq!((j.rw_seq_nr, j.rw_seq_add), (8, 0));
+        assert_eq!(j.rw_sequencer, RwSequencer::Identical);
+        let j = one("[a]\nsize=1m\nrw=read:-8k\n");
+        assert_eq!((j.rw_seq_nr, j.rw_seq_add), (1, -8192));
+        let j = one("[a]\nsize=1m\nrw=randrw\npercentage_random=20,70\n");
+        assert_eq!(j.percentage_random, [20, 70]);
+        let j = one("[a]\nsize=1m\nrandom_generator=lfsr\n");
+        assert_eq!(j.random_generator, RandomGenerator::Lfsr);
+        assert!(j.random_generator_set && j.randrepeat);
+        // randseed makes randrepeat=0 acceptable (fio seeds from it).
+        let j = one("[a]\nsize=1m\nrandseed=5\nrandrepeat=0\n");
+        assert!(!j.randrepeat && j.randseed_set);
+        assert_eq!(
+            err("[a]\nsize=1m\nrandrepeat=0\n"),
+            "t.fio:3: randrepeat: randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead"
+        );
+        // Non-uniform distributions never use the random map.
+        let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n");
+        assert!(j.norandommap);
+        // Thread numbers run over all jobs and clones.
+        let v = parse_job_str("[a]\nsize=1m\nnumjobs=2\n[b]\nsize=1m\n", "t.fio").unwrap();
+        let tn: Vec<u32> = v.iter().map(|j| j.thread_number).collect();
+        assert_eq!(tn, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn zoned_distributions() {
+        let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\n");
+        assert_eq!(j.random_distribution, RandomDist::Zoned);
+        let z: Vec<(u8, u8)> = j.zone_split[0]
+            .iter()
+            .map(|z| (z.access_perc, z.size_perc))
+            .collect();
+        assert_eq!(
+            z,
+            vec![(50, 5), (30, 15), (20, 80)],
+            "a missing size takes the rest"
+        );
+        assert_eq!(j.zone_split[1], j.zone_split[0]);
+        assert!(
+            err("[a]\nsize=1m\nrw=randrw\nrandom_distribution=zoned:60/10:40/90,100/100\n")
+                .contains("per-direction")
+        );
+        let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:70/64k:30/512k\n");
+        assert_eq!(j.random_distribution, RandomDist::ZonedAbs);
+        assert_eq!(j.zone_split[0][1].size, 512 << 10);
+        assert_eq!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n"),
+            "t.fio:3: random_distribution: '50/5:30/15': zone access percentages add up to 80, not 100"
+        );
+        assert!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned:50/60:50/60\n").contains("more than 100")
+        );
+        assert!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned:150/60\n").contains("access percentage")
+        );
+        assert!(
+            err("[a]\nsize=1m\nrandom_distribution=zoned\n").contains("bad random_distribution")
+        );
+        assert!(
+            err("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:50/1m:50/1m\n")
+                .contains("exceed the file size")
+        );
+    }
+
+    #[test]
     fn filesize_stands_in_for_size() {
         let j = one("[a]\nfilesize=2m\noffset=1m\n");
         assert_eq!(
@@ -1382,9 +2005,14 @@ mod tests {
             err("[a]\nrw=readish\nsize=1m\n"),
             "t.fio:2: rw: bad rw 'readish' (read, write, randread, randwrite, rw, readwrite, randrw)"
         );
+        // A random rw's postfix is an I/O count, a sequential one's bytes.
         assert_eq!(
             err("[a]\nrw=randread:4k\nsize=1m\n"),
-            "t.fio:2: rw: 'randread:4k': the ':4k' modifier of rw=randread is not supported"
+            "t.fio:2: rw: 'randread:4k': bad ':4k' modifier: bad number '4k'"
+        );
+        assert_eq!(
+            err("[a]\nrw=read:-x\nsize=1m\n"),
+            "t.fio:2: rw: 'read:-x': bad ':-x' modifier: bad size 'x'"
         );
     }
 
@@ -1432,7 +2060,10 @@ mod tests {
         assert!(err("[a]\nsize=1m\nioengine=libaio\n")
             .starts_with("t.fio:3: ioengine: unsupported ioengine 'libaio'"));
         assert!(err("[a]\nsize=1m\nfilename=a:b\n").contains("several files"));
-        assert!(err("[a]\nsize=1m\nbs=4k,8k\n").contains("per-direction"));
+        assert_eq!(
+            err("[a]\nsize=1m\nbs=4k,8k,16k,32k\n"),
+            "t.fio:3: bs: '4k,8k,16k,32k': at most 3 values (read,write,trim)"
+        );
         assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
         assert!(err("[a]\nsize=1m\nrandrepeat=0\n").contains("deterministic"));
         assert!(err("[a]\nsize=1m\nnrfiles=2\n").contains("one file"));

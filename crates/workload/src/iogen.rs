@@ -1,32 +1,53 @@
-//! Per-job I/O sequence generator following fio 3.42's rules (io_u.c,
-//! backend.c, filesetup.c, lib/zipf.c, lib/gauss.c), written afresh.
+//! Per-job I/O sequence generator: the offsets, sizes and directions fio
+//! 3.33 issues for a job (io_u.c, backend.c, filesetup.c, init.c), drawn
+//! with fio's own generators ([`crate::fio_rand`]), so a job touches the
+//! same (offset, len, dir) sequence as real fio. Written afresh.
 //!
 //! What fio does, and what this generator reproduces:
 //!
+//! * Seeds: fio's per-job `rand_seeds[]` from `randseed` and the job's
+//!   `thread_number`; with `randrepeat` (the default, unless `randseed` is
+//!   given) the block generator starts at `FIO_RANDSEED * thread_number`
+//!   and every generator is re-seeded at each new loop, so each loop
+//!   repeats the same offsets. The run's `seed` plays no part: fio's
+//!   offsets depend on the job alone.
 //! * Sequential jobs keep one position per direction (`last_pos[ddir]`): a
 //!   `rw=rw` job reads and writes the file as two independent streams.
-//! * Random jobs pick block `b` uniformly in `[0, blocks)`. Unless
-//!   `norandommap`, a map of done blocks makes every block come up exactly
-//!   once per pass: a busy pick moves to the next free block after it
-//!   (wrapping), like fio's `axmap_next_free()`. zipf / pareto / normal
-//!   never consult the map (as in fio) and scatter their hot blocks over
-//!   the file with fio's golden-ratio hash, `(b * 0x61C8864680B583EB +
-//!   rand_off) % blocks`.
+//!   `rw=read:N` skips N bytes after each I/O; a negative N reads
+//!   backwards, wrapping to the end of the file.
+//! * Random jobs pick block `b = lastb * (r / (max + 1.0))` with fio's
+//!   tausworthe (32 or 64 bit), or take the next LFSR value
+//!   (`random_generator=lfsr`). Unless `norandommap`, fio's random map
+//!   makes every block come up once per pass: a busy pick moves to the next
+//!   free block after it (wrapping), fio's `axmap_next_free()`. zipf,
+//!   pareto and normal (lib/zipf.c, lib/gauss.c) never use the map and
+//!   scatter ranks with fio's golden-ratio hash; zoned and zoned_abs pick a
+//!   zone with fio's zone generator, then a block within it.
+//! * `rw=randread:N`: only every Nth I/O takes a new random offset, the
+//!   others continue sequentially (`rw_sequencer=sequential`) or repeat the
+//!   last offset (`identical`); `percentage_random` makes a share of the
+//!   random I/Os sequential.
+//! * Block sizes: fixed `bs` (per direction), or drawn per I/O from
+//!   `bsrange` / `bssplit` with the direction's bsrange generator. A range
+//!   size is `min + max * u`, rounded down to `min_bs` (unless
+//!   `bs_unaligned`) and capped at max; a split takes the first entry, in
+//!   ascending percentage order, whose cumulative share covers the draw.
 //! * `rw`/`randrw` pick the direction the way fio's `get_rw_ddir()` does: a
 //!   direction is kept until its issue count reaches `rwmix_issues`, then
-//!   a new one is drawn with P(read) = rwmixread%; on a switch,
-//!   `rwmix_issues = issues[old] * rwmix[new] / 100`.
+//!   a new one is drawn with fio's rwmix generator (P(read) = rwmixread%);
+//!   on a switch, `rwmix_issues = issues[old] * rwmix[new] / 100`.
 //! * `zonemode=strided` (`setup_strided_zone_mode()`): I/O stays in a zone
 //!   starting at `file_offset` until `zonesize` bytes were done there; then
 //!   `file_offset += zonerange + zoneskip` and, once that is at or past the
-//!   end of the file, it goes back to the job's start offset (not to
-//!   "offset 0 + something": the stride pattern simply restarts). Within a
+//!   end of the file, it goes back to the job's start offset. Within a
 //!   zone, positions wrap inside `zonerange`; the random map covers one
 //!   zone (`zonerange / bs` blocks) and is cleared whenever the bytes done
 //!   in the zone are a multiple of `zonerange` (so at every zone start).
 //!   For seed 000 (`bs=4K zonesize=4K zonerange=64K size=600M`) this gives
 //!   0, 64K, 128K, ..., 600M-64K, 0, 64K, ... and the wrap does NOT drop the
 //!   page cache.
+//! * Writes with `io_size` > `size` wrap to the start of the file like a
+//!   time_based job (from a fio later than 3.33, commit b8766129).
 //! * End of the region: a `time_based` sequential job goes back to the zone
 //!   start and, with `invalidate=1` and buffered I/O, drops the file's page
 //!   cache (fio's `loop_cache_invalidate()`); so does a time_based random
@@ -37,21 +58,15 @@
 //! * Limits (not time_based): stop once `(io_size or size) * loops` bytes
 //!   were issued, or `number_ios * loops` I/Os. A time_based job never ends
 //!   here; the driver stops it on simulated time (runtime).
-//!
-//! Simplifications, documented: fixed block size only; a region that is
-//! not a multiple of `bs` ends at its last whole block (fio would stop the
-//! job at the partial block); the distributions use `blocks` whole blocks
-//! (fio rounds up); the random numbers come from PCG, not fio's Tausworthe,
-//! so individual random offsets differ from fio's while the rules above hold.
-//!
-//! Seeding: the generator's seed is a 64-bit FNV-1a hash of the job name,
-//! its resolved filename, its jobnum, its `randseed` and the run's `seed`,
-//! finished with splitmix64; offsets, direction choice and distribution get
-//! separate PCG streams derived from it. Same job + same seed -> same I/O.
+//! * An I/O that would pass the end of the file ends the job, as in fio
+//!   (so a region that is not a multiple of `bs` stops at its last whole
+//!   block).
 
-use crate::fio::{FioJob, RandomDist, Rw};
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64Mcg;
+use crate::fio::{BsSplit, FioJob, RandomDist, RandomGenerator, Rw, RwSequencer};
+use crate::fio_rand::{
+    self, AxMap, FRand, Gauss, Lfsr, Zipf, FIO_RAND_BLOCK_OFF, FIO_RAND_BS1_OFF, FIO_RAND_BS_OFF,
+    FIO_RAND_MIX_OFF, FIO_RAND_NR_OFFS, FIO_RAND_SEQ_RAND_READ_OFF, FIO_RAND_ZONE_OFF,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Dir {
@@ -73,86 +88,71 @@ pub struct Io {
     pub dir: Dir,
 }
 
-/// fio's golden-ratio multiplier (`__hash_u64`).
-const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
-/// fio caps the zipf normalisation sum at 10M terms.
-const ZIPF_MAX_GEN: u64 = 10_000_000;
-const GAUSS_ITERS: u64 = 12;
-
-/// Done-block map: a plain bitmap, one bit per block of the region.
 #[derive(Clone, Debug)]
-struct BlockMap {
-    words: Vec<u64>,
-    nbits: u64,
-    set: u64,
-}
-
-impl BlockMap {
-    fn new(nbits: u64) -> Self {
-        BlockMap {
-            words: vec![0; nbits.div_ceil(64) as usize],
-            nbits,
-            set: 0,
-        }
-    }
-    fn is_set(&self, b: u64) -> bool {
-        self.words[(b / 64) as usize] & (1 << (b % 64)) != 0
-    }
-    fn set(&mut self, b: u64) {
-        let w = &mut self.words[(b / 64) as usize];
-        if *w & (1 << (b % 64)) == 0 {
-            *w |= 1 << (b % 64);
-            self.set += 1;
-        }
-    }
-    fn full(&self) -> bool {
-        self.set >= self.nbits
-    }
-    fn clear(&mut self) {
-        self.words.iter_mut().for_each(|w| *w = 0);
-        self.set = 0;
-    }
-    /// First free block after `b`, wrapping at the end; None when full.
-    fn next_free(&self, b: u64) -> Option<u64> {
-        if self.full() {
-            return None;
-        }
-        let start = (b + 1) % self.nbits;
-        let scan = |from: u64, to: u64| -> Option<u64> {
-            let mut i = from;
-            while i < to {
-                let wi = (i / 64) as usize;
-                let free = !self.words[wi] & (!0u64 << (i % 64));
-                if free != 0 {
-                    let bit = wi as u64 * 64 + free.trailing_zeros() as u64;
-                    return (bit < to).then_some(bit);
-                }
-                i = (wi as u64 + 1) * 64;
-            }
-            None
-        };
-        scan(start, self.nbits).or_else(|| scan(0, start))
-    }
-}
-
-#[derive(Clone, Debug)]
-enum DistState {
+enum Dist {
     Uniform,
-    Zipf { theta: f64, zetan: f64, zeta2: f64 },
-    Pareto { pow: f64 },
-    Normal { stddev: u64 },
+    Zipf(Zipf),
+    Pareto(Zipf),
+    Gauss(Gauss),
+    /// zoned / zoned_abs: per direction and per access percent v-1, the
+    /// zone's (start, end), in percent of the region (zoned) or bytes
+    /// (zoned_abs) -- fio's `zone_state_index`. None: no zones for that
+    /// direction, plain uniform.
+    Zoned {
+        abs: bool,
+        index: Box<[Option<ZoneIndex>; 2]>,
+    },
+}
+
+/// Per access percent v-1: a zone's (start, end).
+type ZoneIndex = [(u64, u64); 100];
+
+/// fio's per-job generator states (`td_fill_rand_seeds_internal()`).
+#[derive(Clone, Debug)]
+struct States {
+    random: FRand,
+    bsrange: [FRand; 2],
+    rwmix: FRand,
+    seq_rand: [FRand; 2],
+    zone: FRand,
+}
+
+impl States {
+    fn new(seeds: &[u64; FIO_RAND_NR_OFFS], use64: bool) -> States {
+        States {
+            random: FRand::new(seeds[FIO_RAND_BLOCK_OFF], use64),
+            bsrange: [
+                FRand::new(seeds[FIO_RAND_BS_OFF], use64),
+                FRand::new(seeds[FIO_RAND_BS1_OFF], use64),
+            ],
+            rwmix: FRand::new(seeds[FIO_RAND_MIX_OFF], false),
+            // Both directions start from the read seed, as in fio.
+            seq_rand: [FRand::new(seeds[FIO_RAND_SEQ_RAND_READ_OFF], false); 2],
+            zone: FRand::new(seeds[FIO_RAND_ZONE_OFF], false),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
 pub struct IoGen {
-    /// `rw=read:N`: bytes skipped after each sequential I/O.
-    seq_add: u64,
     rw: Rw,
-    bs: u64,
+    /// `rw=read:N`: bytes added after each sequential I/O (may be < 0).
+    seq_add: i64,
+    /// `rw=randread:N` (fio's o->ddir_seq_nr) and its countdown.
+    seq_nr: u32,
+    ddir_seq_nr: u32,
+    sequencer: RwSequencer,
+    perc_rand: [u32; 2],
+    min_bs: [u64; 2],
+    max_bs: [u64; 2],
+    ba: [u64; 2],
+    bssplit: [Vec<BsSplit>; 2],
+    bs_unaligned: bool,
+    /// Job start offset (fio's get_start_offset()).
     start: u64,
+    /// fio's f->io_size (the job's size) and f->real_file_size.
+    io_size: u64,
     real_file_size: u64,
-    /// Whole blocks of the region, in bytes (fio's f->io_size).
-    region_len: u64,
     time_based: bool,
     writes_wrap: bool,
     limit_bytes: Option<u64>,
@@ -161,19 +161,21 @@ pub struct IoGen {
     zonesize: u64,
     zonerange: u64,
     zoneskip: u64,
-    /// Blocks random offsets are drawn from.
-    blocks: u64,
-    map: Option<BlockMap>,
-    dist: DistState,
-    dist_off: u64,
+    dist: Dist,
+    map: Option<AxMap>,
+    lfsr: Option<Lfsr>,
+    seeds: [u64; FIO_RAND_NR_OFFS],
+    /// tausworthe64 for the states seeded at each new loop (fio may switch
+    /// to it for > 2^32 blocks after the first seeding).
+    use64: bool,
+    rand_repeatable: bool,
+    st: States,
     rwmix: [u64; 2],
     invalidate_enabled: bool,
 
-    rng_off: Pcg64Mcg,
-    rng_mix: Pcg64Mcg,
-    rng_dist: Pcg64Mcg,
     file_offset: u64,
     last_pos: [u64; 2],
+    last_start: [Option<u64>; 2],
     zone_bytes: u64,
     rwmix_ddir: Dir,
     rwmix_issues: u64,
@@ -181,6 +183,11 @@ pub struct IoGen {
     bytes_issued: u64,
     ios_issued: u64,
     passes: u64,
+    /// Loops still to start (fio's o->loops once keep_running() took the
+    /// first); max_bs over the directions, for keep_running()'s
+    /// "less than one I/O left" rule.
+    loops_left: u64,
+    max_io: u64,
     /// io_size: the bytes of one loop when set (fio ends a loop there,
     /// wherever in the file it is); bytes issued when this pass began.
     pass_bytes: Option<u64>,
@@ -189,90 +196,124 @@ pub struct IoGen {
     done: bool,
 }
 
-fn fnv1a(h: &mut u64, bytes: &[u8]) {
-    for b in bytes {
-        *h ^= *b as u64;
-        *h = h.wrapping_mul(0x0000_0100_0000_01B3);
+/// Most draws fio's get_next_buflen() may need before a size fits; fio
+/// would loop forever where none can (a bssplit whose only weighted sizes
+/// never fit), this generator ends the job instead.
+const BUFLEN_TRIES: u32 = 10_000;
+
+/// fio's `zone_state_index` for one direction (`__td_zone_gen_index()`).
+fn zone_index(zones: &[crate::fio::ZoneSplit], abs: bool) -> Option<ZoneIndex> {
+    if zones.is_empty() {
+        return None;
     }
-}
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The generator seed for `job` in a run seeded with `seed` (see module doc).
-pub fn job_seed(job: &FioJob, seed: u64) -> u64 {
-    let mut h = 0xCBF2_9CE4_8422_2325u64;
-    fnv1a(&mut h, job.name.as_bytes());
-    fnv1a(&mut h, &[0]);
-    fnv1a(&mut h, job.filename.as_bytes());
-    fnv1a(&mut h, &[0]);
-    fnv1a(&mut h, &job.jobnum.to_le_bytes());
-    fnv1a(&mut h, &job.randseed.to_le_bytes());
-    fnv1a(&mut h, &seed.to_le_bytes());
-    splitmix64(h)
+    let mut idx = [(0u64, 0u64); 100];
+    let (mut aprev, mut sprev) = (0usize, 0u64);
+    for z in zones {
+        let len = if abs { z.size } else { z.size_perc as u64 };
+        for e in idx.iter_mut().skip(aprev).take(z.access_perc as usize) {
+            *e = (sprev, sprev + len);
+        }
+        aprev += z.access_perc as usize;
+        sprev += len;
+    }
+    Some(idx)
 }
 
 impl IoGen {
-    pub fn new(job: &FioJob, seed: u64) -> IoGen {
-        let s = job_seed(job, seed);
-        let bs = job.bs.max(1);
-        let whole = job.size / bs;
-        let blocks = if job.zonemode_strided {
-            job.zonerange / bs
+    /// The generator for `job`. `_seed` (the run's seed) is not used: fio's
+    /// offsets depend only on the job (randseed, randrepeat, its thread
+    /// number and file name).
+    pub fn new(job: &FioJob, _seed: u64) -> IoGen {
+        let random = job.rw.is_random();
+        let io_size = job.size;
+        let real_file_size = job.offset.saturating_add(job.size);
+        // Seeded with randrepeat as given; fio clears rand_repeatable for
+        // a randseed only afterwards (see FioJob::randrepeat).
+        let seeds = fio_rand::rand_seeds(
+            job.randseed,
+            job.thread_number.max(1),
+            job.allrandrepeat,
+            job.randrepeat,
+            random,
+        );
+        let rand_repeatable = job.randrepeat && !job.randseed_set;
+        let mut use64 = job.random_generator == RandomGenerator::Tausworthe64;
+        // Seeded at job setup, before init_random_map() may switch.
+        let st = States::new(&seeds, use64);
+
+        // init_random_map(): distributions first (they need no map).
+        let fsize = real_file_size.min(io_size);
+        let range_size = job.min_bs[0].min(job.min_bs[1]).max(1);
+        let nranges = fsize.div_ceil(range_size).max(1);
+        let dist_seed = if rand_repeatable {
+            fio_rand::jhash(job.filename.as_bytes(), 0).wrapping_mul(job.thread_number.max(1))
         } else {
-            whole
+            seeds[FIO_RAND_BLOCK_OFF] as u32
         };
-        let uniform_map = job.rw.is_random()
-            && !job.norandommap
-            && job.random_distribution == RandomDist::Random
-            && blocks > 0;
-        let mut rng_dist = Pcg64Mcg::seed_from_u64(s ^ 0x3);
-        let n = blocks.max(1);
         let dist = match job.random_distribution {
-            RandomDist::Random => DistState::Uniform,
-            RandomDist::Zipf(theta) => {
-                let zetan = (1..=n.min(ZIPF_MAX_GEN))
-                    .map(|i| (1.0 / i as f64).powf(theta))
-                    .sum();
-                DistState::Zipf {
-                    theta,
-                    zetan,
-                    zeta2: 1.0 + 0.5f64.powf(theta),
-                }
-            }
-            RandomDist::Pareto(h) => DistState::Pareto {
-                pow: h.ln() / (1.0 - h).ln(),
-            },
-            RandomDist::Normal(dev) => {
-                let sd = if dev != 0.0 {
-                    ((n as f64 * dev) / 100.0).ceil() as u64
-                } else {
-                    0
-                };
-                DistState::Normal {
-                    stddev: sd.min(n / 2),
+            RandomDist::Random => Dist::Uniform,
+            RandomDist::Zipf(t) => Dist::Zipf(Zipf::new_zipf(nranges, t, dist_seed)),
+            RandomDist::Pareto(h) => Dist::Pareto(Zipf::new_pareto(nranges, h, dist_seed)),
+            RandomDist::Normal(d) => Dist::Gauss(Gauss::new(nranges, d, dist_seed)),
+            RandomDist::Zoned | RandomDist::ZonedAbs => {
+                let abs = job.random_distribution == RandomDist::ZonedAbs;
+                Dist::Zoned {
+                    abs,
+                    index: Box::new([
+                        zone_index(&job.zone_split[0], abs),
+                        zone_index(&job.zone_split[1], abs),
+                    ]),
                 }
             }
         };
-        // fio: a random offset for zipf/pareto, none for normal (no center).
-        let dist_off = match dist {
-            DistState::Zipf { .. } | DistState::Pareto { .. } => rng_dist.gen::<u32>() as u64,
-            _ => 0,
-        };
+        let mut map = None;
+        let mut lfsr = None;
+        let mut failed = false;
+        let plain = matches!(dist, Dist::Uniform | Dist::Zoned { .. });
+        if random && plain {
+            let span = if job.zonemode_strided {
+                job.zonerange
+            } else {
+                fsize
+            };
+            let blocks = span / job.bs.max(1);
+            // check_rand_gen_limits(): 32-bit tausworthe cannot reach past
+            // 2^32 blocks; fio switches to tausworthe64 unless told.
+            if blocks > u32::MAX as u64
+                && job.random_generator == RandomGenerator::Tausworthe
+                && !job.random_generator_set
+            {
+                use64 = true;
+            }
+            if job.random_generator == RandomGenerator::Lfsr {
+                // fio fails the job where lfsr_init() fails.
+                lfsr = Lfsr::new(blocks, seeds[FIO_RAND_BLOCK_OFF], 0);
+                failed = lfsr.is_none();
+            } else if !job.norandommap {
+                map = Some(AxMap::new(blocks));
+            }
+        }
+
         let limit = job
             .io_size
             .unwrap_or(job.size)
             .saturating_mul(job.loops.max(1));
         IoGen {
             rw: job.rw,
-            bs,
+            seq_add: job.rw_seq_add,
+            seq_nr: job.rw_seq_nr,
+            // fio starts the countdown at 1: the first I/O is random.
+            ddir_seq_nr: 1,
+            sequencer: job.rw_sequencer,
+            perc_rand: job.percentage_random,
+            min_bs: job.min_bs.map(|b| b.max(1)),
+            max_bs: job.max_bs.map(|b| b.max(1)),
+            ba: job.ba.map(|b| b.max(1)),
+            bssplit: job.bssplit.clone(),
+            bs_unaligned: job.bs_unaligned,
             start: job.offset,
-            real_file_size: job.offset.saturating_add(job.size),
-            region_len: whole * bs,
+            io_size,
+            real_file_size,
             time_based: job.time_based,
             writes_wrap: job.rw.has_writes() && job.io_size.is_some_and(|i| i > job.size),
             limit_bytes: (!job.time_based).then_some(limit),
@@ -287,28 +328,30 @@ impl IoGen {
             zonesize: job.zonesize,
             zonerange: job.zonerange.max(1),
             zoneskip: job.zoneskip,
-            blocks,
-            map: uniform_map.then(|| BlockMap::new(blocks)),
             dist,
-            dist_off,
+            map,
+            lfsr,
+            seeds,
+            use64,
+            rand_repeatable,
+            st,
             rwmix: [job.rwmixread as u64, 100 - job.rwmixread.min(100) as u64],
             invalidate_enabled: job.invalidate && !job.direct,
-            rng_off: Pcg64Mcg::seed_from_u64(s ^ 0x1),
-            rng_mix: Pcg64Mcg::seed_from_u64(s ^ 0x2),
-            rng_dist,
             file_offset: job.offset,
             last_pos: [job.offset; 2],
+            last_start: [None; 2],
             zone_bytes: 0,
-            seq_add: job.rw_seq_add,
             rwmix_ddir: Dir::Read,
             rwmix_issues: 0,
             io_issues: [0; 2],
             bytes_issued: 0,
             ios_issued: 0,
             passes: 1,
+            loops_left: job.loops.max(1) - 1,
+            max_io: job.max_bs[0].max(job.max_bs[1]),
             // fio drops the file's cache when it opens it (invalidate=1).
             pending_invalidate: job.invalidate && !job.direct,
-            done: whole == 0,
+            done: failed || job.size < job.bs,
         }
     }
 
@@ -331,12 +374,21 @@ impl IoGen {
                 return Some(self.account(io));
             }
         }
-        // End of a pass. fio: a time_based job always loops again; others
-        // loop while at least one block of the byte budget is left.
-        let more = self.time_based
-            || self
-                .limit_bytes
-                .is_some_and(|l| l.saturating_sub(self.bytes_issued) >= self.bs);
+        // End of a pass: fio's keep_running(). A time_based job always
+        // loops again; otherwise the loops left, then (only with io_size:
+        // without it, a file that ran out is done) while at least one
+        // largest I/O of the byte budget is left.
+        let more = if self.time_based {
+            true
+        } else if self.loops_left > 0 {
+            self.loops_left -= 1;
+            true
+        } else {
+            self.pass_bytes.is_some()
+                && self
+                    .limit_bytes
+                    .is_some_and(|l| l.saturating_sub(self.bytes_issued) >= self.max_io)
+        };
         if more {
             self.new_pass();
             if let Some(io) = self.fill() {
@@ -373,29 +425,39 @@ impl IoGen {
         self.ios_issued += 1;
         self.io_issues[io.dir.idx()] += 1;
         self.zone_bytes += io.len;
+        self.last_start[io.dir.idx()] = Some(io.offset);
         self.last_pos[io.dir.idx()] = io.offset + io.len;
         io
     }
 
     /// fio's clear_io_state() between loops: back to the start offset,
-    /// fresh map, file reopened.
+    /// fresh map, file reopened, and (randrepeat) the generators re-seeded
+    /// so the loop repeats the same pattern.
     fn new_pass(&mut self) {
         self.passes += 1;
         self.pass_start = self.bytes_issued;
         self.file_offset = self.start;
         self.zone_bytes = 0;
         self.rwmix_issues = 0;
+        if self.rand_repeatable {
+            self.st = States::new(&self.seeds, self.use64);
+        }
         self.file_reset();
         if self.invalidate_enabled {
             self.pending_invalidate = true;
         }
     }
 
-    /// fio_file_reset(): positions back to the zone start, map cleared.
+    /// fio_file_reset(): positions back to the zone start, map cleared,
+    /// LFSR restarted from its seed.
     fn file_reset(&mut self) {
         self.last_pos = [self.file_offset; 2];
+        self.last_start = [None; 2];
         if let Some(m) = &mut self.map {
-            m.clear();
+            m.reset();
+        }
+        if let Some(l) = &mut self.lfsr {
+            l.reset(self.seeds[FIO_RAND_BLOCK_OFF]);
         }
     }
 
@@ -405,6 +467,7 @@ impl IoGen {
         }
     }
 
+    /// fio's get_rw_ddir().
     fn choose_dir(&mut self) -> Dir {
         if !self.rw.is_mixed() {
             return if self.rw.has_reads() {
@@ -415,7 +478,7 @@ impl IoGen {
         }
         let cur = self.rwmix_ddir;
         if self.io_issues[cur.idx()] >= self.rwmix_issues {
-            let v: u64 = self.rng_mix.gen_range(1..=100);
+            let v = self.st.rwmix.between(1, 100);
             let new = if v <= self.rwmix[0] {
                 Dir::Read
             } else {
@@ -449,40 +512,90 @@ impl IoGen {
         }
     }
 
+    /// fio's fill_io_u() for a read or write.
     fn fill(&mut self) -> Option<Io> {
         let dir = self.choose_dir();
         if self.strided {
             self.setup_strided_zone(dir);
         }
-        let rel = if self.rw.is_random() {
-            self.rand_block()? * self.bs
-        } else {
-            self.seq_offset(dir)?
-        };
-        if rel >= self.region_len {
+        let (rel, busy_ok) = self.next_offset(dir)?;
+        if rel >= self.io_size {
             return None;
         }
-        let offset = rel.saturating_add(self.file_offset);
-        if offset.saturating_add(self.bs) > self.real_file_size {
+        let offset = rel.checked_add(self.file_offset)?;
+        if offset >= self.real_file_size {
             return None;
         }
-        if let Some(m) = &mut self.map {
-            let b = rel / self.bs;
-            if b < m.nbits {
-                m.set(b);
+        let mut len = self.next_buflen(dir, offset)?;
+        if offset.saturating_add(len) > self.real_file_size {
+            return None;
+        }
+        // mark_random_map(): an I/O is cut where it meets a block already
+        // done. (fio asserts at least one block was free; were none, the
+        // I/O keeps its length here.)
+        if let (Some(m), false) = (&mut self.map, busy_ok) {
+            let min_bs = self.min_bs[dir.idx()];
+            let block = (offset - self.file_offset) / min_bs;
+            let nr = m.set_nr(block, len.div_ceil(min_bs));
+            if nr > 0 && nr * min_bs < len {
+                len = nr * min_bs;
             }
         }
-        Some(Io {
-            offset,
-            len: self.bs,
-            dir,
-        })
+        Some(Io { offset, len, dir })
     }
 
-    /// fio's get_next_seq_offset(): offset relative to the zone start.
+    /// fio's get_next_offset() + get_next_block(): the offset relative to
+    /// the zone start, and whether the random map is left alone
+    /// (IO_U_F_BUSY_OK: the sequential I/Os of a random job).
+    fn next_offset(&mut self, dir: Dir) -> Option<(u64, bool)> {
+        let mut rw_seq_hit = false;
+        if self.seq_nr != 0 {
+            self.ddir_seq_nr = self.ddir_seq_nr.wrapping_sub(1);
+            if self.ddir_seq_nr == 0 {
+                rw_seq_hit = true;
+                self.ddir_seq_nr = self.seq_nr;
+            }
+        }
+        let ba = self.ba[dir.idx()];
+        if rw_seq_hit {
+            if !self.rw.is_random() {
+                return self.seq_offset(dir).map(|o| (o, false));
+            }
+            if self.should_do_random(dir) {
+                let b = self.rand_block(dir)?;
+                return Some((b.wrapping_mul(ba), false));
+            }
+            if let Some(o) = self.seq_offset(dir) {
+                return Some((o, true));
+            }
+            let b = self.rand_block(dir)?;
+            return Some((b.wrapping_mul(ba), true));
+        }
+        match self.sequencer {
+            RwSequencer::Sequential => {
+                if let Some(o) = self.seq_offset(dir) {
+                    return Some((o, true));
+                }
+                let b = self.rand_block(dir)?;
+                Some((b.wrapping_mul(ba), true))
+            }
+            RwSequencer::Identical => {
+                let o = self.last_start[dir.idx()].map_or(0, |s| s.wrapping_sub(self.file_offset));
+                Some((o, true))
+            }
+        }
+    }
+
+    /// fio's should_do_random() (`percentage_random`).
+    fn should_do_random(&mut self, dir: Dir) -> bool {
+        let p = self.perc_rand[dir.idx()] as u64;
+        p == 100 || self.st.seq_rand[dir.idx()].between(1, 100) <= p
+    }
+
+    /// fio 3.33's get_next_seq_offset(): offset relative to the zone start.
     fn seq_offset(&mut self, dir: Dir) -> Option<u64> {
-        let end = self.start + self.region_len;
         let d = dir.idx();
+        let end = self.io_size.saturating_add(self.start);
         if self.last_pos[d] >= end && (self.time_based || (self.writes_wrap && dir == Dir::Write)) {
             self.last_pos[d] = self.file_offset;
             self.loop_cache_invalidate();
@@ -490,92 +603,159 @@ impl IoGen {
         if self.last_pos[d] >= self.real_file_size {
             return None;
         }
-        let mut pos = self.last_pos[d].saturating_sub(self.file_offset);
-        // get_next_seq_offset(): holed sequential I/O skips seq_add after
-        // every I/O but the first, wrapping to the start past the end.
-        if pos > 0 && self.seq_add > 0 {
-            pos += self.seq_add;
-            if self.file_offset + pos >= end {
-                pos = 0;
+        // Backwards I/O starting at a non-zero offset begins at the end.
+        let top = self.io_size.min(self.real_file_size);
+        if self.last_pos[d] == self.file_offset && self.file_offset != 0 && self.seq_add < 0 {
+            self.last_pos[d] = top;
+        }
+        let mut pos = self.last_pos[d].wrapping_sub(self.file_offset);
+        if pos != 0 && self.seq_add != 0 {
+            pos = pos.wrapping_add(self.seq_add as u64);
+            // Holed I/O past the end wraps to the start (fio compares the
+            // zone-relative position with the file size); backwards I/O
+            // below the start wraps to the end.
+            if pos >= self.real_file_size {
+                pos = if self.seq_add > 0 {
+                    self.file_offset
+                } else {
+                    top.wrapping_add(self.seq_add as u64)
+                };
             }
         }
         Some(pos)
     }
 
     /// fio's get_next_rand_block(): a block index, None at the end of a pass.
-    fn rand_block(&mut self) -> Option<u64> {
-        if let Some(b) = self.next_rand() {
+    fn rand_block(&mut self, dir: Dir) -> Option<u64> {
+        if let Some(b) = self.rand_offset(dir) {
             return Some(b);
         }
         if self.time_based {
             self.file_reset();
             self.loop_cache_invalidate();
-            return self.next_rand();
+            return self.rand_offset(dir);
         }
         None
     }
 
-    fn next_rand(&mut self) -> Option<u64> {
-        let n = self.blocks;
-        if n == 0 {
+    /// fio's last_block(): blocks of `ba` random offsets are drawn from.
+    fn last_block(&self, dir: Dir) -> u64 {
+        let d = dir.idx();
+        let mut max_size = self.io_size.min(self.real_file_size);
+        if self.strided {
+            max_size = self.zonerange;
+        }
+        if self.min_bs[d] > self.ba[d] {
+            max_size = max_size.saturating_sub(self.min_bs[d] - self.ba[d]);
+        }
+        max_size / self.ba[d]
+    }
+
+    /// fio's get_next_rand_offset().
+    fn rand_offset(&mut self, dir: Dir) -> Option<u64> {
+        match &mut self.dist {
+            Dist::Zipf(z) => return Some(z.next_zipf()),
+            Dist::Pareto(z) => return Some(z.next_pareto()),
+            Dist::Gauss(g) => return Some(g.next_value()),
+            Dist::Uniform | Dist::Zoned { .. } => {}
+        }
+        let lastb = self.last_block(dir);
+        if lastb == 0 {
             return None;
         }
-        match self.dist {
-            DistState::Uniform => {
-                let b = self.rng_off.gen_range(0..n);
-                match &self.map {
-                    Some(m) if m.is_set(b) => m.next_free(b),
-                    Some(m) if m.full() => None,
-                    _ => Some(b),
+        let (abs, zone) = match &self.dist {
+            Dist::Zoned { abs, index } => match &index[dir.idx()] {
+                Some(idx) => {
+                    let v = self.st.zone.between(1, 100);
+                    (*abs, Some(idx[v as usize - 1]))
                 }
+                None => (false, None),
+            },
+            _ => (false, None),
+        };
+        let Some((zstart, zend)) = zone else {
+            return self.uniform_block(lastb);
+        };
+        if abs {
+            // __get_next_rand_offset_zoned_abs(): zones in bytes.
+            let ba = self.ba[dir.idx()];
+            let (stotal, send) = (zstart / ba, zend / ba);
+            if send > lastb {
+                return None; // fio: "zoned_abs sizes exceed file size"
             }
-            DistState::Zipf {
-                theta,
-                zetan,
-                zeta2,
-            } => {
-                // Gray et al.'s quick zipf sampler, as fio's zipf_next().
-                let alpha = 1.0 / (1.0 - theta);
-                let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-                let u: f64 = self.rng_dist.gen();
-                let uz = u * zetan;
-                let rank = if uz < 1.0 {
-                    1
-                } else if uz < 1.0 + 0.5f64.powf(theta) {
-                    2
-                } else {
-                    1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
-                };
-                Some(self.scatter(rank - 1))
-            }
-            DistState::Pareto { pow } => {
-                let u: f64 = self.rng_dist.gen();
-                let v = ((n - 1) as f64 * u.powf(pow)) as u64;
-                Some(self.scatter(v))
-            }
-            DistState::Normal { stddev } => {
-                let mut sum = 0u64;
-                for _ in 0..GAUSS_ITERS {
-                    sum += self.rng_dist.gen_range(0..=n);
-                }
-                sum = sum.div_ceil(GAUSS_ITERS);
-                if stddev > 0 {
-                    let r: u64 = self.rng_dist.gen_range(0..stddev);
-                    let mut dev = r as i64 - (stddev / 2) as i64;
-                    while (sum as i64 + dev) >= n as i64 {
-                        dev /= 2;
-                    }
-                    sum = (sum as i64 + dev).max(0) as u64;
-                }
-                Some(self.scatter(sum))
-            }
+            Some(self.uniform_block(send - stotal)? + stotal)
+        } else {
+            // __get_next_rand_offset_zoned(): zones in percent. The map
+            // is consulted with the zone-relative block, as fio does.
+            let offset = zstart * lastb / 100;
+            let b = self.uniform_block(lastb * (zend - zstart) / 100)?;
+            Some(b + offset)
         }
     }
 
-    /// fio's hash of a distribution rank onto a block, so hot blocks are
-    /// spread over the file instead of bunched at its start.
-    fn scatter(&self, v: u64) -> u64 {
-        v.wrapping_mul(GOLDEN_RATIO_64).wrapping_add(self.dist_off) % self.blocks
+    /// fio's __get_next_rand_offset(): a block in `[0, lastb)` (an LFSR
+    /// ignores `lastb`: it covers the whole map), moved to the next free
+    /// block when the random map says it was done.
+    fn uniform_block(&mut self, lastb: u64) -> Option<u64> {
+        let b = match &mut self.lfsr {
+            Some(l) => l.next_value()?,
+            None => {
+                let r = self.st.random.rand();
+                let max = self.st.random.max();
+                (lastb as f64 * (r as f64 / (max as f64 + 1.0))) as u64
+            }
+        };
+        match &self.map {
+            Some(m) if m.isset(b) => m.next_free(b),
+            _ => Some(b),
+        }
+    }
+
+    /// fio 3.33's get_next_buflen(): the I/O size; None where fio fails
+    /// the I/O (not even `min_bs` fits before the end of the region).
+    fn next_buflen(&mut self, dir: Dir, offset: u64) -> Option<u64> {
+        let d = dir.idx();
+        let (minbs, maxbs) = (self.min_bs[d], self.max_bs[d]);
+        if minbs == maxbs {
+            return Some(minbs);
+        }
+        let end = self.io_size.saturating_add(self.start);
+        let fits = |len: u64| offset.saturating_add(len) <= end;
+        if !fits(minbs) {
+            return None;
+        }
+        let frand_max = self.st.bsrange[d].max();
+        let mut buflen = 0u64;
+        for _ in 0..BUFLEN_TRIES {
+            let r = self.st.bsrange[d].rand();
+            if self.bssplit[d].is_empty() {
+                buflen = minbs + (maxbs as f64 * (r as f64 / (frand_max as f64 + 1.0))) as u64;
+            } else {
+                let mut perc = 0u64;
+                for bsp in &self.bssplit[d] {
+                    if bsp.perc == 0 {
+                        continue;
+                    }
+                    buflen = bsp.bs;
+                    perc += bsp.perc as u64;
+                    if r / perc <= frand_max / 100 && fits(buflen) {
+                        break;
+                    }
+                }
+            }
+            if !self.bs_unaligned {
+                if minbs.is_power_of_two() {
+                    buflen &= !(minbs - 1);
+                } else {
+                    buflen -= buflen % minbs;
+                }
+            }
+            buflen = buflen.min(maxbs);
+            if fits(buflen) {
+                return (buflen > 0).then_some(buflen);
+            }
+        }
+        None
     }
 }
 
@@ -583,6 +763,8 @@ impl IoGen {
 mod tests {
     use super::*;
     use crate::fio::parse_job_str;
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
     use std::collections::BTreeMap;
 
     fn job(text: &str) -> FioJob {
@@ -727,7 +909,14 @@ mod tests {
             seen.sort();
             assert_eq!(seen, (0..256).collect::<Vec<_>>());
         }
-        assert_ne!(v[..256], v[256..], "each pass draws a new order");
+        // randrepeat (the default): fio re-seeds at each loop, so the
+        // second loop repeats the first one's order; with randseed= it
+        // does not re-seed and draws a new order.
+        assert_eq!(v[..256], v[256..], "randrepeat repeats the pattern");
+        let j = job("rw=randread\nsize=1m\nloops=2\nrandseed=7\n");
+        let w = all(&j, 10_000);
+        assert_eq!(w.len(), 512);
+        assert_ne!(w[..256], w[256..], "randseed: a new order each loop");
         // Not sequential.
         assert!(
             v.windows(2)
@@ -795,6 +984,101 @@ mod tests {
     }
 
     #[test]
+    fn bssplit_and_bsrange_sizes() {
+        // Sorted 4k/25, 64k/75: a draw in the lowest quarter of the range
+        // picks 4k, every other one 64k.
+        let j = job("rw=randread\nsize=64m\nnorandommap\nbssplit=64k/75:4k/25\n");
+        let v = all(&j, 4000);
+        assert!(v.iter().all(|io| io.len == 4096 || io.len == 65536));
+        let small = v.iter().filter(|io| io.len == 4096).count() as f64 / v.len() as f64;
+        assert!((0.22..0.28).contains(&small), "4k share {small}");
+        // min + max * u, floored to 4k, capped at 10k: 4k and 8k take 40%
+        // each, the rest is capped to 10k.
+        let j = job("rw=randread\nsize=64m\nnorandommap\nbsrange=4k-10k\n");
+        let v = all(&j, 5000);
+        let share = |len: u64| v.iter().filter(|io| io.len == len).count() as f64 / v.len() as f64;
+        assert!((0.37..0.43).contains(&share(4096)), "{}", share(4096));
+        assert!((0.37..0.43).contains(&share(8192)), "{}", share(8192));
+        assert!((0.17..0.23).contains(&share(10240)), "{}", share(10240));
+        // Offsets stay aligned to min_bs (ba defaults to it).
+        assert!(v.iter().all(|io| io.offset % 4096 == 0));
+        // bs_unaligned keeps the raw size.
+        let j = job("rw=read\nsize=64m\nbsrange=1k-10k\nbs_unaligned\n");
+        assert!(all(&j, 200).iter().any(|io| io.len % 1024 != 0));
+    }
+
+    #[test]
+    fn random_map_cuts_ios_at_done_blocks() {
+        // Variable sizes with the map: each I/O is cut where it meets a
+        // block already done, so a pass never does a block twice.
+        let j = job("rw=randread\nsize=4m\nbsrange=4k-64k\n");
+        let v = all(&j, 100_000);
+        let mut done = vec![false; 1024];
+        let mut bytes = 0;
+        for io in &v {
+            for b in io.offset / 4096..(io.offset + io.len) / 4096 {
+                assert!(!done[b as usize], "block {b} twice: {io:?}");
+                done[b as usize] = true;
+            }
+            bytes += io.len;
+        }
+        assert_eq!(bytes, 4 << 20, "the pass covers the file exactly once");
+        assert!(v.iter().any(|io| io.len > 4096));
+        // The LFSR covers every block once without a map.
+        let j = job("rw=randread\nsize=4m\nrandom_generator=lfsr\n");
+        let mut offs: Vec<u64> = all(&j, 10_000).iter().map(|io| io.offset / 4096).collect();
+        assert_eq!(offs.len(), 1024);
+        offs.sort_unstable();
+        assert_eq!(offs, (0..1024).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn rw_modifiers_and_percentage_random() {
+        // Backwards: 0, then from 8k below the end down by 4k (the I/O
+        // adds 4k, the modifier takes 8k).
+        let j = job("rw=read:-8k\nsize=64k\n");
+        let offs: Vec<u64> = all(&j, 100).iter().map(|io| io.offset >> 10).collect();
+        assert_eq!(&offs[..5], &[0, 56, 52, 48, 44]);
+        assert_eq!(offs.len(), 16);
+        // randread:4: one random offset, then three sequential I/Os after it.
+        let j = job("rw=randread:4\nsize=16m\n");
+        let v = all(&j, 400);
+        for w in v.chunks(4) {
+            for k in 1..w.len() {
+                assert_eq!(w[k].offset, w[k - 1].offset + 4096, "{w:?}");
+            }
+        }
+        // rw_sequencer=identical repeats the random offset instead.
+        let j = job("rw=randread:4\nrw_sequencer=identical\nsize=16m\n");
+        for w in all(&j, 400).chunks(4) {
+            assert!(w.iter().all(|io| io.offset == w[0].offset), "{w:?}");
+        }
+        // percentage_random=0: a random job goes sequentially.
+        let j = job("rw=randread\npercentage_random=0\nsize=1m\n");
+        let offs: Vec<u64> = all(&j, 1000).iter().map(|io| io.offset / 4096).collect();
+        assert_eq!(offs, (0..256).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn zoned_puts_accesses_in_their_zones() {
+        let j = job("rw=randread\nsize=64m\nrandom_distribution=zoned:50/5:30/15:20/80\n");
+        let v = all(&j, 10_000);
+        let frac = |lo: u64, hi: u64| {
+            v.iter()
+                .filter(|io| (lo..hi).contains(&(io.offset * 100 / (64 << 20))))
+                .count() as f64
+                / v.len() as f64
+        };
+        assert!((0.47..0.53).contains(&frac(0, 5)), "{}", frac(0, 5));
+        assert!((0.27..0.33).contains(&frac(5, 20)), "{}", frac(5, 20));
+        assert!((0.17..0.23).contains(&frac(20, 100)), "{}", frac(20, 100));
+        let j = job("rw=randread\nsize=64m\nrandom_distribution=zoned_abs:70/1m:30/63m\n");
+        let v = all(&j, 10_000);
+        let low = v.iter().filter(|io| io.offset < 1 << 20).count() as f64 / v.len() as f64;
+        assert!((0.67..0.73).contains(&low), "{low}");
+    }
+
+    #[test]
     fn zipf_is_skewed_and_scattered() {
         let j = job("rw=randread\nsize=64m\nrandom_distribution=zipf:1.2\nnumber_ios=20000\n");
         let v = all(&j, 100_000);
@@ -827,15 +1111,16 @@ mod tests {
         let j = job("rw=randrw\nsize=1m\n");
         let a = all(&j, 1000);
         assert_eq!(a, all(&j, 1000));
+        // The run's seed does not enter: fio's offsets depend on the job.
         let mut g = IoGen::new(&j, 2);
         let b: Vec<Io> = std::iter::from_fn(|| g.next_io()).collect();
-        assert_ne!(a, b);
+        assert_eq!(a, b);
+        // fio's seeds depend on the job's thread number and randseed.
         let mut j2 = j.clone();
-        j2.jobnum = 1;
-        assert_ne!(job_seed(&j, 1), job_seed(&j2, 1));
-        j2.jobnum = 0;
-        j2.randseed = 1;
-        assert_ne!(job_seed(&j, 1), job_seed(&j2, 1));
+        j2.thread_number = 2;
+        assert_ne!(a, all(&j2, 1000));
+        let j3 = job("rw=randrw\nsize=1m\nrandseed=1\n");
+        assert_ne!(a, all(&j3, 1000));
     }
 
     /// Random option soup: parsing never panics, and every job it accepts
@@ -863,6 +1148,14 @@ mod tests {
             "numjobs",
             "runtime",
             "thinktime",
+            "bsrange",
+            "bssplit",
+            "ba",
+            "bs_unaligned",
+            "random_generator",
+            "percentage_random",
+            "rw_sequencer",
+            "randseed",
         ];
         let vals = [
             "0",
@@ -891,6 +1184,22 @@ mod tests {
             "1000",
             "1kib",
             "3s",
+            "read:-8k",
+            "randrw:3",
+            "write:12k",
+            "4k-64k",
+            "1k:7k,2k-3k",
+            "4k/50:64k/50",
+            "4k/20:8k:16k/,8k",
+            "zoned:50/5:30/15:20/80",
+            "zoned_abs:50/64k:50/512k",
+            "zoned:100",
+            "lfsr",
+            "tausworthe64",
+            "identical",
+            "30,70",
+            "4k,8k",
+            "512",
         ];
         let mut rng = Pcg64Mcg::seed_from_u64(5);
         let mut accepted = 0;
@@ -913,6 +1222,10 @@ mod tests {
                     let Some(io) = g.next_io() else { break };
                     assert!(io.offset + io.len <= j.file_size(), "{text}: {io:?}");
                     assert!(io.offset >= j.offset, "{text}: {io:?}");
+                    assert!(
+                        io.len > 0 && io.len <= j.max_bs[0].max(j.max_bs[1]),
+                        "{text}: {io:?}"
+                    );
                 }
             }
         }
@@ -945,22 +1258,5 @@ mod tests {
                 dt.as_nanos() as f64 / n as f64
             );
         }
-    }
-
-    #[test]
-    fn blockmap_next_free_wraps() {
-        let mut m = BlockMap::new(130);
-        for b in 0..130 {
-            if b != 5 && b != 129 {
-                m.set(b);
-            }
-        }
-        assert_eq!(m.next_free(5), Some(129));
-        assert_eq!(m.next_free(129), Some(5));
-        assert_eq!(m.next_free(100), Some(129));
-        m.set(5);
-        m.set(129);
-        assert!(m.full());
-        assert_eq!(m.next_free(3), None);
     }
 }

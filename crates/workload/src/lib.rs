@@ -2,6 +2,7 @@
 //! page touches; `foliosim` drives them through the model.
 
 pub mod fio;
+pub mod fio_rand;
 pub mod iogen;
 pub mod mmap_probe;
 pub mod trace;
