@@ -65,13 +65,7 @@ impl Rw {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum IoEngine {
-    Psync,
-    Sync,
-    Pvsync,
-    Mmap,
-}
+pub use crate::engines::{EngineOpts, IoEngine};
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum RandomDist {
@@ -109,6 +103,20 @@ pub struct FioJob {
     pub bs: u64,
     pub ioengine: IoEngine,
     pub direct: bool,
+    /// Queue depth after fio's rules: 1 for FIO_SYNCIO engines whatever
+    /// iodepth says, and iodepth_batch / _low / _complete_max fixed up
+    /// as init.c's fixup_options() does.
+    pub iodepth: u32,
+    pub iodepth_batch: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_max: u32,
+    pub iodepth_low: u32,
+    pub engine_opts: EngineOpts,
+    /// nrfiles: more than 1 only for the file-metadata engines.
+    pub nrfiles: u32,
+    /// The file is a block device (`/dev/...`) given without size=: its
+    /// size is the device capacity, filled in by [`resolve_device_sizes`].
+    pub size_from_device: bool,
     pub runtime_ns: Option<u64>,
     pub time_based: bool,
     pub ramp_time_ns: u64,
@@ -425,8 +433,7 @@ fn build_jobs(
 // option table
 
 /// Options that cannot change what the model computes: reporting, logging,
-/// CPU placement, and queue depth (all modelled engines are synchronous, so
-/// fio runs them at depth 1 whatever iodepth says).
+/// CPU placement.
 const IGNORED: &[&str] = &[
     "group_reporting",
     "description",
@@ -472,13 +479,6 @@ const IGNORED: &[&str] = &[
     "unique_filename",
     "allow_file_create",
     "create_serialize",
-    "iodepth",
-    "iodepth_batch",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max",
-    "iodepth_low",
     "random_generator",
     "softrandommap",
 ];
@@ -556,6 +556,14 @@ struct Builder {
     bs: u64,
     ioengine: IoEngine,
     direct: bool,
+    iodepth: u32,
+    iodepth_batch: u32,
+    iodepth_batch_complete_min: u32,
+    iodepth_batch_complete_max: u32,
+    iodepth_low: u32,
+    engine_opts: EngineOpts,
+    /// nrfiles and the line that set it.
+    nrfiles: (u32, usize),
     runtime_us: u64,
     time_based: bool,
     ramp_time_us: u64,
@@ -593,6 +601,13 @@ impl Default for Builder {
             bs: 4096,
             ioengine: IoEngine::Psync,
             direct: false,
+            iodepth: 1,
+            iodepth_batch: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
+            iodepth_low: 0,
+            engine_opts: EngineOpts::default(),
+            nrfiles: (1, 0),
             runtime_us: 0,
             time_based: false,
             ramp_time_us: 0,
@@ -624,7 +639,13 @@ impl Builder {
         for e in s.entries.iter().filter(|e| e.key == "kb_base") {
             self.apply(e, file)?;
         }
-        for e in s.entries.iter().filter(|e| e.key != "kb_base") {
+        // fio parses an engine's own options only once the engine is
+        // loaded (fio_options_parse retries unknown options after
+        // ioengine_load), so the section's ioengine goes first.
+        for e in s.entries.iter().filter(|e| e.key == "ioengine") {
+            self.apply(e, file)?;
+        }
+        for e in s.entries.iter().filter(|e| e.key != "kb_base" && e.key != "ioengine") {
             self.apply(e, file)?;
         }
         Ok(())
@@ -719,19 +740,18 @@ impl Builder {
                 }
                 self.bs = n;
             }
-            "ioengine" => {
-                self.ioengine = match need()? {
-                    "psync" => IoEngine::Psync,
-                    "sync" => IoEngine::Sync,
-                    "pvsync" => IoEngine::Pvsync,
-                    "mmap" => IoEngine::Mmap,
-                    other => {
-                        return Err(err(format!(
-                    "unsupported ioengine '{other}' (foliosim models psync, sync, pvsync, mmap)"
-                )))
-                    }
-                }
+            "ioengine" => self.ioengine = IoEngine::parse(need()?).map_err(err)?,
+            "iodepth" => self.iodepth = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
+            "iodepth_batch" | "iodepth_batch_submit" => {
+                self.iodepth_batch = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
             }
+            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+                self.iodepth_batch_complete_min = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
+            }
+            "iodepth_batch_complete_max" => {
+                self.iodepth_batch_complete_max = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
+            }
+            "iodepth_low" => self.iodepth_low = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32,
             "direct" => self.direct = parse_bool(val).map_err(err)?,
             "buffered" => self.direct = !parse_bool(val).map_err(err)?,
             "runtime" | "timeout" => self.runtime_us = parse_time_us(need()?, true).map_err(err)?,
@@ -782,7 +802,11 @@ impl Builder {
             "invalidate" => self.invalidate = parse_bool(val).map_err(err)?,
             "thinktime" => self.thinktime_us = parse_time_us(need()?, false).map_err(err)?,
             "numjobs" => self.numjobs = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
-            "nrfiles" | "nr_files" | "openfiles" => {
+            "nrfiles" | "nr_files" => {
+                let n = parse_int(need()?, 1, u32::MAX as u64).map_err(err)? as u32;
+                self.nrfiles = (n, e.line);
+            }
+            "openfiles" => {
                 if parse_int(need()?, 1, u32::MAX as u64).map_err(err)? != 1 {
                     return Err(err("only one file per job is supported".into()));
                 }
@@ -795,7 +819,11 @@ impl Builder {
                 }
             }
             k if IGNORED.contains(&k) => {}
-            _ => return Err(err("unknown or unsupported fio option".into())),
+            k => match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val)
+            {
+                Some(r) => r.map_err(err)?,
+                None => return Err(err("unknown or unsupported fio option".into())),
+            },
         }
         Ok(())
     }
@@ -817,6 +845,11 @@ impl Builder {
                 }
                 fs - self.offset
             }
+            // A block device without size= is as big as the device
+            // (fio's real_file_size); the machine's --disk-size fills it in.
+            (None, None) if self.is_block_device() => 0,
+            // cpuio does no I/O: fio needs no size for it.
+            (None, None) if self.ioengine == IoEngine::CpuIo => self.bs,
             (None, None) => {
                 return Err(herr(
                     "size",
@@ -824,13 +857,15 @@ impl Builder {
                 ))
             }
         };
+        let size_from_device = size == 0;
+        self.check_engine(file, line, &name)?;
         if self.offset.checked_add(size).is_none() {
             return Err(herr(
                 "offset",
                 format!("job '{name}': offset + size overflows"),
             ));
         }
-        if size < self.bs {
+        if size < self.bs && !size_from_device {
             return Err(herr(
                 "size",
                 format!("job '{name}': size {size} is smaller than bs {}", self.bs),
@@ -890,6 +925,14 @@ impl Builder {
                 bs: self.bs,
                 ioengine: self.ioengine,
                 direct: self.direct,
+                iodepth: self.depths().0,
+                iodepth_batch: self.depths().1,
+                iodepth_batch_complete_min: self.depths().2,
+                iodepth_batch_complete_max: self.depths().3,
+                iodepth_low: self.depths().4,
+                engine_opts: self.engine_opts.clone(),
+                nrfiles: self.nrfiles.0,
+                size_from_device,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
                 time_based: self.time_based,
                 ramp_time_ns: self.ramp_time_us.saturating_mul(1000),
@@ -915,6 +958,99 @@ impl Builder {
         }
         Ok(out)
     }
+}
+
+impl Builder {
+    /// The job's file is a block device: fio finds it by stat(); the model
+    /// goes by the name (`/dev/...`, not a character device or dax).
+    fn is_block_device(&self) -> bool {
+        self.filename.as_deref().is_some_and(|f| f.starts_with("/dev/"))
+    }
+
+    /// (iodepth, batch, complete_min, complete_max, low) after fio's
+    /// fixup_options(); FIO_SYNCIO engines run at depth 1.
+    fn depths(&self) -> (u32, u32, u32, u32, u32) {
+        let sync = self.ioengine.is_sync() || (self.ioengine == IoEngine::Null && self.iodepth == 1);
+        let depth = if sync { 1 } else { self.iodepth };
+        let low = if self.iodepth_low > depth || self.iodepth_low == 0 {
+            depth
+        } else {
+            self.iodepth_low
+        };
+        let batch = if self.iodepth_batch > depth || self.iodepth_batch == 0 {
+            depth
+        } else {
+            self.iodepth_batch
+        };
+        let cmin = self.iodepth_batch_complete_min;
+        let cmax = self.iodepth_batch_complete_max.max(cmin);
+        (depth, batch, cmin, cmax, low)
+    }
+
+    /// What an engine needs from the rest of the job (fio checks these in
+    /// the engine's init or setup).
+    fn check_engine(&self, file: &str, line: usize, name: &str) -> Result<(), ParseError> {
+        let (n, nline) = self.nrfiles;
+        if n > 1 && !self.ioengine.is_file_op() {
+            return Err(perr(
+                file,
+                nline,
+                "nrfiles",
+                "only one file per job is supported (except with the file-metadata engines)",
+            ));
+        }
+        if self.engine_opts.nowait && !self.direct {
+            return Err(perr(file, line, "nowait", format!(
+                "job '{name}': nowait=1 with buffered I/O fails with EAGAIN whenever the page cache would block, and fio ends the job; not modelled (use direct=1 or nowait=0)"
+            )));
+        }
+        if self.ioengine == IoEngine::Ftruncate && self.rw.has_reads() {
+            return Err(perr(file, line, "rw", format!(
+                "job '{name}': the ftruncate engine only does writes (fio fails reads with EINVAL)"
+            )));
+        }
+        if self.ioengine == IoEngine::CpuIo {
+            if self.engine_opts.cpuload == 0 {
+                return Err(perr(file, line, "cpuload", format!(
+                    "job '{name}': cpuio needs cpuload= (fio: cpu thread needs rate)"
+                )));
+            }
+            if self.runtime_us == 0 {
+                return Err(perr(file, line, "runtime", format!(
+                    "job '{name}': cpuio does no I/O to end on: give runtime="
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fills in the size of jobs on a block device given without size=: the
+/// device's capacity (the machine's --disk-size) less the job's offset.
+/// Without a capacity, such a job is an error naming its section.
+pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Result<(), ParseError> {
+    for j in jobs.iter_mut().filter(|j| j.size_from_device) {
+        let (file, line) = match j.source.rsplit_once(':') {
+            Some((f, l)) => (f.to_string(), l.parse().unwrap_or(0)),
+            None => (j.source.clone(), 0),
+        };
+        let e = |msg: String| perr(&file, line, "size", msg);
+        let Some(d) = disk_size else {
+            return Err(e(format!(
+                "job '{}': {} is a block device and no size= is given: pass --disk-size (the device's capacity)",
+                j.name, j.filename
+            )));
+        };
+        if d <= j.offset || d - j.offset < j.bs {
+            return Err(e(format!(
+                "job '{}': --disk-size {d} leaves less than bs {} past offset {}",
+                j.name, j.bs, j.offset
+            )));
+        }
+        j.size = d - j.offset;
+        j.size_from_device = false;
+    }
+    Ok(())
 }
 
 /// fio's make_filename(): `$jobname`, `$jobnum`, `$filenum` (matched without
@@ -1384,8 +1520,8 @@ mod tests {
 
     #[test]
     fn error_other_refusals() {
-        assert!(err("[a]\nsize=1m\nioengine=libaio\n")
-            .starts_with("t.fio:3: ioengine: unsupported ioengine 'libaio'"));
+        assert!(err("[a]\nsize=1m\nioengine=net\n")
+            .starts_with("t.fio:3: ioengine: ioengine 'net' is not modelled: network"));
         assert!(err("[a]\nsize=1m\nfilename=a:b\n").contains("several files"));
         assert!(err("[a]\nsize=1m\nbs=4k,8k\n").contains("per-direction"));
         assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
