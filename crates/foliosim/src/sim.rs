@@ -861,10 +861,9 @@ impl AsyncQueue {
         if self.pending.is_empty() {
             return true;
         }
-        if self.has_commit {
-            // One io_submit / io_uring_enter for the batch.
-            k.core.cpu(k.core.cost.syscall);
-        }
+        // The io_submit / io_uring_enter system call is the one the kernel
+        // functions below charge (direct and in-submit I/O); a hand-off to
+        // a worker charges its own.
         for n in 0..self.pending.len() {
             let (issue, io) = self.pending[n];
             let write = matches!(io.dir, Dir::Write);

@@ -74,12 +74,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// discarded, not written.
     pub fn truncate_inode_pages_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
         if self.mapping_empty(mapping) || lend < lstart {
+            // (lend == u64::MAX means "to the end", as the kernel's -1.)
             return;
         }
         let nr = self.core.files[mapping as usize].nr_pages();
         let start = lstart.div_ceil(PAGE_SIZE);
         // The page holding lend is whole only if lend is its last byte.
-        let end = ((lend + 1) >> PAGE_SHIFT).min(nr);
+        let end = (lend.saturating_add(1) >> PAGE_SHIFT).min(nr);
         for idx in start..end {
             match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => self.remove_folio_no_shadow(mapping, idx, id),
