@@ -525,6 +525,9 @@ impl Sim {
                             s.t = k.core.now;
                         }
                         s.done = true;
+                        if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
+                            unlinked.push(s.file.mapping);
+                        }
                         release_unlinked(k, &st, &mut unlinked);
                         continue;
                     }
@@ -583,6 +586,9 @@ impl Sim {
                         s.t = k.core.now;
                     }
                     s.done = true;
+                    if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
+                        unlinked.push(s.file.mapping);
+                    }
                     release_unlinked(k, &st, &mut unlinked);
                     continue;
                 };

@@ -189,6 +189,9 @@ fn filedelete_frees_the_cache_when_the_last_user_is_done() {
     assert_eq!((c(&r, "file"), c(&r, "file_dirty")), (0, 0));
     assert_eq!(c(&r, "pgpgout"), 0, "a deleted file's dirty pages are never written");
     assert_eq!(r.jobs[1].read.total_ios, 1, "one unlink, timed as fio does");
+    // unlink=1: the job deletes its own file when done.
+    let r = fio("[w]\nfilename=f\nrw=write\nbs=64k\nsize=8m\nunlink=1\n", "nvme");
+    assert_eq!((c(&r, "file"), c(&r, "pgpgout")), (0, 0));
     // filestat/filecreate touch no data.
     let r = fio("[s]\nioengine=filestat\nnrfiles=20\nfilesize=4k\n[c]\nioengine=dircreate\nnrfiles=5\nfilesize=4k\n", "nvme");
     assert_eq!((c(&r, "file"), c(&r, "pgpgin")), (0, 0));

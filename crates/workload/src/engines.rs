@@ -278,6 +278,16 @@ pub fn engine_option(
         (Pvsync2 | IoUring | Libaio, "nowait") => flag(val).map(|b| opts.nowait = b),
         (Libaio, "userspace_reap") => flag(val).map(|_| ()),
         (Libaio | IoUring | IoUringCmd, k) if IGNORED_URING.contains(&k) => Ok(()),
+        (IoUringCmd, "write_mode") => match val {
+            Some("write") => Ok(()),
+            // Write Zeroes / Write Uncorrectable / Verify move no data, and
+            // zone append needs zoned-device support.
+            Some(o @ ("uncor" | "zeroes" | "verify" | "zone_append")) => Err(format!(
+                "write_mode={o}: only plain writes are modelled (this command moves no data or needs a zoned device)"
+            )),
+            Some(o) => Err(format!("bad write_mode '{o}' (write, uncor, zeroes, verify, zone_append)")),
+            None => Err("needs a value".into()),
+        },
         (IoUringCmd, k) if IGNORED_URING_CMD.contains(&k) => match (k, val) {
             ("cmd_type", Some(v)) if v != "nvme" => Err(format!(
                 "cmd_type={v}: only NVMe passthrough (cmd_type=nvme) is modelled"
@@ -339,5 +349,39 @@ mod tests {
         assert!(engine_option(IoEngine::IoUringCmd, &mut o, "cmd_type", Some("scsi"))
             .unwrap()
             .is_err());
+    }
+
+    #[test]
+    fn depth_follows_fios_fixups() {
+        use crate::fio::parse_job_str;
+        let one = |t: &str| parse_job_str(t, "t.fio").unwrap().remove(0);
+        let err = |t: &str| parse_job_str(t, "t.fio").unwrap_err().to_string();
+        // FIO_SYNCIO engines: capped at 1.
+        let j = one("[a]\nsize=1m\nioengine=psync\niodepth=32\n");
+        assert_eq!((j.iodepth, j.iodepth_batch, j.iodepth_low), (1, 1, 1));
+        let j = one("[a]\nsize=1m\niodepth=32\nioengine=libaio\n");
+        assert_eq!(
+            (j.iodepth, j.iodepth_batch, j.iodepth_low, j.iodepth_batch_complete_min, j.iodepth_batch_complete_max),
+            (32, 1, 32, 1, 1)
+        );
+        let j = one("[a]\nsize=1m\nioengine=io_uring\niodepth=16\niodepth_batch=64\niodepth_low=4\niodepth_batch_complete_max=8\n");
+        assert_eq!((j.iodepth_batch, j.iodepth_low, j.iodepth_batch_complete_max), (16, 4, 8));
+        // null is FIO_SYNCIO only at depth 1.
+        assert_eq!(one("[a]\nsize=1m\nioengine=null\niodepth=8\n").iodepth, 8);
+        // The engine's options are parsed once the section's engine is
+        // known, whatever the order of the lines.
+        assert!(one("[a]\nsize=1m\nhipri\nioengine=pvsync2\n").engine_opts.hipri);
+        assert_eq!(err("[a]\nsize=1m\nhipri\n"), "t.fio:3: hipri: unknown or unsupported fio option");
+        assert!(err("[a]\nsize=1m\nioengine=io_uring\nnowait=1\n").starts_with("t.fio:1: nowait: job 'a': nowait=1 with buffered I/O"));
+        assert!(one("[a]\nsize=1m\nioengine=io_uring\nnowait=1\ndirect=1\n").engine_opts.nowait);
+        assert!(err("[a]\nsize=1m\nioengine=pvsync2\nuncached=1\n").contains("RWF_DONTCACHE"));
+        assert!(err("[a]\nsize=1m\nioengine=cpuio\ntime_based\nruntime=1\n").contains("cpuload"));
+        assert!(err("[a]\nioengine=cpuio\ncpuload=10\n").contains("runtime"));
+        assert!(err("[a]\nsize=1m\nioengine=ftruncate\nrw=read\n").contains("only does writes"));
+        assert!(err("[a]\nsize=1m\nnrfiles=2\n").starts_with("t.fio:3: nrfiles:"));
+        assert_eq!(one("[a]\nfilesize=4k\nnrfiles=200\nioengine=filestat\n").nrfiles, 200);
+        // A block device without size= waits for the disk's capacity.
+        let j = one("[a]\nfilename=/dev/sdb\n");
+        assert!(j.size_from_device);
     }
 }

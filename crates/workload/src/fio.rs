@@ -114,6 +114,9 @@ pub struct FioJob {
     pub engine_opts: EngineOpts,
     /// nrfiles: more than 1 only for the file-metadata engines.
     pub nrfiles: u32,
+    /// unlink: delete the job's file when the job is done (its cache goes
+    /// with the last user).
+    pub unlink: bool,
     /// The file is a block device (`/dev/...`) given without size=: its
     /// size is the device capacity, filled in by [`resolve_device_sizes`].
     pub size_from_device: bool,
@@ -523,6 +526,8 @@ const FLAGS: &[&str] = &[
     "unique_filename",
     "allow_file_create",
     "create_serialize",
+    "create_on_open",
+    "unlink",
     "softrandommap",
     "randrepeat",
     "minimal",
@@ -564,6 +569,7 @@ struct Builder {
     engine_opts: EngineOpts,
     /// nrfiles and the line that set it.
     nrfiles: (u32, usize),
+    unlink: bool,
     runtime_us: u64,
     time_based: bool,
     ramp_time_us: u64,
@@ -608,6 +614,7 @@ impl Default for Builder {
             iodepth_low: 0,
             engine_opts: EngineOpts::default(),
             nrfiles: (1, 0),
+            unlink: false,
             runtime_us: 0,
             time_based: false,
             ramp_time_us: 0,
@@ -752,6 +759,28 @@ impl Builder {
                 self.iodepth_batch_complete_max = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
             }
             "iodepth_low" => self.iodepth_low = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32,
+            // Offload moves submission to fio's own worker threads: the
+            // kernel sees the same I/O.
+            "io_submit_mode" => match need()? {
+                "inline" | "offload" => {}
+                o => return Err(err(format!("bad io_submit_mode '{o}' (inline, offload)"))),
+            },
+            "unlink" => self.unlink = parse_bool(val).map_err(err)?,
+            // How fio preallocates files it lays out: blocks only, no page
+            // cache, and the model lays out nothing.
+            "fallocate" => match need()? {
+                "none" | "native" | "posix" | "keep" | "truncate" | "0" | "1" => {}
+                o => {
+                    return Err(err(format!(
+                        "bad fallocate '{o}' (none, native, posix, keep, truncate, 0, 1)"
+                    )))
+                }
+            },
+            // When fio creates files (at open or beforehand): the model
+            // does not lay files out, so either way is the same.
+            "create_on_open" => {
+                parse_bool(val).map_err(err)?;
+            }
             "direct" => self.direct = parse_bool(val).map_err(err)?,
             "buffered" => self.direct = !parse_bool(val).map_err(err)?,
             "runtime" | "timeout" => self.runtime_us = parse_time_us(need()?, true).map_err(err)?,
@@ -932,6 +961,7 @@ impl Builder {
                 iodepth_low: self.depths().4,
                 engine_opts: self.engine_opts.clone(),
                 nrfiles: self.nrfiles.0,
+                unlink: self.unlink,
                 size_from_device,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
                 time_based: self.time_based,
