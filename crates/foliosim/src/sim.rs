@@ -521,7 +521,8 @@ impl Sim {
                     if s.t >= stop {
                         if let Some(q) = s.q.as_mut() {
                             k.core.now = s.t;
-                            q.drain(k, &mut s.h, &mut s.bytes, &mut s.ios, s.start_stats.is_some());
+                            let stats = s.start_stats.is_some();
+                            s.oom |= !q.drain(k, j, &mut s.file, &mut s.h, &mut s.bytes, &mut s.ios, stats);
                             s.t = k.core.now;
                         }
                         s.done = true;
@@ -577,7 +578,8 @@ impl Sim {
                 let Some(io) = s.gen.next_io() else {
                     if let Some(q) = s.q.as_mut() {
                         k.core.now = s.t;
-                        q.drain(k, &mut s.h, &mut s.bytes, &mut s.ios, s.start_stats.is_some());
+                        let stats = s.start_stats.is_some();
+                        s.oom |= !q.drain(k, j, &mut s.file, &mut s.h, &mut s.bytes, &mut s.ios, stats);
                         s.t = k.core.now;
                     }
                     if j.end_fsync {
@@ -953,18 +955,23 @@ impl AsyncQueue {
         self.inflight.drain(..n);
     }
 
-    /// The job ends: commit what is queued and reap everything.
+    /// The job ends: commit what is still queued (fio's
+    /// cleanup_pending_aio) and reap everything. False on OOM.
+    #[allow(clippy::too_many_arguments)]
     fn drain<P: ReclaimPolicy>(
         &mut self,
         k: &mut Kernel<P>,
+        j: &FioJob,
+        file: &mut OpenFile,
         h: &mut [LatHist; 2],
         bytes: &mut [u64; 2],
         ios: &mut [u64; 2],
         stats: bool,
-    ) {
-        // Queued io_us not committed at the end are submitted by fio's
-        // cleanup; the model has no job at hand here, so they are dropped
-        // only when nothing was committed (never with batch <= depth).
+    ) -> bool {
+        if !self.commit(k, j, file) {
+            self.pending.clear();
+            return false;
+        }
         while !self.inflight.is_empty() {
             let n = self.inflight.len();
             let saved = self.cmax;
@@ -972,7 +979,7 @@ impl AsyncQueue {
             self.getevents(k, n, h, bytes, ios, stats);
             self.cmax = saved;
         }
-        self.pending.clear();
+        true
     }
 }
 

@@ -222,6 +222,19 @@ fn queue_depth_speeds_up_async_direct_reads_only() {
 }
 
 #[test]
+fn batched_submission_commits_the_tail_and_runs_are_deterministic() {
+    // 9 I/Os in batches of 8: the last one is committed when the job ends.
+    let text = "[a]\nrw=randread\nbs=4k\nsize=36k\ndirect=1\nioengine=libaio\niodepth=8\niodepth_batch=8\n";
+    let r = fio(text, "nvme");
+    assert_eq!((r.jobs[0].read.total_ios, c(&r, "pgpgin")), (9, 36));
+    let text = "[a]\nrw=randrw\nbs=16k\nsize=8m\nioengine=io_uring\niodepth=16\n\
+                [b]\nrw=randread\nbs=4k\nsize=8m\ndirect=1\nioengine=posixaio\niodepth=4\n";
+    let a = serde_json::to_string(&fio(text, "sata-ssd")).unwrap();
+    let b = serde_json::to_string(&fio(text, "sata-ssd")).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
 fn null_and_cpuio_do_no_io() {
     let r = fio("[n]\nioengine=null\nsize=64m\nbs=4k\n[c]\nioengine=cpuio\ncpuload=50\nruntime=2\ntime_based\n", "nvme");
     assert_eq!((c(&r, "pgpgin"), c(&r, "file")), (0, 0));
