@@ -801,8 +801,8 @@ impl AsyncQueue {
             IoEngine::Posixaio => AsyncExec::Serial,
             _ if j.direct => AsyncExec::Device,
             IoEngine::Libaio => AsyncExec::InSubmit,
-            // io_uring buffered: reads in parallel, writes per inode.
-            _ if j.rw.has_writes() && !j.rw.has_reads() => AsyncExec::Serial,
+            // io_uring buffered: reads in parallel, writes one at a time
+            // (see commit()).
             _ => AsyncExec::Parallel,
         };
         let depth = j.iodepth.max(1) as usize;
@@ -876,7 +876,14 @@ impl AsyncQueue {
             let (issue, io) = self.pending[n];
             let write = matches!(io.dir, Dir::Write);
             let now0 = k.core.now;
-            let done = match self.exec {
+            // io-wq hashes buffered writes to a regular file by inode (ext4
+            // has no FOP_BUFFER_WASYNC, so they are punted there): they
+            // run one at a time.
+            let exec = match self.exec {
+                AsyncExec::Parallel if write => AsyncExec::Serial,
+                e => e,
+            };
+            let done = match exec {
                 AsyncExec::Null => now0,
                 AsyncExec::Device if self.cmd => k.nvme_uring_cmd_io(io.len, write),
                 AsyncExec::Device => k.iomap_dio_rw(file, io.offset, io.len, write),
@@ -887,7 +894,7 @@ impl AsyncQueue {
                     k.core.now
                 }
                 AsyncExec::Parallel | AsyncExec::Serial => {
-                    let start = if self.exec == AsyncExec::Serial {
+                    let start = if exec == AsyncExec::Serial {
                         now0.max(self.lane_free)
                     } else {
                         now0
