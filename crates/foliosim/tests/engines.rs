@@ -157,6 +157,10 @@ fn truncation_drops_dirty_pages_and_shadows_without_writeback() {
     assert_eq!(k.core.memcgs[m as usize].nr_dirty, 101);
     use foliosim::mm::vmstat::Item;
     assert_eq!(k.core.vm.get(Item::PGPGOUT), 0);
+    // A write past the new EOF extends the file again.
+    k.filemap_write(&mut f, 200 * PAGE_SIZE, PAGE_SIZE).unwrap();
+    assert_eq!(k.core.files[f.mapping as usize].size, 201 * PAGE_SIZE);
+    k.truncate_setsize(f.mapping, 100 * PAGE_SIZE + 10);
     // The flusher skips the truncated folios' stale entries.
     k.sync_all();
     assert_eq!(k.core.vm.get(Item::PGPGOUT), 101 * 4);

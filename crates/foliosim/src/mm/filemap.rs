@@ -448,7 +448,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn filemap_write(&mut self, file: &mut OpenFile, pos: u64, count: u64) -> Option<u64> {
         let mapping = file.mapping;
         let isize = self.core.files[mapping as usize].size;
-        let end = (pos + count).min(isize);
+        // A write past EOF extends the file (after a truncation), up to
+        // the size the model's mapping was created with.
+        let end = (pos + count).min(self.core.files[mapping as usize].nr_pages() * PAGE_SIZE);
         self.core.cpu(self.core.cost.syscall);
         let mut p = pos;
         while p < end {
@@ -475,6 +477,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.folio_mark_dirty(id);
             self.policy.folio_mark_accessed(&mut self.core, id);
             p = chunk_end;
+        }
+        if end > isize {
+            self.core.files[mapping as usize].size = end;
         }
         self.balance_dirty_pages();
         Some(end - pos)
