@@ -38,9 +38,26 @@ const RUNTIME_CAP_NS: u64 = 1_000_000_000;
 fn touches_page_cache(engine: &str) -> bool {
     matches!(
         engine,
-        "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap" | "libaio" | "io_uring"
-            | "posixaio" | "splice" | "falloc" | "ftruncate" | "filecreate" | "filestat"
-            | "filedelete" | "dircreate" | "dirstat" | "dirdelete" | "e4defrag" | "libcufile"
+        "psync"
+            | "sync"
+            | "pvsync"
+            | "pvsync2"
+            | "vsync"
+            | "mmap"
+            | "libaio"
+            | "io_uring"
+            | "posixaio"
+            | "splice"
+            | "falloc"
+            | "ftruncate"
+            | "filecreate"
+            | "filestat"
+            | "filedelete"
+            | "dircreate"
+            | "dirstat"
+            | "dirdelete"
+            | "e4defrag"
+            | "libcufile"
             | "libhipfile"
     )
 }
@@ -59,7 +76,12 @@ fn engines_of(text: &str) -> Vec<String> {
         v = text
             .split("--ioengine=")
             .skip(1)
-            .map(|r| r.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string())
+            .map(|r| {
+                r.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
             .collect();
     }
     if v.is_empty() {
@@ -82,7 +104,12 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
         .filter(|p| p.extension().is_some_and(|e| e == "fio"))
         .collect();
     files.sort();
-    assert!(files.len() > 50, "corpus at {} has {} files", dir.display(), files.len());
+    assert!(
+        files.len() > 50,
+        "corpus at {} has {} files",
+        dir.display(),
+        files.len()
+    );
     let disk = foliosim_workload::units::parse_size(DISK).unwrap();
     let mut outcome: BTreeMap<String, (bool, String, bool)> = BTreeMap::new();
     for p in &files {
@@ -121,7 +148,10 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
                     .strip_prefix(&format!("foliosim: {}:", p.display()))
                     .unwrap_or_else(|| panic!("{name}: does not name the file: {line}"));
                 let (lineno, rest) = rest.split_once(": ").unwrap();
-                assert!(lineno.parse::<usize>().is_ok(), "{name}: no line number: {line}");
+                assert!(
+                    lineno.parse::<usize>().is_ok(),
+                    "{name}: no line number: {line}"
+                );
                 assert!(rest.contains(": "), "{name}: no option: {line}");
                 outcome.insert(name, (false, rest.to_string(), pc));
             }

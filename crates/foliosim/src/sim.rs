@@ -444,22 +444,38 @@ impl Sim {
     /// job); the job furthest behind in time runs next, so the device and
     /// memory are shared as they would be.
     pub fn run_fio(mut self, jobs: &[FioJob]) -> RunReport {
+        struct JobState {
+            gen: IoGen,
+            file: OpenFile,
+            t: u64,
+            done: bool,
+            stop_at: Option<u64>,
+            ramp_end: u64,
+            h: [LatHist; 2],
+            bytes: [u64; 2],
+            ios: [u64; 2],
+            start_stats: Option<u64>,
+            oom: bool,
+            /// Queued engines (libaio, io_uring, posixaio, null at depth > 1).
+            q: Option<AsyncQueue>,
+            /// File-metadata engines: operations left (one per file).
+            fileops_left: u32,
+        }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
         let mut st: Vec<JobState> = Vec::new();
         for j in jobs {
             let size = j.file_size();
-            let mapping = if j.ioengine.is_diskless() {
+            let mapping = match by_name.get(&j.filename) {
                 // null, cpuio and the metadata engines read no file data.
-                NO_MAPPING
-            } else { match by_name.get(&j.filename) {
+                _ if j.ioengine.is_diskless() => NO_MAPPING,
                 Some(&m) => m,
                 None => {
                     let f = self.open(size);
                     by_name.insert(j.filename.clone(), f.mapping);
                     f.mapping
                 }
-            } };
+            };
             let mut file = OpenFile {
                 mapping,
                 ra: FileRaState::new(self.cfg.mm.read_ahead_kb),
@@ -529,7 +545,7 @@ impl Sim {
                         if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
                             unlinked.push(s.file.mapping);
                         }
-                        release_unlinked(k, &st, &mut unlinked);
+                        release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
                         continue;
                     }
                 }
@@ -572,7 +588,7 @@ impl Sim {
                     s.h[d as usize].add(k.core.now - t0);
                     s.ios[d as usize] += 1;
                     s.t = k.core.now;
-                    release_unlinked(k, &st, &mut unlinked);
+                    release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
                     continue;
                 }
                 let Some(io) = s.gen.next_io() else {
@@ -591,7 +607,7 @@ impl Sim {
                     if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
                         unlinked.push(s.file.mapping);
                     }
-                    release_unlinked(k, &st, &mut unlinked);
+                    release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
                     continue;
                 };
                 k.core.now = s.t;
@@ -714,31 +730,17 @@ impl Sim {
     }
 }
 
-    /// One fio job as it runs.
-struct JobState {
-        gen: IoGen,
-        file: OpenFile,
-        t: u64,
-        done: bool,
-        stop_at: Option<u64>,
-        ramp_end: u64,
-        h: [LatHist; 2],
-        bytes: [u64; 2],
-        ios: [u64; 2],
-        start_stats: Option<u64>,
-        oom: bool,
-        /// Queued engines (libaio, io_uring, posixaio, null at depth > 1).
-        q: Option<AsyncQueue>,
-        /// File-metadata engines: operations left (one per file).
-        fileops_left: u32,
-    }
-
 /// A file unlinked while jobs still had it open: once none of them runs,
 /// the last reference goes and the inode is evicted with its cache
 /// (iput_final -> evict -> truncate_inode_pages_final).
-fn release_unlinked<P: ReclaimPolicy>(k: &mut Kernel<P>, st: &[JobState], unlinked: &mut Vec<u32>) {
+/// `jobs` gives each job's (done, mapping).
+fn release_unlinked<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    jobs: impl Iterator<Item = (bool, u32)> + Clone,
+    unlinked: &mut Vec<u32>,
+) {
     unlinked.retain(|&m| {
-        let open = st.iter().any(|s| !s.done && s.file.mapping == m);
+        let open = jobs.clone().any(|(done, mapping)| !done && mapping == m);
         if !open {
             k.truncate_inode_pages_final(m);
         }
@@ -865,7 +867,12 @@ impl AsyncQueue {
     }
 
     /// td_io_commit(): the queued io_us go to the kernel.
-    fn commit<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, j: &FioJob, file: &mut OpenFile) -> bool {
+    fn commit<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        j: &FioJob,
+        file: &mut OpenFile,
+    ) -> bool {
         if self.pending.is_empty() {
             return true;
         }
@@ -992,7 +999,13 @@ impl AsyncQueue {
 
 /// A buffered read or write through the page cache (filemap_read /
 /// the write path). False when the task was OOM-killed.
-fn buffered_rw<P: ReclaimPolicy>(k: &mut Kernel<P>, file: &mut OpenFile, pos: u64, len: u64, write: bool) -> bool {
+fn buffered_rw<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    file: &mut OpenFile,
+    pos: u64,
+    len: u64,
+    write: bool,
+) -> bool {
     if write {
         k.filemap_write(file, pos, len).is_some()
     } else {

@@ -2,11 +2,11 @@
 //! queue depth of the asynchronous ones, and the truncation/invalidation
 //! paths they reach (direct I/O coherency, fallocate, ftruncate, unlink).
 
+use foliosim::mm::blkdev::DeviceProfile;
 use foliosim::mm::filemap::OpenFile;
 use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::truncate::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
 use foliosim::mm::vmscan::classic::ClassicLru;
-use foliosim::mm::blkdev::DeviceProfile;
 use foliosim::mm::{Kernel, MmConfig, PAGE_SIZE};
 use foliosim::sim::{counter, run_fio, RunReport, SimConfig};
 use foliosim_workload::fio::parse_job_str;
@@ -59,7 +59,9 @@ fn buffered_async_engines_read_through_the_page_cache_like_psync() {
     let base = fio(&job("psync"), "nvme");
     assert_eq!(c(&base, "pgpgin"), 16 << 10, "16 MiB read in KiB");
     assert_eq!(c(&base, "file"), 16 << 20);
-    for e in ["libaio", "io_uring", "posixaio", "pvsync2", "vsync", "splice", "sync"] {
+    for e in [
+        "libaio", "io_uring", "posixaio", "pvsync2", "vsync", "splice", "sync",
+    ] {
         let r = fio(&job(e), "nvme");
         assert_eq!(c(&r, "pgpgin"), c(&base, "pgpgin"), "{e}");
         assert_eq!(c(&r, "file"), c(&base, "file"), "{e}");
@@ -77,11 +79,17 @@ fn buffered_async_engines_read_through_the_page_cache_like_psync() {
 #[test]
 fn direct_and_passthrough_bypass_the_cache() {
     for e in ["psync", "libaio", "io_uring", "posixaio", "pvsync2"] {
-        let r = fio(&format!("[a]\nrw=randread\nbs=4k\nsize=8m\ndirect=1\nioengine={e}\niodepth=4\n"), "nvme");
+        let r = fio(
+            &format!("[a]\nrw=randread\nbs=4k\nsize=8m\ndirect=1\nioengine={e}\niodepth=4\n"),
+            "nvme",
+        );
         assert_eq!(c(&r, "file"), 0, "{e}");
         assert_eq!(c(&r, "pgpgin"), 8 << 10, "{e}");
     }
-    let r = fio("[a]\nfilename=/dev/ng0n1\nrw=randread\nbs=4k\nsize=8m\nioengine=io_uring_cmd\niodepth=4\n", "nvme");
+    let r = fio(
+        "[a]\nfilename=/dev/ng0n1\nrw=randread\nbs=4k\nsize=8m\nioengine=io_uring_cmd\niodepth=4\n",
+        "nvme",
+    );
     assert_eq!((c(&r, "file"), c(&r, "pgpgin")), (0, 0));
     assert_eq!(r.jobs[0].read.total_ios, 2048);
 }
@@ -97,10 +105,17 @@ fn direct_write_writes_back_then_invalidates_buffered_pages() {
                 [dio]\nfilename=f\nrw=write\nbs=64k\nsize=16m\ndirect=1\nioengine=libaio\niodepth=4\nthinktime=1s\n";
     let r = fio(text, "nvme");
     assert_eq!(c(&r, "file"), 0, "the direct writes invalidated every page");
-    assert_eq!(c(&r, "pgpgout"), 2 * (16 << 10), "writeback plus the direct write");
+    assert_eq!(
+        c(&r, "pgpgout"),
+        2 * (16 << 10),
+        "writeback plus the direct write"
+    );
     // Without the direct writer the pages stay cached and dirty.
     let r = fio("[buf]\nfilename=f\nrw=write\nbs=64k\nsize=16m\n", "nvme");
-    assert_eq!((c(&r, "file"), c(&r, "file_dirty"), c(&r, "pgpgout")), (16 << 20, 16 << 20, 0));
+    assert_eq!(
+        (c(&r, "file"), c(&r, "file_dirty"), c(&r, "pgpgout")),
+        (16 << 20, 16 << 20, 0)
+    );
 }
 
 #[test]
@@ -128,15 +143,26 @@ fn punch_hole_drops_the_range_and_allocation_keeps_it() {
     k.filemap_read(&mut f, 0, 128 * PAGE_SIZE).unwrap();
     let before = cached(&k, &f);
     assert!(before >= 128);
-    k.vfs_fallocate(f.mapping, FALLOC_FL_KEEP_SIZE, 0, 64 * PAGE_SIZE).unwrap();
+    k.vfs_fallocate(f.mapping, FALLOC_FL_KEEP_SIZE, 0, 64 * PAGE_SIZE)
+        .unwrap();
     k.vfs_fallocate(f.mapping, 0, 0, 64 * PAGE_SIZE).unwrap();
     assert_eq!(cached(&k, &f), before, "allocation leaves the cache alone");
     // Pages 16..48 go; the partial page at each end stays.
-    k.vfs_fallocate(f.mapping, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 15 * PAGE_SIZE + 1, 33 * PAGE_SIZE)
-        .unwrap();
+    k.vfs_fallocate(
+        f.mapping,
+        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+        15 * PAGE_SIZE + 1,
+        33 * PAGE_SIZE,
+    )
+    .unwrap();
     assert_eq!(cached(&k, &f), before - 32);
     let a = &k.core.files[f.mapping as usize];
-    assert!(a.folio(15).is_some() && a.folio(48).is_some() && a.folio(16).is_none() && a.folio(47).is_none());
+    assert!(
+        a.folio(15).is_some()
+            && a.folio(48).is_some()
+            && a.folio(16).is_none()
+            && a.folio(47).is_none()
+    );
     assert_eq!(
         k.vfs_fallocate(f.mapping, FALLOC_FL_PUNCH_HOLE, 0, PAGE_SIZE),
         Err("EOPNOTSUPP"),
@@ -191,10 +217,17 @@ fn filedelete_frees_the_cache_when_the_last_user_is_done() {
                 [rm]\nfilename=f\nioengine=filedelete\nsize=4k\n";
     let r = fio(text, "nvme");
     assert_eq!((c(&r, "file"), c(&r, "file_dirty")), (0, 0));
-    assert_eq!(c(&r, "pgpgout"), 0, "a deleted file's dirty pages are never written");
+    assert_eq!(
+        c(&r, "pgpgout"),
+        0,
+        "a deleted file's dirty pages are never written"
+    );
     assert_eq!(r.jobs[1].read.total_ios, 1, "one unlink, timed as fio does");
     // unlink=1: the job deletes its own file when done.
-    let r = fio("[w]\nfilename=f\nrw=write\nbs=64k\nsize=8m\nunlink=1\n", "nvme");
+    let r = fio(
+        "[w]\nfilename=f\nrw=write\nbs=64k\nsize=8m\nunlink=1\n",
+        "nvme",
+    );
     assert_eq!((c(&r, "file"), c(&r, "pgpgout")), (0, 0));
     // filestat/filecreate touch no data.
     let r = fio("[s]\nioengine=filestat\nnrfiles=20\nfilesize=4k\n[c]\nioengine=dircreate\nnrfiles=5\nfilesize=4k\n", "nvme");
@@ -207,13 +240,20 @@ fn filedelete_frees_the_cache_when_the_last_user_is_done() {
 #[test]
 fn queue_depth_speeds_up_async_direct_reads_only() {
     let job = |e: &str, d: u32| {
-        format!("[a]\nrw=randread\nbs=4k\nsize=64m\nio_size=16m\ndirect=1\nioengine={e}\niodepth={d}\n")
+        format!(
+            "[a]\nrw=randread\nbs=4k\nsize=64m\nio_size=16m\ndirect=1\nioengine={e}\niodepth={d}\n"
+        )
     };
     let u1 = fio(&job("io_uring", 1), "nvme");
     let u32_ = fio(&job("io_uring", 32), "nvme");
     let p1 = fio(&job("psync", 1), "nvme");
     let p32 = fio(&job("psync", 32), "nvme");
-    assert!(u32_.elapsed_ns * 10 < u1.elapsed_ns, "{} vs {}", u32_.elapsed_ns, u1.elapsed_ns);
+    assert!(
+        u32_.elapsed_ns * 10 < u1.elapsed_ns,
+        "{} vs {}",
+        u32_.elapsed_ns,
+        u1.elapsed_ns
+    );
     assert_eq!(p32.elapsed_ns, p1.elapsed_ns, "psync is capped at depth 1");
     // Latency is still one device round trip each at depth 32 on nvme
     // (the queue is far from full): clat from submission to completion.

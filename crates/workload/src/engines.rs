@@ -126,7 +126,10 @@ impl IoEngine {
     pub fn is_sync(self) -> bool {
         !matches!(
             self,
-            IoEngine::Libaio | IoEngine::IoUring | IoEngine::IoUringCmd | IoEngine::Posixaio
+            IoEngine::Libaio
+                | IoEngine::IoUring
+                | IoEngine::IoUringCmd
+                | IoEngine::Posixaio
                 | IoEngine::Null
         )
     }
@@ -322,11 +325,19 @@ mod tests {
         assert_eq!(IoEngine::parse("libaio"), Ok(IoEngine::Libaio));
         assert_eq!(IoEngine::parse("io_uring_cmd"), Ok(IoEngine::IoUringCmd));
         let e = IoEngine::parse("net").unwrap_err();
-        assert!(e.starts_with("ioengine 'net' is not modelled: network"), "{e}");
+        assert!(
+            e.starts_with("ioengine 'net' is not modelled: network"),
+            "{e}"
+        );
         assert!(IoEngine::parse("dev-dax").unwrap_err().contains("DAX"));
         assert!(IoEngine::parse("e4defrag").unwrap_err().contains("extent"));
-        assert_eq!(IoEngine::parse("bogus"), Err("unknown ioengine 'bogus'".into()));
-        assert!(IoEngine::parse("external:/x.so").unwrap_err().contains("external"));
+        assert_eq!(
+            IoEngine::parse("bogus"),
+            Err("unknown ioengine 'bogus'".into())
+        );
+        assert!(IoEngine::parse("external:/x.so")
+            .unwrap_err()
+            .contains("external"));
         for (n, why) in REFUSED {
             let e = IoEngine::parse(n).unwrap_err();
             assert!(e.contains(why) && !e.contains('\n'), "{n}");
@@ -340,15 +351,26 @@ mod tests {
     fn engine_options_belong_to_their_engine() {
         let mut o = EngineOpts::default();
         assert!(engine_option(IoEngine::Psync, &mut o, "hipri", None).is_none());
-        assert_eq!(engine_option(IoEngine::Pvsync2, &mut o, "hipri", None), Some(Ok(())));
+        assert_eq!(
+            engine_option(IoEngine::Pvsync2, &mut o, "hipri", None),
+            Some(Ok(()))
+        );
         assert!(o.hipri);
-        assert_eq!(engine_option(IoEngine::IoUring, &mut o, "nowait", Some("1")), Some(Ok(())));
+        assert_eq!(
+            engine_option(IoEngine::IoUring, &mut o, "nowait", Some("1")),
+            Some(Ok(()))
+        );
         assert!(o.nowait);
-        assert_eq!(engine_option(IoEngine::CpuIo, &mut o, "cpuload", Some("150")), Some(Ok(())));
+        assert_eq!(
+            engine_option(IoEngine::CpuIo, &mut o, "cpuload", Some("150")),
+            Some(Ok(()))
+        );
         assert_eq!(o.cpuload, 100, "fio caps cpuload at 100");
-        assert!(engine_option(IoEngine::IoUringCmd, &mut o, "cmd_type", Some("scsi"))
-            .unwrap()
-            .is_err());
+        assert!(
+            engine_option(IoEngine::IoUringCmd, &mut o, "cmd_type", Some("scsi"))
+                .unwrap()
+                .is_err()
+        );
     }
 
     #[test]
@@ -361,25 +383,49 @@ mod tests {
         assert_eq!((j.iodepth, j.iodepth_batch, j.iodepth_low), (1, 1, 1));
         let j = one("[a]\nsize=1m\niodepth=32\nioengine=libaio\n");
         assert_eq!(
-            (j.iodepth, j.iodepth_batch, j.iodepth_low, j.iodepth_batch_complete_min, j.iodepth_batch_complete_max),
+            (
+                j.iodepth,
+                j.iodepth_batch,
+                j.iodepth_low,
+                j.iodepth_batch_complete_min,
+                j.iodepth_batch_complete_max
+            ),
             (32, 1, 32, 1, 1)
         );
         let j = one("[a]\nsize=1m\nioengine=io_uring\niodepth=16\niodepth_batch=64\niodepth_low=4\niodepth_batch_complete_max=8\n");
-        assert_eq!((j.iodepth_batch, j.iodepth_low, j.iodepth_batch_complete_max), (16, 4, 8));
+        assert_eq!(
+            (j.iodepth_batch, j.iodepth_low, j.iodepth_batch_complete_max),
+            (16, 4, 8)
+        );
         // null is FIO_SYNCIO only at depth 1.
         assert_eq!(one("[a]\nsize=1m\nioengine=null\niodepth=8\n").iodepth, 8);
         // The engine's options are parsed once the section's engine is
         // known, whatever the order of the lines.
-        assert!(one("[a]\nsize=1m\nhipri\nioengine=pvsync2\n").engine_opts.hipri);
-        assert_eq!(err("[a]\nsize=1m\nhipri\n"), "t.fio:3: hipri: unknown or unsupported fio option");
-        assert!(err("[a]\nsize=1m\nioengine=io_uring\nnowait=1\n").starts_with("t.fio:1: nowait: job 'a': nowait=1 with buffered I/O"));
-        assert!(one("[a]\nsize=1m\nioengine=io_uring\nnowait=1\ndirect=1\n").engine_opts.nowait);
+        assert!(
+            one("[a]\nsize=1m\nhipri\nioengine=pvsync2\n")
+                .engine_opts
+                .hipri
+        );
+        assert_eq!(
+            err("[a]\nsize=1m\nhipri\n"),
+            "t.fio:3: hipri: unknown or unsupported fio option"
+        );
+        assert!(err("[a]\nsize=1m\nioengine=io_uring\nnowait=1\n")
+            .starts_with("t.fio:1: nowait: job 'a': nowait=1 with buffered I/O"));
+        assert!(
+            one("[a]\nsize=1m\nioengine=io_uring\nnowait=1\ndirect=1\n")
+                .engine_opts
+                .nowait
+        );
         assert!(err("[a]\nsize=1m\nioengine=pvsync2\nuncached=1\n").contains("RWF_DONTCACHE"));
         assert!(err("[a]\nsize=1m\nioengine=cpuio\ntime_based\nruntime=1\n").contains("cpuload"));
         assert!(err("[a]\nioengine=cpuio\ncpuload=10\n").contains("runtime"));
         assert!(err("[a]\nsize=1m\nioengine=ftruncate\nrw=read\n").contains("only does writes"));
         assert!(err("[a]\nsize=1m\nnrfiles=2\n").starts_with("t.fio:3: nrfiles:"));
-        assert_eq!(one("[a]\nfilesize=4k\nnrfiles=200\nioengine=filestat\n").nrfiles, 200);
+        assert_eq!(
+            one("[a]\nfilesize=4k\nnrfiles=200\nioengine=filestat\n").nrfiles,
+            200
+        );
         // A block device without size= waits for the disk's capacity.
         let j = one("[a]\nfilename=/dev/sdb\n");
         assert!(j.size_from_device);

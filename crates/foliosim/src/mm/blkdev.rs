@@ -111,7 +111,11 @@ mod tests {
         let x = 4096 * 1_000_000_000 / 3_000_000_000; // transfer of 4 KiB
         let a = d.submit(0, 4096, false);
         let b = d.submit(0, 4096, false);
-        assert_eq!((a, b), (x + 80_000, 2 * x + 80_000), "two slots: latencies overlap");
+        assert_eq!(
+            (a, b),
+            (x + 80_000, 2 * x + 80_000),
+            "two slots: latencies overlap"
+        );
         // The third request waits for the first slot to free.
         let c = d.submit(0, 4096, false);
         assert_eq!(c, a + x + 80_000);
