@@ -842,10 +842,8 @@ impl AsyncQueue {
         stats: bool,
     ) -> bool {
         self.pending.push((issue, io));
-        if !self.has_commit || self.pending.len() >= self.batch {
-            if !self.commit(k, j, file) {
-                return false;
-            }
+        if (!self.has_commit || self.pending.len() >= self.batch) && !self.commit(k, j, file) {
+            return false;
         }
         let full = self.pending.len() + self.inflight.len() >= self.depth;
         if full || (self.cmin == 0 && self.cmax == 0) {

@@ -300,14 +300,19 @@ pub fn engine_option(
         (CpuIo, "cpuload") => num(val, 1, u32::MAX as u64).map(|n| opts.cpuload = n.min(100) as u32),
         (CpuIo, "cpuchunks") => num(val, 1, u32::MAX as u64).map(|n| opts.cpuchunks_us = n),
         (CpuIo, "cpumode") => match val {
-            Some("noop") => Ok(opts.cpumode_qsort = false),
-            Some("qsort") => Ok(opts.cpumode_qsort = true),
+            Some(m @ ("noop" | "qsort")) => {
+                opts.cpumode_qsort = m == "qsort";
+                Ok(())
+            }
             Some(o) => Err(format!("bad cpumode '{o}' (noop, qsort)")),
             None => Err("needs a value".into()),
         },
         (CpuIo, "exit_on_io_done") => flag(val).map(|_| ()),
         (FileStat | DirStat, "stat_type") => match val {
-            Some(v @ ("stat" | "lstat" | "statx")) => Ok(opts.stat_type = v.to_string()),
+            Some(v @ ("stat" | "lstat" | "statx")) => {
+                opts.stat_type = v.to_string();
+                Ok(())
+            }
             Some(o) => Err(format!("bad stat_type '{o}' (stat, lstat, statx)")),
             None => Err("needs a value".into()),
         },
