@@ -184,6 +184,9 @@ pub struct EngineOpts {
     /// RWF_NOWAIT / IOCB_NOWAIT: only accepted with direct I/O (checked
     /// when the job is complete): on buffered I/O it fails with EAGAIN
     /// whenever the page cache would block, and fio ends the job there.
+    /// With direct I/O it fails only where the range has cached pages
+    /// (kiocb_invalidate_pages / kiocb_write_and_wait); the model runs
+    /// such an I/O as a plain direct one.
     pub nowait: bool,
     /// cpuio: percentage of a CPU to burn (fio requires it, caps at 100).
     pub cpuload: u32,
@@ -423,6 +426,17 @@ mod tests {
                 .nowait
         );
         assert!(err("[a]\nsize=1m\nioengine=pvsync2\nuncached=1\n").contains("RWF_DONTCACHE"));
+        assert!(err("[a]\nsize=1m\nioengine=io_uring\nhipri\n").contains("IORING_SETUP_IOPOLL"));
+        assert!(
+            one("[a]\nsize=1m\nioengine=io_uring\nhipri\ndirect=1\n")
+                .engine_opts
+                .hipri
+        );
+        assert!(
+            one("[a]\nsize=1m\nioengine=pvsync2\nhipri\n")
+                .engine_opts
+                .hipri
+        );
         assert!(err("[a]\nsize=1m\nioengine=cpuio\ntime_based\nruntime=1\n").contains("cpuload"));
         assert!(err("[a]\nioengine=cpuio\ncpuload=10\n").contains("runtime"));
         assert!(err("[a]\nsize=1m\nioengine=ftruncate\nrw=read\n").contains("only does writes"));

@@ -57,6 +57,13 @@ impl Builder {
                 "job '{name}': nowait=1 with buffered I/O fails with EAGAIN whenever the page cache would block, and fio ends the job; not modelled (use direct=1 or nowait=0)"
             )));
         }
+        if self.ioengine == IoEngine::IoUring && self.engine_opts.hipri && !self.direct {
+            // io_uring/rw.c: a polled ring (IORING_SETUP_IOPOLL) takes only
+            // O_DIRECT I/O; everything else fails with EOPNOTSUPP.
+            return Err(perr(file, line, "hipri", format!(
+                "job '{name}': hipri=1 (IORING_SETUP_IOPOLL) needs direct=1: the kernel fails buffered I/O on a polled ring with EOPNOTSUPP"
+            )));
+        }
         if self.ioengine == IoEngine::Ftruncate && self.rw.has_reads() {
             return Err(perr(
                 file,
