@@ -50,6 +50,11 @@ struct MachineArgs {
     /// Swap: none, zram:SIZE or disk:SIZE.
     #[arg(long)]
     swap: Option<String>,
+    /// Capacity of the disk, for fio jobs on a block device
+    /// (filename=/dev/...) without size=: fio sizes them to the device.
+    /// No default: such a job needs it.
+    #[arg(long)]
+    disk_size: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -315,6 +320,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "variant",
         "device",
         "swap",
+        "disk-size",
         "sysctl",
         "seed",
         "timeline",
@@ -391,8 +397,14 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             if fio_args.is_empty() {
                 return Err("fio: no job file and no --name given".into());
             }
-            let jobs =
+            let mut jobs =
                 foliosim_workload::fio::parse_cmdline(&fio_args).map_err(|e| e.to_string())?;
+            let disk = match &m.disk_size {
+                Some(d) => Some(parse_size(d).map_err(|e| format!("--disk-size: {e}"))?),
+                None => None,
+            };
+            foliosim_workload::fio::resolve_device_sizes(&mut jobs, disk)
+                .map_err(|e| e.to_string())?;
             if jobs.is_empty() {
                 return Err("fio: no jobs defined".into());
             }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use foliosim_workload::fio::{FadviseHint, FioJob, IoEngine};
-use foliosim_workload::iogen::{Dir, IoGen};
+use foliosim_workload::iogen::{Dir, Io, IoGen};
 use foliosim_workload::mmap_probe::ProbeSpec;
 use foliosim_workload::trace::TraceReq;
 use serde::Serialize;
@@ -142,6 +142,17 @@ pub struct FioJobStats {
     pub minf: u64,
     pub groupid: u32,
     pub group_reporting: bool,
+}
+
+impl FioJobStats {
+    /// One I/O of `dir` (0 read, 1 write) completed at `t` after `lat` ns
+    /// (fio's add_clat_sample and the bw/iops windows).
+    #[inline]
+    pub fn io_complete(&mut self, dir: usize, lat: u64, t: u64, bytes: u64) {
+        self.clat[dir].add(lat);
+        self.lat_dist.mark(lat);
+        self.rates.io_done(t, dir, bytes);
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -410,6 +421,10 @@ impl Sim {
             ios: [u64; 2],
             start_stats: Option<u64>,
             oom: bool,
+            /// Queued engines (libaio, io_uring, posixaio, null at depth > 1).
+            q: Option<AsyncQueue>,
+            /// File-metadata engines: operations left (one per file).
+            fileops_left: u32,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -417,6 +432,8 @@ impl Sim {
         for j in jobs {
             let size = j.file_size();
             let mapping = match by_name.get(&j.filename) {
+                // null, cpuio and the metadata engines read no file data.
+                _ if j.ioengine.is_diskless() => NO_MAPPING,
                 Some(&m) => m,
                 None => {
                     let f = self.open(size);
@@ -467,8 +484,14 @@ impl Sim {
                 ios: [0; 2],
                 start_stats: None,
                 oom: false,
+                q: (!j.ioengine.is_sync() && j.ioengine != IoEngine::CpuIo)
+                    .then(|| AsyncQueue::new(j)),
+                fileops_left: j.nrfiles,
             });
         }
+        // unlink(2) of a file another job uses: the inode and its cache live
+        // until the last job using it is done (iput_final).
+        let mut unlinked: Vec<u32> = Vec::new();
         let on = self.cfg.timeline && self.cfg.lru == LruKind::Mglru;
         let memcg = self.memcg;
         let mut samples = std::mem::take(&mut self.lru_gen_samples);
@@ -481,21 +504,83 @@ impl Sim {
                 let j = &jobs[i];
                 if let Some(stop) = s.stop_at {
                     if s.t >= stop {
+                        if let Some(q) = s.q.as_mut() {
+                            k.core.now = s.t;
+                            let stats = s.start_stats.is_some();
+                            s.oom |= !q.drain(k, j, &mut s.file, &mut s.stats, &mut s.bytes, &mut s.ios, stats);
+                            s.t = k.core.now;
+                        }
                         s.done = true;
+                        if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
+                            unlinked.push(s.file.mapping);
+                        }
+                        release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
                         continue;
                     }
                 }
+                if j.ioengine == IoEngine::CpuIo {
+                    // cpuio burns cpuchunks of CPU then sleeps to keep
+                    // cpuload percent; it touches no memory the model
+                    // tracks, so its job just lasts its runtime.
+                    s.start_stats.get_or_insert(s.ramp_end);
+                    s.t = s.stop_at.unwrap_or(s.t);
+                    continue;
+                }
+                if j.ioengine.is_file_op() {
+                    if s.fileops_left == 0 {
+                        s.done = true;
+                        continue;
+                    }
+                    s.fileops_left -= 1;
+                    k.core.now = s.t;
+                    s.start_stats.get_or_insert(k.core.now);
+                    let t0 = k.core.now;
+                    k.core.cpu(k.core.cost.fio_io);
+                    let c = &k.core.cost;
+                    let cost = match j.ioengine {
+                        IoEngine::FileCreate | IoEngine::DirCreate => c.create,
+                        IoEngine::FileStat | IoEngine::DirStat => c.stat,
+                        _ => c.unlink,
+                    };
+                    k.core.cpu(cost);
+                    if j.ioengine == IoEngine::FileDelete && s.fileops_left + 1 == j.nrfiles {
+                        // The job's first file is the one it names; a file
+                        // other jobs read or wrote loses its cache when the
+                        // last of them is done with it.
+                        if let Some(&m) = by_name.get(&j.filename) {
+                            unlinked.push(m);
+                        }
+                    }
+                    // fio records the operation's latency as a completion
+                    // in the job's direction (fileoperations.c).
+                    let d = j.rw.has_writes() && !j.rw.has_reads();
+                    s.stats.io_complete(d as usize, k.core.now - t0, k.core.now, 0);
+                    s.ios[d as usize] += 1;
+                    s.t = k.core.now;
+                    release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
+                    continue;
+                }
                 let Some(io) = s.gen.next_io() else {
+                    if let Some(q) = s.q.as_mut() {
+                        k.core.now = s.t;
+                        let stats = s.start_stats.is_some();
+                        s.oom |= !q.drain(k, j, &mut s.file, &mut s.stats, &mut s.bytes, &mut s.ios, stats);
+                        s.t = k.core.now;
+                    }
                     if j.end_fsync {
                         k.core.now = s.t;
                         k.sync_all();
                         s.t = k.core.now;
                     }
                     s.done = true;
+                    if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
+                        unlinked.push(s.file.mapping);
+                    }
+                    release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
                     continue;
                 };
                 k.core.now = s.t;
-                if s.gen.take_invalidate() && !j.direct {
+                if s.gen.take_invalidate() && !j.direct && s.file.mapping != NO_MAPPING {
                     k.invalidate_mapping_pages(s.file.mapping);
                 }
                 if s.start_stats.is_none() && k.core.now >= s.ramp_end {
@@ -507,8 +592,39 @@ impl Sim {
                 let faults0 = (k.core.vm.get(Item::PGFAULT), k.core.vm.get(Item::PGMAJFAULT));
                 k.core.cpu(k.core.cost.fio_io);
                 let write = matches!(io.dir, Dir::Write);
-                let ok = if j.direct {
-                    k.direct_io(&s.file, io.len, write);
+                if let Some(q) = s.q.as_mut() {
+                    let stats = s.start_stats.is_some();
+                    let ok = q.queue(k, j, &mut s.file, io, t0, &mut s.stats, &mut s.bytes, &mut s.ios, stats);
+                    if !ok || k.core.memcgs[s.file.memcg as usize].oom_killed {
+                        s.oom = true;
+                        s.done = true;
+                    }
+                    k.core.cpu(j.thinktime_us * 1000);
+                    s.t = k.core.now;
+                    sample_policy(k, memcg, on, &mut samples, &mut next);
+                    continue;
+                }
+                let ok = if j.ioengine == IoEngine::Null {
+                    true
+                } else if j.ioengine == IoEngine::Falloc {
+                    // fio's falloc engine: reads allocate with KEEP_SIZE,
+                    // writes allocate (mode 0); trims punch holes.
+                    use crate::mm::truncate::FALLOC_FL_KEEP_SIZE;
+                    let mode = if write { 0 } else { FALLOC_FL_KEEP_SIZE };
+                    let _ = k.vfs_fallocate(s.file.mapping, mode, io.offset, io.len);
+                    true
+                } else if j.ioengine == IoEngine::Ftruncate {
+                    // fio's ftruncate engine: ftruncate(fd, offset) per write.
+                    k.core.cpu(k.core.cost.fallocate);
+                    k.truncate_setsize(s.file.mapping, io.offset);
+                    true
+                } else if j.ioengine == IoEngine::IoUringCmd {
+                    let done = k.nvme_uring_cmd_io(io.len, write);
+                    k.core.wait_until(done);
+                    true
+                } else if j.direct {
+                    let done = k.iomap_dio_rw(&s.file, io.offset, io.len, write);
+                    k.core.wait_until(done);
                     true
                 } else if j.ioengine == IoEngine::Mmap {
                     let first = io.offset >> PAGE_SHIFT;
@@ -563,6 +679,10 @@ impl Sim {
                     k.exit_mmap(s.file.mapping);
                 }
             }
+            // Every job has closed its files: unlinked inodes are evicted.
+            for m in unlinked.drain(..) {
+                k.truncate_inode_pages_final(m);
+            }
             // Jobs end at their own time; the run lasts as long as the last.
             let end = st.iter().map(|s| s.t).max().unwrap_or(0);
             k.core.now = end;
@@ -587,6 +707,287 @@ impl Sim {
             })
             .collect();
         self.report(reports)
+    }
+}
+
+/// A file unlinked while jobs still had it open: once none of them runs,
+/// the last reference goes and the inode is evicted with its cache
+/// (iput_final -> evict -> truncate_inode_pages_final).
+/// `jobs` gives each job's (done, mapping).
+fn release_unlinked<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    jobs: impl Iterator<Item = (bool, u32)> + Clone,
+    unlinked: &mut Vec<u32>,
+) {
+    unlinked.retain(|&m| {
+        let open = jobs.clone().any(|(done, mapping)| !done && mapping == m);
+        if !open {
+            k.truncate_inode_pages_final(m);
+        }
+        open
+    });
+}
+
+/// The mapping of a job that opens no file for data.
+const NO_MAPPING: u32 = u32::MAX;
+
+/// How a queued engine's I/O runs in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AsyncExec {
+    /// O_DIRECT through libaio or io_uring, or NVMe passthrough: the
+    /// submitter issues the bio and goes on; the device completes it.
+    Device,
+    /// libaio on a buffered file: io_submit() does the whole read or write
+    /// before it returns (aio has no asynchronous buffered path).
+    InSubmit,
+    /// io_uring buffered reads: each waits for its pages on its own (async
+    /// page-unlock wakeups), so up to iodepth are in the kernel at once.
+    Parallel,
+    /// One request at a time on a worker, apart from the fio thread:
+    /// io_uring buffered writes (io-wq hashes regular-file writes by
+    /// inode) and glibc POSIX AIO (one thread serves a descriptor's
+    /// requests in order).
+    Serial,
+    /// null: completes as soon as it is committed.
+    Null,
+}
+
+/// fio's queue of a non-FIO_SYNCIO engine: io_us queued and committed in
+/// iodepth_batch groups, reaped with iodepth_batch_complete_min/max, and
+/// drained to iodepth_low when full (backend.c wait_for_completions,
+/// ioengines.c td_io_queue / td_io_commit / td_io_getevents). The vectors
+/// are sized once for iodepth: queueing allocates nothing.
+struct AsyncQueue {
+    exec: AsyncExec,
+    cmd: bool,
+    /// The engine has a ->commit hook (libaio, io_uring): queued io_us
+    /// wait for it; posixaio and null submit in ->queue.
+    has_commit: bool,
+    depth: usize,
+    batch: usize,
+    cmin: usize,
+    cmax: usize,
+    low: usize,
+    /// Queued, not yet committed: (issue time, I/O).
+    pending: Vec<(u64, Io)>,
+    /// In flight, sorted by completion: (done, issue, write, len).
+    inflight: Vec<(u64, u64, bool, u64)>,
+    lane_free: u64,
+}
+
+impl AsyncQueue {
+    fn new(j: &FioJob) -> Self {
+        let exec = match j.ioengine {
+            IoEngine::Null => AsyncExec::Null,
+            IoEngine::IoUringCmd => AsyncExec::Device,
+            IoEngine::Posixaio => AsyncExec::Serial,
+            _ if j.direct => AsyncExec::Device,
+            IoEngine::Libaio => AsyncExec::InSubmit,
+            // io_uring buffered: reads in parallel, writes one at a time
+            // (see commit()).
+            _ => AsyncExec::Parallel,
+        };
+        let depth = j.iodepth.max(1) as usize;
+        AsyncQueue {
+            exec,
+            cmd: j.ioengine == IoEngine::IoUringCmd,
+            has_commit: matches!(
+                j.ioengine,
+                IoEngine::Libaio | IoEngine::IoUring | IoEngine::IoUringCmd
+            ),
+            depth,
+            batch: (j.iodepth_batch as usize).clamp(1, depth),
+            cmin: j.iodepth_batch_complete_min as usize,
+            cmax: j.iodepth_batch_complete_max as usize,
+            low: (j.iodepth_low as usize).min(depth),
+            pending: Vec::with_capacity(depth),
+            inflight: Vec::with_capacity(depth),
+            lane_free: 0,
+        }
+    }
+
+    /// td_io_queue() then, when the queue is full, wait_for_completions().
+    /// Returns false when the task was OOM-killed.
+    #[allow(clippy::too_many_arguments)]
+    fn queue<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        j: &FioJob,
+        file: &mut OpenFile,
+        io: Io,
+        issue: u64,
+        fs: &mut FioJobStats,
+        bytes: &mut [u64; 2],
+        ios: &mut [u64; 2],
+        stats: bool,
+    ) -> bool {
+        self.pending.push((issue, io));
+        if (!self.has_commit || self.pending.len() >= self.batch) && !self.commit(k, j, file) {
+            return false;
+        }
+        let full = self.pending.len() + self.inflight.len() >= self.depth;
+        if full || (self.cmin == 0 && self.cmax == 0) {
+            let mut min = self.cmin.min(self.pending.len() + self.inflight.len());
+            if (full && min == 0) || self.cmin == 0 {
+                min = 1;
+            }
+            loop {
+                if !self.commit(k, j, file) {
+                    return false;
+                }
+                self.getevents(k, min, fs, bytes, ios, stats);
+                if !(full && self.pending.len() + self.inflight.len() > self.low) {
+                    break;
+                }
+            }
+        }
+        true
+    }
+
+    /// td_io_commit(): the queued io_us go to the kernel.
+    fn commit<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        j: &FioJob,
+        file: &mut OpenFile,
+    ) -> bool {
+        if self.pending.is_empty() {
+            return true;
+        }
+        // The io_submit / io_uring_enter system call is the one the kernel
+        // functions below charge (direct and in-submit I/O); a hand-off to
+        // a worker charges its own.
+        for n in 0..self.pending.len() {
+            let (issue, io) = self.pending[n];
+            let write = matches!(io.dir, Dir::Write);
+            let now0 = k.core.now;
+            // io-wq hashes buffered writes to a regular file by inode (ext4
+            // has no FOP_BUFFER_WASYNC, so they are punted there): they
+            // run one at a time.
+            let exec = match self.exec {
+                AsyncExec::Parallel if write => AsyncExec::Serial,
+                e => e,
+            };
+            let done = match exec {
+                AsyncExec::Null => now0,
+                AsyncExec::Device if self.cmd => k.nvme_uring_cmd_io(io.len, write),
+                AsyncExec::Device => k.iomap_dio_rw(file, io.offset, io.len, write),
+                AsyncExec::InSubmit => {
+                    if !buffered_rw(k, file, io.offset, io.len, write) {
+                        return false;
+                    }
+                    k.core.now
+                }
+                AsyncExec::Parallel | AsyncExec::Serial => {
+                    let start = if exec == AsyncExec::Serial {
+                        now0.max(self.lane_free)
+                    } else {
+                        now0
+                    };
+                    k.core.now = start;
+                    let ok = if j.direct {
+                        let d = k.iomap_dio_rw(file, io.offset, io.len, write);
+                        k.core.wait_until(d);
+                        true
+                    } else {
+                        buffered_rw(k, file, io.offset, io.len, write)
+                    };
+                    if !ok {
+                        return false;
+                    }
+                    let done = k.core.now;
+                    self.lane_free = done;
+                    // The fio thread only paid for handing it over.
+                    k.core.now = now0 + k.core.cost.syscall;
+                    done
+                }
+            };
+            let e = (done, issue, write, io.len);
+            let at = self.inflight.partition_point(|x| x.0 <= done);
+            self.inflight.insert(at, e);
+        }
+        self.pending.clear();
+        true
+    }
+
+    /// td_io_getevents(min, iodepth_batch_complete_max): wait for `min`
+    /// completions, then reap what has completed, up to the max.
+    fn getevents<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        min: usize,
+        fs: &mut FioJobStats,
+        bytes: &mut [u64; 2],
+        ios: &mut [u64; 2],
+        stats: bool,
+    ) {
+        let cur = self.inflight.len();
+        let min = min.min(cur);
+        let mut max = self.cmax.min(cur);
+        if min > max {
+            max = min;
+        }
+        if max == 0 {
+            return;
+        }
+        k.core.cpu(k.core.cost.syscall);
+        if min > 0 {
+            k.core.wait_until(self.inflight[min - 1].0);
+        }
+        let now = k.core.now;
+        let n = self.inflight.partition_point(|x| x.0 <= now).min(max);
+        for &(done, issue, write, len) in &self.inflight[..n] {
+            if stats {
+                let d = write as usize;
+                fs.io_complete(d, done - issue, done, len);
+                bytes[d] += len;
+                ios[d] += 1;
+            }
+        }
+        self.inflight.drain(..n);
+    }
+
+    /// The job ends: commit what is still queued (fio's
+    /// cleanup_pending_aio) and reap everything. False on OOM.
+    #[allow(clippy::too_many_arguments)]
+    fn drain<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        j: &FioJob,
+        file: &mut OpenFile,
+        fs: &mut FioJobStats,
+        bytes: &mut [u64; 2],
+        ios: &mut [u64; 2],
+        stats: bool,
+    ) -> bool {
+        if !self.commit(k, j, file) {
+            self.pending.clear();
+            return false;
+        }
+        while !self.inflight.is_empty() {
+            let n = self.inflight.len();
+            let saved = self.cmax;
+            self.cmax = n;
+            self.getevents(k, n, fs, bytes, ios, stats);
+            self.cmax = saved;
+        }
+        true
+    }
+}
+
+/// A buffered read or write through the page cache (filemap_read /
+/// the write path). False when the task was OOM-killed.
+fn buffered_rw<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    file: &mut OpenFile,
+    pos: u64,
+    len: u64,
+    write: bool,
+) -> bool {
+    if write {
+        k.filemap_write(file, pos, len).is_some()
+    } else {
+        k.filemap_read(file, pos, len).is_some()
     }
 }
 

@@ -23,7 +23,10 @@ fn job() -> impl Strategy<Value = Job> {
     let size_kb = 16u64..4096;
     let bs = prop::sample::select(vec![512u64, 4096, 8192, 65536]);
     let rw = prop::sample::select(vec!["read", "write", "randread", "randwrite", "rw", "randrw"]);
-    let engine = prop::sample::select(vec!["psync", "sync", "pvsync", "mmap"]);
+    let engine = prop::sample::select(vec![
+        "psync", "sync", "pvsync", "pvsync2", "vsync", "mmap", "libaio", "io_uring", "posixaio",
+        "null",
+    ]);
     let extra = prop::collection::vec(
         prop_oneof![
             Just("norandommap".to_string()),
@@ -36,6 +39,8 @@ fn job() -> impl Strategy<Value = Job> {
                 .prop_map(|d| format!("random_distribution={d}")),
             (0u64..2000).prop_map(|t| format!("thinktime={t}")),
             (1u64..5).prop_map(|s| format!("randseed={s}")),
+            (1u32..64).prop_map(|d| format!("iodepth={d}")),
+            (0u32..8).prop_map(|b| format!("iodepth_batch_complete_max={b}")),
         ],
         0..4,
     );

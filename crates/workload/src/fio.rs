@@ -69,13 +69,10 @@ impl Rw {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum IoEngine {
-    Psync,
-    Sync,
-    Pvsync,
-    Mmap,
-}
+pub use crate::engines::{EngineOpts, IoEngine};
+pub use setup::resolve_device_sizes;
+
+mod setup;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum RandomDist {
@@ -186,6 +183,23 @@ pub struct FioJob {
     pub thread_number: u32,
     pub ioengine: IoEngine,
     pub direct: bool,
+    /// Queue depth after fio's rules: 1 for FIO_SYNCIO engines whatever
+    /// iodepth says, and iodepth_batch / _low / _complete_max fixed up
+    /// as init.c's fixup_options() does.
+    pub iodepth: u32,
+    pub iodepth_batch: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_max: u32,
+    pub iodepth_low: u32,
+    pub engine_opts: EngineOpts,
+    /// nrfiles: more than 1 only for the file-metadata engines.
+    pub nrfiles: u32,
+    /// unlink: delete the job's file when the job is done (its cache goes
+    /// with the last user).
+    pub unlink: bool,
+    /// The file is a block device (`/dev/...`) given without size=: its
+    /// size is the device capacity, filled in by [`resolve_device_sizes`].
+    pub size_from_device: bool,
     pub runtime_ns: Option<u64>,
     pub time_based: bool,
     pub ramp_time_ns: u64,
@@ -534,8 +548,7 @@ fn build_jobs(
 // option table
 
 /// Options that cannot change what the model computes: reporting, logging,
-/// CPU placement, and queue depth (all modelled engines are synchronous, so
-/// fio runs them at depth 1 whatever iodepth says).
+/// CPU placement.
 const IGNORED: &[&str] = &[
     "description",
     "per_job_logs",
@@ -579,13 +592,6 @@ const IGNORED: &[&str] = &[
     "unique_filename",
     "allow_file_create",
     "create_serialize",
-    "iodepth",
-    "iodepth_batch",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max",
-    "iodepth_low",
     // Only matters when the random map cannot be allocated; foliosim's
     // map always is.
     "softrandommap",
@@ -633,6 +639,8 @@ const FLAGS: &[&str] = &[
     "unique_filename",
     "allow_file_create",
     "create_serialize",
+    "create_on_open",
+    "unlink",
     "softrandommap",
     "randrepeat",
     "allrandrepeat",
@@ -685,6 +693,15 @@ struct Builder {
     rw_sequencer: RwSequencer,
     ioengine: IoEngine,
     direct: bool,
+    iodepth: u32,
+    iodepth_batch: u32,
+    iodepth_batch_complete_min: u32,
+    iodepth_batch_complete_max: u32,
+    iodepth_low: u32,
+    engine_opts: EngineOpts,
+    /// nrfiles and the line that set it.
+    nrfiles: (u32, usize),
+    unlink: bool,
     runtime_us: u64,
     time_based: bool,
     ramp_time_us: u64,
@@ -740,6 +757,14 @@ impl Default for Builder {
             rw_sequencer: RwSequencer::Sequential,
             ioengine: IoEngine::Psync,
             direct: false,
+            iodepth: 1,
+            iodepth_batch: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
+            iodepth_low: 0,
+            engine_opts: EngineOpts::default(),
+            nrfiles: (1, 0),
+            unlink: false,
             runtime_us: 0,
             time_based: false,
             ramp_time_us: 0,
@@ -774,7 +799,17 @@ impl Builder {
         for e in s.entries.iter().filter(|e| e.key == "kb_base") {
             self.apply(e, file)?;
         }
-        for e in s.entries.iter().filter(|e| e.key != "kb_base") {
+        // fio parses an engine's own options only once the engine is
+        // loaded (fio_options_parse retries unknown options after
+        // ioengine_load), so the section's ioengine goes first.
+        for e in s.entries.iter().filter(|e| e.key == "ioengine") {
+            self.apply(e, file)?;
+        }
+        for e in s
+            .entries
+            .iter()
+            .filter(|e| e.key != "kb_base" && e.key != "ioengine")
+        {
             self.apply(e, file)?;
         }
         Ok(())
@@ -931,18 +966,41 @@ impl Builder {
                 store_per_ddir(&mut self.percentage_random, vals, "").map_err(err)?;
             }
             "allrandrepeat" => self.allrandrepeat = parse_bool(val).map_err(err)?,
-            "ioengine" => {
-                self.ioengine = match need()? {
-                    "psync" => IoEngine::Psync,
-                    "sync" => IoEngine::Sync,
-                    "pvsync" => IoEngine::Pvsync,
-                    "mmap" => IoEngine::Mmap,
-                    other => {
-                        return Err(err(format!(
-                    "unsupported ioengine '{other}' (foliosim models psync, sync, pvsync, mmap)"
-                )))
-                    }
+            "ioengine" => self.ioengine = IoEngine::parse(need()?).map_err(err)?,
+            "iodepth" => self.iodepth = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
+            "iodepth_batch" | "iodepth_batch_submit" => {
+                self.iodepth_batch = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
+            }
+            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+                self.iodepth_batch_complete_min =
+                    parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
+            }
+            "iodepth_batch_complete_max" => {
+                self.iodepth_batch_complete_max =
+                    parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
+            }
+            "iodepth_low" => self.iodepth_low = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32,
+            // Offload moves submission to fio's own worker threads: the
+            // kernel sees the same I/O.
+            "io_submit_mode" => match need()? {
+                "inline" | "offload" => {}
+                o => return Err(err(format!("bad io_submit_mode '{o}' (inline, offload)"))),
+            },
+            "unlink" => self.unlink = parse_bool(val).map_err(err)?,
+            // How fio preallocates files it lays out: blocks only, no page
+            // cache, and the model lays out nothing.
+            "fallocate" => match need()? {
+                "none" | "native" | "posix" | "keep" | "truncate" | "0" | "1" => {}
+                o => {
+                    return Err(err(format!(
+                        "bad fallocate '{o}' (none, native, posix, keep, truncate, 0, 1)"
+                    )))
                 }
+            },
+            // When fio creates files (at open or beforehand): the model
+            // does not lay files out, so either way is the same.
+            "create_on_open" => {
+                parse_bool(val).map_err(err)?;
             }
             "direct" => self.direct = parse_bool(val).map_err(err)?,
             "buffered" => self.direct = !parse_bool(val).map_err(err)?,
@@ -1008,7 +1066,11 @@ impl Builder {
             "invalidate" => self.invalidate = parse_bool(val).map_err(err)?,
             "thinktime" => self.thinktime_us = parse_time_us(need()?, false).map_err(err)?,
             "numjobs" => self.numjobs = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
-            "nrfiles" | "nr_files" | "openfiles" => {
+            "nrfiles" | "nr_files" => {
+                let n = parse_int(need()?, 1, u32::MAX as u64).map_err(err)? as u32;
+                self.nrfiles = (n, e.line);
+            }
+            "openfiles" => {
                 if parse_int(need()?, 1, u32::MAX as u64).map_err(err)? != 1 {
                     return Err(err("only one file per job is supported".into()));
                 }
@@ -1025,7 +1087,12 @@ impl Builder {
             "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(val).map_err(err)?,
             "group_reporting" => self.group_reporting = parse_bool(val).map_err(err)?,
             k if IGNORED.contains(&k) => {}
-            _ => return Err(err("unknown or unsupported fio option".into())),
+            k => {
+                match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
+                    Some(r) => r.map_err(err)?,
+                    None => return Err(err("unknown or unsupported fio option".into())),
+                }
+            }
         }
         Ok(())
     }
@@ -1052,6 +1119,11 @@ impl Builder {
                 }
                 fs - self.offset
             }
+            // A block device without size= is as big as the device
+            // (fio's real_file_size); the machine's --disk-size fills it in.
+            (None, None) if self.is_block_device() => 0,
+            // cpuio does no I/O: fio needs no size for it.
+            (None, None) if self.ioengine == IoEngine::CpuIo => self.bs.iter().copied().max().unwrap_or(4096),
             (None, None) => {
                 return Err(herr(
                     "size",
@@ -1059,6 +1131,8 @@ impl Builder {
                 ))
             }
         };
+        let size_from_device = size == 0;
+        self.check_engine(file, line, &name)?;
         if self.offset.checked_add(size).is_none() {
             return Err(herr(
                 "offset",
@@ -1100,7 +1174,7 @@ impl Builder {
                 "randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead",
             ));
         }
-        if size < rw_min_bs {
+        if size < rw_min_bs && !size_from_device {
             return Err(herr(
                 "size",
                 format!("job '{name}': size {size} is smaller than bs {rw_min_bs}"),
@@ -1192,6 +1266,15 @@ impl Builder {
                 thread_number: 0,
                 ioengine: self.ioengine,
                 direct: self.direct,
+                iodepth: self.depths().0,
+                iodepth_batch: self.depths().1,
+                iodepth_batch_complete_min: self.depths().2,
+                iodepth_batch_complete_max: self.depths().3,
+                iodepth_low: self.depths().4,
+                engine_opts: self.engine_opts.clone(),
+                nrfiles: self.nrfiles.0,
+                unlink: self.unlink,
+                size_from_device,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
                 time_based: self.time_based,
                 ramp_time_ns: self.ramp_time_us.saturating_mul(1000),
@@ -2057,8 +2140,8 @@ mod tests {
 
     #[test]
     fn error_other_refusals() {
-        assert!(err("[a]\nsize=1m\nioengine=libaio\n")
-            .starts_with("t.fio:3: ioengine: unsupported ioengine 'libaio'"));
+        assert!(err("[a]\nsize=1m\nioengine=net\n")
+            .starts_with("t.fio:3: ioengine: ioengine 'net' is not modelled: network"));
         assert!(err("[a]\nsize=1m\nfilename=a:b\n").contains("several files"));
         assert_eq!(
             err("[a]\nsize=1m\nbs=4k,8k,16k,32k\n"),

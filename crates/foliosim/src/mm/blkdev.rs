@@ -1,7 +1,11 @@
 //! Storage (block/): device profiles with latency, bandwidth and queue depth.
 //! A request of n pages issued at t completes at
 //! max(t, when a queue slot frees) + latency + n pages / bandwidth, with the
-//! transfer part serialised on the device's bandwidth.
+//! transfer part serialised on the device's bandwidth. The queue is
+//! `queue_depth` slots: a request takes the slot of the request issued
+//! `queue_depth` requests before it and cannot start before that one
+//! completed. Completion times never decrease in submission order, so the
+//! slots are a ring (allocated once; submitting allocates nothing).
 
 use serde::Serialize;
 
@@ -44,6 +48,9 @@ pub struct BlockDev {
     pub profile: DeviceProfile,
     /// When the device's transfer pipe is next free.
     busy_until: u64,
+    /// Completion time of the request holding each queue slot.
+    slots: Vec<u64>,
+    next_slot: usize,
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub requests: u64,
@@ -52,6 +59,8 @@ pub struct BlockDev {
 impl BlockDev {
     pub fn new(profile: DeviceProfile) -> Self {
         BlockDev {
+            slots: vec![0; profile.queue_depth.max(1) as usize],
+            next_slot: 0,
             profile,
             busy_until: 0,
             bytes_read: 0,
@@ -64,8 +73,10 @@ impl BlockDev {
     #[inline]
     pub fn submit(&mut self, now: u64, bytes: u64, write: bool) -> u64 {
         let xfer = bytes * 1_000_000_000 / self.profile.bw_bytes_per_s;
-        let start = now.max(self.busy_until);
+        let start = now.max(self.busy_until).max(self.slots[self.next_slot]);
         self.busy_until = start + xfer;
+        self.slots[self.next_slot] = start + xfer + self.profile.latency_ns;
+        self.next_slot = (self.next_slot + 1) % self.slots.len();
         self.requests += 1;
         if write {
             self.bytes_written += bytes;
@@ -90,5 +101,23 @@ mod tests {
         for p in PROFILES {
             assert!(DeviceProfile::by_name(p).is_some());
         }
+    }
+
+    #[test]
+    fn a_full_queue_delays_the_next_request() {
+        let mut p = DeviceProfile::by_name("nvme").unwrap();
+        p.queue_depth = 2;
+        let mut d = BlockDev::new(p);
+        let x = 4096 * 1_000_000_000 / 3_000_000_000; // transfer of 4 KiB
+        let a = d.submit(0, 4096, false);
+        let b = d.submit(0, 4096, false);
+        assert_eq!(
+            (a, b),
+            (x + 80_000, 2 * x + 80_000),
+            "two slots: latencies overlap"
+        );
+        // The third request waits for the first slot to free.
+        let c = d.submit(0, 4096, false);
+        assert_eq!(c, a + x + 80_000);
     }
 }

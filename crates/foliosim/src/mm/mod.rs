@@ -9,6 +9,7 @@ pub mod memory;
 pub mod page_writeback;
 pub mod readahead;
 pub mod swap;
+pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
@@ -198,6 +199,13 @@ pub struct CpuCosts {
     /// accounting): calibrated on seed 000's 5078 MiB/s of 4K mmap reads
     /// that all hit mapped pages (0.77 us per I/O).
     pub fio_io: u64,
+    /// Metadata system calls of fio's file engines (open O_CREAT, stat,
+    /// unlink, mkdir, rmdir, fallocate, ftruncate): order-of-magnitude
+    /// figures for ext4 on a fast disk, not calibrated.
+    pub create: u64,
+    pub stat: u64,
+    pub unlink: u64,
+    pub fallocate: u64,
 }
 
 impl Default for CpuCosts {
@@ -211,6 +219,10 @@ impl Default for CpuCosts {
             scan_folio: 40,
             touch_mapped: 15,
             fio_io: 440,
+            create: 12_000,
+            stat: 1_500,
+            unlink: 10_000,
+            fallocate: 6_000,
         }
     }
 }

@@ -63,6 +63,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let Some((id, _)) = self.core.wb.dirty.pop_front() else {
                 break;
             };
+            // Entries go stale when a folio was written back by range
+            // (filemap_write_and_wait_range) or truncated while dirty.
+            if !self.core.folios.get(id).test(pg::DIRTY) {
+                continue;
+            }
+            self.folio_start_writeback(id);
             ids.push(id);
         }
         if ids.is_empty() {
@@ -73,15 +79,82 @@ impl<P: ReclaimPolicy> Kernel<P> {
             .dev
             .submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
         for id in ids {
-            let f = self.core.folios.get_mut(id);
-            f.clear(pg::DIRTY);
-            f.set(pg::WRITEBACK);
-            let m = f.memcg;
-            self.core.memcgs[m as usize].nr_dirty -= 1;
-            self.core.memcgs[m as usize].nr_writeback += 1;
-            self.core.wb.nr_dirty -= 1;
-            self.core.wb.nr_writeback += 1;
-            self.core.count(m, Item::PGPGOUT, PAGE_SIZE / 1024);
+            self.core.wb.inflight.push_back((id, done));
+        }
+    }
+
+    /// folio_clear_dirty_for_io() + folio_start_writeback(): the folio
+    /// moves from dirty to writeback, counted in pgpgout.
+    fn folio_start_writeback(&mut self, id: FolioId) {
+        let f = self.core.folios.get_mut(id);
+        f.clear(pg::DIRTY);
+        f.set(pg::WRITEBACK);
+        let m = f.memcg;
+        self.core.memcgs[m as usize].nr_dirty -= 1;
+        self.core.memcgs[m as usize].nr_writeback += 1;
+        self.core.wb.nr_dirty -= 1;
+        self.core.wb.nr_writeback += 1;
+        self.core.count(m, Item::PGPGOUT, PAGE_SIZE / 1024);
+    }
+
+    /// filemap_write_and_wait_range() (mm/filemap.c): write back the dirty
+    /// folios of pages [start, end] inclusive, then wait for all writeback
+    /// there, including writeback already in flight. Contiguous dirty
+    /// folios go out together, up to 64 a request (the plug's merging),
+    /// from a fixed batch: nothing is allocated.
+    pub fn filemap_write_and_wait_range(&mut self, mapping: u32, start: u64, end: u64) {
+        let a = &self.core.files[mapping as usize];
+        if a.nrpages == 0 || (self.core.wb.nr_dirty == 0 && self.core.wb.nr_writeback == 0) {
+            return;
+        }
+        let last = end.min(a.nr_pages().saturating_sub(1));
+        let mut batch = [0 as FolioId; 64];
+        let mut n = 0;
+        let mut prev = u64::MAX;
+        for idx in start..=last {
+            let dirty = self.core.files[mapping as usize]
+                .folio(idx)
+                .filter(|&id| self.core.folios.get(id).test(pg::DIRTY));
+            if let Some(id) = dirty {
+                if n == batch.len() || (n > 0 && prev + 1 != idx) {
+                    self.submit_wb_batch(&batch[..n]);
+                    n = 0;
+                }
+                self.folio_start_writeback(id);
+                batch[n] = id;
+                n += 1;
+                prev = idx;
+            }
+        }
+        self.submit_wb_batch(&batch[..n]);
+        // __filemap_fdatawait_range(): the last writeback of the range to
+        // complete (completions are in submission order).
+        let wait = self
+            .core
+            .wb
+            .inflight
+            .iter()
+            .filter(|&&(id, _)| {
+                let f = self.core.folios.get(id);
+                f.mapping == mapping && (start..=last).contains(&(f.index as u64))
+            })
+            .map(|&(_, d)| d)
+            .max();
+        if let Some(d) = wait {
+            self.core.wait_until(d);
+            self.wb_complete();
+        }
+    }
+
+    fn submit_wb_batch(&mut self, ids: &[FolioId]) {
+        if ids.is_empty() {
+            return;
+        }
+        let done = self
+            .core
+            .dev
+            .submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
+        for &id in ids {
             self.core.wb.inflight.push_back((id, done));
         }
     }
@@ -120,6 +193,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if periodic {
             let interval = (self.core.cfg.dirty_writeback_centisecs * 10_000_000).max(1);
             self.core.wb.next_periodic = now - now % interval + interval;
+        }
+        // Drop stale entries (see writeback_oldest) so the oldest is real.
+        while let Some(&(id, _)) = self.core.wb.dirty.front() {
+            if self.core.folios.get(id).test(pg::DIRTY) {
+                break;
+            }
+            self.core.wb.dirty.pop_front();
         }
         while self.core.wb.nr_dirty > 0 {
             let oldest = self.core.wb.dirty.front().map(|&(_, t)| t).unwrap_or(now);

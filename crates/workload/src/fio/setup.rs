@@ -1,0 +1,125 @@
+//! What a job's engine and file need once its options are in: fio's
+//! queue-depth fixups (init.c fixup_options), the checks fio's engines
+//! make in their init, and the size of a job on a block device.
+
+use super::{perr, Builder, FioJob, IoEngine, ParseError};
+
+impl Builder {
+    /// The job's file is a device: fio finds out by stat(); the model goes
+    /// by the name, and sizes anything under /dev/ (a block device or an
+    /// NVMe generic character device) as the disk.
+    pub(super) fn is_block_device(&self) -> bool {
+        self.filename
+            .as_deref()
+            .is_some_and(|f| f.starts_with("/dev/"))
+    }
+
+    /// (iodepth, batch, complete_min, complete_max, low) after fio's
+    /// fixup_options(); FIO_SYNCIO engines run at depth 1.
+    pub(super) fn depths(&self) -> (u32, u32, u32, u32, u32) {
+        let sync =
+            self.ioengine.is_sync() || (self.ioengine == IoEngine::Null && self.iodepth == 1);
+        let depth = if sync { 1 } else { self.iodepth };
+        let low = if self.iodepth_low > depth || self.iodepth_low == 0 {
+            depth
+        } else {
+            self.iodepth_low
+        };
+        let batch = if self.iodepth_batch > depth || self.iodepth_batch == 0 {
+            depth
+        } else {
+            self.iodepth_batch
+        };
+        let cmin = self.iodepth_batch_complete_min;
+        let cmax = self.iodepth_batch_complete_max.max(cmin);
+        (depth, batch, cmin, cmax, low)
+    }
+
+    /// What an engine needs from the rest of the job (fio checks these in
+    /// the engine's init or setup).
+    pub(super) fn check_engine(
+        &self,
+        file: &str,
+        line: usize,
+        name: &str,
+    ) -> Result<(), ParseError> {
+        let (n, nline) = self.nrfiles;
+        if n > 1 && !self.ioengine.is_file_op() {
+            return Err(perr(
+                file,
+                nline,
+                "nrfiles",
+                "only one file per job is supported (except with the file-metadata engines)",
+            ));
+        }
+        if self.engine_opts.nowait && !self.direct {
+            return Err(perr(file, line, "nowait", format!(
+                "job '{name}': nowait=1 with buffered I/O fails with EAGAIN whenever the page cache would block, and fio ends the job; not modelled (use direct=1 or nowait=0)"
+            )));
+        }
+        if self.ioengine == IoEngine::IoUring && self.engine_opts.hipri && !self.direct {
+            // io_uring/rw.c: a polled ring (IORING_SETUP_IOPOLL) takes only
+            // O_DIRECT I/O; everything else fails with EOPNOTSUPP.
+            return Err(perr(file, line, "hipri", format!(
+                "job '{name}': hipri=1 (IORING_SETUP_IOPOLL) needs direct=1: the kernel fails buffered I/O on a polled ring with EOPNOTSUPP"
+            )));
+        }
+        if self.ioengine == IoEngine::Ftruncate && self.rw.has_reads() {
+            return Err(perr(
+                file,
+                line,
+                "rw",
+                format!(
+                "job '{name}': the ftruncate engine only does writes (fio fails reads with EINVAL)"
+            ),
+            ));
+        }
+        if self.ioengine == IoEngine::CpuIo {
+            if self.engine_opts.cpuload == 0 {
+                return Err(perr(
+                    file,
+                    line,
+                    "cpuload",
+                    format!("job '{name}': cpuio needs cpuload= (fio: cpu thread needs rate)"),
+                ));
+            }
+            if self.runtime_us == 0 {
+                return Err(perr(
+                    file,
+                    line,
+                    "runtime",
+                    format!("job '{name}': cpuio does no I/O to end on: give runtime="),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fills in the size of jobs on a block device given without size=: the
+/// device's capacity (the machine's --disk-size) less the job's offset.
+/// Without a capacity, such a job is an error naming its section.
+pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Result<(), ParseError> {
+    for j in jobs.iter_mut().filter(|j| j.size_from_device) {
+        let (file, line) = match j.source.rsplit_once(':') {
+            Some((f, l)) => (f.to_string(), l.parse().unwrap_or(0)),
+            None => (j.source.clone(), 0),
+        };
+        let e = |msg: String| perr(&file, line, "size", msg);
+        let Some(d) = disk_size else {
+            return Err(e(format!(
+                "job '{}': {} is a block device and no size= is given: pass --disk-size (the device's capacity)",
+                j.name, j.filename
+            )));
+        };
+        if d <= j.offset || d - j.offset < j.bs {
+            return Err(e(format!(
+                "job '{}': --disk-size {d} leaves less than bs {} past offset {}",
+                j.name, j.bs, j.offset
+            )));
+        }
+        j.size = d - j.offset;
+        j.size_from_device = false;
+    }
+    Ok(())
+}
