@@ -17,6 +17,12 @@ use serde::Serialize;
 use std::fmt;
 use std::path::Path;
 
+mod jobctl;
+pub use jobctl::{
+    split_filenames, ExitWhat, FileService, JobControl, JobFile, Keywords, RateProcess,
+    SyncFileRange, ThinktimeBlocksType,
+};
+
 /// A job file / command-line error: one line, "{file}:{line}: {option}: {msg}".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
@@ -136,6 +142,13 @@ pub struct FioJob {
     pub jobnum: u32,
     /// "file:line" of the job's section header (or `--name`).
     pub source: String,
+    /// fio's groupid: bumped by `stonewall` / `new_group` (init.c add_job).
+    pub groupid: u32,
+    pub group_reporting: bool,
+    /// The job's files (fio's td->files): `filename` is the first one's name.
+    pub files: Vec<JobFile>,
+    /// Job-control, file, sync, verify, rate and flow options.
+    pub ctl: JobControl,
 }
 
 impl FioJob {
@@ -148,6 +161,11 @@ impl FioJob {
 
 /// Parse a fio job file.
 pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
+    parse_job_file_with(path, &Keywords::default())
+}
+
+/// Parse a fio job file; `$pagesize`, `$mb_memory` and `$ncpus` are `kw`'s.
+pub fn parse_job_file_with(path: &Path, kw: &Keywords) -> Result<Vec<FioJob>, ParseError> {
     let label = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ParseError {
         file: label.clone(),
@@ -155,17 +173,42 @@ pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
         option: "job file".into(),
         msg: format!("cannot read: {e}"),
     })?;
-    parse_job_str(&text, &label)
+    parse_job_str_with(&text, &label, kw)
 }
 
 /// Parse the text of a fio job file; `file_label` names it in errors.
 pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseError> {
-    let sections = split_ini(text, file_label)?;
-    let jobs = build_jobs(&Builder::default(), sections, file_label)?;
+    parse_job_str_with(text, file_label, &Keywords::default())
+}
+
+/// [`parse_job_str`] with the machine's keyword values.
+pub fn parse_job_str_with(
+    text: &str,
+    file_label: &str,
+    kw: &Keywords,
+) -> Result<Vec<FioJob>, ParseError> {
+    let sections = split_ini(text, file_label, kw)?;
+    let mut jobs = build_jobs(&Builder::default(), sections, file_label)?;
     if jobs.is_empty() {
         return Err(no_jobs(file_label));
     }
+    assign_groups(&mut jobs);
     Ok(jobs)
+}
+
+/// fio's groupid (init.c add_job): a job with `stonewall` or `new_group`
+/// starts a new group unless the current one has no job yet.
+fn assign_groups(jobs: &mut [FioJob]) {
+    let mut groupid = 0;
+    let mut prev_group_jobs = 0;
+    for j in jobs {
+        if (j.ctl.stonewall || j.ctl.new_group) && prev_group_jobs > 0 {
+            prev_group_jobs = 0;
+            groupid += 1;
+        }
+        j.groupid = groupid;
+        prev_group_jobs += 1;
+    }
 }
 
 fn no_jobs(file: &str) -> ParseError {
@@ -184,6 +227,17 @@ fn no_jobs(file: &str) -> ParseError {
 /// take a value. Errors use file "<command line>" and line = the 1-based
 /// argument position.
 pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
+    parse_cmdline_with(args, &Keywords::default())
+}
+
+/// [`parse_cmdline`] with the machine's keyword values for the job files.
+///
+/// Precedence is fio 3.33's (checked against /usr/bin/fio): job options
+/// given before or after a job file without a `--name` are global defaults;
+/// a job file's `[global]` and job sections override them. The second and
+/// later job files start with a stonewall (fio's parse_jobs_ini with
+/// stonewall_flag).
+pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>, ParseError> {
     const CMDLINE: &str = "<command line>";
     let mut global = Section {
         name: "global".into(),
@@ -251,17 +305,20 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
     let mut base = Builder::default();
     base.apply_section(&global, CMDLINE)?;
     let mut out = build_jobs(&base, jobs, CMDLINE)?;
-    for f in files {
+    for (fileno, f) in files.into_iter().enumerate() {
         let text = std::fs::read_to_string(&f).map_err(|e| ParseError {
             file: f.clone(),
             line: 0,
             option: "job file".into(),
             msg: format!("cannot read: {e}"),
         })?;
-        let sections = split_ini(&text, &f)?;
-        let jobs = build_jobs(&base, sections, &f)?;
+        let sections = split_ini(&text, &f, kw)?;
+        let mut jobs = build_jobs(&base, sections, &f)?;
         if jobs.is_empty() {
             return Err(no_jobs(&f));
+        }
+        if fileno > 0 {
+            jobs[0].ctl.stonewall = true;
         }
         out.extend(jobs);
     }
@@ -273,6 +330,7 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
             "no jobs given (--name=... or a job file)",
         ));
     }
+    assign_groups(&mut out);
     Ok(out)
 }
 
@@ -304,7 +362,7 @@ fn perr(file: &str, line: usize, option: &str, msg: impl Into<String>) -> ParseE
 
 /// Split ini text into sections. Like fio, everything from a ';' or '#' to
 /// the end of the line is a comment.
-fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
+fn split_ini(text: &str, file: &str, kw: &Keywords) -> Result<Vec<Section>, ParseError> {
     let mut out: Vec<Section> = Vec::new();
     for (idx, raw) in text.lines().enumerate() {
         let line_no = idx + 1;
@@ -357,7 +415,11 @@ fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
             ));
         }
         let val = match val {
-            Some(v) => Some(expand_env(&v).map_err(|m| perr(file, line_no, &key, m))?),
+            Some(v) => Some(
+                expand_env(&v)
+                    .and_then(|v| jobctl::keyword_replace(&v, kw))
+                    .map_err(|m| perr(file, line_no, &key, m))?,
+            ),
             None => None,
         };
         match out.last_mut() {
@@ -379,7 +441,8 @@ fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
     Ok(out)
 }
 
-/// fio's `${VAR}` expansion in job files.
+/// fio's `${VAR}` expansion in job files (fio_option_dup_subs): an unset
+/// variable expands to nothing, as in fio.
 fn expand_env(v: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = v;
@@ -390,9 +453,8 @@ fn expand_env(v: &str) -> Result<String, String> {
             return Err(format!("unterminated ${{ in '{v}'"));
         };
         let var = &after[..end];
-        match std::env::var(var) {
-            Ok(val) => out.push_str(&val),
-            Err(_) => return Err(format!("environment variable '{var}' is not set")),
+        if let Ok(val) = std::env::var(var) {
+            out.push_str(&val);
         }
         rest = &after[end + 1..];
     }
@@ -428,9 +490,7 @@ fn build_jobs(
 /// CPU placement, and queue depth (all modelled engines are synchronous, so
 /// fio runs them at depth 1 whatever iodepth says).
 const IGNORED: &[&str] = &[
-    "group_reporting",
     "description",
-    "new_group",
     "per_job_logs",
     "write_bw_log",
     "write_lat_log",
@@ -463,15 +523,12 @@ const IGNORED: &[&str] = &[
     "bwavgtime",
     "iopsavgtime",
     "clocksource",
-    "thread",
     "cpus_allowed",
     "cpus_allowed_policy",
     "cpumask",
     "numa_cpu_nodes",
     "unit_base",
     "unique_filename",
-    "allow_file_create",
-    "create_serialize",
     "iodepth",
     "iodepth_batch",
     "iodepth_batch_submit",
@@ -531,7 +588,7 @@ const FLAGS: &[&str] = &[
 ];
 
 fn takes_value(key: &str) -> bool {
-    !FLAGS.contains(&key)
+    !FLAGS.contains(&key) && !jobctl::FLAGS.contains(&key)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -576,6 +633,7 @@ struct Builder {
     end_fsync: bool,
     numjobs: u32,
     kb_base: u64,
+    ctl: jobctl::CtlBuilder,
 }
 
 impl Default for Builder {
@@ -613,6 +671,7 @@ impl Default for Builder {
             end_fsync: false,
             numjobs: 1,
             kb_base: 1024,
+            ctl: jobctl::CtlBuilder::default(),
         }
     }
 }
@@ -647,10 +706,8 @@ impl Builder {
             "name" => self.name = Some(need()?.to_string()),
             "filename" => {
                 let v = need()?;
-                if v.contains(':') {
-                    return Err(err(format!(
-                        "'{v}': several files per job (':') are not supported"
-                    )));
+                if split_filenames(v).is_empty() {
+                    return Err(err(format!("'{v}': no file name")));
                 }
                 self.filename = Some(v.to_string());
             }
@@ -680,14 +737,21 @@ impl Builder {
             }
             "filesize" => {
                 let v = need()?;
-                if v.contains([':', '-']) {
-                    return Err(err(format!("'{v}': filesize ranges are not supported")));
+                // fio: "low-high" (or "low:high") draws each file's size.
+                let (lo, hi) = match v.split_once([':', '-']) {
+                    Some((a, b)) => (size(a)?, size(b)?),
+                    None => {
+                        let n = size(v)?;
+                        (n, n)
+                    }
+                };
+                if lo == 0 || hi < lo {
+                    return Err(err(format!(
+                        "'{v}': filesize must be > 0 (a range low-high with low <= high)"
+                    )));
                 }
-                let n = size(v)?;
-                if n == 0 {
-                    return Err(err("filesize must be > 0".into()));
-                }
-                self.filesize = Some(n);
+                self.filesize = Some(lo);
+                self.ctl.filesize_range = (lo, hi);
             }
             "offset" | "fileoffset" => self.offset = size(need()?)?,
             "rw" | "readwrite" => {
@@ -782,11 +846,6 @@ impl Builder {
             "invalidate" => self.invalidate = parse_bool(val).map_err(err)?,
             "thinktime" => self.thinktime_us = parse_time_us(need()?, false).map_err(err)?,
             "numjobs" => self.numjobs = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
-            "nrfiles" | "nr_files" | "openfiles" => {
-                if parse_int(need()?, 1, u32::MAX as u64).map_err(err)? != 1 {
-                    return Err(err("only one file per job is supported".into()));
-                }
-            }
             "kb_base" => {
                 self.kb_base = match need()? {
                     "1024" => 1024,
@@ -795,7 +854,10 @@ impl Builder {
                 }
             }
             k if IGNORED.contains(&k) => {}
-            _ => return Err(err("unknown or unsupported fio option".into())),
+            k => match jobctl::apply(&mut self.ctl, k, val, kb) {
+                Some(r) => r.map_err(err)?,
+                None => return Err(err("unknown or unsupported fio option".into())),
+            },
         }
         Ok(())
     }
@@ -806,6 +868,8 @@ impl Builder {
         let size = match (self.size, self.filesize) {
             (Some(s), _) => s,
             (None, Some(fs)) => {
+                // fio: without size=, the job does every file's region.
+                let nr = self.nr_files() as u64;
                 if fs <= self.offset {
                     return Err(herr(
                         "filesize",
@@ -815,7 +879,7 @@ impl Builder {
                         ),
                     ));
                 }
-                fs - self.offset
+                (fs - self.offset).saturating_mul(nr)
             }
             (None, None) => {
                 return Err(herr(
@@ -868,18 +932,23 @@ impl Builder {
                 ),
             ));
         }
+        let ctl = self.resolve_ctl(&name, size).map_err(|(o, m)| herr(o, m))?;
         let mut out = Vec::with_capacity(self.numjobs as usize);
         for jobnum in 0..self.numjobs {
-            let fname = match &self.filename {
-                Some(f) => f.clone(),
-                None => make_filename(self.filename_format.as_deref(), &name, jobnum, 0),
+            let files = self.job_files(&name, jobnum, size);
+            let filename = files[0].name.clone();
+            // Without size=, a filesize range gives the clone its own total.
+            let size = match self.size {
+                Some(s) => s,
+                None => files.iter().map(|f| f.size).sum(),
             };
-            let filename = match &self.directory {
-                Some(d) if !fname.starts_with('/') => {
-                    format!("{}/{}", d.trim_end_matches('/'), fname)
-                }
-                _ => fname,
-            };
+            let mut ctl = ctl.clone();
+            ctl.startdelay_us = self.startdelay(&name, jobnum);
+            if jobnum > 0 {
+                // fio clears these for the clones of a job (add_job).
+                ctl.stonewall = false;
+                ctl.new_group = false;
+            }
             out.push(FioJob {
                 name: name.clone(),
                 filename,
@@ -911,6 +980,10 @@ impl Builder {
                 numjobs: 1,
                 jobnum,
                 source: format!("{file}:{line}"),
+                groupid: 0,
+                group_reporting: self.ctl.group_reporting,
+                files,
+                ctl,
             });
         }
         Ok(out)
