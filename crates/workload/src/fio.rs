@@ -973,7 +973,8 @@ impl Builder {
                 randseed: self.randseed,
                 random_distribution: self.random_distribution,
                 fadvise_hint: self.fadvise_hint,
-                invalidate: self.invalidate,
+                // fio's fixup_options: pre_read turns invalidate off.
+                invalidate: self.invalidate && !self.ctl.ctl.pre_read,
                 thinktime_us: self.thinktime_us,
                 rw_seq_add: self.rw_seq_add,
                 end_fsync: self.end_fsync,
@@ -1369,7 +1370,8 @@ mod tests {
         assert_eq!(j.size, 2 << 20);
         assert_eq!(
             err("[a]\nsize=${FOLIOSIM_TEST_UNSET_VAR}\n"),
-            "t.fio:2: size: environment variable 'FOLIOSIM_TEST_UNSET_VAR' is not set"
+            // fio substitutes an unset variable with nothing.
+            "t.fio:2: size: needs a value"
         );
     }
 
@@ -1381,8 +1383,8 @@ mod tests {
             "t.fio:3: foo: unknown or unsupported fio option"
         );
         assert_eq!(
-            err("[a]\nsize=1m\nstonewall\n"),
-            "t.fio:3: stonewall: unknown or unsupported fio option"
+            err("[a]\nsize=1m\nlockmem=1m\n"),
+            "t.fio:3: lockmem: unknown or unsupported fio option"
         );
     }
 
@@ -1459,11 +1461,14 @@ mod tests {
     fn error_other_refusals() {
         assert!(err("[a]\nsize=1m\nioengine=libaio\n")
             .starts_with("t.fio:3: ioengine: unsupported ioengine 'libaio'"));
-        assert!(err("[a]\nsize=1m\nfilename=a:b\n").contains("several files"));
+        assert!(err("[a]\nsize=1m\nfilename=::\n").contains("no file name"));
         assert!(err("[a]\nsize=1m\nbs=4k,8k\n").contains("per-direction"));
         assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
         assert!(err("[a]\nsize=1m\nrandrepeat=0\n").contains("deterministic"));
-        assert!(err("[a]\nsize=1m\nnrfiles=2\n").contains("one file"));
+        assert_eq!(
+            err("[a]\nsize=1m\nnrfiles=0\n"),
+            "t.fio:3: nrfiles: nrfiles must be > 0"
+        );
         assert!(err("[a]\nsize=1m\nfadvise_hint=noreuse\n").contains("unsupported fadvise_hint"));
         assert_eq!(
             err("[a]\nsize=1m\nrwmixread=101\n"),

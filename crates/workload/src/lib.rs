@@ -3,6 +3,7 @@
 
 pub mod fio;
 pub mod iogen;
+pub mod jobio;
 pub mod mmap_probe;
 pub mod trace;
 pub mod units;
