@@ -206,6 +206,12 @@ impl JobIo {
         }
     }
 
+    /// Puts an operation back to be returned next (the runner held it
+    /// back: rate, flow).
+    pub fn unget(&mut self, op: Op) {
+        self.pending.push_front(Step::Op(op));
+    }
+
     pub fn nr_files(&self) -> usize {
         self.gens.len()
     }

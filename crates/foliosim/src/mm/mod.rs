@@ -9,6 +9,7 @@ pub mod memory;
 pub mod page_writeback;
 pub mod readahead;
 pub mod swap;
+pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::folio::{pg, FolioId};
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::{Kernel, PAGE_SIZE};
+use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
 /// Pages the flusher writes per pass (MAX_WRITEBACK_PAGES).
 const MAX_WRITEBACK_PAGES: usize = 1024;
@@ -65,6 +65,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             };
             ids.push(id);
         }
+        self.submit_writeback(&ids);
+    }
+
+    /// Starts writeback of dirty folios already taken off the dirty list,
+    /// as one batch to the device.
+    fn submit_writeback(&mut self, ids: &[FolioId]) {
         if ids.is_empty() {
             return;
         }
@@ -72,7 +78,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             .core
             .dev
             .submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
-        for id in ids {
+        for &id in ids {
             let f = self.core.folios.get_mut(id);
             f.clear(pg::DIRTY);
             f.set(pg::WRITEBACK);
@@ -179,5 +185,92 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.wait_until(done);
         }
         self.wb_complete();
+    }
+
+    /// __filemap_fdatawrite_range(): start writeback of the mapping's dirty
+    /// folios with index in `[start, end]` (write_cache_pages over the
+    /// dirty-tagged range, in index order). WB_SYNC_ALL (`sync_all`) first
+    /// waits for a folio of the range still under writeback; WB_SYNC_NONE
+    /// leaves such folios alone, which the dirty list does by itself.
+    pub fn filemap_fdatawrite_range(&mut self, mapping: u32, start: u64, end: u64, sync_all: bool) {
+        let folios = &self.core.folios;
+        let in_range = |id: FolioId| {
+            let f = folios.get(id);
+            f.mapping == mapping && (start..=end).contains(&(f.index as u64))
+        };
+        if !self.core.wb.dirty.iter().any(|&(id, _)| in_range(id)) {
+            return;
+        }
+        let mut ids = Vec::new();
+        self.core.wb.dirty.retain(|&(id, _)| {
+            let hit = in_range(id);
+            if hit {
+                ids.push(id);
+            }
+            !hit
+        });
+        ids.sort_by_key(|&id| self.core.folios.get(id).index);
+        if sync_all && ids.iter().any(|&id| self.core.folios.get(id).test(pg::WRITEBACK)) {
+            self.filemap_fdatawait_range(mapping, start, end);
+        }
+        self.submit_writeback(&ids);
+    }
+
+    /// __filemap_fdatawait_range(): wait for the writeback of the mapping's
+    /// folios with index in `[start, end]`.
+    pub fn filemap_fdatawait_range(&mut self, mapping: u32, start: u64, end: u64) {
+        let folios = &self.core.folios;
+        let last = self
+            .core
+            .wb
+            .inflight
+            .iter()
+            .filter(|&&(id, _)| {
+                let f = folios.get(id);
+                f.mapping == mapping && (start..=end).contains(&(f.index as u64))
+            })
+            .map(|&(_, done)| done)
+            .max();
+        if let Some(done) = last {
+            self.core.wait_until(done);
+        }
+        self.wb_complete();
+    }
+
+    /// file_write_and_wait_range() (fsync and fdatasync of the file's data,
+    /// e.g. ext4_sync_file; the journal commit is not modelled): write the
+    /// dirty folios of the byte range with WB_SYNC_ALL and wait for them.
+    pub fn file_write_and_wait_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
+        if lend < lstart {
+            return;
+        }
+        let (start, end) = (lstart >> PAGE_SHIFT, lend >> PAGE_SHIFT);
+        self.filemap_fdatawrite_range(mapping, start, end, true);
+        self.filemap_fdatawait_range(mapping, start, end);
+    }
+
+    /// sync_file_range(2) (fs/sync.c) over bytes `[offset, endbyte]`:
+    /// WAIT_BEFORE waits for writeback already started, WRITE starts it
+    /// (WB_SYNC_ALL when WAIT_BEFORE and WAIT_AFTER are given too),
+    /// WAIT_AFTER waits for it.
+    pub fn sync_file_range(
+        &mut self,
+        mapping: u32,
+        offset: u64,
+        endbyte: u64,
+        wait_before: bool,
+        write: bool,
+        wait_after: bool,
+    ) {
+        let (start, end) = (offset >> PAGE_SHIFT, endbyte >> PAGE_SHIFT);
+        if wait_before {
+            self.filemap_fdatawait_range(mapping, start, end);
+        }
+        if write {
+            self.filemap_fdatawrite_range(mapping, start, end, wait_before && wait_after);
+        }
+        if wait_after {
+            self.filemap_fdatawait_range(mapping, start, end);
+        }
     }
 }
