@@ -67,12 +67,18 @@ struct Piece {
 }
 
 pub struct JobIo {
-    gens: Vec<IoGen>,
-    /// Per-file job copies, to restart a file under non-uniform service.
-    file_jobs: Vec<FioJob>,
+    /// Each file's generator, made when the file is first used and
+    /// dropped once it is done (a job may have many thousands of files).
+    gens: Vec<Option<IoGen>>,
+    /// The job without its file list, and the files: a file's generator
+    /// runs a copy of `tmpl` narrowed to the file.
+    tmpl: FioJob,
+    files: Vec<crate::fio::JobFile>,
     seed: u64,
     done: Vec<bool>,
     open: Vec<bool>,
+    /// The open files (at most `openfiles`).
+    open_list: Vec<usize>,
     nr_open: u32,
     nr_done: usize,
     openfiles: u32,
@@ -116,13 +122,15 @@ pub struct JobIo {
     finished: bool,
 }
 
-fn file_job(job: &FioJob, i: usize) -> FioJob {
-    let f = &job.files[i];
-    let mut j = job.clone();
+/// The job narrowed to file `f` of `nr` (`tmpl` has no file list: a copy
+/// per file must not copy every other file's entry).
+fn file_job(tmpl: &FioJob, f: &crate::fio::JobFile, nr: usize) -> FioJob {
+    let job = tmpl;
+    let mut j = tmpl.clone();
     j.filename = f.name.clone();
     j.offset = f.offset;
     j.size = f.size;
-    if job.files.len() == 1 {
+    if nr == 1 {
         // One file: its generator keeps the job's byte budget (fio's
         // size= below filesize= ends the job early).
         if f.size != job.size && job.io_size.is_none() {
@@ -139,12 +147,20 @@ fn file_job(job: &FioJob, i: usize) -> FioJob {
 impl JobIo {
     pub fn new(job: &FioJob, seed: u64) -> JobIo {
         let nr = job.files.len().max(1);
-        let file_jobs: Vec<FioJob> = if job.files.is_empty() {
-            vec![job.clone()]
+        let files = if job.files.is_empty() {
+            vec![crate::fio::JobFile {
+                name: job.filename.clone(),
+                offset: job.offset,
+                size: job.size,
+            }]
         } else {
-            (0..nr).map(|i| file_job(job, i)).collect()
+            job.files.clone()
         };
-        let gens = file_jobs.iter().map(|j| IoGen::new(j, seed)).collect();
+        let tmpl = FioJob {
+            files: Vec::new(),
+            ..job.clone()
+        };
+        let gens = (0..nr).map(|_| None).collect();
         let c = &job.ctl;
         let multi = nr > 1;
         let loops = job.loops.max(1);
@@ -155,10 +171,12 @@ impl JobIo {
             !(job.rw.is_random() && !job.norandommap && job.random_distribution == crate::fio::RandomDist::Random);
         JobIo {
             gens,
-            file_jobs,
+            tmpl,
+            files,
             seed,
             done: vec![false; nr],
             open: vec![false; nr],
+            open_list: Vec::with_capacity(c.openfiles.clamp(1, nr as u32) as usize),
             nr_open: 0,
             nr_done: 0,
             openfiles: c.openfiles.clamp(1, nr as u32),
@@ -272,7 +290,7 @@ impl JobIo {
     /// fio's pre_read_file(): each file's region read in bs chunks.
     fn pre_read_op(&mut self) -> Option<Op> {
         let (f, pos) = self.pre_read?;
-        let j = &self.file_jobs[f];
+        let j = &self.files[f];
         if pos < j.size {
             let len = self.bs.min(j.size - pos);
             self.pre_read = Some((f, pos + len));
@@ -335,13 +353,15 @@ impl JobIo {
             self.finished = true;
             return None;
         };
-        let before = self.gens[f].passes();
-        let Some(io) = self.gens[f].next_io() else {
+        let nr = self.gens.len();
+        let g = self.gen(f);
+        let before = g.passes();
+        let Some(io) = g.next_io() else {
             self.close_file(f);
             return None;
         };
-        let inval = self.gens[f].take_invalidate();
-        let new_loop = self.gens.len() == 1 && self.gens[f].passes() > before;
+        let inval = g.take_invalidate();
+        let new_loop = nr == 1 && g.passes() > before;
         self.bytes += io.len;
         self.ios += 1;
         if new_loop {
@@ -363,7 +383,7 @@ impl JobIo {
             );
             if self.verify {
                 if self.pieces.capacity() == 0 {
-                    let per = self.file_jobs[f].size / self.bs;
+                    let per = self.files[f].size / self.bs;
                     self.pieces.reserve(per.min(1 << 20) as usize);
                 }
                 self.pieces.push_back(Piece {
@@ -445,20 +465,24 @@ impl JobIo {
     /// A file's region is done: fio closes it (fsync_on_close) and, under
     /// non-uniform service, starts it over instead.
     fn close_file(&mut self, f: usize) {
+        let nr_files = self.gens.len();
         let nonuniform = matches!(
             self.service,
             FileService::Zipf(_) | FileService::Pareto(_) | FileService::Normal(_)
         );
         if nonuniform && self.nr_files() > 1 {
-            let mut g = IoGen::new(&self.file_jobs[f], self.seed);
+            let mut g = IoGen::new(&file_job(&self.tmpl, &self.files[f], nr_files), self.seed);
             // fio_file_reset(): no reopen, so no invalidation.
             g.take_invalidate();
-            self.gens[f] = g;
+            self.gens[f] = Some(g);
             return;
         }
+        // Done for good: its generator goes.
+        self.gens[f] = None;
         if self.open[f] {
             self.open[f] = false;
             self.nr_open -= 1;
+            self.open_list.retain(|&o| o != f);
         }
         if !self.done[f] {
             self.done[f] = true;
@@ -476,6 +500,13 @@ impl JobIo {
         }
     }
 
+    /// File `f`'s generator, made on first use (fio opens the file then).
+    fn gen(&mut self, f: usize) -> &mut IoGen {
+        let nr = self.gens.len();
+        let (tmpl, files, seed) = (&self.tmpl, &self.files, self.seed);
+        self.gens[f].get_or_insert_with(|| IoGen::new(&file_job(tmpl, &files[f], nr), seed))
+    }
+
     fn open_file(&mut self, f: usize) -> bool {
         if self.open[f] {
             return true;
@@ -485,6 +516,7 @@ impl JobIo {
         }
         self.open[f] = true;
         self.nr_open += 1;
+        self.open_list.push(f);
         true
     }
 
@@ -516,6 +548,18 @@ impl JobIo {
     /// be opened within `openfiles`).
     fn next_file_rr(&mut self) -> Option<usize> {
         let nr = self.gens.len();
+        if self.nr_open >= self.openfiles {
+            // A closed file would be refused (fio's -EBUSY, after which it
+            // tries the file after it): the first open file from here on.
+            let from = self.next_rr;
+            let f = self
+                .open_list
+                .iter()
+                .copied()
+                .min_by_key(|&f| (f + nr - from) % nr)?;
+            self.next_rr = (f + 1) % nr;
+            return Some(f);
+        }
         for _ in 0..nr {
             let f = self.next_rr;
             self.next_rr = (self.next_rr + 1) % nr;
@@ -528,9 +572,15 @@ impl JobIo {
 
     fn next_file_rand(&mut self) -> Option<usize> {
         let nr = self.gens.len();
+        if self.nr_open >= self.openfiles && self.service == FileService::Random {
+            // fio draws again after each refused (closed) file: uniform
+            // over the open ones.
+            let k = self.rng.gen_range(0..self.open_list.len().max(1));
+            return self.open_list.get(k).copied();
+        }
         // Bounded retries, then the first usable file (fio loops until one
         // is found; the bound only guards against a degenerate draw).
-        for _ in 0..64 * nr {
+        for _ in 0..(64 * nr).min(4096) {
             let f = self.draw_file(nr);
             if !self.done[f] && self.open_file(f) {
                 return Some(f);
