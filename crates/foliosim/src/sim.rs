@@ -741,7 +741,7 @@ impl Sim {
                         }
                     }
                 }
-                if s.start_stats.is_none() && k.core.now >= s.ramp_end && kind == IoKind::Job {
+                if s.start_stats.is_none() && k.core.now >= s.ramp_end && kind != IoKind::PreRead {
                     s.start_stats = Some(k.core.now);
                 }
                 let t0 = k.core.now;
@@ -783,14 +783,16 @@ impl Sim {
                 }
                 let lat = k.core.now - t0;
                 s.t = k.core.now;
-                if kind != IoKind::Job {
-                    sample_policy(k, memcg, on, &mut samples, &mut next);
-                    continue;
-                }
-                if s.start_stats.is_some() {
+                // fio counts verify reads in the job's read statistics; the
+                // pre-read comes before the job's clock starts.
+                if s.start_stats.is_some() && kind != IoKind::PreRead {
                     s.h[d].add(lat);
                     s.bytes[d] += io.len;
                     s.ios[d] += 1;
+                }
+                if kind != IoKind::Job {
+                    sample_policy(k, memcg, on, &mut samples, &mut next);
+                    continue;
                 }
                 s.all_bytes[d] += io.len;
                 s.done_ios += 1;
