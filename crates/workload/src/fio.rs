@@ -193,7 +193,31 @@ pub fn parse_job_str_with(
         return Err(no_jobs(file_label));
     }
     assign_groups(&mut jobs);
+    check_waitees(&jobs)?;
     Ok(jobs)
+}
+
+/// fio's wait_for_ok(): the waitee is one job defined before this one.
+fn check_waitees(jobs: &[FioJob]) -> Result<(), ParseError> {
+    for (i, j) in jobs.iter().enumerate() {
+        let Some(w) = j.ctl.wait_for.as_deref().filter(|_| j.jobnum == 0) else {
+            continue;
+        };
+        let n = jobs[..i]
+            .iter()
+            .filter(|o| o.jobnum == 0 && o.name == w)
+            .count();
+        if n != 1 {
+            let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
+            let msg = if n == 0 {
+                format!("job '{}': waitee job '{w}' unknown (it must come before)", j.name)
+            } else {
+                format!("job '{}': several jobs named '{w}' to wait for", j.name)
+            };
+            return Err(perr(file, line.parse().unwrap_or(0), "wait_for", msg));
+        }
+    }
+    Ok(())
 }
 
 /// fio's groupid (init.c add_job): a job with `stonewall` or `new_group`
@@ -331,6 +355,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
         ));
     }
     assign_groups(&mut out);
+    check_waitees(&out)?;
     Ok(out)
 }
 

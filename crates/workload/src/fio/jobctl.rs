@@ -821,7 +821,174 @@ fn eval_arith(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{parse_cmdline, parse_job_str, parse_job_str_with, FioJob};
     use super::*;
+
+    fn one(text: &str) -> FioJob {
+        let mut v = parse_job_str(text, "t.fio").unwrap();
+        assert_eq!(v.len(), 1);
+        v.remove(0)
+    }
+
+    fn err(text: &str) -> String {
+        parse_job_str(text, "t.fio").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn options_parse_to_their_values() {
+        let j = one(
+            "[a]\nsize=1m\nrate=1m,2m\nrate_min=100k\nrate_process=poisson\nrate_cycle=500\n\
+             thinktime=1ms\nthinktime_spin=200\nthinktime_blocks=8\nthinktime_blocks_type=issue\n\
+             thinktime_iotime=2\nexitall\nexit_what=stonewall\nexitall_on_error=1\nstartdelay=2s\n\
+             threads=1\nnrfiles=2\nopenfiles=1\nfile_service_type=random:4\nfsync=8\n\
+             sync_file_range=wait_before,write:16\nverify=crc32c\nverify_backlog=32\n\
+             flow=3\nflow_id=7\nflow_sleep=50\nunlink\npre_read=1\nfallocate=none\n\
+             buffer_pattern=0xdeadbeef\nrefill_buffers\ndedupe_percentage=30\ngroup_reporting\n",
+        );
+        let c = &j.ctl;
+        assert_eq!(c.rate_bps, [1 << 20, 2 << 20]);
+        assert_eq!(c.rate_min_bps, [100 << 10, 100 << 10]);
+        assert_eq!((c.rate_process, c.rate_cycle_ms), (RateProcess::Poisson, 500));
+        assert_eq!(j.thinktime_us, 1000);
+        assert_eq!((c.thinktime_spin_us, c.thinktime_blocks), (200, 8));
+        assert_eq!(c.thinktime_blocks_type, ThinktimeBlocksType::Issue);
+        assert_eq!(c.thinktime_iotime_us, 2_000_000, "seconds by default");
+        assert!(c.exitall && c.exitall_on_error && c.thread && c.unlink && c.pre_read);
+        assert_eq!(c.exit_what, ExitWhat::Stonewall);
+        assert_eq!(c.startdelay_us, 2_000_000);
+        assert_eq!(j.files.len(), 2);
+        assert_eq!((c.openfiles, c.file_service, c.file_service_nr), (1, FileService::Random, 4));
+        assert_eq!(c.fsync_blocks, 8);
+        assert_eq!(
+            (c.sync_file_range, c.sync_file_range_nr),
+            (SyncFileRange { wait_before: true, write: true, wait_after: false }, 16)
+        );
+        assert!(c.verify && c.do_verify);
+        assert_eq!((c.verify_backlog, c.verify_backlog_batch), (32, 32));
+        assert_eq!((c.flow, c.flow_id, c.flow_sleep_us), (3, 7, 50));
+        assert!(j.group_reporting);
+        assert!(!j.invalidate, "pre_read clears invalidate");
+        // rate_iops is iops times bs.
+        let j = one("[a]\nsize=1m\nbs=8k\nrate_iops=,10\n");
+        assert_eq!(j.ctl.rate_bps, [0, 80 << 10]);
+    }
+
+    #[test]
+    fn groupid_follows_stonewall_and_new_group() {
+        let v = parse_job_str(
+            "[global]\nsize=1m\n[a]\nstonewall\n[b]\n[c]\nnew_group\nnumjobs=2\n[d]\nstonewall\n[e]\nwait_for_previous\n",
+            "t.fio",
+        )
+        .unwrap();
+        let g: Vec<(&str, u32, bool)> =
+            v.iter().map(|j| (j.name.as_str(), j.groupid, j.ctl.stonewall)).collect();
+        assert_eq!(
+            g,
+            vec![
+                ("a", 0, true),
+                ("b", 0, false),
+                ("c", 1, false),
+                ("c", 1, false),
+                ("d", 2, true),
+                ("e", 3, true)
+            ]
+        );
+        assert!(v[2].ctl.new_group && !v[3].ctl.new_group, "clones lose new_group");
+    }
+
+    #[test]
+    fn command_line_options_are_defaults_under_the_job_file() {
+        // fio 3.33 (checked with /usr/bin/fio --ioengine=null): "--bs=8k"
+        // with a job file is a global default; the file's [global] and
+        // sections override it. A second job file starts with a stonewall.
+        let dir = std::env::temp_dir().join(format!("foliosim-fio-opts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("p.fio");
+        let q = dir.join("q.fio");
+        std::fs::write(&p, "[global]\nbs=4k\nsize=1m\n[a]\n[b]\nbs=16k\n").unwrap();
+        std::fs::write(&q, "[global]\nsize=1m\n[c]\n[d]\n").unwrap();
+        let (ps, qs) = (p.display().to_string(), q.display().to_string());
+        for args in [vec![ps.clone(), "--bs=8k".into(), qs.clone()], vec!["--bs=8k".into(), ps.clone(), qs.clone()]] {
+            let v = parse_cmdline(&args).unwrap();
+            let got: Vec<(&str, u64, bool, u32)> = v
+                .iter()
+                .map(|j| (j.name.as_str(), j.bs, j.ctl.stonewall, j.groupid))
+                .collect();
+            assert_eq!(
+                got,
+                vec![("a", 4096, false, 0), ("b", 16384, false, 0), ("c", 8192, true, 1), ("d", 8192, false, 1)]
+            );
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn keywords_come_from_the_machine() {
+        let kw = Keywords { pagesize: 4096, mb_memory: 2048, ncpus: 3 };
+        let v = parse_job_str_with(
+            "[a]\nsize=5*1024*1024*$mb_memory/8 # 5/8 of memory\nbs=$pagesize\nnumjobs=$ncpus\n",
+            "t.fio",
+            &kw,
+        )
+        .unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!((v[0].size, v[0].bs), (5 << 30 >> 3 << 1, 4096));
+    }
+
+    #[test]
+    fn files_names_sizes_and_clones() {
+        let j = one("[a]\nfilename=/dev/bsg/0\\:0\nsize=1m\n");
+        assert_eq!(j.files.len(), 1);
+        assert_eq!(j.filename, "/dev/bsg/0:0");
+        let j = one("[a]\nfilename=x:y:/abs/z\ndirectory=/mnt\nsize=96k\n");
+        let names: Vec<_> = j.files.iter().map(|f| (f.name.as_str(), f.size)).collect();
+        assert_eq!(names, vec![("/mnt/x", 32768), ("/mnt/y", 32768), ("/abs/z", 32768)]);
+        // size / nrfiles; fio adds whole blocks of the remainder to the
+        // first files, and a remainder below nrfiles bytes is no block.
+        let j = one("[a]\nsize=40k\nnrfiles=3\n");
+        let sizes: Vec<u64> = j.files.iter().map(|f| f.size).collect();
+        assert_eq!(sizes, vec![13653, 13653, 13653]);
+        let v = parse_job_str("[a]\nsize=8k\nnrfiles=2\nnumjobs=2\n", "t.fio").unwrap();
+        let names: Vec<&str> = v.iter().flat_map(|j| j.files.iter().map(|f| f.name.as_str())).collect();
+        assert_eq!(names, vec!["a.0.0", "a.0.1", "a.1.0", "a.1.1"]);
+        // filesize ranges: whole blocks inside the range, the same each parse.
+        let a = one("[a]\nnrfiles=8\nfilesize=16k-64k\n");
+        let b = one("[a]\nnrfiles=8\nfilesize=16k-64k\n");
+        assert_eq!(a.files, b.files);
+        assert!(a.files.iter().all(|f| (16384..=65536).contains(&f.size) && f.size % 4096 == 0));
+        assert!(a.files.iter().any(|f| f.size != a.files[0].size));
+        assert_eq!(a.size, a.files.iter().map(|f| f.size).sum::<u64>());
+        // startdelay ranges differ between clones, inside the range.
+        let v = parse_job_str("[a]\nsize=8k\nnumjobs=4\nstartdelay=1-9\n", "t.fio").unwrap();
+        assert!(v.iter().all(|j| (1_000_000..=9_000_000).contains(&j.ctl.startdelay_us)));
+        assert!(v.iter().any(|j| j.ctl.startdelay_us != v[0].ctl.startdelay_us));
+    }
+
+    #[test]
+    fn bad_values_name_file_line_and_option() {
+        for (text, want) in [
+            ("[a]\nsize=1m\nrate_process=burst\n", "t.fio:3: rate_process: bad rate_process 'burst' (linear, poisson)"),
+            ("[a]\nsize=1m\nexit_what=some\n", "t.fio:3: exit_what: bad exit_what 'some' (group, stonewall, all)"),
+            ("[a]\nsize=1m\nfile_service_type=zipf:1\n", "t.fio:3: file_service_type: 'zipf:1': zipf theta must be > 0 and != 1"),
+            ("[a]\nsize=1m\nfile_service_type=lru\n", "t.fio:3: file_service_type: bad file_service_type 'lru' (random, roundrobin, sequential, zipf, pareto, normal, gauss)"),
+            ("[a]\nsize=1m\nsync_file_range=flush:4\n", "t.fio:3: sync_file_range: bad sync_file_range flag 'flush' (wait_before, write, wait_after)"),
+            ("[a]\nsize=1m\nstartdelay=5-2\n", "t.fio:3: startdelay: '5-2': range end below its start"),
+            ("[a]\nsize=1m\nflow=2000\n", "t.fio:3: flow: 2000 out of range [0, 1000]"),
+            ("[a]\nsize=1m\nthinktime_blocks_type=done\n", "t.fio:3: thinktime_blocks_type: bad thinktime_blocks_type 'done' (complete, issue)"),
+            ("[a]\nsize=1m\nrate=1m\nrate_iops=10\n", "t.fio:1: rate: job 'a': rate and rate_iops are mutually exclusive"),
+            ("[a]\nsize=1m\nrate_process=poisson\n", "t.fio:1: rate_process: job 'a': rate_process=poisson needs rate or rate_iops"),
+            ("[a]\nfilesize=8k-4k\n", "t.fio:2: filesize: '8k-4k': filesize must be > 0 (a range low-high with low <= high)"),
+            ("[a]\nsize=1m\nfsync=x\n", "t.fio:3: fsync: bad number 'x'"),
+            ("[a]\nsize=1m\nrate=fast\n", "t.fio:3: rate: bad size 'fast'"),
+            ("[a]\nsize=1m\nwait_for\n", "t.fio:3: wait_for: needs a value"),
+            ("[a]\nsize=1m\n[b]\nsize=1m\nwait_for=c\n", "t.fio:3: wait_for: job 'b': waitee job 'c' unknown (it must come before)"),
+            ("[a]\nsize=1m\nwait_for=a\n", "t.fio:1: wait_for: job 'a': a job cannot wait for itself"),
+            ("[a]\nsize=1m\nverify=crc99\n", "t.fio:3: verify: bad verify 'crc99' (md5, crc32c, crc64, sha256, xxhash, meta, pattern, null, ...)"),
+            ("[a]\nsize=8*$pagesize/0\n", "t.fio:2: size: '8*$pagesize/0': division by zero"),
+        ] {
+            assert_eq!(err(text), want, "{text}");
+        }
+    }
 
     #[test]
     fn filenames_split_on_unescaped_colons() {
