@@ -321,12 +321,19 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, bool, String), String> {
             if fio_args.is_empty() {
                 return Err("fio: no job file and no --name given".into());
             }
-            let jobs =
-                foliosim_workload::fio::parse_cmdline(&fio_args).map_err(|e| e.to_string())?;
+            let cfg = m.config()?;
+            // fio's $mb_memory is the machine's memory: the modelled one.
+            // The model gives each job its own CPU; $ncpus is 1.
+            let kw = foliosim_workload::fio::Keywords {
+                pagesize: foliosim::mm::PAGE_SIZE,
+                mb_memory: cfg.mm.ram_bytes >> 20,
+                ncpus: 1,
+            };
+            let jobs = foliosim_workload::fio::parse_cmdline_with(&fio_args, &kw)
+                .map_err(|e| e.to_string())?;
             if jobs.is_empty() {
                 return Err("fio: no jobs defined".into());
             }
-            let cfg = m.config()?;
             Ok((sim::run_fio(cfg, &jobs), m.json, "fio".into()))
         }
         Cmd::MmapProbe {

@@ -534,16 +534,21 @@ impl Sim {
                     FadviseHint::Sequential => Some(false),
                     FadviseHint::Random => Some(true),
                 };
+                // fio 3.33's td_io_open_file() fadvises the file for every
+                // engine, mmap too; the mmap engine then madvises its
+                // mapping by the job's pattern (fio_madvise_file(): by
+                // td_random(), whatever the hint's value).
                 if let Some(r) = random {
-                    if j.ioengine == IoEngine::Mmap {
-                        // posix_madvise(MADV_RANDOM / MADV_SEQUENTIAL)
-                        file.vm_rand_read = r;
-                        file.vm_seq_read = !r;
-                    } else if r {
+                    if r {
                         file.fmode_random = true;
                     } else {
                         // POSIX_FADV_SEQUENTIAL doubles the window.
                         file.ra.ra_pages *= 2;
+                    }
+                    if j.ioengine == IoEngine::Mmap {
+                        // posix_madvise(MADV_RANDOM / MADV_SEQUENTIAL)
+                        file.vm_rand_read = j.rw.is_random();
+                        file.vm_seq_read = !j.rw.is_random();
                     }
                 }
                 files.push(file);
@@ -593,10 +598,11 @@ impl Sim {
         let mut next = self.next_sample;
         with_kernel!(&mut self.k, k => {
             let mut now = 0u64;
+            let mut waiting = st.len();
             loop {
                 // fio's run_threads(): start what may start now, in order.
                 let mut next_delay: Option<u64> = None;
-                for i in 0..st.len() {
+                for i in 0..if waiting > 0 { st.len() } else { 0 } {
                     if st[i].run != Run::Waiting {
                         continue;
                     }
@@ -618,6 +624,7 @@ impl Sim {
                         continue;
                     }
                     let s = &mut st[i];
+                    waiting -= 1;
                     s.run = Run::Running;
                     s.t = now;
                     s.epoch = now;
@@ -664,6 +671,7 @@ impl Sim {
                             if hit && os.run != Run::Done {
                                 if os.run == Run::Waiting {
                                     os.t = now;
+                                    waiting -= 1;
                                 }
                                 os.run = Run::Done;
                             }
