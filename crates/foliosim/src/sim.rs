@@ -719,7 +719,7 @@ impl Sim {
                 if kind == IoKind::Job {
                     // flow_threshold_exceeded(): hold back while this job is
                     // ahead of its share of the flow's I/Os.
-                    if let Some(fl) = flows.get_mut(&j.ctl.flow_id).filter(|_| j.ctl.flow > 0) {
+                    if let Some(fl) = (j.ctl.flow > 0).then(|| flows.get_mut(&j.ctl.flow_id)).flatten() {
                         let total = fl.1 as f64;
                         if (s.flow_counter as f64) / (fl.0 as f64) > j.ctl.flow as f64 / total {
                             if j.ctl.flow_sleep_us > 0 {
