@@ -397,8 +397,16 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             if fio_args.is_empty() {
                 return Err("fio: no job file and no --name given".into());
             }
-            let mut jobs =
-                foliosim_workload::fio::parse_cmdline(&fio_args).map_err(|e| e.to_string())?;
+            let cfg = m.config()?;
+            // fio's $mb_memory is the machine's memory: the modelled one.
+            // The model gives each job its own CPU; $ncpus is 1.
+            let kw = foliosim_workload::fio::Keywords {
+                pagesize: foliosim::mm::PAGE_SIZE,
+                mb_memory: cfg.mm.ram_bytes >> 20,
+                ncpus: 1,
+            };
+            let mut jobs = foliosim_workload::fio::parse_cmdline_with(&fio_args, &kw)
+                .map_err(|e| e.to_string())?;
             let disk = match &m.disk_size {
                 Some(d) => Some(parse_size(d).map_err(|e| format!("--disk-size: {e}"))?),
                 None => None,
@@ -420,7 +428,6 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                     },
                     None => Output::Foliosim { json: m.json },
                 };
-            let cfg = m.config()?;
             let sizes: Vec<u64> = jobs.iter().map(|j| j.file_size()).collect();
             check_footprint(&cfg, &sizes)?;
             Ok((sim::run_fio(cfg, &jobs), out, "fio".into()))

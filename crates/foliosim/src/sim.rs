@@ -5,8 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use foliosim_workload::fio::{FadviseHint, FioJob, IoEngine};
-use foliosim_workload::iogen::{Dir, Io, IoGen};
+use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProcess};
+use foliosim_workload::iogen::{Dir, Io};
+use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use foliosim_workload::mmap_probe::ProbeSpec;
 use foliosim_workload::trace::TraceReq;
 use serde::Serialize;
@@ -16,7 +19,7 @@ use crate::mm::memcontrol::MemcgId;
 use crate::mm::readahead::FileRaState;
 use crate::mm::vmscan::classic::ClassicLru;
 use crate::mm::vmscan::ReclaimPolicy;
-use crate::mm::vmstat::{Counters, NAMES, NR_ITEMS};
+use crate::mm::vmstat::{Counters, Item, NAMES, NR_ITEMS};
 use crate::mm::{Kernel, MmConfig, PAGE_SHIFT, PAGE_SIZE};
 
 /// Which reclaim policy runs.
@@ -162,6 +165,8 @@ pub struct JobReport {
     pub read: DirStats,
     pub write: DirStats,
     pub oom_killed: bool,
+    /// fio's per-job error (errno; 5 = EIO when rate_min was not met).
+    pub error: i32,
     /// fio's raw statistics (for `fio_output`; not in the `--json` object).
     #[serde(skip)]
     pub fio: FioJobStats,
@@ -263,7 +268,6 @@ impl Sim {
             let mut memcg = counters_map(if self.memcg == 0 { &core.vm } else { &m.stat });
             if self.memcg == 0 {
                 // The root's memcg-only events (v1 charge counts).
-                use crate::mm::vmstat::Item;
                 for it in [Item::MEMCG_PGPGIN, Item::MEMCG_PGPGOUT] {
                     memcg.insert(NAMES[it as usize], m.stat.get(it));
                 }
@@ -355,6 +359,7 @@ impl Sim {
             read: DirStats::default(),
             write: DirStats::default(),
             oom_killed: oom,
+            error: 0,
             fio: FioJobStats::default(),
         }];
         self.report(jobs)
@@ -395,6 +400,7 @@ impl Sim {
             read: DirStats::from(&h, bytes, ios, elapsed),
             write: DirStats::default(),
             oom_killed: oom,
+            error: 0,
             fio: FioJobStats {
                 clat: [h, LatHist::default()],
                 lat_dist: dist,
@@ -407,13 +413,28 @@ impl Sim {
 
     /// Runs fio jobs concurrently: each job has its own clock (one CPU per
     /// job); the job furthest behind in time runs next, so the device and
-    /// memory are shared as they would be.
+    /// memory are shared as they would be. Jobs start as fio's run_threads()
+    /// starts them (startdelay from the run's start, stonewall, wait_for)
+    /// and exitall ends others as fio_terminate_threads() does; a job that
+    /// sleeps (rate, thinktime, flow) only moves its own clock on. `thread`
+    /// changes nothing here: the model has one address space either way.
     pub fn run_fio(mut self, jobs: &[FioJob]) -> RunReport {
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        enum Run {
+            Waiting,
+            Running,
+            Done,
+        }
         struct JobState {
-            gen: IoGen,
+            io: JobIo,
+            /// The file the job is on; `files[cur]` is its parked slot.
             file: OpenFile,
+            files: Vec<OpenFile>,
+            mappings: Vec<u32>,
+            cur: usize,
+            run: Run,
             t: u64,
-            done: bool,
+            epoch: u64,
             stop_at: Option<u64>,
             ramp_end: u64,
             stats: FioJobStats,
@@ -421,60 +442,108 @@ impl Sim {
             ios: [u64; 2],
             start_stats: Option<u64>,
             oom: bool,
+            error: i32,
             /// Queued engines (libaio, io_uring, posixaio, null at depth > 1).
             q: Option<AsyncQueue>,
             /// File-metadata engines: operations left (one per file).
             fileops_left: u32,
+            /// fio's rate state: bytes issued, next issue time (ns after
+            /// the epoch) and the poisson clock, per direction.
+            rate_bytes: [u64; 2],
+            rate_next: [u64; 2],
+            poisson_ns: [u64; 2],
+            poisson: Pcg64Mcg,
+            /// I/Os done (both directions), thinktime's block counter.
+            done_ios: u64,
+            last_tt_blocks: u64,
+            last_thinktime: u64,
+            /// check_min_rate(): when and at how many bytes it last looked.
+            rate_check_t: [u64; 2],
+            rate_check_bytes: [u64; 2],
+            all_bytes: [u64; 2],
+            flow_counter: u64,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
         let mut st: Vec<JobState> = Vec::new();
         for j in jobs {
-            let size = j.file_size();
-            let mapping = match by_name.get(&j.filename) {
-                // null, cpuio and the metadata engines read no file data.
-                _ if j.ioengine.is_diskless() => NO_MAPPING,
-                Some(&m) => m,
-                None => {
-                    let f = self.open(size);
-                    by_name.insert(j.filename.clone(), f.mapping);
-                    f.mapping
+            let mut files = Vec::new();
+            let mut mappings = Vec::new();
+            let specs = if j.files.is_empty() {
+                vec![foliosim_workload::fio::JobFile {
+                    name: j.filename.clone(),
+                    offset: j.offset,
+                    size: j.size,
+                }]
+            } else {
+                j.files.clone()
+            };
+            for spec in &specs {
+                let size = spec.offset + spec.size;
+                let mapping = match by_name.get(&spec.name) {
+                    // null, cpuio and the metadata engines read no file data.
+                    _ if j.ioengine.is_diskless() => NO_MAPPING,
+                    Some(&m) => m,
+                    None => {
+                        let f = self.open(size);
+                        by_name.insert(spec.name.clone(), f.mapping);
+                        f.mapping
+                    }
+                };
+                let mut file = OpenFile {
+                    mapping,
+                    ra: FileRaState::new(self.cfg.mm.read_ahead_kb),
+                    fmode_random: false,
+                    vm_rand_read: false,
+                    vm_seq_read: false,
+                    memcg: self.memcg,
+                };
+                let random = match j.fadvise_hint {
+                    FadviseHint::Off => None,
+                    FadviseHint::On => Some(j.rw.is_random()),
+                    FadviseHint::Sequential => Some(false),
+                    FadviseHint::Random => Some(true),
+                };
+                // fio 3.33's td_io_open_file() fadvises the file for every
+                // engine, mmap too; the mmap engine then madvises its
+                // mapping by the job's pattern (fio_madvise_file(): by
+                // td_random(), whatever the hint's value).
+                if let Some(r) = random {
+                    if r {
+                        file.fmode_random = true;
+                    } else {
+                        // POSIX_FADV_SEQUENTIAL doubles the window.
+                        file.ra.ra_pages *= 2;
+                    }
+                    if j.ioengine == IoEngine::Mmap {
+                        // posix_madvise(MADV_RANDOM / MADV_SEQUENTIAL)
+                        file.vm_rand_read = j.rw.is_random();
+                        file.vm_seq_read = !j.rw.is_random();
+                    }
                 }
-            };
-            let mut file = OpenFile {
-                mapping,
-                ra: FileRaState::new(self.cfg.mm.read_ahead_kb),
-                fmode_random: false,
-                vm_rand_read: false,
-                vm_seq_read: false,
-                memcg: self.memcg,
-            };
-            let random = match j.fadvise_hint {
-                FadviseHint::Off => None,
-                FadviseHint::On => Some(j.rw.is_random()),
-                FadviseHint::Sequential => Some(false),
-                FadviseHint::Random => Some(true),
-            };
-            if let Some(r) = random {
-                if j.ioengine == IoEngine::Mmap {
-                    // posix_madvise(MADV_RANDOM / MADV_SEQUENTIAL)
-                    file.vm_rand_read = r;
-                    file.vm_seq_read = !r;
-                } else if r {
-                    file.fmode_random = true;
-                } else {
-                    // POSIX_FADV_SEQUENTIAL doubles the window.
-                    file.ra.ra_pages *= 2;
-                }
+                files.push(file);
+                mappings.push(mapping);
             }
-            let stop_at = j.runtime_ns.map(|r| j.ramp_time_ns + r);
+            // fio's poisson rate clock (FIO_RAND_POISSON_OFF, index 15 of
+            // td->rand_seeds); the draws themselves are not fio's.
+            let poisson_seed = foliosim_workload::fio_rand::rand_seeds(
+                j.randseed,
+                j.thread_number,
+                j.allrandrepeat,
+                j.randrepeat,
+                j.rw.is_random(),
+            )[15];
             st.push(JobState {
-                gen: IoGen::new(j, self.cfg.seed),
-                file,
+                io: JobIo::new(j, self.cfg.seed),
+                file: files[0].clone(),
+                files,
+                mappings,
+                cur: 0,
+                run: Run::Waiting,
                 t: 0,
-                done: false,
-                stop_at,
-                ramp_end: j.ramp_time_ns,
+                epoch: 0,
+                stop_at: None,
+                ramp_end: 0,
                 stats: FioJobStats {
                     groupid: j.groupid,
                     group_reporting: j.group_reporting,
@@ -484,53 +553,109 @@ impl Sim {
                 ios: [0; 2],
                 start_stats: None,
                 oom: false,
+                error: 0,
                 q: (!j.ioengine.is_sync() && j.ioengine != IoEngine::CpuIo)
                     .then(|| AsyncQueue::new(j)),
                 fileops_left: j.nrfiles,
+                rate_bytes: [0; 2],
+                rate_next: [0; 2],
+                poisson_ns: [0; 2],
+                poisson: Pcg64Mcg::seed_from_u64(poisson_seed),
+                done_ios: 0,
+                last_tt_blocks: 0,
+                last_thinktime: 0,
+                rate_check_t: [0; 2],
+                rate_check_bytes: [0; 2],
+                all_bytes: [0; 2],
+                flow_counter: 0,
             });
         }
         // unlink(2) of a file another job uses: the inode and its cache live
         // until the last job using it is done (iput_final).
         let mut unlinked: Vec<u32> = Vec::new();
+        // fio's exitall is global: any job asking for it makes every job's
+        // exit terminate others (exitall_on_terminate).
+        let exitall = jobs.iter().any(|j| j.ctl.exitall);
+        // fio's flows: per flow_id, the shared counter and total weight.
+        let mut flows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for j in jobs.iter().filter(|j| j.ctl.flow > 0) {
+            flows.entry(j.ctl.flow_id).or_insert((0, 0)).1 += j.ctl.flow as u64;
+        }
         let on = self.cfg.timeline && self.cfg.lru == LruKind::Mglru;
         let memcg = self.memcg;
         let mut samples = std::mem::take(&mut self.lru_gen_samples);
         let mut next = self.next_sample;
         with_kernel!(&mut self.k, k => {
+            let mut now = 0u64;
+            let mut waiting = st.len();
             loop {
-                // The job furthest behind runs next (ties: lowest index).
-                let Some(i) = (0..st.len()).filter(|&i| !st[i].done).min_by_key(|&i| st[i].t) else { break };
-                let s = &mut st[i];
-                let j = &jobs[i];
-                if let Some(stop) = s.stop_at {
-                    if s.t >= stop {
-                        if let Some(q) = s.q.as_mut() {
-                            k.core.now = s.t;
-                            let stats = s.start_stats.is_some();
-                            s.oom |= !q.drain(k, j, &mut s.file, &mut s.stats, &mut s.bytes, &mut s.ios, stats);
-                            s.t = k.core.now;
-                        }
-                        s.done = true;
-                        if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
-                            unlinked.push(s.file.mapping);
-                        }
-                        release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
+                // fio's run_threads(): start what may start now, in order.
+                let mut next_delay: Option<u64> = None;
+                for i in 0..if waiting > 0 { st.len() } else { 0 } {
+                    if st[i].run != Run::Waiting {
                         continue;
                     }
+                    let j = &jobs[i];
+                    if j.ctl.startdelay_us * 1000 > now {
+                        let d = j.ctl.startdelay_us * 1000;
+                        next_delay = Some(next_delay.map_or(d, |x: u64| x.min(d)));
+                        continue;
+                    }
+                    if j.ctl.stonewall && st.iter().any(|s| s.run == Run::Running) {
+                        break;
+                    }
+                    let waits = j.ctl.wait_for.as_deref().is_some_and(|w| {
+                        jobs.iter()
+                            .zip(&st)
+                            .any(|(o, s)| o.name == w && o.name != j.name && s.run != Run::Done)
+                    });
+                    if waits {
+                        continue;
+                    }
+                    let s = &mut st[i];
+                    waiting -= 1;
+                    s.run = Run::Running;
+                    s.t = now;
+                    s.epoch = now;
+                    s.last_thinktime = now;
+                    s.rate_check_t = [now; 2];
+                    s.ramp_end = now + j.ramp_time_ns;
+                    s.stop_at = j.runtime_ns.map(|r| now + j.ramp_time_ns + r);
+                    if j.ctl.create_only {
+                        // Only the setup phase (file layout, not modelled).
+                        s.run = Run::Done;
+                    }
                 }
-                if j.ioengine == IoEngine::CpuIo {
+                // The job furthest behind runs next (ties: lowest index).
+                let pick = (0..st.len()).filter(|&i| st[i].run == Run::Running).min_by_key(|&i| st[i].t);
+                match (pick, next_delay) {
+                    (None, Some(d)) => {
+                        now = now.max(d);
+                        continue;
+                    }
+                    (Some(i), Some(d)) if d < st[i].t => {
+                        now = now.max(d);
+                        continue;
+                    }
+                    (None, None) => break,
+                    _ => {}
+                }
+                let i = pick.expect("a running job");
+                now = now.max(st[i].t);
+                let s = &mut st[i];
+                let j = &jobs[i];
+                let stopped = s.stop_at.is_some_and(|stop| s.t >= stop);
+                if !stopped && j.ioengine == IoEngine::CpuIo {
                     // cpuio burns cpuchunks of CPU then sleeps to keep
                     // cpuload percent; it touches no memory the model
                     // tracks, so its job just lasts its runtime.
                     s.start_stats.get_or_insert(s.ramp_end);
                     s.t = s.stop_at.unwrap_or(s.t);
-                    continue;
-                }
-                if j.ioengine.is_file_op() {
-                    if s.fileops_left == 0 {
-                        s.done = true;
+                    if s.stop_at.is_some() {
                         continue;
                     }
+                }
+                if !stopped && j.ioengine.is_file_op() && s.fileops_left > 0 {
                     s.fileops_left -= 1;
                     k.core.now = s.t;
                     s.start_stats.get_or_insert(k.core.now);
@@ -557,54 +682,135 @@ impl Sim {
                     s.stats.io_complete(d as usize, k.core.now - t0, k.core.now, 0);
                     s.ios[d as usize] += 1;
                     s.t = k.core.now;
-                    release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
+                    release_unlinked(k, st.iter().flat_map(|s| s.mappings.iter().map(move |&m| (s.run == Run::Done, m))), &mut unlinked);
                     continue;
                 }
-                let Some(io) = s.gen.next_io() else {
+                let diskless_done = j.ioengine == IoEngine::CpuIo || j.ioengine.is_file_op();
+                let op = if stopped || diskless_done { None } else { s.io.next_op() };
+                let Some(op) = op else {
                     if let Some(q) = s.q.as_mut() {
+                        // cleanup_pending_aio(): what is queued completes.
                         k.core.now = s.t;
                         let stats = s.start_stats.is_some();
                         s.oom |= !q.drain(k, j, &mut s.file, &mut s.stats, &mut s.bytes, &mut s.ios, stats);
                         s.t = k.core.now;
                     }
-                    if j.end_fsync {
-                        k.core.now = s.t;
-                        k.sync_all();
-                        s.t = k.core.now;
+                    s.run = Run::Done;
+                    release_unlinked(k, st.iter().flat_map(|s| s.mappings.iter().map(move |&m| (s.run == Run::Done, m))), &mut unlinked);
+                    let s = &st[i];
+                    let (gid, what) = (j.groupid, j.ctl.exit_what);
+                    if exitall || (j.ctl.exitall_on_error && s.error != 0) {
+                        // fio_terminate_threads()
+                        for (o, os) in jobs.iter().zip(st.iter_mut()) {
+                            let hit = match what {
+                                ExitWhat::Group => o.groupid == gid,
+                                ExitWhat::Stonewall => os.run == Run::Running,
+                                ExitWhat::All => true,
+                            };
+                            if hit && os.run != Run::Done {
+                                if os.run == Run::Waiting {
+                                    os.t = now;
+                                    waiting -= 1;
+                                }
+                                os.run = Run::Done;
+                            }
+                        }
                     }
-                    s.done = true;
-                    if j.unlink && s.file.mapping != NO_MAPPING && !unlinked.contains(&s.file.mapping) {
-                        unlinked.push(s.file.mapping);
-                    }
-                    release_unlinked(k, st.iter().map(|s| (s.done, s.file.mapping)), &mut unlinked);
                     continue;
                 };
                 k.core.now = s.t;
-                if s.gen.take_invalidate() && !j.direct && s.file.mapping != NO_MAPPING {
-                    k.invalidate_mapping_pages(s.file.mapping);
+                let (f, io, kind) = match op {
+                    JobOp::Invalidate(f) => {
+                        if !j.direct && s.mappings[f] != NO_MAPPING {
+                            k.invalidate_mapping_pages(s.mappings[f]);
+                        }
+                        continue;
+                    }
+                    JobOp::Sync { file, kind, range } => {
+                        k.core.cpu(k.core.cost.syscall);
+                        let m = s.mappings[file];
+                        let end = range.1.saturating_sub(1);
+                        if m != NO_MAPPING {
+                            match kind {
+                                SyncKind::Fsync | SyncKind::Fdatasync => {
+                                    k.file_write_and_wait_range(m, range.0, end)
+                                }
+                                SyncKind::SyncFileRange(r) => {
+                                    k.sync_file_range(m, range.0, end, r.wait_before, r.write, r.wait_after)
+                                }
+                            }
+                        }
+                        s.t = k.core.now;
+                        continue;
+                    }
+                    JobOp::Unlink(f) => {
+                        k.core.cpu(k.core.cost.syscall);
+                        let m = s.mappings[f];
+                        if m != NO_MAPPING && !unlinked.contains(&m) {
+                            unlinked.push(m);
+                        }
+                        s.t = k.core.now;
+                        // fio closed the file first; other jobs may hold it.
+                        release_unlinked(k, st.iter().enumerate().flat_map(|(x, s)| s.mappings.iter().map(move |&m| (x == i || s.run == Run::Done, m))), &mut unlinked);
+                        continue;
+                    }
+                    JobOp::Io { file, io, kind } => (file, io, kind),
+                };
+                if f != s.cur {
+                    std::mem::swap(&mut s.file, &mut s.files[s.cur]);
+                    std::mem::swap(&mut s.file, &mut s.files[f]);
+                    s.cur = f;
                 }
-                if s.start_stats.is_none() && k.core.now >= s.ramp_end {
+                let d = (io.dir == Dir::Write) as usize;
+                if kind == IoKind::Job {
+                    // flow_threshold_exceeded(): hold back while this job is
+                    // ahead of its share of the flow's I/Os.
+                    if let Some(fl) = (j.ctl.flow > 0).then(|| flows.get_mut(&j.ctl.flow_id)).flatten() {
+                        let total = fl.1 as f64;
+                        if (s.flow_counter as f64) / (fl.0 as f64) > j.ctl.flow as f64 / total {
+                            if j.ctl.flow_sleep_us > 0 {
+                                s.t += j.ctl.flow_sleep_us * 1000;
+                            } else {
+                                // fio spins back to the top of its loop.
+                                k.core.cpu(k.core.cost.fio_io);
+                                s.t = k.core.now;
+                            }
+                            s.io.unget(op);
+                            continue;
+                        }
+                        fl.0 += 1;
+                        s.flow_counter += 1;
+                    }
+                    // rate_ddir(): sleep until this direction may issue.
+                    if j.ctl.rate_bps[d] > 0 {
+                        let at = s.epoch + s.rate_next[d];
+                        if at > s.t {
+                            if s.stop_at.is_some_and(|stop| at > stop) {
+                                s.t = s.stop_at.unwrap_or(at);
+                                s.io.unget(op);
+                                continue;
+                            }
+                            s.t = at;
+                            k.core.now = s.t;
+                        }
+                    }
+                }
+                if s.start_stats.is_none() && k.core.now >= s.ramp_end && kind != IoKind::PreRead {
                     s.start_stats = Some(k.core.now);
                     s.stats.rates.start(k.core.now);
                 }
                 let t0 = k.core.now;
-                use crate::mm::vmstat::Item;
                 let faults0 = (k.core.vm.get(Item::PGFAULT), k.core.vm.get(Item::PGMAJFAULT));
                 k.core.cpu(k.core.cost.fio_io);
                 let write = matches!(io.dir, Dir::Write);
-                if let Some(q) = s.q.as_mut() {
-                    let stats = s.start_stats.is_some();
-                    let ok = q.queue(k, j, &mut s.file, io, t0, &mut s.stats, &mut s.bytes, &mut s.ios, stats);
-                    if !ok || k.core.memcgs[s.file.memcg as usize].oom_killed {
-                        s.oom = true;
-                        s.done = true;
-                    }
-                    k.core.cpu(j.thinktime_us * 1000);
-                    s.t = k.core.now;
-                    sample_policy(k, memcg, on, &mut samples, &mut next);
-                    continue;
-                }
-                let ok = if j.ioengine == IoEngine::Null {
+                // fio counts verify reads in the job's read statistics; the
+                // pre-read comes before the job's clock starts.
+                let record = s.start_stats.is_some() && kind != IoKind::PreRead;
+                let queued = s.q.is_some();
+                let ok = if let Some(q) = s.q.as_mut() {
+                    // The queue records each I/O's statistics as it completes.
+                    q.queue(k, j, &mut s.file, io, t0, &mut s.stats, &mut s.bytes, &mut s.ios, record)
+                } else if j.ioengine == IoEngine::Null {
                     true
                 } else if j.ioengine == IoEngine::Falloc {
                     // fio's falloc engine: reads allocate with KEEP_SIZE,
@@ -646,37 +852,111 @@ impl Sim {
                         k.balance_dirty_pages();
                     }
                     ok
-                } else if write {
-                    k.filemap_write(&mut s.file, io.offset, io.len).is_some()
                 } else {
-                    k.filemap_read(&mut s.file, io.offset, io.len).is_some()
+                    buffered_rw(k, &mut s.file, io.offset, io.len, write)
                 };
                 if !ok || k.core.memcgs[s.file.memcg as usize].oom_killed {
                     s.oom = true;
-                    s.done = true;
+                    s.run = Run::Done;
                     s.t = k.core.now;
                     continue;
                 }
                 let lat = k.core.now - t0;
-                if s.start_stats.is_some() {
-                    let d = write as usize;
-                    s.stats.clat[d].add(lat);
-                    s.stats.lat_dist.mark(lat);
-                    s.stats.rates.io_done(k.core.now, d, io.len);
+                s.t = k.core.now;
+                if record && !queued {
+                    s.stats.io_complete(d, lat, k.core.now, io.len);
                     let majf = k.core.vm.get(Item::PGMAJFAULT) - faults0.1;
                     s.stats.majf += majf;
                     s.stats.minf += k.core.vm.get(Item::PGFAULT) - faults0.0 - majf;
                     s.bytes[d] += io.len;
                     s.ios[d] += 1;
                 }
-                k.core.cpu(j.thinktime_us * 1000);
-                s.t = k.core.now;
+                if kind != IoKind::Job {
+                    sample_policy(k, memcg, on, &mut samples, &mut next);
+                    continue;
+                }
+                s.all_bytes[d] += io.len;
+                s.done_ios += 1;
+                // usec_for_io(): when the next I/O of this direction is due.
+                let bps = j.ctl.rate_bps[d];
+                if bps > 0 {
+                    s.rate_bytes[d] += io.len;
+                    s.rate_next[d] = match j.ctl.rate_process {
+                        RateProcess::Linear => {
+                            (s.rate_bytes[d] as u128 * 1_000_000_000 / bps as u128) as u64
+                        }
+                        RateProcess::Poisson => {
+                            let iops = (bps / j.bs.max(1)).max(1);
+                            let u: f64 = s.poisson.gen::<f64>();
+                            let gap = (1_000_000_000 / iops) as f64 * -(1.0 - u).ln();
+                            s.poisson_ns[d] += gap as u64;
+                            s.poisson_ns[d]
+                        }
+                    };
+                }
+                // handle_thinktime()
+                let think_ns = j.thinktime_us * 1000;
+                if think_ns > 0 {
+                    let c = &j.ctl;
+                    let mut stall = false;
+                    let mut skip = false;
+                    if c.thinktime_iotime_us > 0 {
+                        if s.t - s.last_thinktime >= (c.thinktime_iotime_us + j.thinktime_us) * 1000 {
+                            stall = true;
+                        } else if !c.thinktime_blocks_set {
+                            skip = true;
+                        }
+                    }
+                    // Issued and completed counts are taken as the same
+                    // (exact for the synchronous engines).
+                    let b = s.done_ios;
+                    if !skip && b >= s.last_tt_blocks + c.thinktime_blocks {
+                        stall = true;
+                    }
+                    if stall && !skip {
+                        let spin = (c.thinktime_spin_us * 1000).min(think_ns);
+                        k.core.cpu(spin);
+                        s.t = k.core.now + (think_ns - spin);
+                        if bps > 0 && c.rate_ignore_thinktime {
+                            // The bytes the rate would have allowed while
+                            // asleep, less a block so the next I/O goes now.
+                            let total_us = think_ns / 1000;
+                            let missed = bps * total_us / 1_000_000;
+                            let usperop = j.bs * 1_000_000 / bps;
+                            let over = if usperop <= total_us { j.bs } else { 0 };
+                            s.rate_bytes[d] = (s.rate_bytes[d] + missed).saturating_sub(over);
+                            s.poisson_ns[d] += think_ns;
+                        }
+                        s.last_tt_blocks = b;
+                        if c.thinktime_iotime_us > 0 {
+                            s.last_thinktime = s.t;
+                        }
+                    }
+                }
+                // check_min_rate(), once per rate_cycle after the ramp.
+                if s.start_stats.is_some() && j.ctl.rate_min_bps[d] > 0 {
+                    let cycle = j.ctl.rate_cycle_ms * 1_000_000;
+                    let spent = s.t - s.rate_check_t[d];
+                    if s.t - s.epoch >= cycle && spent >= cycle {
+                        let done = s.all_bytes[d] - s.rate_check_bytes[d];
+                        let rate = done as u128 * 1_000_000_000 / spent as u128;
+                        if rate < j.ctl.rate_min_bps[d] as u128 {
+                            // td_verror(td, EIO, "check_min_rate")
+                            s.error = 5;
+                            s.stop_at = Some(s.t);
+                        }
+                        s.rate_check_t[d] = s.t;
+                        s.rate_check_bytes[d] = s.all_bytes[d];
+                    }
+                }
                 sample_policy(k, memcg, on, &mut samples, &mut next);
             }
             // fio exits: mmap'ed files are unmapped, page tables freed.
             for (s, j) in st.iter().zip(jobs) {
                 if j.ioengine == IoEngine::Mmap {
-                    k.exit_mmap(s.file.mapping);
+                    for &m in s.mappings.iter().filter(|&&m| m != NO_MAPPING) {
+                        k.exit_mmap(m);
+                    }
                 }
             }
             // Every job has closed its files: unlinked inodes are evicted.
@@ -695,13 +975,14 @@ impl Sim {
             .map(|(s, j)| {
                 let runtime = s.t.saturating_sub(s.start_stats.unwrap_or(s.t));
                 let mut stats = s.stats;
-                stats.total_run_time_ms = s.t / 1_000_000;
+                stats.total_run_time_ms = s.t.saturating_sub(s.epoch) / 1_000_000;
                 JobReport {
                     jobname: j.name.clone(),
                     jobnum: j.jobnum,
                     read: DirStats::from(&stats.clat[0], s.bytes[0], s.ios[0], runtime),
                     write: DirStats::from(&stats.clat[1], s.bytes[1], s.ios[1], runtime),
                     oom_killed: s.oom,
+                    error: s.error,
                     fio: stats,
                 }
             })

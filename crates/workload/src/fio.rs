@@ -17,6 +17,12 @@ use serde::Serialize;
 use std::fmt;
 use std::path::Path;
 
+mod jobctl;
+pub use jobctl::{
+    split_filenames, ExitWhat, FileService, JobControl, JobFile, Keywords, RateProcess,
+    SyncFileRange, ThinktimeBlocksType,
+};
+
 /// A job file / command-line error: one line, "{file}:{line}: {option}: {msg}".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
@@ -192,7 +198,7 @@ pub struct FioJob {
     pub iodepth_batch_complete_max: u32,
     pub iodepth_low: u32,
     pub engine_opts: EngineOpts,
-    /// nrfiles: more than 1 only for the file-metadata engines.
+    /// fio's nr_files (the names in `filename`, else `nrfiles`).
     pub nrfiles: u32,
     /// unlink: delete the job's file when the job is done (its cache goes
     /// with the last user).
@@ -234,6 +240,10 @@ pub struct FioJob {
     pub groupid: u32,
     /// group_reporting: the jobs of this group are reported as one.
     pub group_reporting: bool,
+    /// The job's files (fio's td->files): `filename` is the first one's name.
+    pub files: Vec<JobFile>,
+    /// Job-control, file, sync, verify, rate and flow options.
+    pub ctl: JobControl,
 }
 
 impl FioJob {
@@ -246,6 +256,11 @@ impl FioJob {
 
 /// Parse a fio job file.
 pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
+    parse_job_file_with(path, &Keywords::default())
+}
+
+/// Parse a fio job file; `$pagesize`, `$mb_memory` and `$ncpus` are `kw`'s.
+pub fn parse_job_file_with(path: &Path, kw: &Keywords) -> Result<Vec<FioJob>, ParseError> {
     let label = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ParseError {
         file: label.clone(),
@@ -253,22 +268,28 @@ pub fn parse_job_file(path: &Path) -> Result<Vec<FioJob>, ParseError> {
         option: "job file".into(),
         msg: format!("cannot read: {e}"),
     })?;
-    parse_job_str(&text, &label)
+    parse_job_str_with(&text, &label, kw)
 }
 
 /// Parse the text of a fio job file; `file_label` names it in errors.
 pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseError> {
-    let sections = split_ini(text, file_label)?;
-    let mut jobs = build_jobs(
-        &Builder::default(),
-        sections,
-        file_label,
-        &mut Groups::default(),
-    )?;
+    parse_job_str_with(text, file_label, &Keywords::default())
+}
+
+/// [`parse_job_str`] with the machine's keyword values.
+pub fn parse_job_str_with(
+    text: &str,
+    file_label: &str,
+    kw: &Keywords,
+) -> Result<Vec<FioJob>, ParseError> {
+    let sections = split_ini(text, file_label, kw)?;
+    let mut jobs = build_jobs(&Builder::default(), sections, file_label)?;
     if jobs.is_empty() {
         return Err(no_jobs(file_label));
     }
     number_threads(&mut jobs);
+    assign_groups(&mut jobs);
+    check_waitees(&jobs)?;
     Ok(jobs)
 }
 
@@ -277,6 +298,44 @@ pub fn parse_job_str(text: &str, file_label: &str) -> Result<Vec<FioJob>, ParseE
 fn number_threads(jobs: &mut [FioJob]) {
     for (i, j) in jobs.iter_mut().enumerate() {
         j.thread_number = i as u32 + 1;
+    }
+}
+
+/// fio's wait_for_ok(): the waitee is one job defined before this one.
+fn check_waitees(jobs: &[FioJob]) -> Result<(), ParseError> {
+    for (i, j) in jobs.iter().enumerate() {
+        let Some(w) = j.ctl.wait_for.as_deref().filter(|_| j.jobnum == 0) else {
+            continue;
+        };
+        let n = jobs[..i]
+            .iter()
+            .filter(|o| o.jobnum == 0 && o.name == w)
+            .count();
+        if n != 1 {
+            let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
+            let msg = if n == 0 {
+                format!("job '{}': waitee job '{w}' unknown (it must come before)", j.name)
+            } else {
+                format!("job '{}': several jobs named '{w}' to wait for", j.name)
+            };
+            return Err(perr(file, line.parse().unwrap_or(0), "wait_for", msg));
+        }
+    }
+    Ok(())
+}
+
+/// fio's groupid (init.c add_job): a job with `stonewall` or `new_group`
+/// starts a new group unless the current one has no job yet.
+fn assign_groups(jobs: &mut [FioJob]) {
+    let mut groupid = 0;
+    let mut prev_group_jobs = 0;
+    for j in jobs {
+        if (j.ctl.stonewall || j.ctl.new_group) && prev_group_jobs > 0 {
+            prev_group_jobs = 0;
+            groupid += 1;
+        }
+        j.groupid = groupid;
+        prev_group_jobs += 1;
     }
 }
 
@@ -296,6 +355,17 @@ fn no_jobs(file: &str) -> ParseError {
 /// take a value. Errors use file "<command line>" and line = the 1-based
 /// argument position.
 pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
+    parse_cmdline_with(args, &Keywords::default())
+}
+
+/// [`parse_cmdline`] with the machine's keyword values for the job files.
+///
+/// Precedence is fio 3.33's (checked against /usr/bin/fio): job options
+/// given before or after a job file without a `--name` are global defaults;
+/// a job file's `[global]` and job sections override them. The second and
+/// later job files start with a stonewall (fio's parse_jobs_ini with
+/// stonewall_flag).
+pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>, ParseError> {
     const CMDLINE: &str = "<command line>";
     let mut global = Section {
         name: "global".into(),
@@ -362,20 +432,21 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
     }
     let mut base = Builder::default();
     base.apply_section(&global, CMDLINE)?;
-    // fio counts groups across the command line and every job file.
-    let mut groups = Groups::default();
-    let mut out = build_jobs(&base, jobs, CMDLINE, &mut groups)?;
-    for f in files {
+    let mut out = build_jobs(&base, jobs, CMDLINE)?;
+    for (fileno, f) in files.into_iter().enumerate() {
         let text = std::fs::read_to_string(&f).map_err(|e| ParseError {
             file: f.clone(),
             line: 0,
             option: "job file".into(),
             msg: format!("cannot read: {e}"),
         })?;
-        let sections = split_ini(&text, &f)?;
-        let jobs = build_jobs(&base, sections, &f, &mut groups)?;
+        let sections = split_ini(&text, &f, kw)?;
+        let mut jobs = build_jobs(&base, sections, &f)?;
         if jobs.is_empty() {
             return Err(no_jobs(&f));
+        }
+        if fileno > 0 {
+            jobs[0].ctl.stonewall = true;
         }
         out.extend(jobs);
     }
@@ -388,6 +459,8 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
         ));
     }
     number_threads(&mut out);
+    assign_groups(&mut out);
+    check_waitees(&out)?;
     Ok(out)
 }
 
@@ -419,7 +492,7 @@ fn perr(file: &str, line: usize, option: &str, msg: impl Into<String>) -> ParseE
 
 /// Split ini text into sections. Like fio, everything from a ';' or '#' to
 /// the end of the line is a comment.
-fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
+fn split_ini(text: &str, file: &str, kw: &Keywords) -> Result<Vec<Section>, ParseError> {
     let mut out: Vec<Section> = Vec::new();
     for (idx, raw) in text.lines().enumerate() {
         let line_no = idx + 1;
@@ -472,7 +545,11 @@ fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
             ));
         }
         let val = match val {
-            Some(v) => Some(expand_env(&v).map_err(|m| perr(file, line_no, &key, m))?),
+            Some(v) => Some(
+                expand_env(&v)
+                    .and_then(|v| jobctl::keyword_replace(&v, kw))
+                    .map_err(|m| perr(file, line_no, &key, m))?,
+            ),
             None => None,
         };
         match out.last_mut() {
@@ -494,7 +571,8 @@ fn split_ini(text: &str, file: &str) -> Result<Vec<Section>, ParseError> {
     Ok(out)
 }
 
-/// fio's `${VAR}` expansion in job files.
+/// fio's `${VAR}` expansion in job files (fio_option_dup_subs): an unset
+/// variable expands to nothing, as in fio.
 fn expand_env(v: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = v;
@@ -505,9 +583,8 @@ fn expand_env(v: &str) -> Result<String, String> {
             return Err(format!("unterminated ${{ in '{v}'"));
         };
         let var = &after[..end];
-        match std::env::var(var) {
-            Ok(val) => out.push_str(&val),
-            Err(_) => return Err(format!("environment variable '{var}' is not set")),
+        if let Ok(val) = std::env::var(var) {
+            out.push_str(&val);
         }
         rest = &after[end + 1..];
     }
@@ -515,18 +592,10 @@ fn expand_env(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// fio's `groupid` / `prev_group_jobs` (init.c), kept across job files.
-#[derive(Default)]
-struct Groups {
-    groupid: u32,
-    prev_group_jobs: u32,
-}
-
 fn build_jobs(
     base: &Builder,
     sections: Vec<Section>,
     file: &str,
-    groups: &mut Groups,
 ) -> Result<Vec<FioJob>, ParseError> {
     let mut global = base.clone();
     let mut out = Vec::new();
@@ -539,7 +608,7 @@ fn build_jobs(
         let mut b = global.clone();
         b.name = Some(s.name.clone());
         b.apply_section(&s, file)?;
-        out.extend(b.finish(file, s.line, groups)?);
+        out.extend(b.finish(file, s.line)?);
     }
     Ok(out)
 }
@@ -583,7 +652,6 @@ const IGNORED: &[&str] = &[
     "bwavgtime",
     "iopsavgtime",
     "clocksource",
-    "thread",
     "cpus_allowed",
     "cpus_allowed_policy",
     "cpumask",
@@ -652,7 +720,7 @@ const FLAGS: &[&str] = &[
 ];
 
 fn takes_value(key: &str) -> bool {
-    !FLAGS.contains(&key)
+    !FLAGS.contains(&key) && !jobctl::FLAGS.contains(&key)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -699,9 +767,6 @@ struct Builder {
     iodepth_batch_complete_max: u32,
     iodepth_low: u32,
     engine_opts: EngineOpts,
-    /// nrfiles and the line that set it.
-    nrfiles: (u32, usize),
-    unlink: bool,
     runtime_us: u64,
     time_based: bool,
     ramp_time_us: u64,
@@ -722,10 +787,7 @@ struct Builder {
     end_fsync: bool,
     numjobs: u32,
     kb_base: u64,
-    /// new_group and stonewall both start a new reporting group.
-    new_group: bool,
-    stonewall: bool,
-    group_reporting: bool,
+    ctl: jobctl::CtlBuilder,
 }
 
 impl Default for Builder {
@@ -763,8 +825,6 @@ impl Default for Builder {
             iodepth_batch_complete_max: 0,
             iodepth_low: 0,
             engine_opts: EngineOpts::default(),
-            nrfiles: (1, 0),
-            unlink: false,
             runtime_us: 0,
             time_based: false,
             ramp_time_us: 0,
@@ -785,9 +845,7 @@ impl Default for Builder {
             end_fsync: false,
             numjobs: 1,
             kb_base: 1024,
-            new_group: false,
-            stonewall: false,
-            group_reporting: false,
+            ctl: jobctl::CtlBuilder::default(),
         }
     }
 }
@@ -832,10 +890,8 @@ impl Builder {
             "name" => self.name = Some(need()?.to_string()),
             "filename" => {
                 let v = need()?;
-                if v.contains(':') {
-                    return Err(err(format!(
-                        "'{v}': several files per job (':') are not supported"
-                    )));
+                if split_filenames(v).is_empty() {
+                    return Err(err(format!("'{v}': no file name")));
                 }
                 self.filename = Some(v.to_string());
             }
@@ -865,14 +921,21 @@ impl Builder {
             }
             "filesize" => {
                 let v = need()?;
-                if v.contains([':', '-']) {
-                    return Err(err(format!("'{v}': filesize ranges are not supported")));
+                // fio: "low-high" (or "low:high") draws each file's size.
+                let (lo, hi) = match v.split_once([':', '-']) {
+                    Some((a, b)) => (size(a)?, size(b)?),
+                    None => {
+                        let n = size(v)?;
+                        (n, n)
+                    }
+                };
+                if lo == 0 || hi < lo {
+                    return Err(err(format!(
+                        "'{v}': filesize must be > 0 (a range low-high with low <= high)"
+                    )));
                 }
-                let n = size(v)?;
-                if n == 0 {
-                    return Err(err("filesize must be > 0".into()));
-                }
-                self.filesize = Some(n);
+                self.filesize = Some(lo);
+                self.ctl.filesize_range = (lo, hi);
             }
             "offset" | "fileoffset" => self.offset = size(need()?)?,
             "rw" | "readwrite" => {
@@ -986,22 +1049,6 @@ impl Builder {
                 "inline" | "offload" => {}
                 o => return Err(err(format!("bad io_submit_mode '{o}' (inline, offload)"))),
             },
-            "unlink" => self.unlink = parse_bool(val).map_err(err)?,
-            // How fio preallocates files it lays out: blocks only, no page
-            // cache, and the model lays out nothing.
-            "fallocate" => match need()? {
-                "none" | "native" | "posix" | "keep" | "truncate" | "0" | "1" => {}
-                o => {
-                    return Err(err(format!(
-                        "bad fallocate '{o}' (none, native, posix, keep, truncate, 0, 1)"
-                    )))
-                }
-            },
-            // When fio creates files (at open or beforehand): the model
-            // does not lay files out, so either way is the same.
-            "create_on_open" => {
-                parse_bool(val).map_err(err)?;
-            }
             "direct" => self.direct = parse_bool(val).map_err(err)?,
             "buffered" => self.direct = !parse_bool(val).map_err(err)?,
             "runtime" | "timeout" => self.runtime_us = parse_time_us(need()?, true).map_err(err)?,
@@ -1066,15 +1113,6 @@ impl Builder {
             "invalidate" => self.invalidate = parse_bool(val).map_err(err)?,
             "thinktime" => self.thinktime_us = parse_time_us(need()?, false).map_err(err)?,
             "numjobs" => self.numjobs = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
-            "nrfiles" | "nr_files" => {
-                let n = parse_int(need()?, 1, u32::MAX as u64).map_err(err)? as u32;
-                self.nrfiles = (n, e.line);
-            }
-            "openfiles" => {
-                if parse_int(need()?, 1, u32::MAX as u64).map_err(err)? != 1 {
-                    return Err(err("only one file per job is supported".into()));
-                }
-            }
             "kb_base" => {
                 self.kb_base = match need()? {
                     "1024" => 1024,
@@ -1082,32 +1120,39 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
-            // stonewall is parsed here only for its reporting group.
-            "new_group" => self.new_group = parse_bool(val).map_err(err)?,
-            "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(val).map_err(err)?,
-            "group_reporting" => self.group_reporting = parse_bool(val).map_err(err)?,
             k if IGNORED.contains(&k) => {}
-            k => {
-                match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
+            k => match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
+                Some(r) => r.map_err(err)?,
+                None => match jobctl::apply(&mut self.ctl, k, val, kb) {
                     Some(r) => r.map_err(err)?,
                     None => return Err(err("unknown or unsupported fio option".into())),
-                }
-            }
+                },
+            },
         }
         Ok(())
+    }
+
+    /// fio's td_min_bs(): the smallest block size of any direction, ranges
+    /// and splits included.
+    fn rw_min_bs(&self) -> u64 {
+        (0..3)
+            .map(|d| if self.min_bs[d] == 0 { self.bs[d] } else { self.min_bs[d] })
+            .min()
+            .unwrap_or(4096)
     }
 
     fn finish(
         &self,
         file: &str,
         line: usize,
-        groups: &mut Groups,
     ) -> Result<Vec<FioJob>, ParseError> {
         let name = self.name.clone().unwrap_or_default();
         let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
         let size = match (self.size, self.filesize) {
             (Some(s), _) => s,
             (None, Some(fs)) => {
+                // fio: without size=, the job does every file's region.
+                let nr = self.nr_files() as u64;
                 if fs <= self.offset {
                     return Err(herr(
                         "filesize",
@@ -1117,7 +1162,7 @@ impl Builder {
                         ),
                     ));
                 }
-                fs - self.offset
+                (fs - self.offset).saturating_mul(nr)
             }
             // A block device without size= is as big as the device
             // (fio's real_file_size); the machine's --disk-size fills it in.
@@ -1209,11 +1254,6 @@ impl Builder {
                 format!("job '{name}': zonerange {zonerange} is smaller than bs {rw_min_bs}"),
             ));
         }
-        if (self.new_group || self.stonewall) && groups.prev_group_jobs > 0 {
-            groups.prev_group_jobs = 0;
-            groups.groupid += 1;
-        }
-        groups.prev_group_jobs += self.numjobs;
         if random && self.random_distribution == RandomDist::ZonedAbs {
             // fio stops the job at its first I/O with "zoned_abs sizes
             // exceed file size"; say so up front.
@@ -1229,18 +1269,23 @@ impl Builder {
                 }
             }
         }
+        let ctl = self.resolve_ctl(&name, size).map_err(|(o, m)| herr(o, m))?;
         let mut out = Vec::with_capacity(self.numjobs as usize);
         for jobnum in 0..self.numjobs {
-            let fname = match &self.filename {
-                Some(f) => f.clone(),
-                None => make_filename(self.filename_format.as_deref(), &name, jobnum, 0),
+            let files = self.job_files(&name, jobnum, size);
+            let filename = files[0].name.clone();
+            // Without size=, a filesize range gives the clone its own total.
+            let size = match self.size {
+                Some(s) => s,
+                None => files.iter().map(|f| f.size).sum(),
             };
-            let filename = match &self.directory {
-                Some(d) if !fname.starts_with('/') => {
-                    format!("{}/{}", d.trim_end_matches('/'), fname)
-                }
-                _ => fname,
-            };
+            let mut ctl = ctl.clone();
+            ctl.startdelay_us = self.startdelay(&name, jobnum);
+            if jobnum > 0 {
+                // fio clears these for the clones of a job (add_job).
+                ctl.stonewall = false;
+                ctl.new_group = false;
+            }
             out.push(FioJob {
                 name: name.clone(),
                 filename,
@@ -1272,8 +1317,8 @@ impl Builder {
                 iodepth_batch_complete_max: self.depths().3,
                 iodepth_low: self.depths().4,
                 engine_opts: self.engine_opts.clone(),
-                nrfiles: self.nrfiles.0,
-                unlink: self.unlink,
+                nrfiles: self.nr_files(),
+                unlink: self.ctl.ctl.unlink,
                 size_from_device,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
                 time_based: self.time_based,
@@ -1289,15 +1334,18 @@ impl Builder {
                 randseed: self.randseed,
                 random_distribution: self.random_distribution,
                 fadvise_hint: self.fadvise_hint,
-                invalidate: self.invalidate,
+                // fio's fixup_options: pre_read turns invalidate off.
+                invalidate: self.invalidate && !self.ctl.ctl.pre_read,
                 thinktime_us: self.thinktime_us,
                 rw_seq_add: self.rw_seq_add,
                 end_fsync: self.end_fsync,
                 numjobs: 1,
                 jobnum,
                 source: format!("{file}:{line}"),
-                groupid: groups.groupid,
-                group_reporting: self.group_reporting,
+                groupid: 0,
+                group_reporting: self.ctl.group_reporting,
+                files,
+                ctl,
             });
         }
         Ok(out)
@@ -2051,7 +2099,8 @@ mod tests {
         assert_eq!(j.size, 2 << 20);
         assert_eq!(
             err("[a]\nsize=${FOLIOSIM_TEST_UNSET_VAR}\n"),
-            "t.fio:2: size: environment variable 'FOLIOSIM_TEST_UNSET_VAR' is not set"
+            // fio substitutes an unset variable with nothing.
+            "t.fio:2: size: needs a value"
         );
     }
 
@@ -2061,6 +2110,10 @@ mod tests {
         assert_eq!(
             err("[a]\nsize=1m\nfoo=1\n"),
             "t.fio:3: foo: unknown or unsupported fio option"
+        );
+        assert_eq!(
+            err("[a]\nsize=1m\nlockmem=1m\n"),
+            "t.fio:3: lockmem: unknown or unsupported fio option"
         );
     }
 
@@ -2142,14 +2195,17 @@ mod tests {
     fn error_other_refusals() {
         assert!(err("[a]\nsize=1m\nioengine=net\n")
             .starts_with("t.fio:3: ioengine: ioengine 'net' is not modelled: network"));
-        assert!(err("[a]\nsize=1m\nfilename=a:b\n").contains("several files"));
+        assert!(err("[a]\nsize=1m\nfilename=::\n").contains("no file name"));
         assert_eq!(
             err("[a]\nsize=1m\nbs=4k,8k,16k,32k\n"),
             "t.fio:3: bs: '4k,8k,16k,32k': at most 3 values (read,write,trim)"
         );
         assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
         assert!(err("[a]\nsize=1m\nrandrepeat=0\n").contains("deterministic"));
-        assert!(err("[a]\nsize=1m\nnrfiles=2\n").contains("one file"));
+        assert_eq!(
+            err("[a]\nsize=1m\nnrfiles=0\n"),
+            "t.fio:3: nrfiles: nrfiles must be > 0"
+        );
         assert!(err("[a]\nsize=1m\nfadvise_hint=noreuse\n").contains("unsupported fadvise_hint"));
         assert_eq!(
             err("[a]\nsize=1m\nrwmixread=101\n"),

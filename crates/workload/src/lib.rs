@@ -5,6 +5,7 @@ pub mod engines;
 pub mod fio;
 pub mod fio_rand;
 pub mod iogen;
+pub mod jobio;
 pub mod mmap_probe;
 pub mod trace;
 pub mod units;

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::folio::{pg, FolioId};
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::{Kernel, PAGE_SIZE};
+use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
 /// Pages the flusher writes per pass (MAX_WRITEBACK_PAGES).
 const MAX_WRITEBACK_PAGES: usize = 1024;
@@ -97,29 +97,39 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.count(m, Item::PGPGOUT, PAGE_SIZE / 1024);
     }
 
-    /// filemap_write_and_wait_range() (mm/filemap.c): write back the dirty
-    /// folios of pages [start, end] inclusive, then wait for all writeback
-    /// there, including writeback already in flight. Contiguous dirty
-    /// folios go out together, up to 64 a request (the plug's merging),
-    /// from a fixed batch: nothing is allocated.
-    pub fn filemap_write_and_wait_range(&mut self, mapping: u32, start: u64, end: u64) {
+    /// __filemap_fdatawrite_range(): start writeback of the mapping's dirty
+    /// folios with index in [start, end] (write_cache_pages over the
+    /// dirty-tagged range, in index order). Contiguous dirty folios go out
+    /// together, up to 64 a request (the plug's merging), from a fixed
+    /// batch: nothing is allocated. WB_SYNC_ALL (`sync_all`) first waits
+    /// for writeback already in flight in the range; WB_SYNC_NONE leaves
+    /// such folios alone (they are not dirty, so the walk skips them).
+    pub fn filemap_fdatawrite_range(&mut self, mapping: u32, start: u64, end: u64, sync_all: bool) {
         let a = &self.core.files[mapping as usize];
-        if a.nrpages == 0 || (self.core.wb.nr_dirty == 0 && self.core.wb.nr_writeback == 0) {
+        if a.nrpages == 0 || self.core.wb.nr_dirty == 0 {
             return;
         }
         let last = end.min(a.nr_pages().saturating_sub(1));
+        if sync_all {
+            self.filemap_fdatawait_range(mapping, start, last);
+        }
         let mut batch = [0 as FolioId; 64];
         let mut n = 0;
         let mut prev = u64::MAX;
         for idx in start..=last {
             let dirty = self.core.files[mapping as usize]
                 .folio(idx)
-                .filter(|&id| self.core.folios.get(id).test(pg::DIRTY));
+                .filter(|&id| {
+                    let f = self.core.folios.get(id);
+                    f.test(pg::DIRTY) && !f.test(pg::WRITEBACK)
+                });
             if let Some(id) = dirty {
                 if n == batch.len() || (n > 0 && prev + 1 != idx) {
                     self.submit_wb_batch(&batch[..n]);
                     n = 0;
                 }
+                // Its entry in the flusher's queue goes stale; the flusher
+                // skips folios that are no longer dirty.
                 self.folio_start_writeback(id);
                 batch[n] = id;
                 n += 1;
@@ -127,22 +137,78 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
         }
         self.submit_wb_batch(&batch[..n]);
-        // __filemap_fdatawait_range(): the last writeback of the range to
-        // complete (completions are in submission order).
-        let wait = self
+    }
+
+    /// __filemap_fdatawait_range(): wait for the writeback of the mapping's
+    /// folios with index in [start, end] (completions are in submission
+    /// order, so the last one of the range is the one to wait for).
+    pub fn filemap_fdatawait_range(&mut self, mapping: u32, start: u64, end: u64) {
+        if self.core.wb.nr_writeback == 0 {
+            return;
+        }
+        let folios = &self.core.folios;
+        let last = self
             .core
             .wb
             .inflight
             .iter()
             .filter(|&&(id, _)| {
-                let f = self.core.folios.get(id);
-                f.mapping == mapping && (start..=last).contains(&(f.index as u64))
+                let f = folios.get(id);
+                f.mapping == mapping && (start..=end).contains(&(f.index as u64))
             })
-            .map(|&(_, d)| d)
+            .map(|&(_, done)| done)
             .max();
-        if let Some(d) = wait {
-            self.core.wait_until(d);
+        if let Some(done) = last {
+            self.core.wait_until(done);
             self.wb_complete();
+        }
+    }
+
+    /// filemap_write_and_wait_range() (mm/filemap.c): write back the dirty
+    /// folios of pages [start, end] inclusive, then wait for all writeback
+    /// there, including writeback already in flight.
+    pub fn filemap_write_and_wait_range(&mut self, mapping: u32, start: u64, end: u64) {
+        if self.core.wb.nr_dirty == 0 && self.core.wb.nr_writeback == 0 {
+            return;
+        }
+        self.filemap_fdatawrite_range(mapping, start, end, false);
+        self.filemap_fdatawait_range(mapping, start, end);
+    }
+
+    /// file_write_and_wait_range() (fsync and fdatasync of the file's data,
+    /// e.g. ext4_sync_file; the journal commit is not modelled): write the
+    /// dirty folios of the byte range with WB_SYNC_ALL and wait for them.
+    pub fn file_write_and_wait_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
+        if lend < lstart {
+            return;
+        }
+        let (start, end) = (lstart >> PAGE_SHIFT, lend >> PAGE_SHIFT);
+        self.filemap_fdatawrite_range(mapping, start, end, true);
+        self.filemap_fdatawait_range(mapping, start, end);
+    }
+
+    /// sync_file_range(2) (fs/sync.c) over bytes [offset, endbyte]:
+    /// WAIT_BEFORE waits for writeback already started, WRITE starts it
+    /// (WB_SYNC_ALL when WAIT_BEFORE and WAIT_AFTER are given too),
+    /// WAIT_AFTER waits for it.
+    pub fn sync_file_range(
+        &mut self,
+        mapping: u32,
+        offset: u64,
+        endbyte: u64,
+        wait_before: bool,
+        write: bool,
+        wait_after: bool,
+    ) {
+        let (start, end) = (offset >> PAGE_SHIFT, endbyte >> PAGE_SHIFT);
+        if wait_before {
+            self.filemap_fdatawait_range(mapping, start, end);
+        }
+        if write {
+            self.filemap_fdatawrite_range(mapping, start, end, wait_before && wait_after);
+        }
+        if wait_after {
+            self.filemap_fdatawait_range(mapping, start, end);
         }
     }
 

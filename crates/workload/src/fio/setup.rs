@@ -43,15 +43,6 @@ impl Builder {
         line: usize,
         name: &str,
     ) -> Result<(), ParseError> {
-        let (n, nline) = self.nrfiles;
-        if n > 1 && !self.ioengine.is_file_op() {
-            return Err(perr(
-                file,
-                nline,
-                "nrfiles",
-                "only one file per job is supported (except with the file-metadata engines)",
-            ));
-        }
         if self.engine_opts.nowait && !self.direct {
             return Err(perr(file, line, "nowait", format!(
                 "job '{name}': nowait=1 with buffered I/O fails with EAGAIN whenever the page cache would block, and fio ends the job; not modelled (use direct=1 or nowait=0)"
@@ -120,6 +111,11 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
         }
         j.size = d - j.offset;
         j.size_from_device = false;
+        // Every device file of the job is as large as the device (fio's
+        // real_file_size per file).
+        for f in &mut j.files {
+            f.size = j.size;
+        }
     }
     Ok(())
 }
