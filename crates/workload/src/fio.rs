@@ -985,7 +985,9 @@ impl Builder {
                 ioengine: self.ioengine,
                 direct: self.direct,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
-                time_based: self.time_based,
+                // fio's fixup_options: time_based needs a runtime, and is
+                // dropped without one.
+                time_based: self.time_based && self.runtime_us > 0,
                 ramp_time_ns: self.ramp_time_us.saturating_mul(1000),
                 loops: self.loops,
                 io_size: (self.io_size > 0).then_some(self.io_size),
