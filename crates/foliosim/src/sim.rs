@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProcess};
 use foliosim_workload::iogen::{job_seed, Dir};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64Mcg;
 use foliosim_workload::mmap_probe::ProbeSpec;
 use foliosim_workload::trace::TraceReq;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
 use crate::mm::filemap::OpenFile;

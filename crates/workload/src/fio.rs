@@ -210,7 +210,10 @@ fn check_waitees(jobs: &[FioJob]) -> Result<(), ParseError> {
         if n != 1 {
             let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
             let msg = if n == 0 {
-                format!("job '{}': waitee job '{w}' unknown (it must come before)", j.name)
+                format!(
+                    "job '{}': waitee job '{w}' unknown (it must come before)",
+                    j.name
+                )
             } else {
                 format!("job '{}': several jobs named '{w}' to wait for", j.name)
             };

@@ -210,7 +210,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
             !hit
         });
         ids.sort_by_key(|&id| self.core.folios.get(id).index);
-        if sync_all && ids.iter().any(|&id| self.core.folios.get(id).test(pg::WRITEBACK)) {
+        if sync_all
+            && ids
+                .iter()
+                .any(|&id| self.core.folios.get(id).test(pg::WRITEBACK))
+        {
             self.filemap_fdatawait_range(mapping, start, end);
         }
         self.submit_writeback(&ids);
