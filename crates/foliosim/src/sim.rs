@@ -494,6 +494,9 @@ impl Sim {
             rate_check_bytes: [u64; 2],
             all_bytes: [u64; 2],
             flow_counter: u64,
+            /// When the job's pending sleep began (thinktime, flow);
+            /// u64::MAX when it is not asleep.
+            sleep_from: u64,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -582,6 +585,7 @@ impl Sim {
                 rate_check_bytes: [0; 2],
                 all_bytes: [0; 2],
                 flow_counter: 0,
+                sleep_from: u64::MAX,
             });
         }
         // fio's exitall is global: any job asking for it makes every job's
@@ -655,6 +659,7 @@ impl Sim {
                 now = now.max(st[i].t);
                 let s = &mut st[i];
                 let j = &jobs[i];
+                s.sleep_from = u64::MAX;
                 let stopped = s.stop_at.is_some_and(|stop| s.t >= stop);
                 let op = if stopped { None } else { s.io.next_op() };
                 let Some(op) = op else {
@@ -672,6 +677,10 @@ impl Sim {
                                 if os.run == Run::Waiting {
                                     os.t = now;
                                     waiting -= 1;
+                                }
+                                if os.sleep_from <= now && os.t > now {
+                                    // A terminated job wakes from its sleep.
+                                    os.t = now;
                                 }
                                 os.run = Run::Done;
                             }
@@ -723,6 +732,7 @@ impl Sim {
                         let total = fl.1 as f64;
                         if (s.flow_counter as f64) / (fl.0 as f64) > j.ctl.flow as f64 / total {
                             if j.ctl.flow_sleep_us > 0 {
+                                s.sleep_from = s.t;
                                 s.t += j.ctl.flow_sleep_us * 1000;
                             } else {
                                 // fio spins back to the top of its loop.
@@ -843,6 +853,7 @@ impl Sim {
                     if stall && !skip {
                         let spin = (c.thinktime_spin_us * 1000).min(think_ns);
                         k.core.cpu(spin);
+                        s.sleep_from = k.core.now;
                         s.t = k.core.now + (think_ns - spin);
                         if bps > 0 && c.rate_ignore_thinktime {
                             // The bytes the rate would have allowed while
