@@ -537,6 +537,12 @@ pub(super) fn apply(
             "flow_id" => c.flow_id = uint(val, u32::MAX as u64)? as u32,
             "flow_sleep" => c.flow_sleep_us = uint(val, u32::MAX as u64)?,
             "group_reporting" => b.group_reporting = bool_of(val)?,
+            // rate-submit.c: offload hands I/O to submit threads; the issue
+            // times still follow the rate, which is what the model keeps.
+            "io_submit_mode" => match need()? {
+                "inline" | "offload" => {}
+                o => return Err(format!("bad io_submit_mode '{o}' (inline, offload)")),
+            },
             k if NO_MODEL_EFFECT.contains(&k) => {}
             _ => return Err(String::new()),
         }
@@ -1050,6 +1056,7 @@ mod tests {
     fn bad_values_name_file_line_and_option() {
         for (text, want) in [
             ("[a]\nsize=1m\nrate_process=burst\n", "t.fio:3: rate_process: bad rate_process 'burst' (linear, poisson)"),
+            ("[a]\nsize=1m\nio_submit_mode=async\n", "t.fio:3: io_submit_mode: bad io_submit_mode 'async' (inline, offload)"),
             ("[a]\nsize=1m\nexit_what=some\n", "t.fio:3: exit_what: bad exit_what 'some' (group, stonewall, all)"),
             ("[a]\nsize=1m\nfile_service_type=zipf:1\n", "t.fio:3: file_service_type: 'zipf:1': zipf theta must be > 0 and != 1"),
             ("[a]\nsize=1m\nfile_service_type=lru\n", "t.fio:3: file_service_type: bad file_service_type 'lru' (random, roundrobin, sequential, zipf, pareto, normal, gauss)"),
