@@ -181,7 +181,9 @@ fn exitall_terminates_by_exit_what() {
     assert!(near(r.elapsed_ns, S / 2, 10 * MS), "{}", r.elapsed_ns);
     assert_eq!(r.jobs[2].read.io_bytes, 0);
     // A job asleep in a long think is woken by the terminate.
-    let r = run(&format!("[global]\nexitall\n[s]\n{short}[l]\nsize=1m\nthinktime=10s\n"));
+    let r = run(&format!(
+        "[global]\nexitall\n[s]\n{short}[l]\nsize=1m\nthinktime=10s\n"
+    ));
     assert!(near(r.elapsed_ns, S / 2, 10 * MS), "{}", r.elapsed_ns);
     // Without exitall nothing is cut short.
     let r = run(&format!("[s]\n{short}[l]\nsize=2m\nrate=1m\n"));
