@@ -212,7 +212,7 @@ pub fn render_mmap_miss(rows: &[MmapMissRow]) -> String {
 
 /// Seed 000's fio job (examples/seed000-strided-mmap.fio), with the run cut
 /// at `runtime_s` simulated seconds.
-pub const SEED000_JOB: &str = "[hot_ws]\nrw=read\nbs=4K\nsize=600M\nzonemode=strided\nzonesize=4K\nzonerange=64K\ntime_based\ndirect=0\nfilename=hot_data.bin\nioengine=mmap\nfadvise_hint=0\ngroup_reporting\nnumjobs=1\n";
+pub const SEED000_JOB: &str = "[hot_ws]\nrw=read\nbs=4K\nsize=600M\nzonemode=strided\nzonesize=4K\nzonerange=64K\ntime_based\nruntime=600\ndirect=0\nfilename=hot_data.bin\nioengine=mmap\nfadvise_hint=0\ngroup_reporting\nnumjobs=1\n";
 
 #[derive(Clone, Debug, Serialize)]
 pub struct StridedRow {

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProcess};
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64Mcg;
 use foliosim_workload::mmap_probe::ProbeSpec;
 use foliosim_workload::trace::TraceReq;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
 use crate::mm::filemap::OpenFile;
@@ -462,6 +462,9 @@ impl Sim {
             rate_check_bytes: [u64; 2],
             all_bytes: [u64; 2],
             flow_counter: u64,
+            /// When the job's pending sleep began (thinktime, flow);
+            /// u64::MAX when it is not asleep.
+            sleep_from: u64,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -568,6 +571,7 @@ impl Sim {
                 rate_check_bytes: [0; 2],
                 all_bytes: [0; 2],
                 flow_counter: 0,
+                sleep_from: u64::MAX,
             });
         }
         // unlink(2) of a file another job uses: the inode and its cache live
@@ -644,6 +648,7 @@ impl Sim {
                 now = now.max(st[i].t);
                 let s = &mut st[i];
                 let j = &jobs[i];
+                s.sleep_from = u64::MAX;
                 let stopped = s.stop_at.is_some_and(|stop| s.t >= stop);
                 if !stopped && j.ioengine == IoEngine::CpuIo {
                     // cpuio burns cpuchunks of CPU then sleeps to keep
@@ -712,6 +717,10 @@ impl Sim {
                                     os.t = now;
                                     waiting -= 1;
                                 }
+                                if os.sleep_from <= now && os.t > now {
+                                    // A terminated job wakes from its sleep.
+                                    os.t = now;
+                                }
                                 os.run = Run::Done;
                             }
                         }
@@ -769,6 +778,7 @@ impl Sim {
                         let total = fl.1 as f64;
                         if (s.flow_counter as f64) / (fl.0 as f64) > j.ctl.flow as f64 / total {
                             if j.ctl.flow_sleep_us > 0 {
+                                s.sleep_from = s.t;
                                 s.t += j.ctl.flow_sleep_us * 1000;
                             } else {
                                 // fio spins back to the top of its loop.
@@ -916,6 +926,7 @@ impl Sim {
                     if stall && !skip {
                         let spin = (c.thinktime_spin_us * 1000).min(think_ns);
                         k.core.cpu(spin);
+                        s.sleep_from = k.core.now;
                         s.t = k.core.now + (think_ns - spin);
                         if bps > 0 && c.rate_ignore_thinktime {
                             // The bytes the rate would have allowed while

@@ -54,7 +54,11 @@ fn rate_paces_the_job_to_size_over_rate() {
     assert!(r.elapsed_ns < want / 4);
     // Poisson keeps the mean rate: within 10% over 1024 I/Os.
     let r = run("[a]\nsize=4m\nrate=10m\nrate_process=poisson\n");
-    assert!(near(r.elapsed_ns, want, want / 10), "{} vs {want}", r.elapsed_ns);
+    assert!(
+        near(r.elapsed_ns, want, want / 10),
+        "{} vs {want}",
+        r.elapsed_ns
+    );
     assert!(r.elapsed_ns != run("[a]\nsize=4m\nrate=10m\n").elapsed_ns);
 }
 
@@ -77,7 +81,9 @@ fn rate_min_fails_a_job_that_is_too_slow() {
     let r = run("[a]\nsize=1m\nrate=2m\nrate_min=1m\n");
     assert!(!err_contains(&r, 5));
     assert_eq!(
-        parse_job_str("[a]\nsize=1m\nrate=100k\nrate_min=1m\n", "t.fio").unwrap_err().to_string(),
+        parse_job_str("[a]\nsize=1m\nrate=100k\nrate_min=1m\n", "t.fio")
+            .unwrap_err()
+            .to_string(),
         "t.fio:1: rate_min: job 'a': minimum rate exceeds rate"
     );
 }
@@ -107,7 +113,10 @@ fn thinktime_sleeps_without_cpu_and_in_blocks() {
     // rate_ignore_thinktime moves the schedule on by each think instead.
     let caught = run("[a]\nsize=1m\nrate=1m\nthinktime=100ms\nthinktime_blocks=64\n").elapsed_ns;
     assert!(near(caught, S + 100 * MS, 10 * MS), "{caught}");
-    let ignored = run("[a]\nsize=1m\nrate=1m\nthinktime=100ms\nthinktime_blocks=64\nrate_ignore_thinktime=1\n").elapsed_ns;
+    let ignored = run(
+        "[a]\nsize=1m\nrate=1m\nthinktime=100ms\nthinktime_blocks=64\nrate_ignore_thinktime=1\n",
+    )
+    .elapsed_ns;
     assert!(ignored > caught + 250 * MS, "{ignored} vs {caught}");
 }
 
@@ -116,16 +125,34 @@ fn stonewall_wait_for_and_startdelay_order_the_jobs() {
     // Each job: 1 MiB at 1 MiB/s, about one second.
     let one = "size=1m\nrate=1m\n";
     let together = run(&format!("[a]\n{one}[b]\n{one}"));
-    assert!(near(together.elapsed_ns, S, 10 * MS), "{}", together.elapsed_ns);
+    assert!(
+        near(together.elapsed_ns, S, 10 * MS),
+        "{}",
+        together.elapsed_ns
+    );
     let walled = run(&format!("[a]\n{one}[b]\nstonewall\n{one}"));
-    assert!(near(walled.elapsed_ns, 2 * S, 20 * MS), "{}", walled.elapsed_ns);
+    assert!(
+        near(walled.elapsed_ns, 2 * S, 20 * MS),
+        "{}",
+        walled.elapsed_ns
+    );
     let waits = run(&format!("[a]\n{one}[b]\n{one}[c]\nwait_for=a\n{one}"));
-    assert!(near(waits.elapsed_ns, 2 * S, 20 * MS), "{}", waits.elapsed_ns);
+    assert!(
+        near(waits.elapsed_ns, 2 * S, 20 * MS),
+        "{}",
+        waits.elapsed_ns
+    );
     let delayed = run(&format!("[a]\n{one}startdelay=3\n"));
-    assert!(near(delayed.elapsed_ns, 4 * S, 10 * MS), "{}", delayed.elapsed_ns);
+    assert!(
+        near(delayed.elapsed_ns, 4 * S, 10 * MS),
+        "{}",
+        delayed.elapsed_ns
+    );
     // The startdelay counts from the run's start even behind a stonewall
     // (fio's utime_since_genesis): b starts at max(1 s, 500 ms).
-    let both = run(&format!("[a]\n{one}[b]\nstonewall\nstartdelay=500ms\n{one}"));
+    let both = run(&format!(
+        "[a]\n{one}[b]\nstonewall\nstartdelay=500ms\n{one}"
+    ));
     assert!(near(both.elapsed_ns, 2 * S, 20 * MS), "{}", both.elapsed_ns);
     // A range draws a delay in it, the same on every run.
     let r1 = run(&format!("[a]\n{one}startdelay=1-3\n"));
@@ -143,7 +170,9 @@ fn exitall_terminates_by_exit_what() {
     assert!(near(r.elapsed_ns, S / 2, 10 * MS), "{}", r.elapsed_ns);
     assert!(r.jobs[1].read.io_bytes < 1 << 20);
     // exit_what=group: another group keeps running.
-    let r = run(&format!("[global]\nexitall\n[s]\n{short}[l]\nnew_group\nsize=2m\nrate=1m\n"));
+    let r = run(&format!(
+        "[global]\nexitall\n[s]\n{short}[l]\nnew_group\nsize=2m\nrate=1m\n"
+    ));
     assert!(near(r.elapsed_ns, 2 * S, 10 * MS), "{}", r.elapsed_ns);
     // exit_what=all also cancels jobs not started yet.
     let r = run(&format!(
@@ -151,6 +180,11 @@ fn exitall_terminates_by_exit_what() {
     ));
     assert!(near(r.elapsed_ns, S / 2, 10 * MS), "{}", r.elapsed_ns);
     assert_eq!(r.jobs[2].read.io_bytes, 0);
+    // A job asleep in a long think is woken by the terminate.
+    let r = run(&format!(
+        "[global]\nexitall\n[s]\n{short}[l]\nsize=1m\nthinktime=10s\n"
+    ));
+    assert!(near(r.elapsed_ns, S / 2, 10 * MS), "{}", r.elapsed_ns);
     // Without exitall nothing is cut short.
     let r = run(&format!("[s]\n{short}[l]\nsize=2m\nrate=1m\n"));
     assert!(near(r.elapsed_ns, 2 * S, 10 * MS));
@@ -171,7 +205,12 @@ fn fsync_every_n_writes_writes_back_and_waits() {
     // fsync=1 waits 16 times, fsync=4 four times.
     let every = run("[w]\nrw=write\nsize=64k\nfsync=1\n");
     assert!(every.elapsed_ns > r.elapsed_ns);
-    for opt in ["fdatasync=4", "end_fsync=1", "fsync_on_close=1", "sync_file_range=write,wait_after:4"] {
+    for opt in [
+        "fdatasync=4",
+        "end_fsync=1",
+        "fsync_on_close=1",
+        "sync_file_range=write,wait_after:4",
+    ] {
         let r = run(&format!("[w]\nrw=write\nsize=64k\n{opt}\n"));
         assert_eq!(r.memcg["pgpgout"], 64, "{opt}");
         assert_eq!(r.memcg["file_dirty"], 0, "{opt}");
@@ -213,10 +252,16 @@ fn unlink_drops_the_page_cache() {
     let r = run("[w]\nrw=write\nsize=256k\nunlink=1\n");
     assert_eq!(r.memcg["file"], 0);
     assert_eq!(r.memcg["file_dirty"], 0);
-    assert_eq!(r.memcg["pgpgout"], 0, "dirty pages of an unlinked file are dropped unwritten");
+    assert_eq!(
+        r.memcg["pgpgout"], 0,
+        "dirty pages of an unlinked file are dropped unwritten"
+    );
     // unlink_each_loop: each loop starts from an empty file.
     let r = run("[r]\nsize=256k\nloops=2\nunlink_each_loop=1\ninvalidate=0\n");
-    assert_eq!(r.vmstat["pgpgin"], 512, "both loops read from the device (KiB)");
+    assert_eq!(
+        r.vmstat["pgpgin"], 512,
+        "both loops read from the device (KiB)"
+    );
     let r = run("[r]\nsize=256k\nloops=2\ninvalidate=0\n");
     assert_eq!(r.vmstat["pgpgin"], 256, "the second loop hits the cache");
 }
@@ -243,7 +288,11 @@ fn verify_reads_back_from_the_device() {
 fn pre_read_fills_the_cache_before_the_job() {
     let r = run("[r]\nsize=1m\nrw=randread\npre_read=1\n");
     assert_eq!(r.vmstat["pgpgin"], 1024);
-    assert_eq!(r.jobs[0].read.io_bytes, 1 << 20, "the pre-read is not counted");
+    assert_eq!(
+        r.jobs[0].read.io_bytes,
+        1 << 20,
+        "the pre-read is not counted"
+    );
     assert_eq!(r.vmstat["pgmajfault"], 0);
 }
 

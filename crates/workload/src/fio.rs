@@ -314,7 +314,10 @@ fn check_waitees(jobs: &[FioJob]) -> Result<(), ParseError> {
         if n != 1 {
             let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
             let msg = if n == 0 {
-                format!("job '{}': waitee job '{w}' unknown (it must come before)", j.name)
+                format!(
+                    "job '{}': waitee job '{w}' unknown (it must come before)",
+                    j.name
+                )
             } else {
                 format!("job '{}': several jobs named '{w}' to wait for", j.name)
             };
@@ -1321,7 +1324,9 @@ impl Builder {
                 unlink: self.ctl.ctl.unlink,
                 size_from_device,
                 runtime_ns: (self.runtime_us > 0).then(|| self.runtime_us.saturating_mul(1000)),
-                time_based: self.time_based,
+                // fio's fixup_options: time_based needs a runtime, and is
+                // dropped without one.
+                time_based: self.time_based && self.runtime_us > 0,
                 ramp_time_ns: self.ramp_time_us.saturating_mul(1000),
                 loops: self.loops,
                 io_size: (self.io_size > 0).then_some(self.io_size),

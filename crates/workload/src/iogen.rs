@@ -831,7 +831,7 @@ mod tests {
     #[test]
     fn seed000_strided_offsets_wrap_without_invalidate() {
         let j = job(
-            "rw=read\nbs=4K\nsize=600M\nzonemode=strided\nzonesize=4K\nzonerange=64K\ntime_based\n",
+            "rw=read\nbs=4K\nsize=600M\nzonemode=strided\nzonesize=4K\nzonerange=64K\ntime_based\nruntime=1\n",
         );
         let mut g = IoGen::new(&j, 7);
         let zones = (600u64 << 20) / 65536;
@@ -940,7 +940,7 @@ mod tests {
 
     #[test]
     fn time_based_random_map_wraps_with_invalidate() {
-        let j = job("rw=randread\nsize=64k\ntime_based\n");
+        let j = job("rw=randread\nsize=64k\ntime_based\nruntime=1\n");
         let mut g = IoGen::new(&j, 3);
         let mut drops = vec![];
         for i in 0..40 {
@@ -954,7 +954,7 @@ mod tests {
 
     #[test]
     fn time_based_sequential_wraps() {
-        let j = job("size=16k\ntime_based\ndirect=1\n");
+        let j = job("size=16k\ntime_based\ndirect=1\nruntime=1\n");
         let mut g = IoGen::new(&j, 3);
         let offs: Vec<u64> = (0..9).map(|_| g.next_io().unwrap().offset / 4096).collect();
         assert_eq!(offs, vec![0, 1, 2, 3, 0, 1, 2, 3, 0]);
@@ -1236,8 +1236,8 @@ mod tests {
     #[ignore = "timing, run by hand"]
     fn timing() {
         for text in [
-            "rw=read\nbs=4K\nsize=600M\nzonemode=strided\nzonesize=4K\nzonerange=64K\ntime_based\n",
-            "rw=randread\nsize=3072M\nnorandommap\ntime_based\n",
+            "rw=read\nbs=4K\nsize=600M\nzonemode=strided\nzonesize=4K\nzonerange=64K\ntime_based\nruntime=1\n",
+            "rw=randread\nsize=3072M\nnorandommap\ntime_based\nruntime=1\n",
             "rw=randread\nsize=3072M\n",
             "rw=randread\nsize=3072M\nrandom_distribution=zipf:1.2\n",
         ] {

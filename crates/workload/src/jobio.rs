@@ -43,10 +43,18 @@ pub enum Op {
     /// Drop the file's clean page cache (fio's invalidate on open / wrap,
     /// and before verifying).
     Invalidate(usize),
-    Io { file: usize, io: Io, kind: IoKind },
+    Io {
+        file: usize,
+        io: Io,
+        kind: IoKind,
+    },
     /// fsync(2) and friends on the file; `range` is the byte range synced
     /// (sync_file_range covers the last N writes' bytes).
-    Sync { file: usize, kind: SyncKind, range: (u64, u64) },
+    Sync {
+        file: usize,
+        kind: SyncKind,
+        range: (u64, u64),
+    },
     /// unlink(2): the file and its page cache go.
     Unlink(usize),
 }
@@ -167,8 +175,9 @@ impl JobIo {
         let verify = c.verify && c.do_verify && job.rw.has_writes();
         // fio's log_io_piece: a list in issue order with a random map, an
         // offset-sorted tree otherwise.
-        let verify_sorted =
-            !(job.rw.is_random() && !job.norandommap && job.random_distribution == crate::fio::RandomDist::Random);
+        let verify_sorted = !(job.rw.is_random()
+            && !job.norandommap
+            && job.random_distribution == crate::fio::RandomDist::Random);
         JobIo {
             gens,
             tmpl,
@@ -335,10 +344,16 @@ impl JobIo {
             if let Some(kind) = kind {
                 self.last_was_sync = true;
                 let range = match kind {
-                    SyncKind::SyncFileRange(_) => std::mem::replace(&mut self.sfr_range, (u64::MAX, 0)),
+                    SyncKind::SyncFileRange(_) => {
+                        std::mem::replace(&mut self.sfr_range, (u64::MAX, 0))
+                    }
                     _ => (0, u64::MAX),
                 };
-                return Some(Op::Sync { file: f, kind, range });
+                return Some(Op::Sync {
+                    file: f,
+                    kind,
+                    range,
+                });
             }
         }
         // check_get_verify(): after every verify_backlog writes, read back
@@ -653,7 +668,11 @@ mod tests {
     fn io_files(v: &[Op]) -> Vec<usize> {
         v.iter()
             .filter_map(|o| match o {
-                Op::Io { file, kind: IoKind::Job, .. } => Some(*file),
+                Op::Io {
+                    file,
+                    kind: IoKind::Job,
+                    ..
+                } => Some(*file),
                 _ => None,
             })
             .collect()
@@ -719,7 +738,10 @@ mod tests {
         for o in &v {
             match o {
                 Op::Io { io, .. } if io.dir == Dir::Write => writes += 1,
-                Op::Sync { kind: SyncKind::Fsync, .. } => syncs_after.push(writes),
+                Op::Sync {
+                    kind: SyncKind::Fsync,
+                    ..
+                } => syncs_after.push(writes),
                 _ => {}
             }
         }
@@ -787,11 +809,34 @@ mod tests {
         );
         // do_verify=0: no read-back; verify_only: reads without writes.
         let j = job("size=32k\nrw=write\nverify=md5\ndo_verify=0\n");
-        assert!(!ops(&j, 100).iter().any(|o| matches!(o, Op::Io { kind: IoKind::Verify, .. })));
+        assert!(!ops(&j, 100).iter().any(|o| matches!(
+            o,
+            Op::Io {
+                kind: IoKind::Verify,
+                ..
+            }
+        )));
         let j = job("size=32k\nrw=write\nverify=md5\nverify_only\n");
         let v = ops(&j, 100);
-        assert!(!v.iter().any(|o| matches!(o, Op::Io { kind: IoKind::Job, .. })));
-        assert_eq!(v.iter().filter(|o| matches!(o, Op::Io { kind: IoKind::Verify, .. })).count(), 8);
+        assert!(!v.iter().any(|o| matches!(
+            o,
+            Op::Io {
+                kind: IoKind::Job,
+                ..
+            }
+        )));
+        assert_eq!(
+            v.iter()
+                .filter(|o| matches!(
+                    o,
+                    Op::Io {
+                        kind: IoKind::Verify,
+                        ..
+                    }
+                ))
+                .count(),
+            8
+        );
     }
 
     #[test]
@@ -819,22 +864,46 @@ mod tests {
     fn random_verify_keeps_issue_order_sequential_is_sorted() {
         let j = job("size=64k\nrw=randwrite\nverify=md5\n");
         let v = ops(&j, 1000);
-        let w: Vec<u64> = v.iter().filter_map(|o| match o {
-            Op::Io { io, kind: IoKind::Job, .. } => Some(io.offset),
-            _ => None,
-        }).collect();
-        let r: Vec<u64> = v.iter().filter_map(|o| match o {
-            Op::Io { io, kind: IoKind::Verify, .. } => Some(io.offset),
-            _ => None,
-        }).collect();
+        let w: Vec<u64> = v
+            .iter()
+            .filter_map(|o| match o {
+                Op::Io {
+                    io,
+                    kind: IoKind::Job,
+                    ..
+                } => Some(io.offset),
+                _ => None,
+            })
+            .collect();
+        let r: Vec<u64> = v
+            .iter()
+            .filter_map(|o| match o {
+                Op::Io {
+                    io,
+                    kind: IoKind::Verify,
+                    ..
+                } => Some(io.offset),
+                _ => None,
+            })
+            .collect();
         assert_eq!(w, r, "random map: the list keeps issue order");
         let j = job("size=64k\nrw=randwrite\nverify=md5\nnorandommap\n");
         let v = ops(&j, 1000);
-        let r: Vec<u64> = v.iter().filter_map(|o| match o {
-            Op::Io { io, kind: IoKind::Verify, .. } => Some(io.offset),
-            _ => None,
-        }).collect();
-        assert!(r.windows(2).all(|w| w[0] < w[1]), "sorted, rewrites once: {r:?}");
+        let r: Vec<u64> = v
+            .iter()
+            .filter_map(|o| match o {
+                Op::Io {
+                    io,
+                    kind: IoKind::Verify,
+                    ..
+                } => Some(io.offset),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            r.windows(2).all(|w| w[0] < w[1]),
+            "sorted, rewrites once: {r:?}"
+        );
     }
 
     #[test]
@@ -862,12 +931,19 @@ mod tests {
             .iter()
             .take(8)
             .filter_map(|o| match o {
-                Op::Io { file, io, kind: IoKind::PreRead } => Some((*file, io.offset / 4096)),
+                Op::Io {
+                    file,
+                    io,
+                    kind: IoKind::PreRead,
+                } => Some((*file, io.offset / 4096)),
                 _ => None,
             })
             .collect();
         let want: Vec<(usize, u64)> = (0..2).flat_map(|f| (0..4).map(move |b| (f, b))).collect();
-        assert_eq!(pre, want, "each file's region, in order, before any job I/O");
+        assert_eq!(
+            pre, want,
+            "each file's region, in order, before any job I/O"
+        );
         assert!(!v.iter().any(|o| matches!(o, Op::Invalidate(_))));
     }
 }

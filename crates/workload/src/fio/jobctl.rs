@@ -260,9 +260,29 @@ pub(super) const NO_MODEL_EFFECT: &[&str] = &[
 
 /// fio's `verify=` values (verify.h's VERIFY_*).
 const VERIFY_KINDS: &[&str] = &[
-    "0", "1", "none", "md5", "crc64", "crc32c", "crc32c-intel", "crc32", "crc16", "crc7",
-    "sha224", "sha256", "sha384", "sha512", "sha1", "sha3-224", "sha3-256", "sha3-384",
-    "sha3-512", "xxhash", "meta", "pattern", "null",
+    "0",
+    "1",
+    "none",
+    "md5",
+    "crc64",
+    "crc32c",
+    "crc32c-intel",
+    "crc32",
+    "crc16",
+    "crc7",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+    "sha1",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
+    "xxhash",
+    "meta",
+    "pattern",
+    "null",
 ];
 
 fn bool_of(v: Option<&str>) -> Result<bool, String> {
@@ -314,12 +334,17 @@ pub(super) fn apply(
     kb_base: u64,
 ) -> Option<Result<(), String>> {
     let c = &mut b.ctl;
-    let need = || val.filter(|s| !s.is_empty()).ok_or_else(|| "needs a value".to_string());
+    let need = || {
+        val.filter(|s| !s.is_empty())
+            .ok_or_else(|| "needs a value".to_string())
+    };
     let size = |s: &str| super::parse_size(s, kb_base);
     let r: Result<(), String> = (|| {
         match key {
             "rate" => b.rate = per_dir(need()?, size)?,
-            "rate_iops" => b.rate_iops = per_dir(need()?, |s| super::parse_int(s, 0, u32::MAX as u64))?,
+            "rate_iops" => {
+                b.rate_iops = per_dir(need()?, |s| super::parse_int(s, 0, u32::MAX as u64))?
+            }
             "rate_min" | "ratemin" => b.rate_min = per_dir(need()?, size)?,
             "rate_iops_min" => {
                 b.rate_iops_min = per_dir(need()?, |s| super::parse_int(s, 0, u32::MAX as u64))?
@@ -460,7 +485,11 @@ pub(super) fn apply(
                     "none" | "native" | "posix" | "keep" | "truncate" => v.to_string(),
                     "0" => "none".into(),
                     "1" => "posix".into(),
-                    o => return Err(format!("bad fallocate '{o}' (none, native, posix, keep, truncate, 0, 1)")),
+                    o => {
+                        return Err(format!(
+                            "bad fallocate '{o}' (none, native, posix, keep, truncate, 0, 1)"
+                        ))
+                    }
                 };
             }
             "fsync" => c.fsync_blocks = uint(val, u32::MAX as u64)?,
@@ -508,6 +537,12 @@ pub(super) fn apply(
             "flow_id" => c.flow_id = uint(val, u32::MAX as u64)? as u32,
             "flow_sleep" => c.flow_sleep_us = uint(val, u32::MAX as u64)?,
             "group_reporting" => b.group_reporting = bool_of(val)?,
+            // rate-submit.c: offload hands I/O to submit threads; the issue
+            // times still follow the rate, which is what the model keeps.
+            "io_submit_mode" => match need()? {
+                "inline" | "offload" => {}
+                o => return Err(format!("bad io_submit_mode '{o}' (inline, offload)")),
+            },
             k if NO_MODEL_EFFECT.contains(&k) => {}
             _ => return Err(String::new()),
         }
@@ -579,7 +614,11 @@ impl super::Builder {
                     io
                 } else {
                     let len = draw(self.randseed, name, jobnum, 0x100 + i as u64, lo, hi);
-                    let len = if hi > lo { (len - len % bs).max(lo) } else { len };
+                    let len = if hi > lo {
+                        (len - len % bs).max(lo)
+                    } else {
+                        len
+                    };
                     len.saturating_sub(self.offset)
                 };
                 let name = match &self.directory {
@@ -652,7 +691,10 @@ impl super::Builder {
             c.verify_backlog_batch = c.verify_backlog;
         }
         if c.wait_for.as_deref() == Some(name) {
-            return Err(("wait_for", format!("job '{name}': a job cannot wait for itself")));
+            return Err((
+                "wait_for",
+                format!("job '{name}': a job cannot wait for itself"),
+            ));
         }
         Ok(c)
     }
@@ -810,7 +852,10 @@ fn eval_arith(s: &str) -> Result<u64, String> {
                 .map_err(|_| "value too large".to_string())
         }
     }
-    let mut p = P { b: s.as_bytes(), i: 0 };
+    let mut p = P {
+        b: s.as_bytes(),
+        i: 0,
+    };
     let v = p.expr()?;
     p.ws();
     if p.i != s.len() {
@@ -848,7 +893,10 @@ mod tests {
         let c = &j.ctl;
         assert_eq!(c.rate_bps, [1 << 20, 2 << 20]);
         assert_eq!(c.rate_min_bps, [100 << 10, 100 << 10]);
-        assert_eq!((c.rate_process, c.rate_cycle_ms), (RateProcess::Poisson, 500));
+        assert_eq!(
+            (c.rate_process, c.rate_cycle_ms),
+            (RateProcess::Poisson, 500)
+        );
         assert_eq!(j.thinktime_us, 1000);
         assert_eq!((c.thinktime_spin_us, c.thinktime_blocks), (200, 8));
         assert_eq!(c.thinktime_blocks_type, ThinktimeBlocksType::Issue);
@@ -857,11 +905,21 @@ mod tests {
         assert_eq!(c.exit_what, ExitWhat::Stonewall);
         assert_eq!(c.startdelay_us, 2_000_000);
         assert_eq!(j.files.len(), 2);
-        assert_eq!((c.openfiles, c.file_service, c.file_service_nr), (1, FileService::Random, 4));
+        assert_eq!(
+            (c.openfiles, c.file_service, c.file_service_nr),
+            (1, FileService::Random, 4)
+        );
         assert_eq!(c.fsync_blocks, 8);
         assert_eq!(
             (c.sync_file_range, c.sync_file_range_nr),
-            (SyncFileRange { wait_before: true, write: true, wait_after: false }, 16)
+            (
+                SyncFileRange {
+                    wait_before: true,
+                    write: true,
+                    wait_after: false
+                },
+                16
+            )
         );
         assert!(c.verify && c.do_verify);
         assert_eq!((c.verify_backlog, c.verify_backlog_batch), (32, 32));
@@ -880,8 +938,10 @@ mod tests {
             "t.fio",
         )
         .unwrap();
-        let g: Vec<(&str, u32, bool)> =
-            v.iter().map(|j| (j.name.as_str(), j.groupid, j.ctl.stonewall)).collect();
+        let g: Vec<(&str, u32, bool)> = v
+            .iter()
+            .map(|j| (j.name.as_str(), j.groupid, j.ctl.stonewall))
+            .collect();
         assert_eq!(
             g,
             vec![
@@ -893,7 +953,10 @@ mod tests {
                 ("e", 3, true)
             ]
         );
-        assert!(v[2].ctl.new_group && !v[3].ctl.new_group, "clones lose new_group");
+        assert!(
+            v[2].ctl.new_group && !v[3].ctl.new_group,
+            "clones lose new_group"
+        );
     }
 
     #[test]
@@ -908,7 +971,10 @@ mod tests {
         std::fs::write(&p, "[global]\nbs=4k\nsize=1m\n[a]\n[b]\nbs=16k\n").unwrap();
         std::fs::write(&q, "[global]\nsize=1m\n[c]\n[d]\n").unwrap();
         let (ps, qs) = (p.display().to_string(), q.display().to_string());
-        for args in [vec![ps.clone(), "--bs=8k".into(), qs.clone()], vec!["--bs=8k".into(), ps.clone(), qs.clone()]] {
+        for args in [
+            vec![ps.clone(), "--bs=8k".into(), qs.clone()],
+            vec!["--bs=8k".into(), ps.clone(), qs.clone()],
+        ] {
             let v = parse_cmdline(&args).unwrap();
             let got: Vec<(&str, u64, bool, u32)> = v
                 .iter()
@@ -916,7 +982,12 @@ mod tests {
                 .collect();
             assert_eq!(
                 got,
-                vec![("a", 4096, false, 0), ("b", 16384, false, 0), ("c", 8192, true, 1), ("d", 8192, false, 1)]
+                vec![
+                    ("a", 4096, false, 0),
+                    ("b", 16384, false, 0),
+                    ("c", 8192, true, 1),
+                    ("d", 8192, false, 1)
+                ]
             );
         }
         std::fs::remove_dir_all(&dir).ok();
@@ -924,7 +995,11 @@ mod tests {
 
     #[test]
     fn keywords_come_from_the_machine() {
-        let kw = Keywords { pagesize: 4096, mb_memory: 2048, ncpus: 3 };
+        let kw = Keywords {
+            pagesize: 4096,
+            mb_memory: 2048,
+            ncpus: 3,
+        };
         let v = parse_job_str_with(
             "[a]\nsize=5*1024*1024*$mb_memory/8 # 5/8 of memory\nbs=$pagesize\nnumjobs=$ncpus\n",
             "t.fio",
@@ -942,32 +1017,46 @@ mod tests {
         assert_eq!(j.filename, "/dev/bsg/0:0");
         let j = one("[a]\nfilename=x:y:/abs/z\ndirectory=/mnt\nsize=96k\n");
         let names: Vec<_> = j.files.iter().map(|f| (f.name.as_str(), f.size)).collect();
-        assert_eq!(names, vec![("/mnt/x", 32768), ("/mnt/y", 32768), ("/abs/z", 32768)]);
+        assert_eq!(
+            names,
+            vec![("/mnt/x", 32768), ("/mnt/y", 32768), ("/abs/z", 32768)]
+        );
         // size / nrfiles; fio adds whole blocks of the remainder to the
         // first files, and a remainder below nrfiles bytes is no block.
         let j = one("[a]\nsize=40k\nnrfiles=3\n");
         let sizes: Vec<u64> = j.files.iter().map(|f| f.size).collect();
         assert_eq!(sizes, vec![13653, 13653, 13653]);
         let v = parse_job_str("[a]\nsize=8k\nnrfiles=2\nnumjobs=2\n", "t.fio").unwrap();
-        let names: Vec<&str> = v.iter().flat_map(|j| j.files.iter().map(|f| f.name.as_str())).collect();
+        let names: Vec<&str> = v
+            .iter()
+            .flat_map(|j| j.files.iter().map(|f| f.name.as_str()))
+            .collect();
         assert_eq!(names, vec!["a.0.0", "a.0.1", "a.1.0", "a.1.1"]);
         // filesize ranges: whole blocks inside the range, the same each parse.
         let a = one("[a]\nnrfiles=8\nfilesize=16k-64k\n");
         let b = one("[a]\nnrfiles=8\nfilesize=16k-64k\n");
         assert_eq!(a.files, b.files);
-        assert!(a.files.iter().all(|f| (16384..=65536).contains(&f.size) && f.size % 4096 == 0));
+        assert!(a
+            .files
+            .iter()
+            .all(|f| (16384..=65536).contains(&f.size) && f.size % 4096 == 0));
         assert!(a.files.iter().any(|f| f.size != a.files[0].size));
         assert_eq!(a.size, a.files.iter().map(|f| f.size).sum::<u64>());
         // startdelay ranges differ between clones, inside the range.
         let v = parse_job_str("[a]\nsize=8k\nnumjobs=4\nstartdelay=1-9\n", "t.fio").unwrap();
-        assert!(v.iter().all(|j| (1_000_000..=9_000_000).contains(&j.ctl.startdelay_us)));
-        assert!(v.iter().any(|j| j.ctl.startdelay_us != v[0].ctl.startdelay_us));
+        assert!(v
+            .iter()
+            .all(|j| (1_000_000..=9_000_000).contains(&j.ctl.startdelay_us)));
+        assert!(v
+            .iter()
+            .any(|j| j.ctl.startdelay_us != v[0].ctl.startdelay_us));
     }
 
     #[test]
     fn bad_values_name_file_line_and_option() {
         for (text, want) in [
             ("[a]\nsize=1m\nrate_process=burst\n", "t.fio:3: rate_process: bad rate_process 'burst' (linear, poisson)"),
+            ("[a]\nsize=1m\nio_submit_mode=async\n", "t.fio:3: io_submit_mode: bad io_submit_mode 'async' (inline, offload)"),
             ("[a]\nsize=1m\nexit_what=some\n", "t.fio:3: exit_what: bad exit_what 'some' (group, stonewall, all)"),
             ("[a]\nsize=1m\nfile_service_type=zipf:1\n", "t.fio:3: file_service_type: 'zipf:1': zipf theta must be > 0 and != 1"),
             ("[a]\nsize=1m\nfile_service_type=lru\n", "t.fio:3: file_service_type: bad file_service_type 'lru' (random, roundrobin, sequential, zipf, pareto, normal, gauss)"),
@@ -1017,8 +1106,12 @@ mod tests {
         assert_eq!(keyword_replace("($ncpus+2)*3", &kw).unwrap(), "18");
         // No keyword: no arithmetic (fio leaves "4k-8k" to the option).
         assert_eq!(keyword_replace("4k-8k", &kw).unwrap(), "4k-8k");
-        assert!(keyword_replace("$ncpus/0", &kw).unwrap_err().contains("division"));
-        assert!(keyword_replace("$ncpus-8", &kw).unwrap_err().contains("negative"));
+        assert!(keyword_replace("$ncpus/0", &kw)
+            .unwrap_err()
+            .contains("division"));
+        assert!(keyword_replace("$ncpus-8", &kw)
+            .unwrap_err()
+            .contains("negative"));
     }
 
     #[test]
