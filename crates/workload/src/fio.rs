@@ -1,10 +1,12 @@
 //! fio job files and fio's command-line form, parsed into [`FioJob`]s.
 //!
-//! Semantics follow fio 3.42 (options.c, parse.c, init.c, filesetup.c):
-//! option names, aliases and defaults are fio's. Options that cannot change
-//! what the model computes (reporting, logging, CPU placement) are accepted
-//! and ignored; every other option fio knows but foliosim does not model is
-//! refused with an error naming the file, line and option.
+//! Semantics follow fio 3.33, the version Debian ships and the tests run
+//! beside (options.c, parse.c, init.c, filesetup.c): option names, aliases
+//! and defaults are fio's. Options that cannot change what the model
+//! computes (reporting, logging, CPU placement) are accepted and ignored;
+//! every other option fio knows but foliosim does not model is refused with
+//! an error naming the file, line and option. Job-control options live in
+//! `fio/jobctl.rs`, engine checks and device sizes in `fio/setup.rs`.
 //!
 //! Sizes follow fio's `kb_base` rules: with the default `kb_base=1024`,
 //! `k`/`kb`/`m`/... are powers of 1024 and the IEC-looking `kib`/`mib`/...
