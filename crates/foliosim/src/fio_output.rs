@@ -856,40 +856,6 @@ pub fn job_options(args: &[String], jobs: &[foliosim_workload::fio::FioJob]) -> 
             None => (o.to_string(), None),
         })
     };
-    // The parser's flags (fio.rs FLAGS): `--flag next` does not take
-    // `next` as its value; any other `--opt next` does, unless `next` is
-    // an option itself.
-    const FLAGS: &[&str] = &[
-        "time_based",
-        "norandommap",
-        "group_reporting",
-        "direct",
-        "buffered",
-        "invalidate",
-        "thread",
-        "per_job_logs",
-        "stats",
-        "gtod_reduce",
-        "disable_lat",
-        "disable_clat",
-        "disable_slat",
-        "disable_bw_measurement",
-        "clat_percentiles",
-        "lat_percentiles",
-        "slat_percentiles",
-        "new_group",
-        "stonewall",
-        "wait_for_previous",
-        "unified_rw_reporting",
-        "unique_filename",
-        "allow_file_create",
-        "create_serialize",
-        "softrandommap",
-        "randrepeat",
-        "minimal",
-        "append-terse",
-        "eta-newline",
-    ];
     // Command line: (position of each --name, its options), and globals.
     let mut global = Vec::new();
     let mut by_pos: Vec<(usize, Vec<(String, String)>)> = Vec::new();
@@ -901,7 +867,7 @@ pub fn job_options(args: &[String], jobs: &[foliosim_workload::fio::FioJob]) -> 
         };
         let pos = i + 1;
         i += 1;
-        if v.is_none() && !FLAGS.contains(&k.as_str()) {
+        if v.is_none() && foliosim_workload::fio::takes_value(&k) {
             if let Some(next) = args.get(i).filter(|n| !n.starts_with('-')) {
                 v = Some(next.clone());
                 i += 1;

@@ -724,7 +724,8 @@ const FLAGS: &[&str] = &[
     "eta-newline",
 ];
 
-fn takes_value(key: &str) -> bool {
+/// Whether `--key next` takes `next` as its value (fio's flags do not).
+pub fn takes_value(key: &str) -> bool {
     !FLAGS.contains(&key) && !jobctl::FLAGS.contains(&key)
 }
 
