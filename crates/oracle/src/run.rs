@@ -373,7 +373,12 @@ fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), Str
                 let sub = d.join(&p.path);
                 fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
             }
-            fio::layout(&jf, &d)?;
+            // The layout runs a job file of its own (see fio::layout_text).
+            let lf = scratch.dir.join(format!("fio-{}-layout.fio", case.name));
+            scratch.track(lf.clone())?;
+            fs::write(&lf, fio::layout_text(&job.text))
+                .map_err(|e| format!("{}: {e}", lf.display()))?;
+            fio::layout(&lf, &d)?;
             fill_holes(&d)?;
             Ok((d, jf))
         }
