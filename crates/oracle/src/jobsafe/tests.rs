@@ -295,7 +295,11 @@ fn dedupe_buffer_options_are_allowed() {
                 dedupe_global=1\ndedupe_percentage=50\nblocksize=4k\nrw=write\n\
                 buffer_compress_percentage=50\ndedupe_working_set_percentage=50\n[a]\n[b]\n";
     let j = ok(text);
-    for o in ["dedupe_mode=working_set", "dedupe_global=1", "dedupe_working_set_percentage=50"] {
+    for o in [
+        "dedupe_mode=working_set",
+        "dedupe_global=1",
+        "dedupe_working_set_percentage=50",
+    ] {
         assert!(j.text.lines().any(|l| l == o), "{o} dropped:\n{}", j.text);
     }
     fio_parses(&j.text, "dedupe");
