@@ -35,6 +35,19 @@ pub fn command(job: &Path, dir: &Path) -> Command {
     c
 }
 
+/// The job file for [`layout`]: the canonical job less `io_submit_mode`.
+/// fio 3.33 with `--create_only=1` and `io_submit_mode=offload` (at
+/// iodepth=32, as in fio's examples/fixed-rate-submission.fio) lays the
+/// file out and then never exits: its job waits on the offload workqueue's
+/// workers forever. How I/Os are submitted has no bearing on the files
+/// laid out, so the setup runs inline.
+pub fn layout_text(job: &str) -> String {
+    job.lines()
+        .filter(|l| l.split('=').next().map(str::trim) != Some("io_submit_mode"))
+        .flat_map(|l| [l, "\n"])
+        .collect()
+}
+
 /// Lays out the job's files (fio's setup phase only), outside any cgroup.
 pub fn layout(job: &Path, dir: &Path) -> Result<(), String> {
     let out = Command::new("fio")
@@ -103,5 +116,19 @@ mod tests {
         assert_eq!(o.counters()["fio.read_bytes"], 269484032.0);
         assert!(parse_json("no json").unwrap_err().contains("no JSON"));
         assert!(parse_json("{\"x\":1}").unwrap_err().contains("'jobs'"));
+    }
+
+    #[test]
+    fn layout_job_drops_io_submit_mode_only() {
+        let job = "; written by foliosim oracle\n[fixed-rate-submit]\nsize=128m\nrw=read\n\
+                   ioengine=libaio\niodepth=32\ndirect=1\nio_submit_mode=offload\nrate_iops=1000\n";
+        assert_eq!(
+            layout_text(job),
+            "; written by foliosim oracle\n[fixed-rate-submit]\nsize=128m\nrw=read\n\
+             ioengine=libaio\niodepth=32\ndirect=1\nrate_iops=1000\n"
+        );
+        // A job without it is laid out as it is.
+        let plain = "[a]\nsize=1m\nrw=write\n";
+        assert_eq!(layout_text(plain), plain);
     }
 }

@@ -164,6 +164,10 @@ const ALLOWED: &[&str] = &[
     "buffer_compress_percentage",
     "buffer_compress_chunk",
     "dedupe_percentage",
+    // Which buffers repeat (fio's dedupe.c): data contents only.
+    "dedupe_mode",
+    "dedupe_global",
+    "dedupe_working_set_percentage",
     "clat_percentiles",
     "lat_percentiles",
     "slat_percentiles",

@@ -342,6 +342,10 @@ pub fn preflight(case: &Case, scratch_dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+fn layout_job(case: &Case, scratch_dir: &Path) -> PathBuf {
+    scratch_dir.join(format!("fio-{}-layout.fio", case.name))
+}
+
 fn fio_dir(case: &Case, scratch_dir: &Path) -> PathBuf {
     scratch_dir.join(format!("fio-{}", case.name))
 }
@@ -373,7 +377,12 @@ fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), Str
                 let sub = d.join(&p.path);
                 fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
             }
-            fio::layout(&jf, &d)?;
+            // The layout runs a job file of its own (see fio::layout_text).
+            let lf = layout_job(case, &scratch.dir);
+            scratch.track(lf.clone())?;
+            fs::write(&lf, fio::layout_text(&job.text))
+                .map_err(|e| format!("{}: {e}", lf.display()))?;
+            fio::layout(&lf, &d)?;
             fill_holes(&d)?;
             Ok((d, jf))
         }
@@ -417,6 +426,13 @@ fn run_real(
     let (work, job) = prepare(case, scratch)?;
     let mut runs = Vec::new();
     for i in 0..opts.repeat {
+        if i > 0 && matches!(case.kind, CaseKind::Fio { .. }) {
+            // A job may delete its files (filedelete, unlink=1): every
+            // repeat starts from the laid-out files, not fio re-creating
+            // them inside the group. Files still there are left as they are.
+            fio::layout(&layout_job(case, &scratch.dir), &work)?;
+            fill_holes(&work)?;
+        }
         let t = Instant::now();
         let m = run_once(case, host, opts, (&work, &job))?;
         if opts.verbose {

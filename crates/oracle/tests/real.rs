@@ -112,6 +112,33 @@ fn real_probe_and_fio_cases() {
         }
         assert!(leftover_groups(&host).is_empty());
         fs::remove_file(&job).unwrap();
+
+        // A job that deletes its files: the second repeat must find them
+        // laid out again, not create them itself (fio's create_fsync would
+        // write their 1 MiB from inside the group).
+        let job = dir.join("del.fio");
+        fs::write(
+            &job,
+            "; oracle: memcg_limit=64M\n[del]\nioengine=filedelete\nfilesize=64k\nnrfiles=16\n",
+        )
+        .unwrap();
+        let fc = fio_case(&job, None, None).unwrap();
+        let r = run_case(&fc, &host, &opts, &mut scratch, &no_model);
+        let Outcome::Ran { runs, .. } = &r.outcome else {
+            panic!("{:?}", r.outcome)
+        };
+        for (i, m) in runs.iter().enumerate() {
+            let r = m.get("fio.read_bytes").copied();
+            assert_eq!(r, Some(16.0 * 65536.0), "repeat {i}: 16 unlinks");
+            if let Some(&w) = m.get("io.wbytes") {
+                assert!(
+                    w < 512.0 * 1024.0,
+                    "repeat {i}: io.wbytes {w}: fio re-created the files"
+                );
+            }
+        }
+        assert!(leftover_groups(&host).is_empty());
+        fs::remove_file(&job).unwrap();
     } else {
         eprintln!("fio part SKIPPED: fio is not installed");
     }

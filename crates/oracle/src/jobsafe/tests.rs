@@ -286,3 +286,21 @@ proptest! {
         }
     }
 }
+
+/// fio's examples/dedupe-global.fio: the dedupe options choose which write
+/// buffers repeat (data contents only), so its job runs unchanged.
+#[test]
+fn dedupe_buffer_options_are_allowed() {
+    let text = "[global]\nioengine=libaio\niodepth=256\nsize=100m\ndedupe_mode=working_set\n\
+                dedupe_global=1\ndedupe_percentage=50\nblocksize=4k\nrw=write\n\
+                buffer_compress_percentage=50\ndedupe_working_set_percentage=50\n[a]\n[b]\n";
+    let j = ok(text);
+    for o in [
+        "dedupe_mode=working_set",
+        "dedupe_global=1",
+        "dedupe_working_set_percentage=50",
+    ] {
+        assert!(j.text.lines().any(|l| l == o), "{o} dropped:\n{}", j.text);
+    }
+    fio_parses(&j.text, "dedupe");
+}
