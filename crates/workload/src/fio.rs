@@ -229,7 +229,8 @@ pub struct FioJob {
     pub end_fsync: bool,
     /// Always 1 after numjobs expansion (each clone is its own job).
     pub numjobs: u32,
-    /// Clone index 0..numjobs-1 (fio's `$jobnum`).
+    /// fio's subjob_number (`$jobnum`): 0 for the parent, then numjobs-1
+    /// down to 1 for the clones in thread order.
     pub jobnum: u32,
     /// "file:line" of the job's section header (or `--name`).
     pub source: String,
@@ -743,6 +744,8 @@ struct Builder {
     size: Option<u64>,
     filesize: Option<u64>,
     offset: u64,
+    /// fio's `offset_increment`: clone N starts at offset + N * this.
+    offset_increment: u64,
     rw: Rw,
     rwmixread: u32,
     /// Per direction (read, write, trim) as fio stores them; 0 = not set.
@@ -803,6 +806,7 @@ impl Default for Builder {
             size: None,
             filesize: None,
             offset: 0,
+            offset_increment: 0,
             rw: Rw::Read,
             rwmixread: 50,
             bs: [4096; 3],
@@ -941,6 +945,15 @@ impl Builder {
                 self.ctl.filesize_range = (lo, hi);
             }
             "offset" | "fileoffset" => self.offset = size(need()?)?,
+            // filesetup.c get_start_offset(): clone N (fio's subjob_number,
+            // the `$jobnum` of filename_format) starts N increments further.
+            "offset_increment" => self.offset_increment = size(need()?)?,
+            // fio aligns the start offset (to this, else the smallest bs)
+            // only when offset or offset_increment is a percentage, which
+            // foliosim refuses; a byte offset is used as given.
+            "offset_align" => {
+                size(need()?)?;
+            }
             "rw" | "readwrite" => {
                 let v = need()?;
                 // fio's str_rw_cb(): the postfix of a random rw is an I/O
@@ -1181,10 +1194,13 @@ impl Builder {
         };
         let size_from_device = size == 0;
         self.check_engine(file, line, &name)?;
-        if self.offset.checked_add(size).is_none() {
+        let last_offset = u64::from(self.numjobs - 1)
+            .checked_mul(self.offset_increment)
+            .and_then(|i| i.checked_add(self.offset));
+        if last_offset.and_then(|o| o.checked_add(size)).is_none() {
             return Err(herr(
                 "offset",
-                format!("job '{name}': offset + size overflows"),
+                format!("job '{name}': offset + offset_increment * (numjobs - 1) + size overflows"),
             ));
         }
         // fio's fixup_options(): a range or split overrides bs; random
@@ -1274,8 +1290,23 @@ impl Builder {
         }
         let ctl = self.resolve_ctl(&name, size).map_err(|(o, m)| herr(o, m))?;
         let mut out = Vec::with_capacity(self.numjobs as usize);
-        for jobnum in 0..self.numjobs {
-            let files = self.job_files(&name, jobnum, size);
+        for clone in 0..self.numjobs {
+            // init.c add_job() adds the clones after the parent counting
+            // down: threads N, N+1, ... get subjob_number 0, numjobs-1,
+            // ..., 1; that number is `$jobnum` in file names and the
+            // offset_increment multiplier (checked with fio 3.33).
+            let jobnum = if clone == 0 { 0 } else { self.numjobs - clone };
+            // Cannot overflow: checked above for the last clone.
+            let offset = self.offset + u64::from(jobnum) * self.offset_increment;
+            if let (None, Some(fs)) = (self.size, self.filesize) {
+                if fs <= offset {
+                    return Err(herr(
+                        "offset_increment",
+                        format!("job '{name}': clone {jobnum} starts at {offset}, not before filesize {fs}"),
+                    ));
+                }
+            }
+            let files = self.job_files(&name, jobnum, size, offset);
             let filename = files[0].name.clone();
             // Without size=, a filesize range gives the clone its own total.
             let size = match self.size {
@@ -1284,7 +1315,7 @@ impl Builder {
             };
             let mut ctl = ctl.clone();
             ctl.startdelay_us = self.startdelay(&name, jobnum);
-            if jobnum > 0 {
+            if clone > 0 {
                 // fio clears these for the clones of a job (add_job).
                 ctl.stonewall = false;
                 ctl.new_group = false;
@@ -1293,7 +1324,7 @@ impl Builder {
                 name: name.clone(),
                 filename,
                 size,
-                offset: self.offset,
+                offset,
                 rw: self.rw,
                 rwmixread: self.rwmixread,
                 bs: rw_min_bs,
@@ -1895,9 +1926,10 @@ mod tests {
         assert_eq!(
             names,
             vec![
+                // fio 3.33 adds clones counting down (add_job).
                 ("a", 0, "a.0.0", 8192),
-                ("a", 1, "a.1.0", 8192),
                 ("a", 2, "a.2.0", 8192),
+                ("a", 1, "a.1.0", 8192),
                 ("b", 0, "/mnt/shared", 4096),
                 ("b", 1, "/mnt/shared", 4096),
             ]

@@ -589,7 +589,13 @@ impl super::Builder {
     /// filesize each file gets `size / nr_files` (the first files one block
     /// more when it does not divide); a fixed filesize is every file's
     /// length, a range draws each file's length in it (whole blocks).
-    pub(super) fn job_files(&self, name: &str, jobnum: u32, size: u64) -> Vec<JobFile> {
+    pub(super) fn job_files(
+        &self,
+        name: &str,
+        jobnum: u32,
+        size: u64,
+        offset: u64,
+    ) -> Vec<JobFile> {
         let names: Vec<String> = match &self.filename {
             Some(f) => split_filenames(f),
             None => (0..self.nr_files())
@@ -619,7 +625,7 @@ impl super::Builder {
                     } else {
                         len
                     };
-                    len.saturating_sub(self.offset)
+                    len.saturating_sub(offset)
                 };
                 let name = match &self.directory {
                     Some(d) if !n.starts_with('/') => format!("{}/{}", d.trim_end_matches('/'), n),
@@ -627,7 +633,7 @@ impl super::Builder {
                 };
                 JobFile {
                     name,
-                    offset: self.offset,
+                    offset,
                     size: io,
                 }
             })
