@@ -692,6 +692,7 @@ const FLAGS: &[&str] = &[
     "group_reporting",
     "direct",
     "buffered",
+    "atomic",
     "invalidate",
     "thread",
     "per_job_logs",
@@ -767,6 +768,8 @@ struct Builder {
     rw_sequencer: RwSequencer,
     ioengine: IoEngine,
     direct: bool,
+    /// `atomic`, with the line it was set on (for the engine checks).
+    atomic: (bool, usize),
     iodepth: u32,
     iodepth_batch: u32,
     iodepth_batch_complete_min: u32,
@@ -826,6 +829,7 @@ impl Default for Builder {
             rw_sequencer: RwSequencer::Sequential,
             ioengine: IoEngine::Psync,
             direct: false,
+            atomic: (false, 0),
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_batch_complete_min: 1,
@@ -1067,6 +1071,9 @@ impl Builder {
             },
             "direct" => self.direct = parse_bool(val).map_err(err)?,
             "buffered" => self.direct = !parse_bool(val).map_err(err)?,
+            // RWF_ATOMIC writes (torn-write protection): checked against
+            // the engine and direct= in check_engine; no model effect.
+            "atomic" => self.atomic = (parse_bool(val).map_err(err)?, e.line),
             "runtime" | "timeout" => self.runtime_us = parse_time_us(need()?, true).map_err(err)?,
             "time_based" => self.time_based = parse_bool(val).map_err(err)?,
             "ramp_time" => self.ramp_time_us = parse_time_us(need()?, true).map_err(err)?,

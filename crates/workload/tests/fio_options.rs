@@ -36,3 +36,28 @@ fn offset_increment_errors_name_the_option() {
     let e = err("[a]\nsize=4k\noffset_increment=9223372036854775807\nnumjobs=3\n");
     assert!(e.starts_with("t.fio:1: offset: "), "{e}");
 }
+
+#[test]
+fn atomic_writes_are_direct_writes() {
+    let v = jobs("[w]\nfilename=/dev/x\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\nioengine=libaio\natomic=1\nverify=crc64\nverify_write_sequence=0\n");
+    let plain = jobs("[w]\nfilename=/dev/x\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\nioengine=libaio\nverify=crc64\n");
+    // No model effect: the same job as without atomic=1 (source aside).
+    assert!(v[0].direct);
+    assert_eq!(format!("{:?}", v[0]), format!("{:?}", plain[0]));
+    // Dropped for a job without writes, as fio does: any engine passes.
+    jobs("[r]\nsize=1m\nrw=read\natomic=1\n");
+}
+
+#[test]
+fn atomic_refusals_name_the_option() {
+    assert_eq!(
+        err("[w]\nsize=1m\nrw=write\nioengine=libaio\natomic=1\n"),
+        "t.fio:5: atomic: job 'w': atomic=1 needs direct=1: the kernel fails buffered RWF_ATOMIC writes with EOPNOTSUPP"
+    );
+    assert_eq!(
+        err("[w]\nsize=1m\nrw=write\ndirect=1\natomic=1\n"),
+        "t.fio:5: atomic: job 'w': the ioengine does not support atomic writes (only pvsync2, libaio and io_uring set RWF_ATOMIC)"
+    );
+    let e = err("[w]\nsize=1m\nrw=write\ndirect=1\nioengine=io_uring\nbsrange=4k-16k\natomic=1\n");
+    assert!(e.starts_with("t.fio:7: atomic: job 'w': atomic writes need one power-of-two write size"), "{e}");
+}

@@ -210,6 +210,7 @@ pub(super) const FLAGS: &[&str] = &[
     "verify_only",
     "verify_fatal",
     "verify_dump",
+    "verify_write_sequence",
     "verify_state_save",
     "verify_state_load",
     "experimental_verify",
@@ -239,6 +240,9 @@ pub(super) const NO_MODEL_EFFECT: &[&str] = &[
     "verify_pattern",
     "verify_fatal",
     "verify_dump",
+    // fio 3.38+: whether verify checks the header's write sequence number
+    // (a data check, no I/O of its own).
+    "verify_write_sequence",
     "verify_async",
     "verify_async_cpus",
     "verify_state_save",

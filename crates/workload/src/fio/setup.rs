@@ -55,6 +55,40 @@ impl Builder {
                 "job '{name}': hipri=1 (IORING_SETUP_IOPOLL) needs direct=1: the kernel fails buffered I/O on a polled ring with EOPNOTSUPP"
             )));
         }
+        if self.atomic.0 && self.rw.has_writes() {
+            // fio (init.c fixup_options): atomic needs an engine that sets
+            // RWF_ATOMIC (FIO_ATOMICWRITES); it is dropped for jobs that
+            // do not write. The kernel (generic_atomic_write_valid) fails
+            // a buffered RWF_ATOMIC write with EOPNOTSUPP and one whose
+            // length is not a power of two, or whose offset is not
+            // aligned to it, with EINVAL. What passes is a plain direct
+            // write to the model: torn-write protection only matters
+            // across a power failure, which the model does not have.
+            let e = |msg: String| perr(file, self.atomic.1, "atomic", format!("job '{name}': {msg}"));
+            if !matches!(
+                self.ioengine,
+                IoEngine::Pvsync2 | IoEngine::Libaio | IoEngine::IoUring
+            ) {
+                return Err(e(
+                    "the ioengine does not support atomic writes (only pvsync2, libaio and io_uring set RWF_ATOMIC)".into(),
+                ));
+            }
+            if !self.direct {
+                return Err(e(
+                    "atomic=1 needs direct=1: the kernel fails buffered RWF_ATOMIC writes with EOPNOTSUPP".into(),
+                ));
+            }
+            let w = 1;
+            let (lo, hi) = (
+                if self.min_bs[w] == 0 { self.bs[w] } else { self.min_bs[w] },
+                if self.max_bs[w] == 0 { self.bs[w] } else { self.max_bs[w] },
+            );
+            if lo != hi || !lo.is_power_of_two() || !self.bssplit[w].is_empty() {
+                return Err(e(format!(
+                    "atomic writes need one power-of-two write size (the kernel fails others with EINVAL); bs is {lo}-{hi}"
+                )));
+            }
+        }
         if self.ioengine == IoEngine::Ftruncate && self.rw.has_reads() {
             return Err(perr(
                 file,
