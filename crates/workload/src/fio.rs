@@ -1143,6 +1143,29 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
+            // Where fio's I/O buffers live (libnuma, numa_set_membind etc.):
+            // placement only, like cpus_allowed; the model has one node.
+            // The mode's rules are fio's str_numa_mpol_cb().
+            "numa_mem_policy" => {
+                let v = need()?;
+                let (mode, nodes) = match v.split_once(':') {
+                    Some((m, n)) => (m, Some(n)),
+                    None => (v, None),
+                };
+                let bad = match (mode, nodes) {
+                    ("prefer", Some(n)) if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) => {
+                        Some("one node only for 'prefer'")
+                    }
+                    ("prefer", None) => Some("one node is needed for 'prefer'"),
+                    ("local" | "default", Some(_)) => Some("no nodelist for 'local' or 'default'"),
+                    ("bind", None) => Some("a nodelist is needed for 'bind'"),
+                    ("prefer" | "bind" | "interleave" | "local" | "default", _) => None,
+                    _ => Some("memory policy should be: default, prefer, bind, interleave, local"),
+                };
+                if let Some(m) = bad {
+                    return Err(err(format!("'{v}': {m}")));
+                }
+            }
             k if IGNORED.contains(&k) => {}
             k => match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
                 Some(r) => r.map_err(err)?,

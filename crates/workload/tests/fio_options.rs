@@ -61,3 +61,16 @@ fn atomic_refusals_name_the_option() {
     let e = err("[w]\nsize=1m\nrw=write\ndirect=1\nioengine=io_uring\nbsrange=4k-16k\natomic=1\n");
     assert!(e.starts_with("t.fio:7: atomic: job 'w': atomic writes need one power-of-two write size"), "{e}");
 }
+
+#[test]
+fn numa_placement_is_accepted_without_effect() {
+    let base = "[a]\nsize=1m\nrw=randread\n";
+    let plain = jobs(base);
+    for extra in ["numa_cpu_nodes=0-1\nnuma_mem_policy=interleave:0-1\n", "numa_mem_policy=bind:0\n", "numa_mem_policy=prefer:1\n", "numa_mem_policy=local\n"] {
+        let v = jobs(&format!("{base}{extra}"));
+        assert_eq!(format!("{:?}", v[0]), format!("{:?}", plain[0]), "{extra}");
+    }
+    assert_eq!(err("[a]\nsize=1m\nnuma_mem_policy=bind\n"), "t.fio:3: numa_mem_policy: 'bind': a nodelist is needed for 'bind'");
+    assert_eq!(err("[a]\nsize=1m\nnuma_mem_policy=prefer:0-1\n"), "t.fio:3: numa_mem_policy: 'prefer:0-1': one node only for 'prefer'");
+    assert!(err("[a]\nsize=1m\nnuma_mem_policy=spread:0\n").ends_with("memory policy should be: default, prefer, bind, interleave, local"));
+}
