@@ -74,3 +74,18 @@ fn numa_placement_is_accepted_without_effect() {
     assert_eq!(err("[a]\nsize=1m\nnuma_mem_policy=prefer:0-1\n"), "t.fio:3: numa_mem_policy: 'prefer:0-1': one node only for 'prefer'");
     assert!(err("[a]\nsize=1m\nnuma_mem_policy=spread:0\n").ends_with("memory policy should be: default, prefer, bind, interleave, local"));
 }
+
+#[test]
+fn continue_on_error_is_checked_and_has_no_model_effect() {
+    let plain = jobs("[a]\nsize=1m\nrw=write\n");
+    let v = jobs("[a]\nsize=1m\nrw=write\ncontinue_on_error=write\nignore_error=,ENOSPC:28\nerror_dump=0\n");
+    assert_eq!(format!("{:?}", v[0]), format!("{:?}", plain[0]));
+    assert_eq!(
+        err("[a]\nsize=1m\ncontinue_on_error=sometimes\n"),
+        "t.fio:3: continue_on_error: bad continue_on_error 'sometimes' (none, read, write, io, verify, all, 0, 1)"
+    );
+    assert_eq!(
+        err("[a]\nsize=1m\nignore_error=,nospace\n"),
+        "t.fio:3: ignore_error: ',nospace': 'nospace' is not an errno name or number"
+    );
+}

@@ -547,6 +547,37 @@ pub(super) fn apply(
                 "inline" | "offload" => {}
                 o => return Err(format!("bad io_submit_mode '{o}' (inline, offload)")),
             },
+            // Which I/O and verify errors a job survives. The model's I/O
+            // does not fail; the one error it raises, rate_min's EIO, ends
+            // the job whatever this says (backend.c do_io() sets it with
+            // td_verror() and leaves the loop; only io_u completions go
+            // through td_non_fatal_error()).
+            "continue_on_error" => match need()? {
+                "none" | "read" | "write" | "io" | "verify" | "all" | "0" | "1" => {}
+                o => {
+                    return Err(format!(
+                        "bad continue_on_error '{o}' (none, read, write, io, verify, all, 0, 1)"
+                    ))
+                }
+            },
+            // Errnos continue_on_error skips, per read,write,verify (fio's
+            // str_ignore_error_cb: names or numbers, ':'-separated); no
+            // effect for the same reason.
+            "ignore_error" => {
+                let v = need()?;
+                let groups: Vec<&str> = v.split(',').collect();
+                if groups.len() > 3 {
+                    return Err(format!("'{v}': at most three lists (read,write,verify)"));
+                }
+                for e in groups.iter().flat_map(|g| g.split(':')).filter(|e| !e.is_empty()) {
+                    let name = e.strip_prefix('E').is_some_and(|r| {
+                        !r.is_empty() && r.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                    });
+                    if !name && e.parse::<u32>().is_err() {
+                        return Err(format!("'{v}': '{e}' is not an errno name or number"));
+                    }
+                }
+            }
             k if NO_MODEL_EFFECT.contains(&k) => {}
             _ => return Err(String::new()),
         }
