@@ -1143,6 +1143,15 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
+            // ioprio_set() for the job (and, in libaio/io_uring, cmdprio*
+            // per I/O): the model's device has no I/O scheduler to order
+            // by priority, so these change nothing it computes.
+            "prio" => {
+                parse_int(need()?, 0, 7).map_err(err)?;
+            }
+            "prioclass" => {
+                parse_int(need()?, 0, 3).map_err(err)?;
+            }
             // Where fio's I/O buffers live (libnuma, numa_set_membind etc.):
             // placement only, like cpus_allowed; the model has one node.
             // The mode's rules are fio's str_numa_mpol_cb().

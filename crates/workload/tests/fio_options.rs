@@ -89,3 +89,18 @@ fn continue_on_error_is_checked_and_has_no_model_effect() {
         "t.fio:3: ignore_error: ',nospace': 'nospace' is not an errno name or number"
     );
 }
+
+#[test]
+fn io_priorities_are_accepted_without_effect() {
+    let base = "[a]\nsize=1m\nrw=randread\nioengine=libaio\ndirect=1\nbssplit=64k/40:1024k/60\n";
+    let plain = jobs(base);
+    for extra in [
+        "prioclass=2\nprio=7\ncmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0\n",
+        "prioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\ncmdprio=0\n",
+    ] {
+        let v = jobs(&format!("{base}{extra}"));
+        assert_eq!(format!("{:?}", v[0]), format!("{:?}", plain[0]), "{extra}");
+    }
+    assert!(err("[a]\nsize=1m\nprio=8\n").starts_with("t.fio:3: prio: "));
+    assert!(err("[a]\nsize=1m\nprioclass=4\n").starts_with("t.fio:3: prioclass: "));
+}
