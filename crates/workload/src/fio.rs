@@ -1222,6 +1222,10 @@ impl Builder {
             // A block device without size= is as big as the device
             // (fio's real_file_size); the machine's --disk-size fills it in.
             (None, None) if self.is_block_device() => 0,
+            // fill_device (init.c fixup_options: size -1, the job ends at
+            // ENOSPC): writes up to the capacity, which the machine's
+            // --disk-size gives for a file system as for a device.
+            (None, None) if self.ctl.ctl.fill_device && self.rw.has_writes() => 0,
             // cpuio does no I/O: fio needs no size for it.
             (None, None) if self.ioengine == IoEngine::CpuIo => self.bs.iter().copied().max().unwrap_or(4096),
             (None, None) => {

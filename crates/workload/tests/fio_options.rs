@@ -104,3 +104,22 @@ fn io_priorities_are_accepted_without_effect() {
     assert!(err("[a]\nsize=1m\nprio=8\n").starts_with("t.fio:3: prio: "));
     assert!(err("[a]\nsize=1m\nprioclass=4\n").starts_with("t.fio:3: prioclass: "));
 }
+
+#[test]
+fn fill_device_writes_up_to_the_capacity() {
+    use foliosim_workload::fio::resolve_device_sizes;
+    let text = "[w]\nfilename=data\nrw=write\nbs=64k\noffset=1m\nfill_device=1\n";
+    let mut v = jobs(text);
+    assert!(v[0].size_from_device);
+    resolve_device_sizes(&mut v, Some(64 << 20)).unwrap();
+    assert_eq!(v[0].size, (64 << 20) - (1 << 20));
+    assert_eq!(v[0].file_size(), 64 << 20);
+    let mut v = jobs(text);
+    assert_eq!(
+        resolve_device_sizes(&mut v, None).unwrap_err().to_string(),
+        "t.fio:1: size: job 'w': fill_device=1 without size= writes until the file system is full: pass --disk-size (its free space)"
+    );
+    // size= still bounds it; a job that does not write needs a size.
+    assert_eq!(jobs("[w]\nrw=write\nsize=1m\nfill_fs=1\n")[0].size, 1 << 20);
+    assert!(err("[r]\nrw=read\nfill_device=1\n").contains("you need to specify size="));
+}

@@ -132,6 +132,12 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
         };
         let e = |msg: String| perr(&file, line, "size", msg);
         let Some(d) = disk_size else {
+            if j.ctl.fill_device && !j.filename.starts_with("/dev/") {
+                return Err(e(format!(
+                    "job '{}': fill_device=1 without size= writes until the file system is full: pass --disk-size (its free space)",
+                    j.name
+                )));
+            }
             return Err(e(format!(
                 "job '{}': {} is a block device and no size= is given: pass --disk-size (the device's capacity)",
                 j.name, j.filename
