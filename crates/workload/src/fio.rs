@@ -171,6 +171,9 @@ pub struct FioJob {
     /// then clears it when `randseed` is set (init.c runs
     /// setup_random_seeds() before fixup_options()): so a `randseed`
     /// alone leaves the block generator at `FIO_RANDSEED * thread_number`.
+    /// `randrepeat=0` without `randseed` seeds from fio's system RNG;
+    /// foliosim, deterministic, derives those seeds from the run's
+    /// `--seed` instead (`fio_rand::job_rand_seeds`).
     pub randrepeat: bool,
     /// `randseed=` given: fio's `rand_repeatable` is off after seeding
     /// (no re-seeding per loop; zipf/pareto/normal seeded from the block seed).
@@ -758,8 +761,6 @@ struct Builder {
     bs_unaligned: bool,
     random_generator: Option<RandomGenerator>,
     randrepeat: bool,
-    /// Line of a `randrepeat=0`, for the error when no randseed is given.
-    randrepeat_off_line: usize,
     randseed_set: bool,
     allrandrepeat: bool,
     zone_split: [Vec<ZoneSplit>; 3],
@@ -820,7 +821,6 @@ impl Default for Builder {
             bs_unaligned: false,
             random_generator: None,
             randrepeat: true,
-            randrepeat_off_line: 0,
             randseed_set: false,
             allrandrepeat: false,
             zone_split: Default::default(),
@@ -1099,10 +1099,7 @@ impl Builder {
                 self.randseed = size(need()?)?;
                 self.randseed_set = true;
             }
-            "randrepeat" => {
-                self.randrepeat = parse_bool(val).map_err(err)?;
-                self.randrepeat_off_line = e.line;
-            }
+            "randrepeat" => self.randrepeat = parse_bool(val).map_err(err)?,
             "random_distribution" => {
                 let v = need()?;
                 if v.contains(',') {
@@ -1273,14 +1270,6 @@ impl Builder {
         let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
         let norandommap =
             self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
-        if !self.randrepeat && !self.randseed_set {
-            return Err(perr(
-                file,
-                self.randrepeat_off_line,
-                "randrepeat",
-                "randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead",
-            ));
-        }
         if size < rw_min_bs && !size_from_device {
             return Err(herr(
                 "size",
@@ -2107,13 +2096,11 @@ mod tests {
         let j = one("[a]\nsize=1m\nrandom_generator=lfsr\n");
         assert_eq!(j.random_generator, RandomGenerator::Lfsr);
         assert!(j.random_generator_set && j.randrepeat);
-        // randseed makes randrepeat=0 acceptable (fio seeds from it).
         let j = one("[a]\nsize=1m\nrandseed=5\nrandrepeat=0\n");
         assert!(!j.randrepeat && j.randseed_set);
-        assert_eq!(
-            err("[a]\nsize=1m\nrandrepeat=0\n"),
-            "t.fio:3: randrepeat: randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead"
-        );
+        // Without randseed: seeded from the run's --seed (tests/fio_options.rs).
+        let j = one("[a]\nsize=1m\nrandrepeat=0\n");
+        assert!(!j.randrepeat && !j.randseed_set);
         // Non-uniform distributions never use the random map.
         let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n");
         assert!(j.norandommap);
@@ -2281,7 +2268,6 @@ mod tests {
             "t.fio:3: bs: '4k,8k,16k,32k': at most 3 values (read,write,trim)"
         );
         assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
-        assert!(err("[a]\nsize=1m\nrandrepeat=0\n").contains("deterministic"));
         assert_eq!(
             err("[a]\nsize=1m\nnrfiles=0\n"),
             "t.fio:3: nrfiles: nrfiles must be > 0"

@@ -123,3 +123,23 @@ fn fill_device_writes_up_to_the_capacity() {
     assert_eq!(jobs("[w]\nrw=write\nsize=1m\nfill_fs=1\n")[0].size, 1 << 20);
     assert!(err("[r]\nrw=read\nfill_device=1\n").contains("you need to specify size="));
 }
+
+fn offsets(j: &foliosim_workload::fio::FioJob, run_seed: u64) -> Vec<u64> {
+    let mut g = foliosim_workload::iogen::IoGen::new(j, run_seed);
+    std::iter::from_fn(|| g.next_io()).take(64).map(|io| io.offset).collect()
+}
+
+#[test]
+fn randrepeat_0_without_randseed_follows_the_run_seed() {
+    let j = &jobs("[a]\nsize=64m\nrw=randread\nrandrepeat=0\n")[0];
+    assert_eq!(offsets(j, 1), offsets(j, 1));
+    assert_ne!(offsets(j, 1), offsets(j, 2));
+    // Clones differ from each other under the same run seed.
+    let v = jobs("[a]\nsize=64m\nrw=randread\nrandrepeat=0\nnumjobs=2\n");
+    assert_ne!(offsets(&v[0], 1), offsets(&v[1], 1));
+    // With randrepeat (default) or a randseed, the run seed plays no part.
+    for text in ["[a]\nsize=64m\nrw=randread\n", "[a]\nsize=64m\nrw=randread\nrandrepeat=0\nrandseed=9\n", "[a]\nsize=64m\nrw=randread\nrandrepeat=0\nallrandrepeat=1\n"] {
+        let j = &jobs(text)[0];
+        assert_eq!(offsets(j, 1), offsets(j, 2), "{text}");
+    }
+}
