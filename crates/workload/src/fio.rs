@@ -1049,7 +1049,17 @@ impl Builder {
                 store_per_ddir(&mut self.percentage_random, vals, "").map_err(err)?;
             }
             "allrandrepeat" => self.allrandrepeat = parse_bool(val).map_err(err)?,
-            "ioengine" => self.ioengine = IoEngine::parse(need()?).map_err(err)?,
+            "ioengine" => {
+                let v = need()?;
+                // The GPU engines run as psync: their host-side I/O is one
+                // pread/pwrite (posix) or one O_DIRECT DMA (cuFile/hipFile)
+                // per I/O; the GPU copies are outside the model.
+                self.engine_opts.gpu = crate::engines::GpuIo::parse(v);
+                self.ioengine = match self.engine_opts.gpu {
+                    Some(_) => IoEngine::Psync,
+                    None => IoEngine::parse(v).map_err(err)?,
+                };
+            }
             "iodepth" => self.iodepth = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
             "iodepth_batch" | "iodepth_batch_submit" => {
                 self.iodepth_batch = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
@@ -1173,6 +1183,11 @@ impl Builder {
                 }
             }
             k if IGNORED.contains(&k) => {}
+            k if self.engine_opts.gpu.is_some_and(|mut g| g.option(k, val).is_some()) => {
+                if let Some(g) = self.engine_opts.gpu.as_mut() {
+                    g.option(k, val).unwrap_or(Ok(())).map_err(err)?;
+                }
+            }
             k => match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
                 Some(r) => r.map_err(err)?,
                 None => match jobctl::apply(&mut self.ctl, k, val, kb) {

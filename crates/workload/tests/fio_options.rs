@@ -143,3 +143,33 @@ fn randrepeat_0_without_randseed_follows_the_run_seed() {
         assert_eq!(offsets(j, 1), offsets(j, 2), "{text}");
     }
 }
+
+#[test]
+fn gpu_engines_run_as_psync() {
+    use foliosim_workload::fio::IoEngine;
+    for (eng, mode, gds) in [("libcufile", "cuda_io", "cufile"), ("libhipfile", "rocm_io", "hipfile")] {
+        let posix = &jobs(&format!("[a]\nsize=1m\nioengine={eng}\ngpu_dev_ids=0:1\n{mode}=posix\ndirect=0\niodepth=8\n"))[0];
+        assert_eq!(posix.ioengine, IoEngine::Psync);
+        assert!(!posix.direct);
+        // FIO_SYNCIO: depth 1 whatever iodepth says.
+        assert_eq!(posix.iodepth, 1);
+        let g = posix.engine_opts.gpu.unwrap();
+        assert_eq!((g.engine, g.gds), (eng, false));
+        let d = &jobs(&format!("[a]\nsize=1m\nioengine={eng}\n{mode}={gds}\ndirect=1\n"))[0];
+        assert!(d.direct && d.engine_opts.gpu.unwrap().gds);
+        // GPUDirect Storage is the default mode, and needs direct=1.
+        assert_eq!(
+            err(&format!("[a]\nsize=1m\nioengine={eng}\n")),
+            format!("t.fio:1: {mode}: job 'a': {mode}={gds} (GPUDirect Storage) needs direct=1 (fio's {eng}); use {mode}=posix for buffered I/O")
+        );
+        assert_eq!(
+            err(&format!("[a]\nsize=1m\nioengine={eng}\n{mode}=dma\n")),
+            format!("t.fio:4: {mode}: bad {mode} 'dma' ({gds}, posix)")
+        );
+    }
+    // Their options belong to them only.
+    assert!(err("[a]\nsize=1m\ncuda_io=posix\n").contains("cuda_io: unknown or unsupported fio option"));
+    // A later ioengine= drops the GPU engine.
+    let j = &jobs("[global]\nioengine=libcufile\n[a]\nsize=1m\nioengine=psync\n")[0];
+    assert_eq!(j.engine_opts.gpu, None);
+}

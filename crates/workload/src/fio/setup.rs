@@ -55,6 +55,16 @@ impl Builder {
                 "job '{name}': hipri=1 (IORING_SETUP_IOPOLL) needs direct=1: the kernel fails buffered I/O on a polled ring with EOPNOTSUPP"
             )));
         }
+        if let Some(g) = self.engine_opts.gpu.filter(|g| g.gds && !self.direct) {
+            let (mode, m) = if g.engine == "libcufile" {
+                ("cuda_io", "cufile")
+            } else {
+                ("rocm_io", "hipfile")
+            };
+            return Err(perr(file, line, mode, format!(
+                "job '{name}': {mode}={m} (GPUDirect Storage) needs direct=1 (fio's {}); use {mode}=posix for buffered I/O", g.engine
+            )));
+        }
         if self.atomic.0 && self.rw.has_writes() {
             // fio (init.c fixup_options): atomic needs an engine that sets
             // RWF_ATOMIC (FIO_ATOMICWRITES); it is dropped for jobs that
