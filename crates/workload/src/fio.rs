@@ -1243,7 +1243,10 @@ impl Builder {
             (None, None) => {
                 return Err(herr(
                     "size",
-                    format!("job '{name}': you need to specify size= (or filesize=)"),
+                    // fio takes an existing file's size here (and refuses the
+                    // job, with this message, when there is none); the
+                    // model's runs start with no files.
+                    format!("job '{name}': you need to specify size= (or filesize=): the model has no existing file to take the size from"),
                 ))
             }
         };
@@ -2036,7 +2039,7 @@ mod tests {
         let e = parse_cmdline(&args("--name=a")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "<command line>:1: size: job 'a': you need to specify size= (or filesize=)"
+            "<command line>:1: size: job 'a': you need to specify size= (or filesize=): the model has no existing file to take the size from"
         );
     }
 
@@ -2208,7 +2211,7 @@ mod tests {
     fn error_missing_size() {
         assert_eq!(
             err("[global]\nbs=4k\n[job1]\nrw=read\n"),
-            "t.fio:3: size: job 'job1': you need to specify size= (or filesize=)"
+            "t.fio:3: size: job 'job1': you need to specify size= (or filesize=): the model has no existing file to take the size from"
         );
     }
 
