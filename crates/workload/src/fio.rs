@@ -1150,6 +1150,15 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
+            // steadystate.c ends a job once the iops/bw slope or deviation
+            // stays within a limit over a window; not modelled, so refused
+            // rather than run to the end.
+            "steadystate" | "ss" | "steadystate_duration" | "ss_dur" | "steadystate_ramp_time"
+            | "ss_ramp" => {
+                return Err(err(
+                    "steady-state detection is not modelled (the job would not end early)".into(),
+                ))
+            }
             // ioprio_set() for the job (and, in libaio/io_uring, cmdprio*
             // per I/O): the model's device has no I/O scheduler to order
             // by priority, so these change nothing it computes.

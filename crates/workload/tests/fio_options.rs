@@ -173,3 +173,12 @@ fn gpu_engines_run_as_psync() {
     let j = &jobs("[global]\nioengine=libcufile\n[a]\nsize=1m\nioengine=psync\n")[0];
     assert_eq!(j.engine_opts.gpu, None);
 }
+
+#[test]
+fn steady_state_is_refused_in_one_line() {
+    for opt in ["steadystate=iops:1%", "ss=bw_slope:0.1%", "ss_dur=60s", "steadystate_ramp_time=5s"] {
+        let e = err(&format!("[a]\nsize=1m\n{opt}\n"));
+        let key = opt.split('=').next().unwrap();
+        assert_eq!(e, format!("t.fio:3: {key}: steady-state detection is not modelled (the job would not end early)"));
+    }
+}
