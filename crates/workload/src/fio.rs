@@ -294,6 +294,7 @@ pub fn parse_job_str_with(
     number_threads(&mut jobs);
     assign_groups(&mut jobs);
     check_waitees(&jobs)?;
+    setup::size_from_written_files(&mut jobs, false)?;
     Ok(jobs)
 }
 
@@ -468,6 +469,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
     number_threads(&mut out);
     assign_groups(&mut out);
     check_waitees(&out)?;
+    setup::size_from_written_files(&mut out, false)?;
     Ok(out)
 }
 
@@ -795,6 +797,9 @@ struct Builder {
     thinktime_us: u64,
     rw_seq_add: i64,
     end_fsync: bool,
+    /// fio's create_serialize (default 1): files are set up before any
+    /// job runs; with 0, each job sets its files up when it starts.
+    create_serialize: bool,
     numjobs: u32,
     kb_base: u64,
     ctl: jobctl::CtlBuilder,
@@ -854,6 +859,7 @@ impl Default for Builder {
             thinktime_us: 0,
             rw_seq_add: 0,
             end_fsync: false,
+            create_serialize: true,
             numjobs: 1,
             kb_base: 1024,
             ctl: jobctl::CtlBuilder::default(),
@@ -996,6 +1002,7 @@ impl Builder {
                 }
             }
             "end_fsync" => self.end_fsync = parse_bool(val).map_err(err)?,
+            "create_serialize" => self.create_serialize = parse_bool(val).map_err(err)?,
             "rwmixread" => self.rwmixread = parse_int(need()?, 0, 100).map_err(err)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - parse_int(need()?, 0, 100).map_err(err)? as u32,
             "bs" | "blocksize" => {
@@ -1247,6 +1254,9 @@ impl Builder {
             // ENOSPC): writes up to the capacity, which the machine's
             // --disk-size gives for a file system as for a device.
             (None, None) if self.ctl.ctl.fill_device && self.rw.has_writes() => 0,
+            // fio takes the size of an existing file: one an earlier job
+            // of the run sets up or writes (size_from_written_files).
+            (None, None) if self.ioengine != IoEngine::CpuIo => 0,
             // cpuio does no I/O: fio needs no size for it.
             (None, None) if self.ioengine == IoEngine::CpuIo => self.bs.iter().copied().max().unwrap_or(4096),
             (None, None) => {
@@ -1259,7 +1269,10 @@ impl Builder {
                 ))
             }
         };
-        let size_from_device = size == 0;
+        let size_from_file = size == 0
+            && !self.is_block_device()
+            && !(self.ctl.ctl.fill_device && self.rw.has_writes());
+        let size_from_device = size == 0 && !size_from_file;
         self.check_engine(file, line, &name)?;
         let last_offset = u64::from(self.numjobs - 1)
             .checked_mul(self.offset_increment)
@@ -1297,7 +1310,7 @@ impl Builder {
         let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
         let norandommap =
             self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
-        if size < rw_min_bs && !size_from_device {
+        if size < rw_min_bs && size != 0 {
             return Err(herr(
                 "size",
                 format!("job '{name}': size {size} is smaller than bs {rw_min_bs}"),
@@ -1373,6 +1386,8 @@ impl Builder {
                 None => files.iter().map(|f| f.size).sum(),
             };
             let mut ctl = ctl.clone();
+            ctl.size_from_file = size_from_file;
+            ctl.create_serialize = self.create_serialize;
             ctl.startdelay_us = self.startdelay(&name, jobnum);
             if clone > 0 {
                 // fio clears these for the clones of a job (add_job).

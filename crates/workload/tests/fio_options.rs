@@ -182,3 +182,36 @@ fn steady_state_is_refused_in_one_line() {
         assert_eq!(e, format!("t.fio:3: {key}: steady-state detection is not modelled (the job would not end early)"));
     }
 }
+
+#[test]
+fn create_serialize_0_sizes_a_later_job_from_the_written_file() {
+    use foliosim_workload::fio::resolve_device_sizes;
+    // surface-scan.fio's shape: a fill_device writer, then a reader that
+    // sets its file up only when it starts.
+    let text = "[global]\nbs=64k\n[w]\nfilename=d\nrw=write\nfill_device=1\n[r]\nstonewall\ncreate_serialize=0\nfilename=d\nrw=read\n";
+    let mut v = jobs(text);
+    resolve_device_sizes(&mut v, Some(32 << 20)).unwrap();
+    assert_eq!(v[1].size, 32 << 20);
+    assert_eq!(v[1].files[0].size, 32 << 20);
+    // A sized writer is known at parse time; the reader's offset counts.
+    let v = jobs("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\nwait_for=w\ncreate_serialize=0\nfilename=d\noffset=1m\nrw=read\n");
+    assert_eq!((v[1].offset, v[1].size), (1 << 20, 7 << 20));
+    // An earlier reader lays its file out too.
+    let v = jobs("[w]\nfilename=d\nrw=read\nsize=8m\n[r]\nstonewall\ncreate_serialize=0\nfilename=d\n");
+    assert_eq!(v[1].size, 8 << 20);
+    // No earlier job has the file: refused as fio refuses it.
+    assert_eq!(
+        err("[w]\nfilename=e\nrw=read\nsize=8m\n[r]\nstonewall\ncreate_serialize=0\nfilename=d\n"),
+        "t.fio:5: size: job 'r': you need to specify size= (or filesize=): the model has no existing file to take the size from"
+    );
+    // With create_serialize (the default) fio sets the files up in job
+    // order before any runs (checked with fio 3.33): the writer's setup
+    // gives the file its length; a fill_device writer's leaves it empty.
+    let v = jobs("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\nfilename=d\nrw=read\n");
+    assert_eq!(v[1].size, 8 << 20);
+    let e = err("[w]\nfilename=d\nrw=write\nfill_device=1\n[r]\nstonewall\nfilename=d\nrw=read\n");
+    assert!(e.starts_with("t.fio:5: size: job 'r': you need to specify size="), "{e}");
+    // Without a stonewall or wait_for, a create_serialize=0 job races
+    // the writer: no size to take.
+    assert!(err("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\ncreate_serialize=0\nfilename=d\n").contains("you need to specify size="));
+}

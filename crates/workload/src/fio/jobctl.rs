@@ -98,6 +98,12 @@ pub struct JobControl {
     /// `fill_device`: without size=, a writing job runs until the device
     /// (or file system) is full (fio's size=-1 ending at ENOSPC).
     pub fill_device: bool,
+    /// No size yet: it is the size of the file an earlier job writes
+    /// (create_serialize=0 and a job that starts after the others).
+    pub size_from_file: bool,
+    /// fio's create_serialize: the job's files are set up before any job
+    /// runs, in job order (else when the job starts).
+    pub create_serialize: bool,
     pub pre_read: bool,
     pub overwrite: bool,
     pub allow_file_create: bool,
@@ -150,6 +156,8 @@ impl Default for JobControl {
             unlink: false,
             unlink_each_loop: false,
             fill_device: false,
+            size_from_file: false,
+            create_serialize: true,
             pre_read: false,
             overwrite: false,
             allow_file_create: true,

@@ -167,5 +167,73 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
             f.size = j.size;
         }
     }
+    size_from_written_files(jobs, true)
+}
+
+/// Jobs with `ctl.size_from_file` (no size=, filesize= or device): fio's
+/// setup_files() takes each file's existing length and does the whole of
+/// it. In the model a file exists only through an earlier job of the run:
+/// with create_serialize (the default) fio sets every job's files up
+/// before any runs, in job order, so the job sees the length an earlier
+/// job's setup gave the file (a fill_device writer leaves it empty); with
+/// create_serialize=0 the job sets up when it starts, which after a
+/// stonewall or wait_for is once the earlier jobs are done (a
+/// fill_device writer has filled it). A writer still sized by the device
+/// is waited for unless `last`. Without such a job fio refuses the job,
+/// and so does this.
+pub(super) fn size_from_written_files(jobs: &mut [FioJob], last: bool) -> Result<(), ParseError> {
+    for i in 0..jobs.len() {
+        if !jobs[i].ctl.size_from_file {
+            continue;
+        }
+        let (before, rest) = jobs.split_at_mut(i);
+        let j = &mut rest[0];
+        let serial = j.ctl.create_serialize;
+        let after_others = j.ctl.stonewall || j.ctl.wait_for.is_some();
+        let mut lens = Vec::with_capacity(j.files.len());
+        let mut pending = false;
+        for f in &j.files {
+            let mut len = 0u64;
+            for w in before.iter() {
+                let sets_up = if serial {
+                    w.ctl.create_serialize && !(w.ctl.fill_device && w.rw.has_writes())
+                } else {
+                    after_others
+                };
+                if !sets_up {
+                    continue;
+                }
+                for wf in w.files.iter().filter(|wf| wf.name == f.name) {
+                    pending |= w.size_from_device || w.ctl.size_from_file;
+                    len = len.max(wf.offset + wf.size);
+                }
+            }
+            lens.push(len);
+        }
+        if pending && !last {
+            continue;
+        }
+        let size: u64 = j
+            .files
+            .iter()
+            .zip(&lens)
+            .map(|(f, &l)| l.saturating_sub(f.offset))
+            .sum();
+        if size < j.bs {
+            let (file, line) = match j.source.rsplit_once(':') {
+                Some((f, l)) => (f.to_string(), l.parse().unwrap_or(0)),
+                None => (j.source.clone(), 0),
+            };
+            return Err(perr(&file, line, "size", format!(
+                "job '{}': you need to specify size= (or filesize=): the model has no existing file to take the size from",
+                j.name
+            )));
+        }
+        for (f, l) in j.files.iter_mut().zip(lens) {
+            f.size = l.saturating_sub(f.offset);
+        }
+        j.size = size;
+        j.ctl.size_from_file = false;
+    }
     Ok(())
 }
