@@ -216,7 +216,10 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
     ] {
         assert!(outcome[must].0, "{must}: {}", outcome[must].1);
     }
-    assert!(pc_ran >= MIN_PAGE_CACHE_RUN, "{pc_ran} of {pc_total} page-cache examples run, fewer than {MIN_PAGE_CACHE_RUN}");
+    assert!(
+        pc_ran >= MIN_PAGE_CACHE_RUN,
+        "{pc_ran} of {pc_total} page-cache examples run, fewer than {MIN_PAGE_CACHE_RUN}"
+    );
 }
 
 /// Page-cache examples that run without environment variables (of 56).

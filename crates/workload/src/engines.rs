@@ -218,16 +218,30 @@ impl GpuIo {
     /// The job's `ioengine=` value names a GPU engine.
     pub fn parse(engine: &str) -> Option<GpuIo> {
         match engine {
-            "libcufile" => Some(GpuIo { engine: "libcufile", gds: true }),
-            "libhipfile" => Some(GpuIo { engine: "libhipfile", gds: true }),
+            "libcufile" => Some(GpuIo {
+                engine: "libcufile",
+                gds: true,
+            }),
+            "libhipfile" => Some(GpuIo {
+                engine: "libhipfile",
+                gds: true,
+            }),
             _ => None,
         }
     }
 
     /// The engine's own options; None when `key` is not one of them.
     pub fn option(&mut self, key: &str, val: Option<&str>) -> Option<Result<(), String>> {
-        let mode_key = if self.engine == "libcufile" { "cuda_io" } else { "rocm_io" };
-        let gds_name = if self.engine == "libcufile" { "cufile" } else { "hipfile" };
+        let mode_key = if self.engine == "libcufile" {
+            "cuda_io"
+        } else {
+            "rocm_io"
+        };
+        let gds_name = if self.engine == "libcufile" {
+            "cufile"
+        } else {
+            "hipfile"
+        };
         Some(match key {
             // Which GPU each subjob uses: no model effect.
             "gpu_dev_ids" => match val {

@@ -1160,7 +1160,11 @@ impl Builder {
             // steadystate.c ends a job once the iops/bw slope or deviation
             // stays within a limit over a window; not modelled, so refused
             // rather than run to the end.
-            "steadystate" | "ss" | "steadystate_duration" | "ss_dur" | "steadystate_ramp_time"
+            "steadystate"
+            | "ss"
+            | "steadystate_duration"
+            | "ss_dur"
+            | "steadystate_ramp_time"
             | "ss_ramp" => {
                 return Err(err(
                     "steady-state detection is not modelled (the job would not end early)".into(),
@@ -1185,7 +1189,9 @@ impl Builder {
                     None => (v, None),
                 };
                 let bad = match (mode, nodes) {
-                    ("prefer", Some(n)) if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) => {
+                    ("prefer", Some(n))
+                        if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) =>
+                    {
                         Some("one node only for 'prefer'")
                     }
                     ("prefer", None) => Some("one node is needed for 'prefer'"),
@@ -1199,18 +1205,24 @@ impl Builder {
                 }
             }
             k if IGNORED.contains(&k) => {}
-            k if self.engine_opts.gpu.is_some_and(|mut g| g.option(k, val).is_some()) => {
+            k if self
+                .engine_opts
+                .gpu
+                .is_some_and(|mut g| g.option(k, val).is_some()) =>
+            {
                 if let Some(g) = self.engine_opts.gpu.as_mut() {
                     g.option(k, val).unwrap_or(Ok(())).map_err(err)?;
                 }
             }
-            k => match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
-                Some(r) => r.map_err(err)?,
-                None => match jobctl::apply(&mut self.ctl, k, val, kb) {
+            k => {
+                match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
                     Some(r) => r.map_err(err)?,
-                    None => return Err(err("unknown or unsupported fio option".into())),
-                },
-            },
+                    None => match jobctl::apply(&mut self.ctl, k, val, kb) {
+                        Some(r) => r.map_err(err)?,
+                        None => return Err(err("unknown or unsupported fio option".into())),
+                    },
+                }
+            }
         }
         Ok(())
     }
@@ -1219,16 +1231,18 @@ impl Builder {
     /// and splits included.
     fn rw_min_bs(&self) -> u64 {
         (0..3)
-            .map(|d| if self.min_bs[d] == 0 { self.bs[d] } else { self.min_bs[d] })
+            .map(|d| {
+                if self.min_bs[d] == 0 {
+                    self.bs[d]
+                } else {
+                    self.min_bs[d]
+                }
+            })
             .min()
             .unwrap_or(4096)
     }
 
-    fn finish(
-        &self,
-        file: &str,
-        line: usize,
-    ) -> Result<Vec<FioJob>, ParseError> {
+    fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
         let name = self.name.clone().unwrap_or_default();
         let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
         let size = match (self.size, self.filesize) {
@@ -1258,7 +1272,9 @@ impl Builder {
             // of the run sets up or writes (size_from_written_files).
             (None, None) if self.ioengine != IoEngine::CpuIo => 0,
             // cpuio does no I/O: fio needs no size for it.
-            (None, None) if self.ioengine == IoEngine::CpuIo => self.bs.iter().copied().max().unwrap_or(4096),
+            (None, None) if self.ioengine == IoEngine::CpuIo => {
+                self.bs.iter().copied().max().unwrap_or(4096)
+            }
             (None, None) => {
                 return Err(herr(
                     "size",
@@ -1266,7 +1282,7 @@ impl Builder {
                     // job, with this message, when there is none); the
                     // model's runs start with no files.
                     format!("job '{name}': you need to specify size= (or filesize=): the model has no existing file to take the size from"),
-                ))
+                ));
             }
         };
         let size_from_file = size == 0

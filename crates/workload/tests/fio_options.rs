@@ -22,7 +22,8 @@ fn offset_increment_moves_each_clone() {
     assert_eq!(v[1].file_size(), 4096 + 2 * 96 * 1024 + 64 * 1024);
     assert_eq!(v[1].files[0].offset, v[1].offset);
     // A byte offset is not aligned, whatever offset_align says.
-    let v = jobs("[a]\nsize=64k\nbs=8k\noffset=1k\noffset_increment=3k\noffset_align=8k\nnumjobs=2\n");
+    let v =
+        jobs("[a]\nsize=64k\nbs=8k\noffset=1k\noffset_increment=3k\noffset_align=8k\nnumjobs=2\n");
     assert_eq!(v[1].offset, 4096);
 }
 
@@ -59,26 +60,43 @@ fn atomic_refusals_name_the_option() {
         "t.fio:5: atomic: job 'w': the ioengine does not support atomic writes (only pvsync2, libaio and io_uring set RWF_ATOMIC)"
     );
     let e = err("[w]\nsize=1m\nrw=write\ndirect=1\nioengine=io_uring\nbsrange=4k-16k\natomic=1\n");
-    assert!(e.starts_with("t.fio:7: atomic: job 'w': atomic writes need one power-of-two write size"), "{e}");
+    assert!(
+        e.starts_with("t.fio:7: atomic: job 'w': atomic writes need one power-of-two write size"),
+        "{e}"
+    );
 }
 
 #[test]
 fn numa_placement_is_accepted_without_effect() {
     let base = "[a]\nsize=1m\nrw=randread\n";
     let plain = jobs(base);
-    for extra in ["numa_cpu_nodes=0-1\nnuma_mem_policy=interleave:0-1\n", "numa_mem_policy=bind:0\n", "numa_mem_policy=prefer:1\n", "numa_mem_policy=local\n"] {
+    for extra in [
+        "numa_cpu_nodes=0-1\nnuma_mem_policy=interleave:0-1\n",
+        "numa_mem_policy=bind:0\n",
+        "numa_mem_policy=prefer:1\n",
+        "numa_mem_policy=local\n",
+    ] {
         let v = jobs(&format!("{base}{extra}"));
         assert_eq!(format!("{:?}", v[0]), format!("{:?}", plain[0]), "{extra}");
     }
-    assert_eq!(err("[a]\nsize=1m\nnuma_mem_policy=bind\n"), "t.fio:3: numa_mem_policy: 'bind': a nodelist is needed for 'bind'");
-    assert_eq!(err("[a]\nsize=1m\nnuma_mem_policy=prefer:0-1\n"), "t.fio:3: numa_mem_policy: 'prefer:0-1': one node only for 'prefer'");
-    assert!(err("[a]\nsize=1m\nnuma_mem_policy=spread:0\n").ends_with("memory policy should be: default, prefer, bind, interleave, local"));
+    assert_eq!(
+        err("[a]\nsize=1m\nnuma_mem_policy=bind\n"),
+        "t.fio:3: numa_mem_policy: 'bind': a nodelist is needed for 'bind'"
+    );
+    assert_eq!(
+        err("[a]\nsize=1m\nnuma_mem_policy=prefer:0-1\n"),
+        "t.fio:3: numa_mem_policy: 'prefer:0-1': one node only for 'prefer'"
+    );
+    assert!(err("[a]\nsize=1m\nnuma_mem_policy=spread:0\n")
+        .ends_with("memory policy should be: default, prefer, bind, interleave, local"));
 }
 
 #[test]
 fn continue_on_error_is_checked_and_has_no_model_effect() {
     let plain = jobs("[a]\nsize=1m\nrw=write\n");
-    let v = jobs("[a]\nsize=1m\nrw=write\ncontinue_on_error=write\nignore_error=,ENOSPC:28\nerror_dump=0\n");
+    let v = jobs(
+        "[a]\nsize=1m\nrw=write\ncontinue_on_error=write\nignore_error=,ENOSPC:28\nerror_dump=0\n",
+    );
     assert_eq!(format!("{:?}", v[0]), format!("{:?}", plain[0]));
     assert_eq!(
         err("[a]\nsize=1m\ncontinue_on_error=sometimes\n"),
@@ -126,7 +144,10 @@ fn fill_device_writes_up_to_the_capacity() {
 
 fn offsets(j: &foliosim_workload::fio::FioJob, run_seed: u64) -> Vec<u64> {
     let mut g = foliosim_workload::iogen::IoGen::new(j, run_seed);
-    std::iter::from_fn(|| g.next_io()).take(64).map(|io| io.offset).collect()
+    std::iter::from_fn(|| g.next_io())
+        .take(64)
+        .map(|io| io.offset)
+        .collect()
 }
 
 #[test]
@@ -138,7 +159,11 @@ fn randrepeat_0_without_randseed_follows_the_run_seed() {
     let v = jobs("[a]\nsize=64m\nrw=randread\nrandrepeat=0\nnumjobs=2\n");
     assert_ne!(offsets(&v[0], 1), offsets(&v[1], 1));
     // With randrepeat (default) or a randseed, the run seed plays no part.
-    for text in ["[a]\nsize=64m\nrw=randread\n", "[a]\nsize=64m\nrw=randread\nrandrepeat=0\nrandseed=9\n", "[a]\nsize=64m\nrw=randread\nrandrepeat=0\nallrandrepeat=1\n"] {
+    for text in [
+        "[a]\nsize=64m\nrw=randread\n",
+        "[a]\nsize=64m\nrw=randread\nrandrepeat=0\nrandseed=9\n",
+        "[a]\nsize=64m\nrw=randread\nrandrepeat=0\nallrandrepeat=1\n",
+    ] {
         let j = &jobs(text)[0];
         assert_eq!(offsets(j, 1), offsets(j, 2), "{text}");
     }
@@ -147,15 +172,22 @@ fn randrepeat_0_without_randseed_follows_the_run_seed() {
 #[test]
 fn gpu_engines_run_as_psync() {
     use foliosim_workload::fio::IoEngine;
-    for (eng, mode, gds) in [("libcufile", "cuda_io", "cufile"), ("libhipfile", "rocm_io", "hipfile")] {
-        let posix = &jobs(&format!("[a]\nsize=1m\nioengine={eng}\ngpu_dev_ids=0:1\n{mode}=posix\ndirect=0\niodepth=8\n"))[0];
+    for (eng, mode, gds) in [
+        ("libcufile", "cuda_io", "cufile"),
+        ("libhipfile", "rocm_io", "hipfile"),
+    ] {
+        let posix = &jobs(&format!(
+            "[a]\nsize=1m\nioengine={eng}\ngpu_dev_ids=0:1\n{mode}=posix\ndirect=0\niodepth=8\n"
+        ))[0];
         assert_eq!(posix.ioengine, IoEngine::Psync);
         assert!(!posix.direct);
         // FIO_SYNCIO: depth 1 whatever iodepth says.
         assert_eq!(posix.iodepth, 1);
         let g = posix.engine_opts.gpu.unwrap();
         assert_eq!((g.engine, g.gds), (eng, false));
-        let d = &jobs(&format!("[a]\nsize=1m\nioengine={eng}\n{mode}={gds}\ndirect=1\n"))[0];
+        let d = &jobs(&format!(
+            "[a]\nsize=1m\nioengine={eng}\n{mode}={gds}\ndirect=1\n"
+        ))[0];
         assert!(d.direct && d.engine_opts.gpu.unwrap().gds);
         // GPUDirect Storage is the default mode, and needs direct=1.
         assert_eq!(
@@ -168,7 +200,9 @@ fn gpu_engines_run_as_psync() {
         );
     }
     // Their options belong to them only.
-    assert!(err("[a]\nsize=1m\ncuda_io=posix\n").contains("cuda_io: unknown or unsupported fio option"));
+    assert!(
+        err("[a]\nsize=1m\ncuda_io=posix\n").contains("cuda_io: unknown or unsupported fio option")
+    );
     // A later ioengine= drops the GPU engine.
     let j = &jobs("[global]\nioengine=libcufile\n[a]\nsize=1m\nioengine=psync\n")[0];
     assert_eq!(j.engine_opts.gpu, None);
@@ -176,7 +210,12 @@ fn gpu_engines_run_as_psync() {
 
 #[test]
 fn steady_state_is_refused_in_one_line() {
-    for opt in ["steadystate=iops:1%", "ss=bw_slope:0.1%", "ss_dur=60s", "steadystate_ramp_time=5s"] {
+    for opt in [
+        "steadystate=iops:1%",
+        "ss=bw_slope:0.1%",
+        "ss_dur=60s",
+        "steadystate_ramp_time=5s",
+    ] {
         let e = err(&format!("[a]\nsize=1m\n{opt}\n"));
         let key = opt.split('=').next().unwrap();
         assert_eq!(e, format!("t.fio:3: {key}: steady-state detection is not modelled (the job would not end early)"));
@@ -197,7 +236,8 @@ fn create_serialize_0_sizes_a_later_job_from_the_written_file() {
     let v = jobs("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\nwait_for=w\ncreate_serialize=0\nfilename=d\noffset=1m\nrw=read\n");
     assert_eq!((v[1].offset, v[1].size), (1 << 20, 7 << 20));
     // An earlier reader lays its file out too.
-    let v = jobs("[w]\nfilename=d\nrw=read\nsize=8m\n[r]\nstonewall\ncreate_serialize=0\nfilename=d\n");
+    let v =
+        jobs("[w]\nfilename=d\nrw=read\nsize=8m\n[r]\nstonewall\ncreate_serialize=0\nfilename=d\n");
     assert_eq!(v[1].size, 8 << 20);
     // No earlier job has the file: refused as fio refuses it.
     assert_eq!(
@@ -210,8 +250,14 @@ fn create_serialize_0_sizes_a_later_job_from_the_written_file() {
     let v = jobs("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\nfilename=d\nrw=read\n");
     assert_eq!(v[1].size, 8 << 20);
     let e = err("[w]\nfilename=d\nrw=write\nfill_device=1\n[r]\nstonewall\nfilename=d\nrw=read\n");
-    assert!(e.starts_with("t.fio:5: size: job 'r': you need to specify size="), "{e}");
+    assert!(
+        e.starts_with("t.fio:5: size: job 'r': you need to specify size="),
+        "{e}"
+    );
     // Without a stonewall or wait_for, a create_serialize=0 job races
     // the writer: no size to take.
-    assert!(err("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\ncreate_serialize=0\nfilename=d\n").contains("you need to specify size="));
+    assert!(
+        err("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\ncreate_serialize=0\nfilename=d\n")
+            .contains("you need to specify size=")
+    );
 }

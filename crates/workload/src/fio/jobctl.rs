@@ -584,9 +584,15 @@ pub(super) fn apply(
                 if groups.len() > 3 {
                     return Err(format!("'{v}': at most three lists (read,write,verify)"));
                 }
-                for e in groups.iter().flat_map(|g| g.split(':')).filter(|e| !e.is_empty()) {
+                for e in groups
+                    .iter()
+                    .flat_map(|g| g.split(':'))
+                    .filter(|e| !e.is_empty())
+                {
                     let name = e.strip_prefix('E').is_some_and(|r| {
-                        !r.is_empty() && r.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                        !r.is_empty()
+                            && r.bytes()
+                                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
                     });
                     if !name && e.parse::<u32>().is_err() {
                         return Err(format!("'{v}': '{e}' is not an errno name or number"));

@@ -74,7 +74,14 @@ impl Builder {
             // aligned to it, with EINVAL. What passes is a plain direct
             // write to the model: torn-write protection only matters
             // across a power failure, which the model does not have.
-            let e = |msg: String| perr(file, self.atomic.1, "atomic", format!("job '{name}': {msg}"));
+            let e = |msg: String| {
+                perr(
+                    file,
+                    self.atomic.1,
+                    "atomic",
+                    format!("job '{name}': {msg}"),
+                )
+            };
             if !matches!(
                 self.ioengine,
                 IoEngine::Pvsync2 | IoEngine::Libaio | IoEngine::IoUring
@@ -90,8 +97,16 @@ impl Builder {
             }
             let w = 1;
             let (lo, hi) = (
-                if self.min_bs[w] == 0 { self.bs[w] } else { self.min_bs[w] },
-                if self.max_bs[w] == 0 { self.bs[w] } else { self.max_bs[w] },
+                if self.min_bs[w] == 0 {
+                    self.bs[w]
+                } else {
+                    self.min_bs[w]
+                },
+                if self.max_bs[w] == 0 {
+                    self.bs[w]
+                } else {
+                    self.max_bs[w]
+                },
             );
             if lo != hi || !lo.is_power_of_two() || !self.bssplit[w].is_empty() {
                 return Err(e(format!(
