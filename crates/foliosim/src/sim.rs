@@ -529,13 +529,7 @@ impl Sim {
             }
             // fio's poisson rate clock (FIO_RAND_POISSON_OFF, index 15 of
             // td->rand_seeds); the draws themselves are not fio's.
-            let poisson_seed = foliosim_workload::fio_rand::rand_seeds(
-                j.randseed,
-                j.thread_number,
-                j.allrandrepeat,
-                j.randrepeat,
-                j.rw.is_random(),
-            )[15];
+            let poisson_seed = foliosim_workload::fio_rand::job_rand_seeds(j, self.cfg.seed)[15];
             st.push(JobState {
                 io: JobIo::new(j, self.cfg.seed),
                 file: files[0].clone(),

@@ -72,8 +72,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("librpma_apm_server", "RDMA to remote persistent memory: no page cache"),
     ("librpma_gpspm_client", "RDMA to remote persistent memory: no page cache"),
     ("librpma_gpspm_server", "RDMA to remote persistent memory: no page cache"),
-    ("libcufile", "needs a CUDA GPU (cuFile/GPUDirect Storage); its cuda_io=posix mode is psync plus GPU copies foliosim does not model: use ioengine=psync"),
-    ("libhipfile", "needs an AMD GPU (hipFile); its posix mode is psync plus GPU copies foliosim does not model: use ioengine=psync"),
     ("e4defrag", "EXT4_IOC_MOVE_EXT moves a file's extents into a donor file through both files' page caches; foliosim has no extent model"),
     ("page_fault", "anonymous-memory faults: foliosim's fio driver has no anonymous-memory workload"),
     ("exec", "runs an external program: nothing for the model to do"),
@@ -196,6 +194,75 @@ pub struct EngineOpts {
     pub cpumode_qsort: bool,
     /// filestat: stat_type (stat, lstat, statx).
     pub stat_type: String,
+    /// libcufile / libhipfile: the job runs as psync (both are FIO_SYNCIO
+    /// engines doing one pread/pwrite or cuFileRead/Write per I/O); this
+    /// keeps which GPU engine it was and its I/O mode.
+    pub gpu: Option<GpuIo>,
+}
+
+/// The GPU engines' `cuda_io` / `rocm_io` modes (engines/libcufile.c,
+/// engines/libhipfile.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GpuIo {
+    /// "libcufile" or "libhipfile".
+    pub engine: &'static str,
+    /// `cuda_io=cufile` / `rocm_io=hipfile` (the default): GPUDirect
+    /// Storage DMA between the file and GPU memory, which fio requires
+    /// direct=1 for: a direct read or write to the model. `posix`:
+    /// pread/pwrite into a host buffer (then a GPU copy the model does
+    /// not see): psync, buffered or direct as direct= says.
+    pub gds: bool,
+}
+
+impl GpuIo {
+    /// The job's `ioengine=` value names a GPU engine.
+    pub fn parse(engine: &str) -> Option<GpuIo> {
+        match engine {
+            "libcufile" => Some(GpuIo {
+                engine: "libcufile",
+                gds: true,
+            }),
+            "libhipfile" => Some(GpuIo {
+                engine: "libhipfile",
+                gds: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The engine's own options; None when `key` is not one of them.
+    pub fn option(&mut self, key: &str, val: Option<&str>) -> Option<Result<(), String>> {
+        let mode_key = if self.engine == "libcufile" {
+            "cuda_io"
+        } else {
+            "rocm_io"
+        };
+        let gds_name = if self.engine == "libcufile" {
+            "cufile"
+        } else {
+            "hipfile"
+        };
+        Some(match key {
+            // Which GPU each subjob uses: no model effect.
+            "gpu_dev_ids" => match val {
+                Some(v) if !v.is_empty() => Ok(()),
+                _ => Err("needs a value".into()),
+            },
+            k if k == mode_key => match val {
+                Some(v) if v == gds_name => {
+                    self.gds = true;
+                    Ok(())
+                }
+                Some("posix") => {
+                    self.gds = false;
+                    Ok(())
+                }
+                Some(v) => Err(format!("bad {mode_key} '{v}' ({gds_name}, posix)")),
+                None => Err("needs a value".into()),
+            },
+            _ => return None,
+        })
+    }
 }
 
 impl Default for EngineOpts {
@@ -208,6 +275,7 @@ impl Default for EngineOpts {
             cpuchunks_us: 50_000,
             cpumode_qsort: false,
             stat_type: "stat".into(),
+            gpu: None,
         }
     }
 }

@@ -173,6 +173,9 @@ pub struct FioJob {
     /// then clears it when `randseed` is set (init.c runs
     /// setup_random_seeds() before fixup_options()): so a `randseed`
     /// alone leaves the block generator at `FIO_RANDSEED * thread_number`.
+    /// `randrepeat=0` without `randseed` seeds from fio's system RNG;
+    /// foliosim, deterministic, derives those seeds from the run's
+    /// `--seed` instead (`fio_rand::job_rand_seeds`).
     pub randrepeat: bool,
     /// `randseed=` given: fio's `rand_repeatable` is off after seeding
     /// (no re-seeding per loop; zipf/pareto/normal seeded from the block seed).
@@ -231,7 +234,8 @@ pub struct FioJob {
     pub end_fsync: bool,
     /// Always 1 after numjobs expansion (each clone is its own job).
     pub numjobs: u32,
-    /// Clone index 0..numjobs-1 (fio's `$jobnum`).
+    /// fio's subjob_number (`$jobnum`): 0 for the parent, then numjobs-1
+    /// down to 1 for the clones in thread order.
     pub jobnum: u32,
     /// "file:line" of the job's section header (or `--name`).
     pub source: String,
@@ -292,6 +296,7 @@ pub fn parse_job_str_with(
     number_threads(&mut jobs);
     assign_groups(&mut jobs);
     check_waitees(&jobs)?;
+    setup::size_from_written_files(&mut jobs, false)?;
     Ok(jobs)
 }
 
@@ -466,6 +471,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
     number_threads(&mut out);
     assign_groups(&mut out);
     check_waitees(&out)?;
+    setup::size_from_written_files(&mut out, false)?;
     Ok(out)
 }
 
@@ -693,6 +699,7 @@ const FLAGS: &[&str] = &[
     "group_reporting",
     "direct",
     "buffered",
+    "atomic",
     "invalidate",
     "thread",
     "per_job_logs",
@@ -746,6 +753,8 @@ struct Builder {
     size: Option<u64>,
     filesize: Option<u64>,
     offset: u64,
+    /// fio's `offset_increment`: clone N starts at offset + N * this.
+    offset_increment: u64,
     rw: Rw,
     rwmixread: u32,
     /// Per direction (read, write, trim) as fio stores them; 0 = not set.
@@ -757,8 +766,6 @@ struct Builder {
     bs_unaligned: bool,
     random_generator: Option<RandomGenerator>,
     randrepeat: bool,
-    /// Line of a `randrepeat=0`, for the error when no randseed is given.
-    randrepeat_off_line: usize,
     randseed_set: bool,
     allrandrepeat: bool,
     zone_split: [Vec<ZoneSplit>; 3],
@@ -767,6 +774,8 @@ struct Builder {
     rw_sequencer: RwSequencer,
     ioengine: IoEngine,
     direct: bool,
+    /// `atomic`, with the line it was set on (for the engine checks).
+    atomic: (bool, usize),
     iodepth: u32,
     iodepth_batch: u32,
     iodepth_batch_complete_min: u32,
@@ -791,6 +800,9 @@ struct Builder {
     thinktime_us: u64,
     rw_seq_add: i64,
     end_fsync: bool,
+    /// fio's create_serialize (default 1): files are set up before any
+    /// job runs; with 0, each job sets its files up when it starts.
+    create_serialize: bool,
     numjobs: u32,
     kb_base: u64,
     ctl: jobctl::CtlBuilder,
@@ -806,6 +818,7 @@ impl Default for Builder {
             size: None,
             filesize: None,
             offset: 0,
+            offset_increment: 0,
             rw: Rw::Read,
             rwmixread: 50,
             bs: [4096; 3],
@@ -816,7 +829,6 @@ impl Default for Builder {
             bs_unaligned: false,
             random_generator: None,
             randrepeat: true,
-            randrepeat_off_line: 0,
             randseed_set: false,
             allrandrepeat: false,
             zone_split: Default::default(),
@@ -825,6 +837,7 @@ impl Default for Builder {
             rw_sequencer: RwSequencer::Sequential,
             ioengine: IoEngine::Psync,
             direct: false,
+            atomic: (false, 0),
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_batch_complete_min: 1,
@@ -849,6 +862,7 @@ impl Default for Builder {
             thinktime_us: 0,
             rw_seq_add: 0,
             end_fsync: false,
+            create_serialize: true,
             numjobs: 1,
             kb_base: 1024,
             ctl: jobctl::CtlBuilder::default(),
@@ -944,6 +958,15 @@ impl Builder {
                 self.ctl.filesize_range = (lo, hi);
             }
             "offset" | "fileoffset" => self.offset = size(need()?)?,
+            // filesetup.c get_start_offset(): clone N (fio's subjob_number,
+            // the `$jobnum` of filename_format) starts N increments further.
+            "offset_increment" => self.offset_increment = size(need()?)?,
+            // fio aligns the start offset (to this, else the smallest bs)
+            // only when offset or offset_increment is a percentage, which
+            // foliosim refuses; a byte offset is used as given.
+            "offset_align" => {
+                size(need()?)?;
+            }
             "rw" | "readwrite" => {
                 let v = need()?;
                 // fio's str_rw_cb(): the postfix of a random rw is an I/O
@@ -982,6 +1005,7 @@ impl Builder {
                 }
             }
             "end_fsync" => self.end_fsync = parse_bool(val).map_err(err)?,
+            "create_serialize" => self.create_serialize = parse_bool(val).map_err(err)?,
             "rwmixread" => self.rwmixread = parse_int(need()?, 0, 100).map_err(err)? as u32,
             "rwmixwrite" => self.rwmixread = 100 - parse_int(need()?, 0, 100).map_err(err)? as u32,
             "bs" | "blocksize" => {
@@ -1035,7 +1059,17 @@ impl Builder {
                 store_per_ddir(&mut self.percentage_random, vals, "").map_err(err)?;
             }
             "allrandrepeat" => self.allrandrepeat = parse_bool(val).map_err(err)?,
-            "ioengine" => self.ioengine = IoEngine::parse(need()?).map_err(err)?,
+            "ioengine" => {
+                let v = need()?;
+                // The GPU engines run as psync: their host-side I/O is one
+                // pread/pwrite (posix) or one O_DIRECT DMA (cuFile/hipFile)
+                // per I/O; the GPU copies are outside the model.
+                self.engine_opts.gpu = crate::engines::GpuIo::parse(v);
+                self.ioengine = match self.engine_opts.gpu {
+                    Some(_) => IoEngine::Psync,
+                    None => IoEngine::parse(v).map_err(err)?,
+                };
+            }
             "iodepth" => self.iodepth = parse_int(need()?, 1, 1 << 20).map_err(err)? as u32,
             "iodepth_batch" | "iodepth_batch_submit" => {
                 self.iodepth_batch = parse_int(need()?, 0, 1 << 20).map_err(err)? as u32
@@ -1057,6 +1091,9 @@ impl Builder {
             },
             "direct" => self.direct = parse_bool(val).map_err(err)?,
             "buffered" => self.direct = !parse_bool(val).map_err(err)?,
+            // RWF_ATOMIC writes (torn-write protection): checked against
+            // the engine and direct= in check_engine; no model effect.
+            "atomic" => self.atomic = (parse_bool(val).map_err(err)?, e.line),
             "runtime" | "timeout" => self.runtime_us = parse_time_us(need()?, true).map_err(err)?,
             "time_based" => self.time_based = parse_bool(val).map_err(err)?,
             "ramp_time" => self.ramp_time_us = parse_time_us(need()?, true).map_err(err)?,
@@ -1082,10 +1119,7 @@ impl Builder {
                 self.randseed = size(need()?)?;
                 self.randseed_set = true;
             }
-            "randrepeat" => {
-                self.randrepeat = parse_bool(val).map_err(err)?;
-                self.randrepeat_off_line = e.line;
-            }
+            "randrepeat" => self.randrepeat = parse_bool(val).map_err(err)?,
             "random_distribution" => {
                 let v = need()?;
                 if v.contains(',') {
@@ -1126,14 +1160,72 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
+            // steadystate.c ends a job once the iops/bw slope or deviation
+            // stays within a limit over a window; not modelled, so refused
+            // rather than run to the end.
+            "steadystate"
+            | "ss"
+            | "steadystate_duration"
+            | "ss_dur"
+            | "steadystate_ramp_time"
+            | "ss_ramp" => {
+                return Err(err(
+                    "steady-state detection is not modelled (the job would not end early)".into(),
+                ))
+            }
+            // ioprio_set() for the job (and, in libaio/io_uring, cmdprio*
+            // per I/O): the model's device has no I/O scheduler to order
+            // by priority, so these change nothing it computes.
+            "prio" => {
+                parse_int(need()?, 0, 7).map_err(err)?;
+            }
+            "prioclass" => {
+                parse_int(need()?, 0, 3).map_err(err)?;
+            }
+            // Where fio's I/O buffers live (libnuma, numa_set_membind etc.):
+            // placement only, like cpus_allowed; the model has one node.
+            // The mode's rules are fio's str_numa_mpol_cb().
+            "numa_mem_policy" => {
+                let v = need()?;
+                let (mode, nodes) = match v.split_once(':') {
+                    Some((m, n)) => (m, Some(n)),
+                    None => (v, None),
+                };
+                let bad = match (mode, nodes) {
+                    ("prefer", Some(n))
+                        if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) =>
+                    {
+                        Some("one node only for 'prefer'")
+                    }
+                    ("prefer", None) => Some("one node is needed for 'prefer'"),
+                    ("local" | "default", Some(_)) => Some("no nodelist for 'local' or 'default'"),
+                    ("bind", None) => Some("a nodelist is needed for 'bind'"),
+                    ("prefer" | "bind" | "interleave" | "local" | "default", _) => None,
+                    _ => Some("memory policy should be: default, prefer, bind, interleave, local"),
+                };
+                if let Some(m) = bad {
+                    return Err(err(format!("'{v}': {m}")));
+                }
+            }
             k if IGNORED.contains(&k) => {}
-            k => match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
-                Some(r) => r.map_err(err)?,
-                None => match jobctl::apply(&mut self.ctl, k, val, kb) {
+            k if self
+                .engine_opts
+                .gpu
+                .is_some_and(|mut g| g.option(k, val).is_some()) =>
+            {
+                if let Some(g) = self.engine_opts.gpu.as_mut() {
+                    g.option(k, val).unwrap_or(Ok(())).map_err(err)?;
+                }
+            }
+            k => {
+                match crate::engines::engine_option(self.ioengine, &mut self.engine_opts, k, val) {
                     Some(r) => r.map_err(err)?,
-                    None => return Err(err("unknown or unsupported fio option".into())),
-                },
-            },
+                    None => match jobctl::apply(&mut self.ctl, k, val, kb) {
+                        Some(r) => r.map_err(err)?,
+                        None => return Err(err("unknown or unsupported fio option".into())),
+                    },
+                }
+            }
         }
         Ok(())
     }
@@ -1142,16 +1234,18 @@ impl Builder {
     /// and splits included.
     fn rw_min_bs(&self) -> u64 {
         (0..3)
-            .map(|d| if self.min_bs[d] == 0 { self.bs[d] } else { self.min_bs[d] })
+            .map(|d| {
+                if self.min_bs[d] == 0 {
+                    self.bs[d]
+                } else {
+                    self.min_bs[d]
+                }
+            })
             .min()
             .unwrap_or(4096)
     }
 
-    fn finish(
-        &self,
-        file: &str,
-        line: usize,
-    ) -> Result<Vec<FioJob>, ParseError> {
+    fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
         let name = self.name.clone().unwrap_or_default();
         let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
         let size = match (self.size, self.filesize) {
@@ -1173,21 +1267,39 @@ impl Builder {
             // A block device without size= is as big as the device
             // (fio's real_file_size); the machine's --disk-size fills it in.
             (None, None) if self.is_block_device() => 0,
+            // fill_device (init.c fixup_options: size -1, the job ends at
+            // ENOSPC): writes up to the capacity, which the machine's
+            // --disk-size gives for a file system as for a device.
+            (None, None) if self.ctl.ctl.fill_device && self.rw.has_writes() => 0,
+            // fio takes the size of an existing file: one an earlier job
+            // of the run sets up or writes (size_from_written_files).
+            (None, None) if self.ioengine != IoEngine::CpuIo => 0,
             // cpuio does no I/O: fio needs no size for it.
-            (None, None) if self.ioengine == IoEngine::CpuIo => self.bs.iter().copied().max().unwrap_or(4096),
+            (None, None) if self.ioengine == IoEngine::CpuIo => {
+                self.bs.iter().copied().max().unwrap_or(4096)
+            }
             (None, None) => {
                 return Err(herr(
                     "size",
-                    format!("job '{name}': you need to specify size= (or filesize=)"),
-                ))
+                    // fio takes an existing file's size here (and refuses the
+                    // job, with this message, when there is none); the
+                    // model's runs start with no files.
+                    format!("job '{name}': you need to specify size= (or filesize=): the model has no existing file to take the size from"),
+                ));
             }
         };
-        let size_from_device = size == 0;
+        let size_from_file = size == 0
+            && !self.is_block_device()
+            && !(self.ctl.ctl.fill_device && self.rw.has_writes());
+        let size_from_device = size == 0 && !size_from_file;
         self.check_engine(file, line, &name)?;
-        if self.offset.checked_add(size).is_none() {
+        let last_offset = u64::from(self.numjobs - 1)
+            .checked_mul(self.offset_increment)
+            .and_then(|i| i.checked_add(self.offset));
+        if last_offset.and_then(|o| o.checked_add(size)).is_none() {
             return Err(herr(
                 "offset",
-                format!("job '{name}': offset + size overflows"),
+                format!("job '{name}': offset + offset_increment * (numjobs - 1) + size overflows"),
             ));
         }
         // fio's fixup_options(): a range or split overrides bs; random
@@ -1217,15 +1329,7 @@ impl Builder {
         let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
         let norandommap =
             self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
-        if !self.randrepeat && !self.randseed_set {
-            return Err(perr(
-                file,
-                self.randrepeat_off_line,
-                "randrepeat",
-                "randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead",
-            ));
-        }
-        if size < rw_min_bs && !size_from_device {
+        if size < rw_min_bs && size != 0 {
             return Err(herr(
                 "size",
                 format!("job '{name}': size {size} is smaller than bs {rw_min_bs}"),
@@ -1277,8 +1381,23 @@ impl Builder {
         }
         let ctl = self.resolve_ctl(&name, size).map_err(|(o, m)| herr(o, m))?;
         let mut out = Vec::with_capacity(self.numjobs as usize);
-        for jobnum in 0..self.numjobs {
-            let files = self.job_files(&name, jobnum, size);
+        for clone in 0..self.numjobs {
+            // init.c add_job() adds the clones after the parent counting
+            // down: threads N, N+1, ... get subjob_number 0, numjobs-1,
+            // ..., 1; that number is `$jobnum` in file names and the
+            // offset_increment multiplier (checked with fio 3.33).
+            let jobnum = if clone == 0 { 0 } else { self.numjobs - clone };
+            // Cannot overflow: checked above for the last clone.
+            let offset = self.offset + u64::from(jobnum) * self.offset_increment;
+            if let (None, Some(fs)) = (self.size, self.filesize) {
+                if fs <= offset {
+                    return Err(herr(
+                        "offset_increment",
+                        format!("job '{name}': clone {jobnum} starts at {offset}, not before filesize {fs}"),
+                    ));
+                }
+            }
+            let files = self.job_files(&name, jobnum, size, offset);
             let filename = files[0].name.clone();
             // Without size=, a filesize range gives the clone its own total.
             let size = match self.size {
@@ -1286,8 +1405,10 @@ impl Builder {
                 None => files.iter().map(|f| f.size).sum(),
             };
             let mut ctl = ctl.clone();
+            ctl.size_from_file = size_from_file;
+            ctl.create_serialize = self.create_serialize;
             ctl.startdelay_us = self.startdelay(&name, jobnum);
-            if jobnum > 0 {
+            if clone > 0 {
                 // fio clears these for the clones of a job (add_job).
                 ctl.stonewall = false;
                 ctl.new_group = false;
@@ -1296,7 +1417,7 @@ impl Builder {
                 name: name.clone(),
                 filename,
                 size,
-                offset: self.offset,
+                offset,
                 rw: self.rw,
                 rwmixread: self.rwmixread,
                 bs: rw_min_bs,
@@ -1898,9 +2019,10 @@ mod tests {
         assert_eq!(
             names,
             vec![
+                // fio 3.33 adds clones counting down (add_job).
                 ("a", 0, "a.0.0", 8192),
-                ("a", 1, "a.1.0", 8192),
                 ("a", 2, "a.2.0", 8192),
+                ("a", 1, "a.1.0", 8192),
                 ("b", 0, "/mnt/shared", 4096),
                 ("b", 1, "/mnt/shared", 4096),
             ]
@@ -1960,7 +2082,7 @@ mod tests {
         let e = parse_cmdline(&args("--name=a")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "<command line>:1: size: job 'a': you need to specify size= (or filesize=)"
+            "<command line>:1: size: job 'a': you need to specify size= (or filesize=): the model has no existing file to take the size from"
         );
     }
 
@@ -2035,13 +2157,11 @@ mod tests {
         let j = one("[a]\nsize=1m\nrandom_generator=lfsr\n");
         assert_eq!(j.random_generator, RandomGenerator::Lfsr);
         assert!(j.random_generator_set && j.randrepeat);
-        // randseed makes randrepeat=0 acceptable (fio seeds from it).
         let j = one("[a]\nsize=1m\nrandseed=5\nrandrepeat=0\n");
         assert!(!j.randrepeat && j.randseed_set);
-        assert_eq!(
-            err("[a]\nsize=1m\nrandrepeat=0\n"),
-            "t.fio:3: randrepeat: randrepeat=0 (time-based seeding) is not supported: foliosim is deterministic; set randseed instead"
-        );
+        // Without randseed: seeded from the run's --seed (tests/fio_options.rs).
+        let j = one("[a]\nsize=1m\nrandrepeat=0\n");
+        assert!(!j.randrepeat && !j.randseed_set);
         // Non-uniform distributions never use the random map.
         let j = one("[a]\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n");
         assert!(j.norandommap);
@@ -2134,7 +2254,7 @@ mod tests {
     fn error_missing_size() {
         assert_eq!(
             err("[global]\nbs=4k\n[job1]\nrw=read\n"),
-            "t.fio:3: size: job 'job1': you need to specify size= (or filesize=)"
+            "t.fio:3: size: job 'job1': you need to specify size= (or filesize=): the model has no existing file to take the size from"
         );
     }
 
@@ -2209,7 +2329,6 @@ mod tests {
             "t.fio:3: bs: '4k,8k,16k,32k': at most 3 values (read,write,trim)"
         );
         assert!(err("[a]\nsize=2k\n").contains("smaller than bs"));
-        assert!(err("[a]\nsize=1m\nrandrepeat=0\n").contains("deterministic"));
         assert_eq!(
             err("[a]\nsize=1m\nnrfiles=0\n"),
             "t.fio:3: nrfiles: nrfiles must be > 0"

@@ -231,6 +231,36 @@ pub fn rand_seeds(
     seeds
 }
 
+/// The job's `rand_seeds[]` as fio's setup_random_seeds() makes them.
+/// With `randrepeat=0` and no `randseed`, fio reads them from the system
+/// RNG (init_random_seeds), so every run differs; foliosim is
+/// deterministic and derives them instead from the run's `--seed` and the
+/// job's thread number: different `--seed`s give different offsets, the
+/// same `--seed` the same. `allrandrepeat` then overrides them all, as in
+/// fio's td_fill_rand_seeds().
+pub fn job_rand_seeds(job: &crate::fio::FioJob, run_seed: u64) -> [u64; FIO_RAND_NR_OFFS] {
+    let mut seeds = rand_seeds(
+        job.randseed,
+        job.thread_number.max(1),
+        job.allrandrepeat,
+        job.randrepeat,
+        job.rw.is_random(),
+    );
+    if !job.randrepeat && !job.randseed_set && !job.allrandrepeat {
+        // splitmix64 over (run seed, thread number): well-mixed 64-bit
+        // values, like the RNG's.
+        let mut z = run_seed ^ u64::from(job.thread_number).rotate_left(32);
+        for s in seeds.iter_mut() {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            *s = x ^ (x >> 31);
+        }
+    }
+    seeds
+}
+
 /// LFSR taps per register width (lib/lfsr.c's table, from the published
 /// maximal-length tap list); index = bits, 0 terminates.
 const LFSR_TAPS: [[u8; 6]; 64] = [

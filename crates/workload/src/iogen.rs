@@ -9,8 +9,10 @@
 //!   `thread_number`; with `randrepeat` (the default, unless `randseed` is
 //!   given) the block generator starts at `FIO_RANDSEED * thread_number`
 //!   and every generator is re-seeded at each new loop, so each loop
-//!   repeats the same offsets. The run's `seed` plays no part: fio's
-//!   offsets depend on the job alone.
+//!   repeats the same offsets. The run's `seed` plays no part (fio's
+//!   offsets depend on the job alone), except with `randrepeat=0` and no
+//!   `randseed`, where fio seeds from the system RNG and foliosim from
+//!   the run's `seed` instead.
 //! * Sequential jobs keep one position per direction (`last_pos[ddir]`): a
 //!   `rw=rw` job reads and writes the file as two independent streams.
 //!   `rw=read:N` skips N bytes after each I/O; a negative N reads
@@ -220,22 +222,17 @@ fn zone_index(zones: &[crate::fio::ZoneSplit], abs: bool) -> Option<ZoneIndex> {
 }
 
 impl IoGen {
-    /// The generator for `job`. `_seed` (the run's seed) is not used: fio's
-    /// offsets depend only on the job (randseed, randrepeat, its thread
-    /// number and file name).
-    pub fn new(job: &FioJob, _seed: u64) -> IoGen {
+    /// The generator for `job`. fio's offsets depend only on the job
+    /// (randseed, randrepeat, its thread number and file name); the run's
+    /// `seed` stands in for fio's system RNG only with `randrepeat=0` and
+    /// no `randseed` ([`fio_rand::job_rand_seeds`]).
+    pub fn new(job: &FioJob, seed: u64) -> IoGen {
         let random = job.rw.is_random();
         let io_size = job.size;
         let real_file_size = job.offset.saturating_add(job.size);
         // Seeded with randrepeat as given; fio clears rand_repeatable for
         // a randseed only afterwards (see FioJob::randrepeat).
-        let seeds = fio_rand::rand_seeds(
-            job.randseed,
-            job.thread_number.max(1),
-            job.allrandrepeat,
-            job.randrepeat,
-            random,
-        );
+        let seeds = fio_rand::job_rand_seeds(job, seed);
         let rand_repeatable = job.randrepeat && !job.randseed_set;
         let mut use64 = job.random_generator == RandomGenerator::Tausworthe64;
         // Seeded at job setup, before init_random_map() may switch.

@@ -57,7 +57,9 @@ fn seed003_file_equals_its_command_line() {
         .collect();
     let file = example("seed003-cached-randread-mmap.fio");
     assert_eq!(file.len(), 16);
-    assert_eq!(file[15].filename, "/mnt/ramdisk/test.15.img");
+    // fio adds the clones counting down: thread 2 is $jobnum 15.
+    assert_eq!(file[1].filename, "/mnt/ramdisk/test.15.img");
+    assert_eq!(file[15].filename, "/mnt/ramdisk/test.1.img");
     assert_eq!(file[0].ramp_time_ns, 60_000_000_000);
     assert_eq!(file[0].runtime_ns, Some(300_000_000_000));
     assert_eq!(

@@ -156,6 +156,14 @@ const CASES: &[Case] = &[
         max_ios: 4000,
         thread: 1,
     },
+    // init.c/filesetup.c get_start_offset(): clone N starts at
+    // offset + N * offset_increment (byte values: no alignment).
+    Case {
+        name: "offset_increment",
+        opts: "rw=write\nsize=512k\noffset=4k\noffset_increment=640k\nnumjobs=3\n",
+        max_ios: 128,
+        thread: 3,
+    },
     Case {
         name: "numjobs",
         opts: "rw=randread\nsize=16m\nnumjobs=2\n",

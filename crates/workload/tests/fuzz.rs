@@ -549,8 +549,10 @@ fn check_job_text(text: &str, n: &AtomicU64, rej: &AtomicU64) {
         Ok(jobs) => {
             for j in &jobs {
                 assert!(j.bs > 0, "accepted bs=0: {j:?}");
-                if j.size_from_device {
-                    // A block device without size=: --disk-size fills it in.
+                if j.size_from_device || j.ctl.size_from_file {
+                    // A block device without size=: --disk-size fills it
+                    // in; so it does a file such a job writes for a later
+                    // create_serialize=0 job.
                     assert_eq!(j.size, 0, "{j:?}");
                 } else {
                     assert!(j.size >= j.bs, "accepted size < bs: {j:?}");

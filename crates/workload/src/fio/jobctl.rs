@@ -95,6 +95,15 @@ pub struct JobControl {
     pub create_only: bool,
     pub unlink: bool,
     pub unlink_each_loop: bool,
+    /// `fill_device`: without size=, a writing job runs until the device
+    /// (or file system) is full (fio's size=-1 ending at ENOSPC).
+    pub fill_device: bool,
+    /// No size yet: it is the size of the file an earlier job writes
+    /// (create_serialize=0 and a job that starts after the others).
+    pub size_from_file: bool,
+    /// fio's create_serialize: the job's files are set up before any job
+    /// runs, in job order (else when the job starts).
+    pub create_serialize: bool,
     pub pre_read: bool,
     pub overwrite: bool,
     pub allow_file_create: bool,
@@ -146,6 +155,9 @@ impl Default for JobControl {
             create_only: false,
             unlink: false,
             unlink_each_loop: false,
+            fill_device: false,
+            size_from_file: false,
+            create_serialize: true,
             pre_read: false,
             overwrite: false,
             allow_file_create: true,
@@ -200,6 +212,8 @@ pub(super) const FLAGS: &[&str] = &[
     "create_fsync",
     "unlink",
     "unlink_each_loop",
+    "fill_device",
+    "fill_fs",
     "pre_read",
     "overwrite",
     "allow_file_create",
@@ -210,6 +224,7 @@ pub(super) const FLAGS: &[&str] = &[
     "verify_only",
     "verify_fatal",
     "verify_dump",
+    "verify_write_sequence",
     "verify_state_save",
     "verify_state_load",
     "experimental_verify",
@@ -239,6 +254,9 @@ pub(super) const NO_MODEL_EFFECT: &[&str] = &[
     "verify_pattern",
     "verify_fatal",
     "verify_dump",
+    // fio 3.38+: whether verify checks the header's write sequence number
+    // (a data check, no I/O of its own).
+    "verify_write_sequence",
     "verify_async",
     "verify_async_cpus",
     "verify_state_save",
@@ -474,6 +492,7 @@ pub(super) fn apply(
             "create_on_open" => c.create_on_open = bool_of(val)?,
             "create_only" => c.create_only = bool_of(val)?,
             "unlink" => c.unlink = bool_of(val)?,
+            "fill_device" | "fill_fs" => c.fill_device = bool_of(val)?,
             "unlink_each_loop" => c.unlink_each_loop = bool_of(val)?,
             "pre_read" => c.pre_read = bool_of(val)?,
             "overwrite" => c.overwrite = bool_of(val)?,
@@ -543,6 +562,43 @@ pub(super) fn apply(
                 "inline" | "offload" => {}
                 o => return Err(format!("bad io_submit_mode '{o}' (inline, offload)")),
             },
+            // Which I/O and verify errors a job survives. The model's I/O
+            // does not fail; the one error it raises, rate_min's EIO, ends
+            // the job whatever this says (backend.c do_io() sets it with
+            // td_verror() and leaves the loop; only io_u completions go
+            // through td_non_fatal_error()).
+            "continue_on_error" => match need()? {
+                "none" | "read" | "write" | "io" | "verify" | "all" | "0" | "1" => {}
+                o => {
+                    return Err(format!(
+                        "bad continue_on_error '{o}' (none, read, write, io, verify, all, 0, 1)"
+                    ))
+                }
+            },
+            // Errnos continue_on_error skips, per read,write,verify (fio's
+            // str_ignore_error_cb: names or numbers, ':'-separated); no
+            // effect for the same reason.
+            "ignore_error" => {
+                let v = need()?;
+                let groups: Vec<&str> = v.split(',').collect();
+                if groups.len() > 3 {
+                    return Err(format!("'{v}': at most three lists (read,write,verify)"));
+                }
+                for e in groups
+                    .iter()
+                    .flat_map(|g| g.split(':'))
+                    .filter(|e| !e.is_empty())
+                {
+                    let name = e.strip_prefix('E').is_some_and(|r| {
+                        !r.is_empty()
+                            && r.bytes()
+                                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                    });
+                    if !name && e.parse::<u32>().is_err() {
+                        return Err(format!("'{v}': '{e}' is not an errno name or number"));
+                    }
+                }
+            }
             k if NO_MODEL_EFFECT.contains(&k) => {}
             _ => return Err(String::new()),
         }
@@ -589,7 +645,13 @@ impl super::Builder {
     /// filesize each file gets `size / nr_files` (the first files one block
     /// more when it does not divide); a fixed filesize is every file's
     /// length, a range draws each file's length in it (whole blocks).
-    pub(super) fn job_files(&self, name: &str, jobnum: u32, size: u64) -> Vec<JobFile> {
+    pub(super) fn job_files(
+        &self,
+        name: &str,
+        jobnum: u32,
+        size: u64,
+        offset: u64,
+    ) -> Vec<JobFile> {
         let names: Vec<String> = match &self.filename {
             Some(f) => split_filenames(f),
             None => (0..self.nr_files())
@@ -619,7 +681,7 @@ impl super::Builder {
                     } else {
                         len
                     };
-                    len.saturating_sub(self.offset)
+                    len.saturating_sub(offset)
                 };
                 let name = match &self.directory {
                     Some(d) if !n.starts_with('/') => format!("{}/{}", d.trim_end_matches('/'), n),
@@ -627,7 +689,7 @@ impl super::Builder {
                 };
                 JobFile {
                     name,
-                    offset: self.offset,
+                    offset,
                     size: io,
                 }
             })

@@ -55,6 +55,65 @@ impl Builder {
                 "job '{name}': hipri=1 (IORING_SETUP_IOPOLL) needs direct=1: the kernel fails buffered I/O on a polled ring with EOPNOTSUPP"
             )));
         }
+        if let Some(g) = self.engine_opts.gpu.filter(|g| g.gds && !self.direct) {
+            let (mode, m) = if g.engine == "libcufile" {
+                ("cuda_io", "cufile")
+            } else {
+                ("rocm_io", "hipfile")
+            };
+            return Err(perr(file, line, mode, format!(
+                "job '{name}': {mode}={m} (GPUDirect Storage) needs direct=1 (fio's {}); use {mode}=posix for buffered I/O", g.engine
+            )));
+        }
+        if self.atomic.0 && self.rw.has_writes() {
+            // fio (init.c fixup_options): atomic needs an engine that sets
+            // RWF_ATOMIC (FIO_ATOMICWRITES); it is dropped for jobs that
+            // do not write. The kernel (generic_atomic_write_valid) fails
+            // a buffered RWF_ATOMIC write with EOPNOTSUPP and one whose
+            // length is not a power of two, or whose offset is not
+            // aligned to it, with EINVAL. What passes is a plain direct
+            // write to the model: torn-write protection only matters
+            // across a power failure, which the model does not have.
+            let e = |msg: String| {
+                perr(
+                    file,
+                    self.atomic.1,
+                    "atomic",
+                    format!("job '{name}': {msg}"),
+                )
+            };
+            if !matches!(
+                self.ioengine,
+                IoEngine::Pvsync2 | IoEngine::Libaio | IoEngine::IoUring
+            ) {
+                return Err(e(
+                    "the ioengine does not support atomic writes (only pvsync2, libaio and io_uring set RWF_ATOMIC)".into(),
+                ));
+            }
+            if !self.direct {
+                return Err(e(
+                    "atomic=1 needs direct=1: the kernel fails buffered RWF_ATOMIC writes with EOPNOTSUPP".into(),
+                ));
+            }
+            let w = 1;
+            let (lo, hi) = (
+                if self.min_bs[w] == 0 {
+                    self.bs[w]
+                } else {
+                    self.min_bs[w]
+                },
+                if self.max_bs[w] == 0 {
+                    self.bs[w]
+                } else {
+                    self.max_bs[w]
+                },
+            );
+            if lo != hi || !lo.is_power_of_two() || !self.bssplit[w].is_empty() {
+                return Err(e(format!(
+                    "atomic writes need one power-of-two write size (the kernel fails others with EINVAL); bs is {lo}-{hi}"
+                )));
+            }
+        }
         if self.ioengine == IoEngine::Ftruncate && self.rw.has_reads() {
             return Err(perr(
                 file,
@@ -98,6 +157,12 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
         };
         let e = |msg: String| perr(&file, line, "size", msg);
         let Some(d) = disk_size else {
+            if j.ctl.fill_device && !j.filename.starts_with("/dev/") {
+                return Err(e(format!(
+                    "job '{}': fill_device=1 without size= writes until the file system is full: pass --disk-size (its free space)",
+                    j.name
+                )));
+            }
             return Err(e(format!(
                 "job '{}': {} is a block device and no size= is given: pass --disk-size (the device's capacity)",
                 j.name, j.filename
@@ -116,6 +181,74 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
         for f in &mut j.files {
             f.size = j.size;
         }
+    }
+    size_from_written_files(jobs, true)
+}
+
+/// Jobs with `ctl.size_from_file` (no size=, filesize= or device): fio's
+/// setup_files() takes each file's existing length and does the whole of
+/// it. In the model a file exists only through an earlier job of the run:
+/// with create_serialize (the default) fio sets every job's files up
+/// before any runs, in job order, so the job sees the length an earlier
+/// job's setup gave the file (a fill_device writer leaves it empty); with
+/// create_serialize=0 the job sets up when it starts, which after a
+/// stonewall or wait_for is once the earlier jobs are done (a
+/// fill_device writer has filled it). A writer still sized by the device
+/// is waited for unless `last`. Without such a job fio refuses the job,
+/// and so does this.
+pub(super) fn size_from_written_files(jobs: &mut [FioJob], last: bool) -> Result<(), ParseError> {
+    for i in 0..jobs.len() {
+        if !jobs[i].ctl.size_from_file {
+            continue;
+        }
+        let (before, rest) = jobs.split_at_mut(i);
+        let j = &mut rest[0];
+        let serial = j.ctl.create_serialize;
+        let after_others = j.ctl.stonewall || j.ctl.wait_for.is_some();
+        let mut lens = Vec::with_capacity(j.files.len());
+        let mut pending = false;
+        for f in &j.files {
+            let mut len = 0u64;
+            for w in before.iter() {
+                let sets_up = if serial {
+                    w.ctl.create_serialize && !(w.ctl.fill_device && w.rw.has_writes())
+                } else {
+                    after_others
+                };
+                if !sets_up {
+                    continue;
+                }
+                for wf in w.files.iter().filter(|wf| wf.name == f.name) {
+                    pending |= w.size_from_device || w.ctl.size_from_file;
+                    len = len.max(wf.offset + wf.size);
+                }
+            }
+            lens.push(len);
+        }
+        if pending && !last {
+            continue;
+        }
+        let size: u64 = j
+            .files
+            .iter()
+            .zip(&lens)
+            .map(|(f, &l)| l.saturating_sub(f.offset))
+            .sum();
+        if size < j.bs {
+            let (file, line) = match j.source.rsplit_once(':') {
+                Some((f, l)) => (f.to_string(), l.parse().unwrap_or(0)),
+                None => (j.source.clone(), 0),
+            };
+            return Err(perr(&file, line, "size", format!(
+                "job '{}': you need to specify size= (or filesize=): the model has no existing file to take the size from",
+                j.name
+            )));
+        }
+        for (f, l) in j.files.iter_mut().zip(lens) {
+            f.size = l.saturating_sub(f.offset);
+        }
+        j.size = size;
+        j.ctl.size_from_file = false;
     }
     Ok(())
 }
