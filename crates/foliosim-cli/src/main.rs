@@ -428,7 +428,19 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                     },
                     None => Output::Foliosim { json: m.json },
                 };
-            let sizes: Vec<u64> = jobs.iter().map(|j| j.file_size()).collect();
+            // Jobs naming the same file share one mapping, as in run_fio.
+            let mut files: BTreeMap<&str, u64> = BTreeMap::new();
+            for j in &jobs {
+                if j.files.is_empty() {
+                    let e = files.entry(j.filename.as_str()).or_default();
+                    *e = (*e).max(j.file_size());
+                }
+                for f in &j.files {
+                    let e = files.entry(f.name.as_str()).or_default();
+                    *e = (*e).max(f.offset.saturating_add(f.size));
+                }
+            }
+            let sizes: Vec<u64> = files.into_values().collect();
             check_footprint(&cfg, &sizes)?;
             Ok((sim::run_fio(cfg, &jobs), out, "fio".into()))
         }

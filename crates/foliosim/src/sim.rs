@@ -675,11 +675,18 @@ impl Sim {
                             unlinked.push(m);
                         }
                     }
-                    // fio records the operation's latency as a completion
-                    // in the job's direction (fileoperations.c).
-                    let d = j.rw.has_writes() && !j.rw.has_reads();
-                    s.stats.io_complete(d as usize, k.core.now - t0, k.core.now, 0);
-                    s.ios[d as usize] += 1;
+                    // fio records each operation as one completed I/O of
+                    // the file's size in the job's direction
+                    // (fileoperations.c; checked on fio 3.33: 1200 stats of
+                    // 4 KiB files report 4,915,200 bytes).
+                    let d = (j.rw.has_writes() && !j.rw.has_reads()) as usize;
+                    let idx = (j.nrfiles - s.fileops_left - 1) as usize;
+                    let fsize = j.files.get(idx).map_or(j.size / j.nrfiles.max(1) as u64, |f| f.size);
+                    if s.start_stats.is_some() {
+                        s.stats.io_complete(d, k.core.now - t0, k.core.now, fsize);
+                        s.bytes[d] += fsize;
+                        s.ios[d] += 1;
+                    }
                     s.t = k.core.now;
                     release_unlinked(k, st.iter().flat_map(|s| s.mappings.iter().map(move |&m| (s.run == Run::Done, m))), &mut unlinked);
                     continue;

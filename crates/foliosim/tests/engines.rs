@@ -249,6 +249,9 @@ fn filedelete_frees_the_cache_when_the_last_user_is_done() {
     let r = fio("[s]\nioengine=filestat\nnrfiles=20\nfilesize=4k\n[c]\nioengine=dircreate\nnrfiles=5\nfilesize=4k\n", "nvme");
     assert_eq!((c(&r, "file"), c(&r, "pgpgin")), (0, 0));
     assert_eq!(r.jobs[0].read.total_ios, 20);
+    // fio reports each operation as an I/O of the file's size.
+    assert_eq!(r.jobs[0].read.io_bytes, 20 * 4096);
+    assert_eq!(r.jobs[1].read.io_bytes, 5 * 4096);
 }
 
 /// fio runs FIO_SYNCIO engines at depth 1 whatever iodepth says; libaio
