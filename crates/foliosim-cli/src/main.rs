@@ -758,7 +758,12 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 e.exit();
             }
             // clap's own report spans several lines (usage, a hint): bad
@@ -766,7 +771,10 @@ fn main() -> ExitCode {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("foliosim: {} (see --help)", foliosim_workload::units::one_line(first));
+            eprintln!(
+                "foliosim: {} (see --help)",
+                foliosim_workload::units::one_line(first)
+            );
             return ExitCode::from(2);
         }
     };

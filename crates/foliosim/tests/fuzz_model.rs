@@ -22,7 +22,14 @@ struct Job {
 fn job() -> impl Strategy<Value = Job> {
     let size_kb = 16u64..4096;
     let bs = prop::sample::select(vec![512u64, 4096, 8192, 65536]);
-    let rw = prop::sample::select(vec!["read", "write", "randread", "randwrite", "rw", "randrw"]);
+    let rw = prop::sample::select(vec![
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "rw",
+        "randrw",
+    ]);
     let engine = prop::sample::select(vec![
         "psync", "sync", "pvsync", "pvsync2", "vsync", "mmap", "libaio", "io_uring", "posixaio",
         "null",
@@ -44,32 +51,43 @@ fn job() -> impl Strategy<Value = Job> {
         ],
         0..4,
     );
-    (size_kb, bs, rw, engine, 1u64..4, 1u64..3, any::<bool>(), any::<bool>(), extra).prop_map(
-        |(kb, bs, rw, engine, loops, numjobs, direct, timed, extra)| {
-            let size = (kb * 1024).max(bs).div_ceil(bs) * bs;
-            let direct = direct && engine != "mmap" && bs >= 4096;
-            let mut lines = vec![
-                "[fz]".to_string(),
-                format!("size={size}"),
-                format!("bs={bs}"),
-                format!("rw={rw}"),
-                format!("ioengine={engine}"),
-                format!("direct={}", direct as u8),
-                format!("loops={loops}"),
-                format!("numjobs={numjobs}"),
-            ];
-            if timed {
-                lines.push("time_based".into());
-                lines.push("runtime=20ms".into());
-            }
-            lines.extend(extra);
-            Job {
-                lines,
-                expect_bytes: (!timed).then_some(size * loops),
-                numjobs,
-            }
-        },
+    (
+        size_kb,
+        bs,
+        rw,
+        engine,
+        1u64..4,
+        1u64..3,
+        any::<bool>(),
+        any::<bool>(),
+        extra,
     )
+        .prop_map(
+            |(kb, bs, rw, engine, loops, numjobs, direct, timed, extra)| {
+                let size = (kb * 1024).max(bs).div_ceil(bs) * bs;
+                let direct = direct && engine != "mmap" && bs >= 4096;
+                let mut lines = vec![
+                    "[fz]".to_string(),
+                    format!("size={size}"),
+                    format!("bs={bs}"),
+                    format!("rw={rw}"),
+                    format!("ioengine={engine}"),
+                    format!("direct={}", direct as u8),
+                    format!("loops={loops}"),
+                    format!("numjobs={numjobs}"),
+                ];
+                if timed {
+                    lines.push("time_based".into());
+                    lines.push("runtime=20ms".into());
+                }
+                lines.extend(extra);
+                Job {
+                    lines,
+                    expect_bytes: (!timed).then_some(size * loops),
+                    numjobs,
+                }
+            },
+        )
 }
 
 fn cases() -> u32 {
@@ -110,11 +128,17 @@ fn random_valid_jobs_run_with_invariants() {
                     check_invariants: true,
                     ..MmConfig::default()
                 },
-                lru: if mglru { LruKind::Mglru } else { LruKind::Classic },
+                lru: if mglru {
+                    LruKind::Mglru
+                } else {
+                    LruKind::Classic
+                },
                 memcg_limit: Some(limit_mb << 20),
                 ..SimConfig::default()
             };
-            if std::env::var_os("FOLIOSIM_FUZZ_TRACE").is_some() { eprintln!("--- case mglru={mglru} limit={limit_mb}M\n{text}"); }
+            if std::env::var_os("FOLIOSIM_FUZZ_TRACE").is_some() {
+                eprintln!("--- case mglru={mglru} limit={limit_mb}M\n{text}");
+            }
             let a = run_fio(cfg.clone(), &jobs);
             let b = run_fio(cfg, &jobs);
             prop_assert_eq!(
@@ -127,12 +151,20 @@ fn random_valid_jobs_run_with_invariants() {
             for r in &a.jobs {
                 prop_assert!(!r.oom_killed, "file-only job OOM-killed:\n{}", text);
                 if let Some(want) = j.expect_bytes {
-                    prop_assert_eq!(r.read.io_bytes + r.write.io_bytes, want, "bytes moved\n{}", text);
+                    prop_assert_eq!(
+                        r.read.io_bytes + r.write.io_bytes,
+                        want,
+                        "bytes moved\n{}",
+                        text
+                    );
                 }
             }
             ran.set(ran.get() + 1);
             Ok(())
         })
         .unwrap();
-    eprintln!("fuzz: model: {} random valid jobs run twice with invariants, 0 panics", ran.get());
+    eprintln!(
+        "fuzz: model: {} random valid jobs run twice with invariants, 0 panics",
+        ran.get()
+    );
 }

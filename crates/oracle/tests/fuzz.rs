@@ -23,11 +23,20 @@ fn runner() -> TestRunner {
 fn corpus() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut v = Vec::new();
-    for dir in [root.join("../shared/corpora/fio-examples"), root.join("oracle/cases")] {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+    for dir in [
+        root.join("../shared/corpora/fio-examples"),
+        root.join("oracle/cases"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut p: Vec<_> = rd.flatten().map(|e| e.path()).collect();
         p.sort();
-        v.extend(p.iter().filter(|p| p.extension().is_some_and(|e| e == "fio")).filter_map(|p| std::fs::read_to_string(p).ok()));
+        v.extend(
+            p.iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "fio"))
+                .filter_map(|p| std::fs::read_to_string(p).ok()),
+        );
     }
     assert!(!v.is_empty());
     v
@@ -35,12 +44,38 @@ fn corpus() -> Vec<String> {
 
 fn hostile() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
-        "exec_prerun=touch /tmp/x", "filename=/etc/passwd", "filename=../../x", "directory=/tmp",
-        "filename_format=../$jobname", "filename=a\\:/b", "filename=ok:/dev/sda", "ioengine=exec",
-        "ioengine=external:/tmp/x.so", "include /etc/fio.fio", "write_iolog=/tmp/log", "directory=${HOME}",
-        "filename=${PWD}/x", "cgroup=x", "ioscheduler=none", "pid_file=/tmp/p", "mem=mmapshared:/dev/shm/x",
-        "size=$mb_memory*2", "[../../x]", "[global]", "[a b]", "filename=-", "opendir=/", "trigger=x",
-        "rw=read", "size=1m", "bs=4k", "ioengine=libaio", "numjobs=2", "", "\u{0}", "filename=a\u{0}b",
+        "exec_prerun=touch /tmp/x",
+        "filename=/etc/passwd",
+        "filename=../../x",
+        "directory=/tmp",
+        "filename_format=../$jobname",
+        "filename=a\\:/b",
+        "filename=ok:/dev/sda",
+        "ioengine=exec",
+        "ioengine=external:/tmp/x.so",
+        "include /etc/fio.fio",
+        "write_iolog=/tmp/log",
+        "directory=${HOME}",
+        "filename=${PWD}/x",
+        "cgroup=x",
+        "ioscheduler=none",
+        "pid_file=/tmp/p",
+        "mem=mmapshared:/dev/shm/x",
+        "size=$mb_memory*2",
+        "[../../x]",
+        "[global]",
+        "[a b]",
+        "filename=-",
+        "opendir=/",
+        "trigger=x",
+        "rw=read",
+        "size=1m",
+        "bs=4k",
+        "ioengine=libaio",
+        "numjobs=2",
+        "",
+        "\u{0}",
+        "filename=a\u{0}b",
     ])
     .prop_map(String::from)
 }
@@ -49,8 +84,20 @@ fn hostile() -> impl Strategy<Value = String> {
 fn fuzz_oracle_sanitizer_on_mutated_examples() {
     let corpus = corpus();
     let n = corpus.len();
-    let env = |k: &str| if k == "HOME" { Some("/root".to_string()) } else { None };
-    let strat = (0..n, prop::collection::vec((any::<prop::sample::Index>(), hostile(), any::<bool>()), 0..5));
+    let env = |k: &str| {
+        if k == "HOME" {
+            Some("/root".to_string())
+        } else {
+            None
+        }
+    };
+    let strat = (
+        0..n,
+        prop::collection::vec(
+            (any::<prop::sample::Index>(), hostile(), any::<bool>()),
+            0..5,
+        ),
+    );
     let (mut runs, mut refused) = (0u64, 0u64);
     let counts = std::cell::RefCell::new((&mut runs, &mut refused));
     runner()
@@ -70,17 +117,33 @@ fn fuzz_oracle_sanitizer_on_mutated_examples() {
                 Err(e) => {
                     *counts.borrow_mut().1 += 1;
                     let s = e.to_string();
-                    prop_assert!(s.starts_with("x.fio:") && !s.chars().any(char::is_control), "{:?}", s);
+                    prop_assert!(
+                        s.starts_with("x.fio:") && !s.chars().any(char::is_control),
+                        "{:?}",
+                        s
+                    );
                 }
                 Ok(j) => {
                     for p in &j.paths {
-                        prop_assert!(!p.path.starts_with('/') && !p.path.split('/').any(|c| c == ".."), "{:?}", p.path);
+                        prop_assert!(
+                            !p.path.starts_with('/') && !p.path.split('/').any(|c| c == ".."),
+                            "{:?}",
+                            p.path
+                        );
                     }
                     for l in j.text.lines() {
                         let k = l.split('=').next().unwrap_or("");
-                        prop_assert!(!k.starts_with("exec_") && k != "include" && k != "write_iolog" && k != "cgroup", "{}", l);
+                        prop_assert!(
+                            !k.starts_with("exec_")
+                                && k != "include"
+                                && k != "write_iolog"
+                                && k != "cgroup",
+                            "{}",
+                            l
+                        );
                     }
-                    let again = sanitize(&j.text, "x.fio", &env).expect("canonical file re-sanitizes");
+                    let again =
+                        sanitize(&j.text, "x.fio", &env).expect("canonical file re-sanitizes");
                     prop_assert_eq!(again.text, j.text);
                 }
             }
@@ -88,7 +151,9 @@ fn fuzz_oracle_sanitizer_on_mutated_examples() {
         })
         .unwrap();
     drop(counts);
-    eprintln!("fuzz: oracle sanitizer: {runs} inputs, {refused} refused with one-line errors, 0 panics");
+    eprintln!(
+        "fuzz: oracle sanitizer: {runs} inputs, {refused} refused with one-line errors, 0 panics"
+    );
     assert!(refused > 0 && refused < runs, "both outcomes reached");
 }
 

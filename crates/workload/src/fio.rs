@@ -1376,8 +1376,8 @@ fn make_filename(format: Option<&str>, jobname: &str, jobnum: u32, filenum: u32)
 }
 
 mod values;
-pub use values::{parse_size, parse_time_us};
 use values::*;
+pub use values::{parse_size, parse_time_us};
 
 #[cfg(test)]
 mod tests;

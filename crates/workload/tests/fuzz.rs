@@ -339,7 +339,6 @@ const FIO_OPTIONS: &[&str] = &[
     "zoneskip",
 ];
 
-
 fn cases() -> u32 {
     std::env::var("FOLIOSIM_FUZZ_CASES")
         .ok()
@@ -374,7 +373,10 @@ fn assert_one_line(e: &ParseError, label: &str) {
         "error is not one clean line: {s:?}"
     );
     assert!(s.starts_with(label), "error does not name the file: {s:?}");
-    assert!(!e.option.is_empty() || e.line == 0, "no option named: {s:?}");
+    assert!(
+        !e.option.is_empty() || e.line == 0,
+        "no option named: {s:?}"
+    );
 }
 
 /// Errors returned as plain strings are wrapped into a ParseError or
@@ -401,7 +403,9 @@ fn corpus() -> Vec<String> {
         root.join("examples"),
         root.join("oracle/cases"),
     ] {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();
         paths.sort();
         for p in paths {
@@ -438,17 +442,75 @@ fn value() -> impl Strategy<Value = String> {
     ]);
     let atom = (num, suffix).prop_map(|(n, s)| format!("{n}{s}"));
     let word = prop::sample::select(vec![
-        "read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim", "randtrim",
-        "trimwrite", "psync", "sync", "libaio", "io_uring", "mmap", "null", "exec", "net",
-        "random", "zipf", "pareto", "normal", "zoned", "zoned_abs", "gauss", "strided", "none",
-        "zbd", "sequential", "identical", "roundrobin", "md5", "crc32c", "1", "0", "true", "yes",
-        "${HOME}", "${NOPE_UNSET_VAR}", "${", "$pagesize", "$mb_memory", "$ncpus", "$jobnum",
-        "$jobname", "$filenum", "/dev/sda", "../../etc/passwd", "/etc/passwd", "a:b", "a\\:b",
-        "", " ", "=", "[", "]", ";", "#", "é", "\u{0}", "\u{7f}", "\t",
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "rw",
+        "randrw",
+        "readwrite",
+        "trim",
+        "randtrim",
+        "trimwrite",
+        "psync",
+        "sync",
+        "libaio",
+        "io_uring",
+        "mmap",
+        "null",
+        "exec",
+        "net",
+        "random",
+        "zipf",
+        "pareto",
+        "normal",
+        "zoned",
+        "zoned_abs",
+        "gauss",
+        "strided",
+        "none",
+        "zbd",
+        "sequential",
+        "identical",
+        "roundrobin",
+        "md5",
+        "crc32c",
+        "1",
+        "0",
+        "true",
+        "yes",
+        "${HOME}",
+        "${NOPE_UNSET_VAR}",
+        "${",
+        "$pagesize",
+        "$mb_memory",
+        "$ncpus",
+        "$jobnum",
+        "$jobname",
+        "$filenum",
+        "/dev/sda",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "a:b",
+        "a\\:b",
+        "",
+        " ",
+        "=",
+        "[",
+        "]",
+        ";",
+        "#",
+        "é",
+        "\u{0}",
+        "\u{7f}",
+        "\t",
     ])
     .prop_map(String::from);
     let list = prop::collection::vec(
-        (atom.clone(), prop::sample::select(vec![":", "/", ",", "-", ":-"])),
+        (
+            atom.clone(),
+            prop::sample::select(vec![":", "/", ",", "-", ":-"]),
+        ),
         1..5,
     )
     .prop_map(|v| {
@@ -467,7 +529,11 @@ fn value() -> impl Strategy<Value = String> {
 }
 
 fn atom_small() -> impl Strategy<Value = String> {
-    (prop::sample::select(vec!["-", ""]), 0u64..100_000, prop::sample::select(vec!["", "k", "m"]))
+    (
+        prop::sample::select(vec!["-", ""]),
+        0u64..100_000,
+        prop::sample::select(vec!["", "k", "m"]),
+    )
         .prop_map(|(s, n, u)| format!("{s}{n}{u}"))
 }
 
@@ -494,24 +560,34 @@ fn line() -> impl Strategy<Value = String> {
 fn job_text() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::collection::vec(line(), 0..24).prop_map(|ls| ls.join("\n")),
-        (prop::collection::vec(line(), 0..3), any::<prop::sample::Index>()).prop_map(|(extra, at)| {
-            let mut ls: Vec<String> = ["[global]", "size=1m", "[job]", "bs=4k", "rw=randread"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let p = 1 + at.index(ls.len());
-            for (i, l) in extra.into_iter().enumerate() {
-                ls.insert((p + i).min(ls.len()), l);
-            }
-            ls.join("\n")
-        }),
+        (
+            prop::collection::vec(line(), 0..3),
+            any::<prop::sample::Index>()
+        )
+            .prop_map(|(extra, at)| {
+                let mut ls: Vec<String> = ["[global]", "size=1m", "[job]", "bs=4k", "rw=randread"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
+                let p = 1 + at.index(ls.len());
+                for (i, l) in extra.into_iter().enumerate() {
+                    ls.insert((p + i).min(ls.len()), l);
+                }
+                ls.join("\n")
+            }),
     ]
 }
 
 /// Mutations of a real job file: replace, insert, delete lines or bytes.
 fn mutated(corpus: Vec<String>) -> impl Strategy<Value = String> {
     let n = corpus.len();
-    (0..n, prop::collection::vec((0u8..5, any::<prop::sample::Index>(), line(), any::<u8>()), 1..6))
+    (
+        0..n,
+        prop::collection::vec(
+            (0u8..5, any::<prop::sample::Index>(), line(), any::<u8>()),
+            1..6,
+        ),
+    )
         .prop_map(move |(i, muts)| {
             let mut lines: Vec<String> = corpus[i].lines().map(String::from).collect();
             for (op, at, l, b) in muts {
@@ -526,7 +602,8 @@ fn mutated(corpus: Vec<String>) -> impl Strategy<Value = String> {
                         // Replace the value of an option line with a hostile one.
                         let k = at.index(len);
                         if let Some((key, _)) = lines[k].clone().split_once('=') {
-                            lines[k] = format!("{key}={}", l.split_once('=').map(|x| x.1).unwrap_or(&l));
+                            lines[k] =
+                                format!("{key}={}", l.split_once('=').map(|x| x.1).unwrap_or(&l));
                         }
                     }
                     _ if len > 0 => {
@@ -590,7 +667,10 @@ fn fuzz_fio_job_files_mutated_from_corpus() {
         })
         .unwrap();
     report("fio job files (mutated corpus)", &n, &rej);
-    assert!(rej.load(Ordering::Relaxed) > 0, "mutations never produced a bad job");
+    assert!(
+        rej.load(Ordering::Relaxed) > 0,
+        "mutations never produced a bad job"
+    );
 }
 
 #[test]
@@ -623,7 +703,13 @@ fn fuzz_fio_command_lines() {
             // files by prefixing a directory that does not exist.
             let args: Vec<String> = args
                 .into_iter()
-                .map(|a| if a.starts_with('-') && a != "-" { a } else { format!("/nonexistent-fuzz/{a}") })
+                .map(|a| {
+                    if a.starts_with('-') && a != "-" {
+                        a
+                    } else {
+                        format!("/nonexistent-fuzz/{a}")
+                    }
+                })
                 .collect();
             if let Err(e) = parse_cmdline(&args) {
                 rej.fetch_add(1, Ordering::Relaxed);
@@ -671,8 +757,18 @@ fn fuzz_trace_csv_specs() {
     let (n, rej) = (AtomicU64::new(0), AtomicU64::new(0));
     let kv = (
         prop::sample::select(vec![
-            "time-col", "obj-id-col", "obj-size-col", "obj_id_col", "delimiter", "has-header",
-            "header", "obj-id-is-num", "next-access-col", "cnt-col", "bogus", "TIME-COL",
+            "time-col",
+            "obj-id-col",
+            "obj-size-col",
+            "obj_id_col",
+            "delimiter",
+            "has-header",
+            "header",
+            "obj-id-is-num",
+            "next-access-col",
+            "cnt-col",
+            "bogus",
+            "TIME-COL",
         ]),
         prop_oneof![value(), Just(",".to_string()), Just("\\t".to_string())],
     )
@@ -707,8 +803,11 @@ fn fuzz_trace_files() {
         1 => "\\PC{0,30}",
     ];
     let input = prop_oneof![
-        (prop::collection::vec(csv_line, 0..20), any::<bool>())
-            .prop_map(|(ls, h)| (true, h, ls.join("\n").into_bytes())),
+        (prop::collection::vec(csv_line, 0..20), any::<bool>()).prop_map(|(ls, h)| (
+            true,
+            h,
+            ls.join("\n").into_bytes()
+        )),
         prop::collection::vec(any::<u8>(), 0..200).prop_map(|b| (false, false, b)),
     ];
     let path = dir.join("t.trace");

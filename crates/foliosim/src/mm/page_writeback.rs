@@ -117,12 +117,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let mut n = 0;
         let mut prev = u64::MAX;
         for idx in start..=last {
-            let dirty = self.core.files[mapping as usize]
-                .folio(idx)
-                .filter(|&id| {
-                    let f = self.core.folios.get(id);
-                    f.test(pg::DIRTY) && !f.test(pg::WRITEBACK)
-                });
+            let dirty = self.core.files[mapping as usize].folio(idx).filter(|&id| {
+                let f = self.core.folios.get(id);
+                f.test(pg::DIRTY) && !f.test(pg::WRITEBACK)
+            });
             if let Some(id) = dirty {
                 if n == batch.len() || (n > 0 && prev + 1 != idx) {
                     self.submit_wb_batch(&batch[..n]);

@@ -129,4 +129,3 @@ fn expand_env(v: &str) -> Result<String, String> {
     out.push_str(rest);
     Ok(out)
 }
-

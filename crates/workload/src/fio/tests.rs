@@ -260,15 +260,9 @@ fn zoned_distributions() {
         err("[a]\nsize=1m\nrandom_distribution=zoned:50/5:30/15\n"),
         "t.fio:3: random_distribution: '50/5:30/15': zone access percentages add up to 80, not 100"
     );
-    assert!(
-        err("[a]\nsize=1m\nrandom_distribution=zoned:50/60:50/60\n").contains("more than 100")
-    );
-    assert!(
-        err("[a]\nsize=1m\nrandom_distribution=zoned:150/60\n").contains("access percentage")
-    );
-    assert!(
-        err("[a]\nsize=1m\nrandom_distribution=zoned\n").contains("bad random_distribution")
-    );
+    assert!(err("[a]\nsize=1m\nrandom_distribution=zoned:50/60:50/60\n").contains("more than 100"));
+    assert!(err("[a]\nsize=1m\nrandom_distribution=zoned:150/60\n").contains("access percentage"));
+    assert!(err("[a]\nsize=1m\nrandom_distribution=zoned\n").contains("bad random_distribution"));
     assert!(
         err("[a]\nsize=1m\nrw=randread\nrandom_distribution=zoned_abs:50/1m:50/1m\n")
             .contains("exceed the file size")

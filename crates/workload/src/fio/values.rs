@@ -434,4 +434,3 @@ pub fn parse_time_us(v: &str, default_seconds: bool) -> Result<u64, String> {
     n.checked_mul(mult)
         .ok_or_else(|| format!("time too large '{v}'"))
 }
-
