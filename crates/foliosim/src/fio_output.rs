@@ -836,19 +836,7 @@ pub fn render_normal(r: &RunReport) -> String {
 /// its options' parse priority; here they are in the order written.
 pub fn job_options(args: &[String], jobs: &[foliosim_workload::fio::FioJob]) -> JobOptions {
     const CMDLINE: &str = "<command line>";
-    // fio's command-line-only options (not job options).
-    const NOT_JOB: &[&str] = &[
-        "output",
-        "output-format",
-        "minimal",
-        "eta",
-        "eta-newline",
-        "eta-interval",
-        "status-interval",
-        "terse-version",
-        "append-terse",
-        "bandwidth-log",
-    ];
+    use foliosim_workload::fio::CMDLINE_IGNORED as NOT_JOB;
     let split = |a: &str| -> Option<(String, Option<String>)> {
         let o = a.strip_prefix("--").or_else(|| a.strip_prefix('-'))?;
         Some(match o.split_once('=') {

@@ -304,27 +304,11 @@ fn err(file: &str, line: usize, option: &str, msg: impl Into<String>) -> ParseEr
 /// fio's `${VAR}` substitution over a whole option line, but refusing an
 /// unset variable (fio would put nothing there) instead of guessing.
 fn expand_env(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = line;
-    while let Some(p) = rest.find("${") {
-        out.push_str(&rest[..p]);
-        let after = &rest[p + 2..];
-        let Some(end) = after.find('}') else {
-            return Err(format!("unterminated '${{' in '{line}'"));
-        };
-        let var = &after[..end];
-        match env(var) {
-            Some(v) => out.push_str(&v),
-            None => {
-                return Err(format!(
-                    "environment variable '{var}' is not set (fio would substitute nothing)"
-                ))
-            }
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    foliosim_workload::fio::expand_vars(line, &|var| {
+        env(var).ok_or_else(|| {
+            format!("environment variable '{var}' is not set (fio would substitute nothing)")
+        })
+    })
 }
 
 /// fio's `get_next_str`: ':' separates parts, "\:" is a literal colon.

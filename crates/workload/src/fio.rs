@@ -476,6 +476,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
 }
 
 mod ini;
+pub use ini::expand_vars;
 use ini::{perr, split_ini, Entry, Section};
 
 fn build_jobs(
@@ -553,7 +554,7 @@ const IGNORED: &[&str] = &[
 
 /// fio command-line options that are not job options and only shape fio's
 /// own output.
-const CMDLINE_IGNORED: &[&str] = &[
+pub const CMDLINE_IGNORED: &[&str] = &[
     "output",
     "output-format",
     "minimal",

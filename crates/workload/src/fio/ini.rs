@@ -112,18 +112,24 @@ pub(super) fn split_ini(text: &str, file: &str, kw: &Keywords) -> Result<Vec<Sec
 /// fio's `${VAR}` expansion in job files (fio_option_dup_subs): an unset
 /// variable expands to nothing, as in fio.
 fn expand_env(v: &str) -> Result<String, String> {
+    expand_vars(v, &|var| Ok(std::env::var(var).unwrap_or_default()))
+}
+
+/// `${VAR}` substitution with `lookup` deciding each variable's value (or
+/// refusing it): the parser follows fio, the oracle refuses unset ones.
+pub fn expand_vars(
+    v: &str,
+    lookup: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = v;
     while let Some(p) = rest.find("${") {
         out.push_str(&rest[..p]);
         let after = &rest[p + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("unterminated ${{ in '{v}'"));
+            return Err(format!("unterminated '${{' in '{v}'"));
         };
-        let var = &after[..end];
-        if let Ok(val) = std::env::var(var) {
-            out.push_str(&val);
-        }
+        out.push_str(&lookup(&after[..end])?);
         rest = &after[end + 1..];
     }
     out.push_str(rest);
