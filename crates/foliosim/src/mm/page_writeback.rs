@@ -28,6 +28,8 @@ pub struct WbState {
     pub inflight: VecDeque<(FolioId, u64)>,
     /// When the flusher's next periodic pass is due.
     pub next_periodic: u64,
+    /// Reused by range writeback (no allocation once grown).
+    pub scratch: Vec<FolioId>,
 }
 
 impl<P: ReclaimPolicy> Kernel<P> {
@@ -100,8 +102,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// __filemap_fdatawrite_range(): start writeback of the mapping's dirty
     /// folios with index in [start, end] (write_cache_pages over the
     /// dirty-tagged range, in index order). Contiguous dirty folios go out
-    /// together, up to 64 a request (the plug's merging), from a fixed
-    /// batch: nothing is allocated. WB_SYNC_ALL (`sync_all`) first waits
+    /// together, up to 64 a request (the plug's merging). WB_SYNC_ALL (`sync_all`) first waits
     /// for writeback already in flight in the range; WB_SYNC_NONE leaves
     /// such folios alone (they are not dirty, so the walk skips them).
     pub fn filemap_fdatawrite_range(&mut self, mapping: u32, start: u64, end: u64, sync_all: bool) {
@@ -113,27 +114,56 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if sync_all {
             self.filemap_fdatawait_range(mapping, start, last);
         }
+        // The kernel finds the range's dirty folios by the xarray's dirty
+        // tag, so its cost follows the dirty folios, not the range: walk
+        // whichever is shorter, the range's slots or the flusher's queue
+        // (stale entries there are folios no longer dirty, skipped here).
+        let mut ids = std::mem::take(&mut self.core.wb.scratch);
+        ids.clear();
+        let folios = &self.core.folios;
+        let wanted = |id: FolioId| {
+            let f = folios.get(id);
+            f.mapping == mapping
+                && (start..=last).contains(&(f.index as u64))
+                && f.test(pg::DIRTY)
+                && !f.test(pg::WRITEBACK)
+        };
+        if (self.core.wb.dirty.len() as u64) < last - start + 1 {
+            ids.extend(
+                self.core
+                    .wb
+                    .dirty
+                    .iter()
+                    .map(|&(id, _)| id)
+                    .filter(|&id| wanted(id)),
+            );
+            ids.sort_unstable_by_key(|&id| folios.get(id).index);
+            ids.dedup();
+        } else {
+            let a = &self.core.files[mapping as usize];
+            ids.extend(
+                (start..=last)
+                    .filter_map(|idx| a.folio(idx))
+                    .filter(|&id| wanted(id)),
+            );
+        }
         let mut batch = [0 as FolioId; 64];
         let mut n = 0;
         let mut prev = u64::MAX;
-        for idx in start..=last {
-            let dirty = self.core.files[mapping as usize].folio(idx).filter(|&id| {
-                let f = self.core.folios.get(id);
-                f.test(pg::DIRTY) && !f.test(pg::WRITEBACK)
-            });
-            if let Some(id) = dirty {
-                if n == batch.len() || (n > 0 && prev + 1 != idx) {
-                    self.submit_wb_batch(&batch[..n]);
-                    n = 0;
-                }
-                // Its entry in the flusher's queue goes stale; the flusher
-                // skips folios that are no longer dirty.
-                self.folio_start_writeback(id);
-                batch[n] = id;
-                n += 1;
-                prev = idx;
+        for &id in &ids {
+            let idx = self.core.folios.get(id).index as u64;
+            if n == batch.len() || (n > 0 && prev + 1 != idx) {
+                self.submit_wb_batch(&batch[..n]);
+                n = 0;
             }
+            // Its entry in the flusher's queue goes stale; the flusher
+            // skips folios that are no longer dirty.
+            self.folio_start_writeback(id);
+            batch[n] = id;
+            n += 1;
+            prev = idx;
         }
+        self.core.wb.scratch = ids;
         self.submit_wb_batch(&batch[..n]);
     }
 
