@@ -193,13 +193,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
     }
 
     /// filemap_write_and_wait_range() (mm/filemap.c): write back the dirty
-    /// folios of pages [start, end] inclusive, then wait for all writeback
-    /// there, including writeback already in flight.
+    /// folios of pages [start, end] inclusive with WB_SYNC_ALL, then wait
+    /// for all writeback there, including writeback already in flight.
     pub fn filemap_write_and_wait_range(&mut self, mapping: u32, start: u64, end: u64) {
         if self.core.wb.nr_dirty == 0 && self.core.wb.nr_writeback == 0 {
             return;
         }
-        self.filemap_fdatawrite_range(mapping, start, end, false);
+        self.filemap_fdatawrite_range(mapping, start, end, true);
         self.filemap_fdatawait_range(mapping, start, end);
     }
 
