@@ -529,7 +529,8 @@ impl Sim {
             }
             // fio's poisson rate clock (FIO_RAND_POISSON_OFF, index 15 of
             // td->rand_seeds); the draws themselves are not fio's.
-            let poisson_seed = foliosim_workload::fio_rand::job_rand_seeds(j, self.cfg.seed)[15];
+            let poisson_seed = foliosim_workload::fio_rand::job_rand_seeds(j, self.cfg.seed)
+                [foliosim_workload::fio_rand::FIO_RAND_POISSON_OFF];
             st.push(JobState {
                 io: JobIo::new(j, self.cfg.seed),
                 file: files[0].clone(),

@@ -16,8 +16,10 @@ pub const DEFAULT_RANDSEED: u64 = 0x89;
 pub const FIO_RAND_BS_OFF: usize = 0;
 pub const FIO_RAND_BS1_OFF: usize = 1;
 pub const FIO_RAND_MIX_OFF: usize = 4;
+pub const FIO_RAND_FILE_OFF: usize = 5;
 pub const FIO_RAND_BLOCK_OFF: usize = 6;
 pub const FIO_RAND_SEQ_RAND_READ_OFF: usize = 10;
+pub const FIO_RAND_POISSON_OFF: usize = 15;
 pub const FIO_RAND_ZONE_OFF: usize = 16;
 pub const FIO_RAND_NR_OFFS: usize = 21;
 

@@ -194,16 +194,9 @@ impl JobIo {
             service_left: 0,
             cur: None,
             next_rr: 0,
-            // fio's next_file_state seed (FIO_RAND_FILE_OFF, index 5 of
-            // td->rand_seeds); the draws themselves are not fio's.
+            // fio's next_file_state seed; the draws themselves are not fio's.
             rng: Pcg64Mcg::seed_from_u64(
-                crate::fio_rand::rand_seeds(
-                    job.randseed,
-                    job.thread_number,
-                    job.allrandrepeat,
-                    job.randrepeat,
-                    job.rw.is_random(),
-                )[5],
+                crate::fio_rand::job_rand_seeds(job, seed)[crate::fio_rand::FIO_RAND_FILE_OFF],
             ),
             limit_bytes: (multi && !job.time_based)
                 .then(|| job.io_size.unwrap_or(job.size).saturating_mul(loops)),
