@@ -7,5 +7,6 @@ pub mod fio_rand;
 pub mod iogen;
 pub mod jobio;
 pub mod mmap_probe;
+pub mod scenario;
 pub mod trace;
 pub mod units;

@@ -1,0 +1,279 @@
+//! Scenarios: cgroups and the processes in them, step by step (anonymous
+//! mappings, files on disk or tmpfs, fio jobs, pauses, barriers). The
+//! types here are what the TOML parser produces and what both the model's
+//! driver (`foliosim::scenario`) and the oracle's real executor run; they
+//! hold no kernel model.
+//!
+//! Sizes are bytes, times nanoseconds. Every step keeps the line of the
+//! scenario file it came from, so a runtime refusal can name it.
+
+use serde::Serialize;
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Scenario {
+    /// The file it was read from (for error messages).
+    pub file: String,
+    /// `[machine]`: defaults a command line may override.
+    pub machine: MachineDefaults,
+    /// `[[cgroup]]`, parents before children (the parser sorts them).
+    pub cgroups: Vec<Cgroup>,
+    /// `[[file]]`: files the processes name.
+    pub files: Vec<FileSpec>,
+    /// `[[process]]`.
+    pub processes: Vec<Process>,
+    /// Barrier names with the number of threads that must arrive (computed
+    /// by the parser: every thread whose steps name the barrier takes part,
+    /// once per time its steps reach it).
+    pub barriers: Vec<Barrier>,
+}
+
+/// `[machine]`: the machine options a scenario may carry (all optional; a
+/// command-line option wins).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MachineDefaults {
+    pub memory: Option<u64>,
+    /// "zram:4G", "disk:8G", "none" (parsed by the CLI's --swap parser).
+    pub swap: Option<String>,
+    pub lru: Option<String>,
+    pub swappiness: Option<u32>,
+    pub device: Option<String>,
+    pub read_ahead_kb: Option<u64>,
+    /// zram's compression ratio (uncompressed / compressed), e.g. 3.0.
+    pub zram_ratio: Option<f64>,
+    /// Free-form key=value sysctls, as `--sysctl`.
+    pub sysctl: Vec<(String, String)>,
+    pub seed: Option<u64>,
+}
+
+/// `[[cgroup]]`: one memory cgroup. Knobs left out are the kernel's
+/// defaults (max / unlimited, 0 protection, the parent's swappiness).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Cgroup {
+    /// "db" or "jobs/a": a path under the scenario's root cgroup, '/'
+    /// separated; each parent must be declared too.
+    pub path: String,
+    pub line: usize,
+    /// memory.max (v2) or memory.limit_in_bytes (v1).
+    pub max: Option<u64>,
+    /// memory.high (v2).
+    pub high: Option<u64>,
+    /// memory.low (v2).
+    pub low: Option<u64>,
+    /// memory.min (v2).
+    pub min: Option<u64>,
+    /// memory.swappiness (v1; per cgroup).
+    pub swappiness: Option<u32>,
+    /// memory.swap.max (v2): swap only.
+    pub swap_max: Option<u64>,
+    /// memory.memsw.limit_in_bytes (v1): memory + swap.
+    pub memsw_limit: Option<u64>,
+    /// memory.oom.group (v2): the OOM killer kills the whole cgroup.
+    pub oom_group: bool,
+    /// memory.oom_control's oom_kill_disable (v1).
+    pub oom_kill_disable: bool,
+}
+
+/// Where a file lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileFs {
+    /// A regular file on the block device (ext4 in the oracle).
+    #[default]
+    Disk,
+    /// tmpfs: shmem pages, swap-backed, on the anon LRU, charged to the
+    /// cgroup that first touches them.
+    Tmpfs,
+}
+
+/// `[[file]]`: a file processes open by name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FileSpec {
+    pub name: String,
+    pub line: usize,
+    pub size: u64,
+    pub fs: FileFs,
+    /// The file exists with data before the run (laid out, not cached).
+    /// False: it starts empty and steps write it. tmpfs files always
+    /// start empty.
+    pub prefill: bool,
+}
+
+/// `[[process]]`: `count` identical processes (separate address spaces),
+/// each with its threads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Process {
+    pub name: String,
+    pub line: usize,
+    /// The cgroup path ("" = the scenario's root cgroup).
+    pub cgroup: String,
+    /// Identical processes started at once (as `usemem -n`).
+    pub count: u32,
+    /// The threads of each process; threads share its mappings. A process
+    /// written with plain `steps` has one thread.
+    pub threads: Vec<Thread>,
+    /// /proc/PID/oom_score_adj.
+    pub oom_score_adj: i32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Thread {
+    /// `count` identical threads of this body.
+    pub count: u32,
+    pub steps: Vec<Step>,
+}
+
+/// A barrier: `parties` arrivals release everyone waiting on it; it then
+/// resets for its next round (pthread_barrier semantics).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Barrier {
+    pub name: String,
+    pub parties: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub line: usize,
+    pub op: Op,
+}
+
+/// Which pages of a region a touch or an I/O step visits, in what order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    /// Every page in order (or every `bs` block for I/O).
+    Seq,
+    /// Uniform random pages, with replacement.
+    Random,
+    /// Zipf with exponent theta over the pages (hottest first, then
+    /// scattered by a fixed permutation).
+    Zipf { theta: f64 },
+    /// YCSB's scrambled zipfian (theta 0.99 by default).
+    Ycsb { theta: f64 },
+    /// TPC-C's NURand(A, 0, n-1).
+    Nurand { a: u64 },
+    /// `hot_pct` percent of the accesses go to the first `hot_size_pct`
+    /// percent of the pages, the rest to the others, uniformly.
+    HotCold { hot_pct: u32, hot_size_pct: u32 },
+    /// Every `stride`-th page, wrapping with an offset of one each lap,
+    /// until every page was visited once.
+    Stride { stride: u64 },
+}
+
+/// How long a touch or I/O step goes on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Amount {
+    /// `n` passes over the region (a pass is as many accesses as the
+    /// region has pages or blocks; for `seq`, each page once).
+    Passes(u64),
+    /// Exactly `n` accesses.
+    Accesses(u64),
+    /// For a simulated duration (ns).
+    Duration(u64),
+}
+
+/// fadvise(2) advice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    Normal,
+    Sequential,
+    Random,
+    Willneed,
+    Dontneed,
+    Noreuse,
+}
+
+/// madvise(2) advice a scenario may give a mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Madvice {
+    Normal,
+    Sequential,
+    Random,
+    Willneed,
+    Dontneed,
+    Cold,
+    Pageout,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// mmap(MAP_PRIVATE|MAP_ANONYMOUS) of `size` bytes, named `map`
+    /// (process-wide). Nothing is faulted until touched.
+    MmapAnon { map: String, size: u64 },
+    /// mmap of a `[[file]]` (MAP_SHARED, or MAP_PRIVATE when `private`),
+    /// named `map`, over [offset, offset+len) (len 0: to the end).
+    MmapFile {
+        map: String,
+        file: String,
+        offset: u64,
+        len: u64,
+        private: bool,
+    },
+    /// Loads (or stores when `write`) to pages of a mapping. `bytes_per_page`
+    /// is how much of each visited page is touched (cost only).
+    Touch {
+        map: String,
+        pattern: Pattern,
+        write: bool,
+        amount: Amount,
+        /// Pause after each access (the reproducers' think time), ns.
+        think_ns: u64,
+    },
+    /// munmap (or free(3) of a malloc'ed region) of a mapping: anon pages
+    /// and their swap entries are freed.
+    Munmap { map: String },
+    /// madvise of a mapping.
+    Madvise { map: String, advice: Madvice },
+    /// pread (or pwrite when `write`) of `bs` blocks of a file.
+    Io {
+        file: String,
+        pattern: Pattern,
+        write: bool,
+        bs: u64,
+        amount: Amount,
+        /// O_DIRECT.
+        direct: bool,
+        think_ns: u64,
+    },
+    Fsync { file: String },
+    Fadvise {
+        file: String,
+        advice: Advice,
+        offset: u64,
+        /// 0: to the end of the file.
+        len: u64,
+    },
+    /// ftruncate to `size`.
+    Truncate { file: String, size: u64 },
+    /// A fio job file (path relative to the scenario file) run by this
+    /// thread in the process's cgroup; its jobs run as fio's threads would.
+    Fio { job: String },
+    /// nanosleep.
+    Sleep { ns: u64 },
+    /// Spin on the CPU (computation between memory phases).
+    Compute { ns: u64 },
+    /// Wait at a named barrier.
+    Barrier { name: String },
+    /// Repeat the inner steps `count` times, or until `duration_ns` of
+    /// simulated time has passed since the loop began (checked at the top
+    /// of each iteration).
+    Loop {
+        count: Option<u64>,
+        duration_ns: Option<u64>,
+        steps: Vec<Step>,
+    },
+    /// fork() `count` children in the same cgroup that run `steps` and
+    /// exit; the parent waits for them (waitpid) when `wait`. Children
+    /// inherit the parent's mappings copy-on-write.
+    Fork {
+        count: u32,
+        wait: bool,
+        steps: Vec<Step>,
+    },
+    /// exit(0) of this thread's process before its steps end.
+    Exit,
+}
