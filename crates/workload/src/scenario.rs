@@ -268,7 +268,8 @@ pub enum Op {
     },
     /// fork() `count` children in the same cgroup that run `steps` and
     /// exit; the parent waits for them (waitpid) when `wait`. Children
-    /// inherit the parent's mappings copy-on-write.
+    /// start with none of the parent's mappings (a fork+exec'ed worker):
+    /// the model does not share anonymous pages copy-on-write.
     Fork {
         count: u32,
         wait: bool,

@@ -56,6 +56,8 @@ pub struct AddressSpace {
     /// The xarray's leaf nodes (64 slots each): how many entries and how
     /// many shadows they hold, for workingset_update_node().
     pub nodes: Vec<XaNode>,
+    /// The mm of an anonymous VMA (mmap.rs); NO_MM for a file.
+    pub owner: super::mmap::MmId,
 }
 
 impl AddressSpace {
@@ -73,6 +75,7 @@ impl AddressSpace {
             pte_tables_memcg: 0,
             nr_pte_tables: 0,
             nodes: vec![XaNode::default(); n.div_ceil(1 << XA_CHUNK_SHIFT)],
+            owner: super::mmap::NO_MM,
         }
     }
 

@@ -106,6 +106,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
 }
 
 impl Core {
+    /// Moves one page of an anonymous space's owner from one rss counter
+    /// to another (a swap-out turns an anon page into a swap entry).
+    #[inline]
+    pub fn mm_counter_move(&mut self, space: u32, from: usize, to: usize) {
+        let owner = self.files[space as usize].owner;
+        if let Some(mm) = self.mms.get_mut(owner as usize) {
+            mm.rss[from] = mm.rss[from].saturating_sub(1);
+            mm.rss[to] += 1;
+        }
+    }
+
     /// Called by reclaim once an anonymous folio is written to swap.
     pub fn anon_swapped_out(
         &mut self,
@@ -115,6 +126,7 @@ impl Core {
     ) {
         self.files[mapping as usize].set_swap_entry(index, shadow);
         self.workingset_update_node(mapping, index, 0);
+        self.mm_counter_move(mapping, super::mmap::MM_ANONPAGES, super::mmap::MM_SWAPENTS);
     }
 }
 
@@ -154,6 +166,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.core.files[space as usize].clear_swap_entry(index);
                 self.core.workingset_update_node(space, index, memcg);
                 self.core.swap.free_slot();
+                self.core
+                    .mm_counter_move(space, super::mmap::MM_SWAPENTS, super::mmap::MM_ANONPAGES);
                 let done = self.core.dev.submit(self.core.now, super::PAGE_SIZE, false);
                 self.core.wait_until(done);
                 self.core.in_lru_fault = true;
@@ -185,6 +199,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.workingset_update_node(space, index, memcg);
         self.core.memcgs[memcg as usize].nr_anon += 1;
         self.core.memcgs[memcg as usize].nr_mapped += 1;
+        if shadow.is_none() {
+            let owner = self.core.files[space as usize].owner;
+            if let Some(mm) = self.core.mms.get_mut(owner as usize) {
+                mm.rss[super::mmap::MM_ANONPAGES] += 1;
+            }
+        }
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
         }

@@ -6,6 +6,7 @@ pub mod filemap;
 pub mod folio;
 pub mod memcontrol;
 pub mod memory;
+pub mod mmap;
 pub mod page_writeback;
 pub mod readahead;
 pub mod swap;
@@ -263,6 +264,8 @@ pub struct Core {
     /// shadow_nodes list_lru).
     pub shadow_nodes: workingset::ShadowNodes,
     pub memcgs: Vec<MemCgroup>,
+    /// Processes' mm_structs (mmap.rs).
+    pub mms: Vec<mmap::MmStruct>,
     /// /proc/vmstat events.
     pub vm: Counters,
     /// Simulated time, ns.
@@ -305,6 +308,7 @@ impl Core {
             files: Vec::new(),
             shadow_nodes: Default::default(),
             memcgs: vec![MemCgroup::new(0, "/", None)],
+            mms: Vec::new(),
             vm: Counters::default(),
             now: 0,
             io_wait: 0,

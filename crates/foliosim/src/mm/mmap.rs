@@ -1,0 +1,126 @@
+//! Processes' address spaces (struct mm_struct; mm/mmap.c, mm/vma.c and
+//! kernel/fork.c's mm_alloc / exit_mmap): anonymous VMAs, the rss counters
+//! the OOM killer reads, munmap and exit freeing anonymous memory and swap
+//! entries. Processes themselves (threads, steps) are the workload's: the
+//! kernel model only knows their mms.
+//!
+//! An anonymous VMA is modelled as an address space of its own (its slots
+//! hold the folio, the swap entry or nothing for each page), so the anon
+//! fault path and reclaim find a page by (mapping, index) as for files.
+
+use super::filemap::Slot;
+use super::folio::pg;
+use super::memcontrol::MemcgId;
+use super::vmscan::ReclaimPolicy;
+use super::Kernel;
+
+pub type MmId = u32;
+/// The owner of a file's address space: no mm.
+pub const NO_MM: MmId = u32::MAX;
+
+/// enum mm_counter (include/linux/mm_types_task.h).
+pub const MM_FILEPAGES: usize = 0;
+pub const MM_ANONPAGES: usize = 1;
+pub const MM_SWAPENTS: usize = 2;
+pub const MM_SHMEMPAGES: usize = 3;
+pub const NR_MM_COUNTERS: usize = 4;
+
+/// struct mm_struct, as far as reclaim and the OOM killer look at it.
+#[derive(Clone, Debug)]
+pub struct MmStruct {
+    /// The memcg of the mm's owner task (mm->owner's css).
+    pub memcg: MemcgId,
+    /// get_mm_counter(): pages by kind.
+    pub rss: [u64; NR_MM_COUNTERS],
+    /// Page-table pages (mm_pgtables_bytes / PAGE_SIZE).
+    pub nr_ptes: u64,
+    /// /proc/PID/oom_score_adj of the owner.
+    pub oom_score_adj: i32,
+    /// The anonymous VMAs still mapped (their address-space ids).
+    pub anon_vmas: Vec<u32>,
+    /// exit_mmap() ran: the mm has no memory left.
+    pub exited: bool,
+    /// The OOM killer chose this mm's task (SIGKILL sent).
+    pub oom_killed: bool,
+}
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// mm_alloc() for a new process in `memcg`.
+    pub fn mm_alloc(&mut self, memcg: MemcgId, oom_score_adj: i32) -> MmId {
+        let id = self.core.mms.len() as MmId;
+        self.core.mms.push(MmStruct {
+            memcg,
+            rss: [0; NR_MM_COUNTERS],
+            nr_ptes: 0,
+            oom_score_adj,
+            anon_vmas: Vec::new(),
+            exited: false,
+            oom_killed: false,
+        });
+        id
+    }
+
+    /// mmap(MAP_PRIVATE|MAP_ANONYMOUS) of `bytes`: a VMA with no pages yet.
+    /// Returns the anonymous space's id for anon_access().
+    pub fn mmap_anon(&mut self, mm: MmId, bytes: u64) -> u32 {
+        let space = self.core.add_file(bytes);
+        let a = &mut self.core.files[space as usize];
+        a.owner = mm;
+        self.core.mms[mm as usize].anon_vmas.push(space);
+        space
+    }
+
+    /// munmap() of an anonymous VMA (zap_pte_range): its folios leave the
+    /// LRU and are freed and uncharged, its swap entries are freed
+    /// (free_swap_and_cache), no shadow survives.
+    pub fn munmap_anon(&mut self, mm: MmId, space: u32) {
+        let vmas = &mut self.core.mms[mm as usize].anon_vmas;
+        let Some(pos) = vmas.iter().position(|&s| s == space) else {
+            return;
+        };
+        vmas.swap_remove(pos);
+        let n = self.core.files[space as usize].nr_pages();
+        for idx in 0..n {
+            match self.core.files[space as usize].slot(idx) {
+                Slot::Empty => {}
+                Slot::Folio(id) => {
+                    let f = self.core.folios.get_mut(id);
+                    let memcg = f.memcg;
+                    let mapped = f.test(pg::MAPPED);
+                    f.clear(pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY);
+                    if mapped {
+                        self.core.memcgs[memcg as usize].nr_mapped -= 1;
+                    }
+                    self.policy.folio_del_lru(&mut self.core, id);
+                    self.core.files[space as usize].replace_with_shadow(idx, None);
+                    self.core.workingset_update_node(space, idx, memcg);
+                    self.core.memcgs[memcg as usize].nr_anon -= 1;
+                    let rss = &mut self.core.mms[mm as usize].rss[MM_ANONPAGES];
+                    *rss = rss.saturating_sub(1);
+                    self.core.folios.get_mut(id).flags = 0;
+                    self.core.free_folio(id);
+                }
+                Slot::Shadow(_) => {
+                    self.core.files[space as usize].clear_shadow(idx);
+                    self.core.workingset_update_node(space, idx, 0);
+                }
+                Slot::Swap(_) => {
+                    self.core.files[space as usize].clear_swap_entry(idx);
+                    self.core.workingset_update_node(space, idx, 0);
+                    self.core.swap.free_slot();
+                    let rss = &mut self.core.mms[mm as usize].rss[MM_SWAPENTS];
+                    *rss = rss.saturating_sub(1);
+                }
+            }
+        }
+        self.core.cpu(self.core.cost.scan_folio * n / 8);
+    }
+
+    /// exit_mmap(): every anonymous VMA goes.
+    pub fn exit_mm(&mut self, mm: MmId) {
+        while let Some(&space) = self.core.mms[mm as usize].anon_vmas.last() {
+            self.munmap_anon(mm, space);
+        }
+        self.core.mms[mm as usize].exited = true;
+    }
+}
