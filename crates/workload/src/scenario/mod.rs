@@ -278,3 +278,8 @@ pub enum Op {
     /// exit(0) of this thread's process before its steps end.
     Exit,
 }
+
+mod check;
+mod parse;
+
+pub use parse::parse;
