@@ -280,6 +280,8 @@ pub enum Op {
 }
 
 mod check;
+pub mod gen;
+pub mod usemem;
 mod parse;
 
 pub use parse::parse;
