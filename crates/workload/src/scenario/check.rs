@@ -18,13 +18,21 @@ pub(crate) fn check(cx: &Cx, sc: &mut Scenario) -> Result<(), ParseError> {
     let mut seen = BTreeMap::new();
     for f in &sc.files {
         if let Some(l) = seen.insert(f.name.as_str(), f.line) {
-            return Err(cx.error_at(f.line, "name", format!("duplicate file '{}' (first at line {l})", f.name)));
+            return Err(cx.error_at(
+                f.line,
+                "name",
+                format!("duplicate file '{}' (first at line {l})", f.name),
+            ));
         }
     }
     let mut seen = BTreeMap::new();
     for p in &sc.processes {
         if let Some(l) = seen.insert(p.name.as_str(), p.line) {
-            return Err(cx.error_at(p.line, "name", format!("duplicate process '{}' (first at line {l})", p.name)));
+            return Err(cx.error_at(
+                p.line,
+                "name",
+                format!("duplicate process '{}' (first at line {l})", p.name),
+            ));
         }
         maps(cx, p)?;
     }
@@ -39,7 +47,11 @@ fn cgroups(cx: &Cx, cgs: &mut [Cgroup]) -> Result<(), ParseError> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for cg in cgs.iter() {
         if let Some(l) = seen.insert(cg.path.as_str(), cg.line) {
-            return Err(cx.error_at(cg.line, "path", format!("duplicate cgroup '{}' (first at line {l})", cg.path)));
+            return Err(cx.error_at(
+                cg.line,
+                "path",
+                format!("duplicate cgroup '{}' (first at line {l})", cg.path),
+            ));
         }
     }
     for cg in cgs.iter() {
@@ -124,20 +136,38 @@ struct MapState {
     exited: Option<usize>,
 }
 
-fn walk(cx: &Cx, steps: &[Step], st: &mut MapState, others: &BTreeSet<String>, in_fork: bool) -> Result<(), ParseError> {
+fn walk(
+    cx: &Cx,
+    steps: &[Step],
+    st: &mut MapState,
+    others: &BTreeSet<String>,
+    in_fork: bool,
+) -> Result<(), ParseError> {
     for s in steps {
         if let Some(l) = st.exited {
-            return Err(cx.error_at(s.line, "op", format!("never runs: it follows the exit step at line {l}")));
+            return Err(cx.error_at(
+                s.line,
+                "op",
+                format!("never runs: it follows the exit step at line {l}"),
+            ));
         }
         match &s.op {
             Op::MmapAnon { map, .. } | Op::MmapFile { map, .. } => {
                 if let Some(l) = st.bound.get(map) {
-                    return Err(cx.error_at(s.line, "map", format!("map '{map}' is already mapped (line {l}); munmap it first")));
+                    return Err(cx.error_at(
+                        s.line,
+                        "map",
+                        format!("map '{map}' is already mapped (line {l}); munmap it first"),
+                    ));
                 }
                 st.bound.insert(map.clone(), s.line);
                 st.unmapped.remove(map);
             }
-            Op::Loop { count, duration_ns, steps } => {
+            Op::Loop {
+                count,
+                duration_ns,
+                steps,
+            } => {
                 walk(cx, steps, st, others, in_fork)?;
                 // A second pass finds what the first iteration leaves
                 // behind (a map unmapped at the end and used again).
@@ -196,7 +226,9 @@ fn barrier_sites(steps: &[Step], in_duration: bool, out: &mut Vec<(String, usize
     for s in steps {
         match &s.op {
             Op::Barrier { name } => out.push((name.clone(), s.line, in_duration)),
-            Op::Loop { duration_ns, steps, .. } => barrier_sites(steps, in_duration || duration_ns.is_some(), out),
+            Op::Loop {
+                duration_ns, steps, ..
+            } => barrier_sites(steps, in_duration || duration_ns.is_some(), out),
             _ => {}
         }
     }
@@ -211,7 +243,9 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(steps: &'a [Step]) -> Self {
-        Cursor { frames: vec![(steps, 0, 1)] }
+        Cursor {
+            frames: vec![(steps, 0, 1)],
+        }
     }
 
     fn next(&mut self) -> Option<(&'a str, usize)> {
@@ -230,8 +264,16 @@ impl<'a> Cursor<'a> {
             *idx += 1;
             match &s.op {
                 Op::Barrier { name } => return Some((name, s.line)),
-                Op::Loop { count, duration_ns, steps } if has_barrier(steps) => {
-                    let n = if duration_ns.is_some() { 1 } else { count.unwrap_or(1) };
+                Op::Loop {
+                    count,
+                    duration_ns,
+                    steps,
+                } if has_barrier(steps) => {
+                    let n = if duration_ns.is_some() {
+                        1
+                    } else {
+                        count.unwrap_or(1)
+                    };
                     self.frames.push((steps, 0, n));
                 }
                 Op::Exit => {
@@ -328,7 +370,9 @@ fn barriers(cx: &Cx, procs: &[Process]) -> Result<Vec<Barrier>, ParseError> {
                     .iter()
                     .filter(|&&o| at[o].map_or(true, |(ob, _)| ob != *b))
                     .map(|&o| match at[o] {
-                        Some((ob, ol)) => format!("{} (waiting at '{ob}', line {ol})", groups[o].label),
+                        Some((ob, ol)) => {
+                            format!("{} (waiting at '{ob}', line {ol})", groups[o].label)
+                        }
                         None => format!("{} (ended)", groups[o].label),
                     })
                     .collect();

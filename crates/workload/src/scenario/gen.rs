@@ -65,8 +65,17 @@ impl G {
 
     fn pattern(&mut self) -> &'static str {
         const P: &[&str] = &[
-            "seq", "random", "zipf:0.99", "zipf:1.2", "ycsb", "ycsb:0.8", "nurand:255", "hotcold:90/10",
-            "hotcold:80/20", "stride:16", "stride:3",
+            "seq",
+            "random",
+            "zipf:0.99",
+            "zipf:1.2",
+            "ycsb",
+            "ycsb:0.8",
+            "nurand:255",
+            "hotcold:90/10",
+            "hotcold:80/20",
+            "stride:16",
+            "stride:3",
         ];
         P[self.rng.gen_range(0..P.len())]
     }
@@ -94,11 +103,19 @@ fn use_map(g: &mut G, out: &mut String, ind: &str, map: &str) {
     if g.rng.gen_bool(0.8) {
         let write = g.rng.gen_bool(0.5);
         let (p, a, t) = (g.pattern(), g.amount(), g.think());
-        let _ = writeln!(out, "{ind}{{ op = \"touch\", map = \"{map}\", pattern = \"{p}\", write = {write}{a}{t} }},");
+        let _ = writeln!(
+            out,
+            "{ind}{{ op = \"touch\", map = \"{map}\", pattern = \"{p}\", write = {write}{a}{t} }},"
+        );
     } else {
-        const A: &[&str] = &["normal", "random", "willneed", "dontneed", "cold", "pageout"];
+        const A: &[&str] = &[
+            "normal", "random", "willneed", "dontneed", "cold", "pageout",
+        ];
         let a = A[g.rng.gen_range(0..A.len())];
-        let _ = writeln!(out, "{ind}{{ op = \"madvise\", map = \"{map}\", advice = \"{a}\" }},");
+        let _ = writeln!(
+            out,
+            "{ind}{{ op = \"madvise\", map = \"{map}\", advice = \"{a}\" }},"
+        );
     }
 }
 
@@ -107,10 +124,18 @@ fn plain(g: &mut G, out: &mut String, ind: &str, files: &[(String, bool)]) {
     let k = g.rng.gen_range(0..if files.is_empty() { 2 } else { 6 });
     match k {
         0 => {
-            let _ = writeln!(out, "{ind}{{ op = \"sleep\", time = \"{}ms\" }},", g.rng.gen_range(1..=50));
+            let _ = writeln!(
+                out,
+                "{ind}{{ op = \"sleep\", time = \"{}ms\" }},",
+                g.rng.gen_range(1..=50)
+            );
         }
         1 => {
-            let _ = writeln!(out, "{ind}{{ op = \"compute\", time = \"{}us\" }},", g.rng.gen_range(1..=500));
+            let _ = writeln!(
+                out,
+                "{ind}{{ op = \"compute\", time = \"{}us\" }},",
+                g.rng.gen_range(1..=500)
+            );
         }
         2 | 3 => {
             let (f, _) = &files[g.rng.gen_range(0..files.len())];
@@ -122,7 +147,11 @@ fn plain(g: &mut G, out: &mut String, ind: &str, files: &[(String, bool)]) {
                 1 => format!(", amount = \"{}k\"", bs / 1024 * g.rng.gen_range(1..=64)),
                 _ => String::new(),
             };
-            let direct = if g.rng.gen_bool(0.1) { ", direct = true" } else { "" };
+            let direct = if g.rng.gen_bool(0.1) {
+                ", direct = true"
+            } else {
+                ""
+            };
             let _ = writeln!(out, "{ind}{{ op = \"{op}\", file = \"{f}\", bs = {bs}, pattern = \"{p}\"{amount}{direct}{t} }},");
         }
         4 => {
@@ -131,9 +160,19 @@ fn plain(g: &mut G, out: &mut String, ind: &str, files: &[(String, bool)]) {
         }
         _ => {
             let (f, _) = &files[g.rng.gen_range(0..files.len())];
-            const A: &[&str] = &["normal", "sequential", "random", "willneed", "dontneed", "noreuse"];
+            const A: &[&str] = &[
+                "normal",
+                "sequential",
+                "random",
+                "willneed",
+                "dontneed",
+                "noreuse",
+            ];
             let a = A[g.rng.gen_range(0..A.len())];
-            let _ = writeln!(out, "{ind}{{ op = \"fadvise\", file = \"{f}\", advice = \"{a}\" }},");
+            let _ = writeln!(
+                out,
+                "{ind}{{ op = \"fadvise\", file = \"{f}\", advice = \"{a}\" }},"
+            );
         }
     }
 }
@@ -151,7 +190,11 @@ fn body(g: &mut G, out: &mut String, files: &[(String, bool)], barriers: &[Strin
     out.push_str("steps = [\n");
     for i in 0..=n {
         while bi < slots.len() && slots[bi] == i {
-            let _ = writeln!(out, "{ind}{{ op = \"barrier\", name = \"{}\" }},", barriers[bi]);
+            let _ = writeln!(
+                out,
+                "{ind}{{ op = \"barrier\", name = \"{}\" }},",
+                barriers[bi]
+            );
             bi += 1;
         }
         if i == n {
@@ -167,7 +210,10 @@ fn body(g: &mut G, out: &mut String, files: &[(String, bool)], barriers: &[Strin
                     let _ = writeln!(out, "{ind}{{ op = \"mmap_file\", map = \"{map}\", file = \"{f}\", private = {private} }},");
                 } else {
                     let s = g.size();
-                    let _ = writeln!(out, "{ind}{{ op = \"mmap_anon\", map = \"{map}\", size = {s} }},");
+                    let _ = writeln!(
+                        out,
+                        "{ind}{{ op = \"mmap_anon\", map = \"{map}\", size = {s} }},"
+                    );
                 }
                 bound.push(map);
             }
@@ -177,7 +223,11 @@ fn body(g: &mut G, out: &mut String, files: &[(String, bool)], barriers: &[Strin
             }
             5 if !bound.is_empty() => {
                 let m = bound.swap_remove(g.rng.gen_range(0..bound.len()));
-                let op = if g.rng.gen_bool(0.5) { "munmap" } else { "free" };
+                let op = if g.rng.gen_bool(0.5) {
+                    "munmap"
+                } else {
+                    "free"
+                };
                 let _ = writeln!(out, "{ind}{{ op = \"{op}\", map = \"{m}\" }},");
             }
             6 => {
@@ -197,9 +247,13 @@ fn body(g: &mut G, out: &mut String, files: &[(String, bool)], barriers: &[Strin
                         use_map(g, out, inner, &m);
                     } else if g.rng.gen_bool(0.5) {
                         let s = g.size();
-                        let _ = writeln!(out, "{inner}{{ op = \"mmap_anon\", map = \"l{next_map}\", size = {s} }},");
+                        let _ = writeln!(
+                            out,
+                            "{inner}{{ op = \"mmap_anon\", map = \"l{next_map}\", size = {s} }},"
+                        );
                         use_map(g, out, inner, &format!("l{next_map}"));
-                        let _ = writeln!(out, "{inner}{{ op = \"munmap\", map = \"l{next_map}\" }},");
+                        let _ =
+                            writeln!(out, "{inner}{{ op = \"munmap\", map = \"l{next_map}\" }},");
                         next_map += 1;
                     } else {
                         plain(g, out, inner, files);
@@ -241,7 +295,11 @@ pub fn random_scenario(seed: u64, lim: Limits) -> String {
     let _ = writeln!(out, "swap = \"{swap}\"");
     let lru = ["classic", "mglru"][g.rng.gen_range(0..2)];
     let _ = writeln!(out, "lru = \"{lru}\"");
-    let _ = writeln!(out, "swappiness = {}", [0, 1, 60, 100, 200][g.rng.gen_range(0..5)]);
+    let _ = writeln!(
+        out,
+        "swappiness = {}",
+        [0, 1, 60, 100, 200][g.rng.gen_range(0..5)]
+    );
     let _ = writeln!(out, "seed = {}", g.rng.gen_range(0..1000u64));
 
     let mut cgroups: Vec<String> = Vec::new();
@@ -319,7 +377,11 @@ pub fn random_scenario(seed: u64, lim: Limits) -> String {
         out.push_str("\n[[process]]\n");
         let _ = writeln!(out, "name = \"p{p}\"\ncount = {count}");
         if !cgroups.is_empty() && g.rng.gen_bool(0.7) {
-            let _ = writeln!(out, "cgroup = \"{}\"", cgroups[g.rng.gen_range(0..cgroups.len())]);
+            let _ = writeln!(
+                out,
+                "cgroup = \"{}\"",
+                cgroups[g.rng.gen_range(0..cgroups.len())]
+            );
         }
         if g.rng.gen_bool(0.2) {
             let _ = writeln!(out, "oom_score_adj = {}", g.rng.gen_range(-1000..=1000));

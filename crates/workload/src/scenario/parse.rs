@@ -23,11 +23,17 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ParseError> {
         let line = e.span().map_or(1, |s| cx.line(s.start));
         // toml's message spans several lines (a source excerpt): keep its
         // first line, the reason.
-        let msg = e.message().lines().next().unwrap_or("invalid TOML").to_string();
+        let msg = e
+            .message()
+            .lines()
+            .next()
+            .unwrap_or("invalid TOML")
+            .to_string();
         cx.error_at(line, "toml", format!("invalid TOML: {msg}"))
     })?;
     let root_span = doc.span();
-    let mut root = Tbl::new(&cx, doc.get_ref(), root_span, "the top level");
+    let mut root = Tbl::new(&cx, doc.get_ref(), root_span, "the top level")
+        .knows(&["machine", "cgroup", "file", "process"]);
     let mut sc = Scenario {
         file: file.to_string(),
         ..Default::default()
@@ -45,18 +51,24 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ParseError> {
             sc.files.push(file_spec(&cx, t)?);
         }
     }
-    cx.cgroups.replace(sc.cgroups.iter().map(|c| c.path.clone()).collect());
-    cx.files.replace(sc.files.iter().map(|f| f.name.clone()).collect());
+    cx.cgroups
+        .replace(sc.cgroups.iter().map(|c| c.path.clone()).collect());
+    cx.files
+        .replace(sc.files.iter().map(|f| f.name.clone()).collect());
     if let Some((k, v)) = root.take(&["process"]) {
         for t in tables(&cx, v, k)? {
             sc.processes.push(process(&cx, t)?);
         }
     }
-    root.finish(&["machine", "cgroup", "file", "process"])?;
-    if sc.processes.is_empty() {
-        return Err(cx.error_at(1, "process", "a scenario needs at least one [[process]]".into()));
-    }
+    root.finish()?;
     super::check::check(&cx, &mut sc)?;
+    if sc.processes.is_empty() {
+        return Err(cx.error_at(
+            1,
+            "process",
+            "a scenario needs at least one [[process]]".into(),
+        ));
+    }
     Ok(sc)
 }
 
@@ -110,6 +122,10 @@ struct Tbl<'c, 'a, 'i> {
     taken: Vec<bool>,
     span: Range<usize>,
     what: &'static str,
+    /// The keys this table knows ('|' between spellings of one key), for
+    /// messages; set before the first `req` so a missing key caused by a
+    /// misspelt one is reported as the misspelling.
+    known: &'static [&'static str],
 }
 
 impl<'c, 'a, 'i> Tbl<'c, 'a, 'i> {
@@ -126,6 +142,7 @@ impl<'c, 'a, 'i> Tbl<'c, 'a, 'i> {
             taken,
             span,
             what,
+            known: &[],
         }
     }
 
@@ -160,6 +177,7 @@ impl<'c, 'a, 'i> Tbl<'c, 'a, 'i> {
             taken,
             span,
             what,
+            known: &[],
         }
     }
 
@@ -191,8 +209,17 @@ impl<'c, 'a, 'i> Tbl<'c, 'a, 'i> {
         Ok(first)
     }
 
+    fn knows(mut self, known: &'static [&'static str]) -> Self {
+        self.known = known;
+        self
+    }
+
     fn req(&mut self, names: &[&'static str]) -> Result<(&'static str, &'a Val<'i>), ParseError> {
-        self.take1(names)?.ok_or_else(|| {
+        if let Some(v) = self.take1(names)? {
+            return Ok(v);
+        }
+        self.unknown()?;
+        Err({
             self.cx.error(
                 &self.span,
                 names[0],
@@ -201,13 +228,35 @@ impl<'c, 'a, 'i> Tbl<'c, 'a, 'i> {
         })
     }
 
-    fn finish(self, known: &[&str]) -> Result<(), ParseError> {
+    /// The first key (in file order) that this table does not know.
+    fn unknown(&self) -> Result<(), ParseError> {
+        for e in &self.entries {
+            let known = self.known.iter().any(|k| k.split('|').any(|s| s == e.0));
+            if !known {
+                return Err(self.cx.error(
+                    &e.1,
+                    &e.0,
+                    format!(
+                        "unknown key in {} (known: {})",
+                        self.what,
+                        self.known.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses what was not taken: an unknown key, or a known one that
+    /// does not apply (the second spelling of a key was refused earlier).
+    fn finish(self) -> Result<(), ParseError> {
+        self.unknown()?;
         for (i, e) in self.entries.iter().enumerate() {
             if !self.taken[i] {
                 return Err(self.cx.error(
                     &e.1,
                     &e.0,
-                    format!("unknown key in {} (known: {})", self.what, known.join(", ")),
+                    format!("does not apply here in {}", self.what),
                 ));
             }
         }
@@ -227,7 +276,11 @@ fn tables<'a, 'i>(
             .iter()
             .map(|e| match e.get_ref() {
                 DeValue::Table(t) => Ok((t, e.span())),
-                _ => Err(cx.error(&e.span(), key, "expected a table (write [[".to_string() + key + "]] or {...})")),
+                _ => Err(cx.error(
+                    &e.span(),
+                    key,
+                    "expected a table (write [[".to_string() + key + "]] or {...})",
+                )),
             })
             .collect(),
         DeValue::Table(t) => Ok(vec![(t, v.span())]),
@@ -250,7 +303,11 @@ fn kind(v: &DeValue) -> &'static str {
 fn string<'a>(cx: &Cx, k: &str, v: &'a Val) -> Result<&'a str, ParseError> {
     match v.get_ref() {
         DeValue::String(s) => Ok(s.as_ref()),
-        other => Err(cx.error(&v.span(), k, format!("expected a string, found {}", kind(other)))),
+        other => Err(cx.error(
+            &v.span(),
+            k,
+            format!("expected a string, found {}", kind(other)),
+        )),
     }
 }
 
@@ -258,10 +315,19 @@ fn int(cx: &Cx, k: &str, v: &Val) -> Result<i64, ParseError> {
     match v.get_ref() {
         DeValue::Integer(i) => {
             let digits: String = i.as_str().chars().filter(|c| *c != '_').collect();
-            i64::from_str_radix(&digits, i.radix())
-                .map_err(|_| cx.error(&v.span(), k, format!("integer '{}' out of range", i.as_str())))
+            i64::from_str_radix(&digits, i.radix()).map_err(|_| {
+                cx.error(
+                    &v.span(),
+                    k,
+                    format!("integer '{}' out of range", i.as_str()),
+                )
+            })
         }
-        other => Err(cx.error(&v.span(), k, format!("expected an integer, found {}", kind(other)))),
+        other => Err(cx.error(
+            &v.span(),
+            k,
+            format!("expected an integer, found {}", kind(other)),
+        )),
     }
 }
 
@@ -285,7 +351,11 @@ fn count32(cx: &Cx, k: &str, v: &Val) -> Result<u32, ParseError> {
 fn boolean(cx: &Cx, k: &str, v: &Val) -> Result<bool, ParseError> {
     match v.get_ref() {
         DeValue::Boolean(b) => Ok(*b),
-        other => Err(cx.error(&v.span(), k, format!("expected true or false, found {}", kind(other)))),
+        other => Err(cx.error(
+            &v.span(),
+            k,
+            format!("expected true or false, found {}", kind(other)),
+        )),
     }
 }
 
@@ -319,7 +389,10 @@ fn time(cx: &Cx, k: &str, v: &Val) -> Result<u64, ParseError> {
             return Err(cx.error(
                 &v.span(),
                 k,
-                format!("expected a time with a unit such as \"120ms\", found {}", kind(other)),
+                format!(
+                    "expected a time with a unit such as \"120ms\", found {}",
+                    kind(other)
+                ),
             ))
         }
     };
@@ -430,9 +503,25 @@ fn pattern(cx: &Cx, k: &str, v: &Val) -> Result<Pattern, ParseError> {
 fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
     let t = match v.get_ref() {
         DeValue::Table(t) => t,
-        other => return Err(cx.error(&v.span(), "machine", format!("expected a [machine] table, found {}", kind(other)))),
+        other => {
+            return Err(cx.error(
+                &v.span(),
+                "machine",
+                format!("expected a [machine] table, found {}", kind(other)),
+            ))
+        }
     };
-    let mut t = Tbl::new(cx, t, v.span(), "[machine]");
+    let mut t = Tbl::new(cx, t, v.span(), "[machine]").knows(&[
+        "memory",
+        "swap",
+        "lru",
+        "swappiness|vm.swappiness",
+        "device",
+        "read_ahead_kb",
+        "zram_ratio",
+        "seed",
+        "sysctl",
+    ]);
     let mut m = MachineDefaults::default();
     if let Some((k, v)) = t.take1(&["memory"])? {
         m.memory = Some(nonzero_size(cx, k, v)?);
@@ -455,7 +544,11 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
     if let Some((k, v)) = t.take1(&["device"])? {
         let s = string(cx, k, v)?;
         if !DEVICES.contains(&s) {
-            return Err(cx.error(&v.span(), k, format!("unknown device '{s}' ({})", DEVICES.join(", "))));
+            return Err(cx.error(
+                &v.span(),
+                k,
+                format!("unknown device '{s}' ({})", DEVICES.join(", ")),
+            ));
         }
         m.device = Some(s.to_string());
     }
@@ -475,13 +568,12 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
         };
         match r {
             Some(r) if r.is_finite() && r >= 1.0 => m.zram_ratio = Some(r),
-            _ => {
-                return Err(cx.error(
-                    &v.span(),
-                    k,
-                    "expected a compression ratio of 1.0 or more (uncompressed/compressed, e.g. 3.0)".into(),
-                ))
-            }
+            _ => return Err(cx.error(
+                &v.span(),
+                k,
+                "expected a compression ratio of 1.0 or more (uncompressed/compressed, e.g. 3.0)"
+                    .into(),
+            )),
         }
     }
     if let Some((k, v)) = t.take1(&["seed"])? {
@@ -490,7 +582,13 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
     if let Some((k, v)) = t.take1(&["sysctl"])? {
         let st = match v.get_ref() {
             DeValue::Table(st) => st,
-            other => return Err(cx.error(&v.span(), k, format!("expected a table of sysctls, found {}", kind(other)))),
+            other => {
+                return Err(cx.error(
+                    &v.span(),
+                    k,
+                    format!("expected a table of sysctls, found {}", kind(other)),
+                ))
+            }
         };
         let f = Tbl::flat(cx, st, v.span(), "[machine.sysctl]");
         for (name, kspan, val) in &f.entries {
@@ -499,7 +597,11 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
                 DeValue::Integer(_) => int(cx, name, val)?.to_string(),
                 DeValue::Boolean(b) => if *b { "y" } else { "n" }.to_string(),
                 other => {
-                    return Err(cx.error(kspan, name, format!("expected a string or integer value, found {}", kind(other))))
+                    return Err(cx.error(
+                        kspan,
+                        name,
+                        format!("expected a string or integer value, found {}", kind(other)),
+                    ))
                 }
             };
             if s.contains(char::is_whitespace) || s.is_empty() {
@@ -508,9 +610,7 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
             m.sysctl.push((name.clone(), s));
         }
     }
-    t.finish(&[
-        "memory", "swap", "lru", "swappiness", "device", "read_ahead_kb", "zram_ratio", "seed", "sysctl",
-    ])?;
+    t.finish()?;
     Ok(m)
 }
 
@@ -532,13 +632,17 @@ pub(crate) fn check_swap(s: &str) -> Result<(), String> {
 /// plain directory name.
 fn check_cgroup_path(path: &str) -> Result<(), String> {
     if path.is_empty() {
-        return Err("empty cgroup path (the root is implied: processes without cgroup run there)".into());
+        return Err(
+            "empty cgroup path (the root is implied: processes without cgroup run there)".into(),
+        );
     }
     for part in path.split('/') {
         let ok = !part.is_empty()
             && part != "."
             && part != ".."
-            && part.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
         if !ok {
             return Err(format!(
                 "bad cgroup path '{path}' (relative, '/'-separated names of letters, digits, '_', '-', '.')"
@@ -567,7 +671,18 @@ fn flag(cx: &Cx, k: &str, v: &Val) -> Result<bool, ParseError> {
 }
 
 fn cgroup(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Cgroup, ParseError> {
-    let mut t = Tbl::flat(cx, t, span.clone(), "[[cgroup]]");
+    let mut t = Tbl::flat(cx, t, span.clone(), "[[cgroup]]").knows(&[
+        "path",
+        "max|memory.max|limit_in_bytes|memory.limit_in_bytes",
+        "high|memory.high",
+        "low|memory.low",
+        "min|memory.min",
+        "swappiness|memory.swappiness",
+        "swap_max|swap.max|memory.swap.max",
+        "memsw_limit|memsw.limit_in_bytes|memory.memsw.limit_in_bytes",
+        "oom_group|oom.group|memory.oom.group",
+        "oom_kill_disable|memory.oom_control.oom_kill_disable",
+    ]);
     let (k, v) = t.req(&["path"])?;
     let path = string(cx, k, v)?;
     check_cgroup_path(path).map_err(|e| cx.error(&v.span(), k, e))?;
@@ -576,7 +691,12 @@ fn cgroup(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Cgroup, ParseE
         line: cx.line(span.start),
         ..Default::default()
     };
-    if let Some((k, v)) = t.take1(&["max", "memory.max", "limit_in_bytes", "memory.limit_in_bytes"])? {
+    if let Some((k, v)) = t.take1(&[
+        "max",
+        "memory.max",
+        "limit_in_bytes",
+        "memory.limit_in_bytes",
+    ])? {
         cg.max = limit(cx, k, v)?;
     }
     if let Some((k, v)) = t.take1(&["high", "memory.high"])? {
@@ -607,23 +727,12 @@ fn cgroup(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Cgroup, ParseE
     if let Some((k, v)) = t.take1(&["oom_kill_disable", "memory.oom_control.oom_kill_disable"])? {
         cg.oom_kill_disable = flag(cx, k, v)?;
     }
-    t.finish(&[
-        "path",
-        "max|memory.max|memory.limit_in_bytes",
-        "high|memory.high",
-        "low|memory.low",
-        "min|memory.min",
-        "swappiness|memory.swappiness",
-        "swap_max|memory.swap.max",
-        "memsw_limit|memory.memsw.limit_in_bytes",
-        "oom_group|memory.oom.group",
-        "oom_kill_disable",
-    ])?;
+    t.finish()?;
     Ok(cg)
 }
 
 fn file_spec(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<FileSpec, ParseError> {
-    let mut t = Tbl::new(cx, t, span.clone(), "[[file]]");
+    let mut t = Tbl::new(cx, t, span.clone(), "[[file]]").knows(&["name", "size", "fs", "prefill"]);
     let (k, v) = t.req(&["name"])?;
     let name = string(cx, k, v)?.to_string();
     let (k, v) = t.req(&["size"])?;
@@ -642,10 +751,14 @@ fn file_spec(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<FileSpec, P
     if let Some((k, v)) = t.take1(&["prefill"])? {
         prefill = boolean(cx, k, v)?;
         if prefill && fs == FileFs::Tmpfs {
-            return Err(cx.error(&v.span(), k, "a tmpfs file starts empty: write it in a step".into()));
+            return Err(cx.error(
+                &v.span(),
+                k,
+                "a tmpfs file starts empty: write it in a step".into(),
+            ));
         }
     }
-    t.finish(&["name", "size", "fs", "prefill"])?;
+    t.finish()?;
     Ok(FileSpec {
         name,
         line: cx.line(span.start),
@@ -656,7 +769,14 @@ fn file_spec(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<FileSpec, P
 }
 
 fn process(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Process, ParseError> {
-    let mut t = Tbl::new(cx, t, span.clone(), "[[process]]");
+    let mut t = Tbl::new(cx, t, span.clone(), "[[process]]").knows(&[
+        "name",
+        "cgroup",
+        "count",
+        "oom_score_adj",
+        "steps|step",
+        "thread|threads",
+    ]);
     let (k, v) = t.req(&["name"])?;
     let mut p = Process {
         name: string(cx, k, v)?.to_string(),
@@ -685,7 +805,11 @@ fn process(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Process, Pars
     let threads = t.take1(&["thread", "threads"])?;
     match (steps, threads) {
         (Some(_), Some((k, v))) => {
-            return Err(cx.error(&v.span(), k, "give either steps (one thread) or [[process.thread]], not both".into()))
+            return Err(cx.error(
+                &v.span(),
+                k,
+                "give either steps (one thread) or [[process.thread]], not both".into(),
+            ))
         }
         (Some((k, v)), None) => p.threads.push(Thread {
             count: 1,
@@ -700,15 +824,19 @@ fn process(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Process, Pars
             }
         }
         (None, None) => {
-            return Err(cx.error(&span, "steps", "missing in [[process]]: give steps or [[process.thread]]".into()))
+            return Err(cx.error(
+                &span,
+                "steps",
+                "missing in [[process]]: give steps or [[process.thread]]".into(),
+            ))
         }
     }
-    t.finish(&["name", "cgroup", "count", "oom_score_adj", "steps|step", "thread"])?;
+    t.finish()?;
     Ok(p)
 }
 
 fn thread(cx: &Cx, t: &DeTable, span: Range<usize>) -> Result<Thread, ParseError> {
-    let mut t = Tbl::new(cx, t, span, "[[process.thread]]");
+    let mut t = Tbl::new(cx, t, span, "[[process.thread]]").knows(&["count", "steps|step"]);
     let mut th = Thread {
         count: 1,
         steps: Vec::new(),
@@ -718,7 +846,7 @@ fn thread(cx: &Cx, t: &DeTable, span: Range<usize>) -> Result<Thread, ParseError
     }
     let (k, v) = t.req(&["steps", "step"])?;
     th.steps = step_list(cx, k, v)?;
-    t.finish(&["count", "steps|step"])?;
+    t.finish()?;
     Ok(th)
 }
 
@@ -749,7 +877,11 @@ fn amount(cx: &Cx, t: &mut Tbl, bs: Option<u64>) -> Result<Amount, ParseError> {
         if let Some((k, v)) = t.take1(&["amount"])? {
             let n = nonzero_size(cx, k, v)?;
             if n % bs != 0 {
-                return Err(cx.error(&v.span(), k, format!("amount {n} is not a multiple of bs {bs}")));
+                return Err(cx.error(
+                    &v.span(),
+                    k,
+                    format!("amount {n} is not a multiple of bs {bs}"),
+                ));
             }
             got.push((k, v.span(), Amount::Accesses(n / bs)));
         }
@@ -760,7 +892,11 @@ fn amount(cx: &Cx, t: &mut Tbl, bs: Option<u64>) -> Result<Amount, ParseError> {
         _ => Err(cx.error(
             &got[1].1,
             got[1].0,
-            format!("give one of passes, accesses, duration{} (also got '{}')", if bs.is_some() { ", amount" } else { "" }, got[0].0),
+            format!(
+                "give one of passes, accesses, duration{} (also got '{}')",
+                if bs.is_some() { ", amount" } else { "" },
+                got[0].0
+            ),
         )),
     }
 }
@@ -778,7 +914,11 @@ fn file_name(cx: &Cx, t: &mut Tbl) -> Result<String, ParseError> {
     let (k, v) = t.req(&["file"])?;
     let f = string(cx, k, v)?;
     if !cx.files.borrow().iter().any(|n| n == f) {
-        return Err(cx.error(&v.span(), k, format!("file '{f}' is not declared (add a [[file]] with name = \"{f}\")")));
+        return Err(cx.error(
+            &v.span(),
+            k,
+            format!("file '{f}' is not declared (add a [[file]] with name = \"{f}\")"),
+        ));
     }
     Ok(f.to_string())
 }
@@ -797,18 +937,49 @@ fn advice_word(s: &str) -> String {
     l.to_string()
 }
 
+/// The keys each op takes ('|' between spellings of one key).
+fn op_keys(op: &str) -> Option<&'static [&'static str]> {
+    const IO: &[&str] = &[
+        "op", "file", "bs", "pattern", "direct", "passes", "accesses", "duration", "amount",
+        "think",
+    ];
+    Some(match op {
+        "mmap_anon" => &["op", "map", "size"],
+        "mmap_file" => &["op", "map", "file", "offset", "len|size", "private"],
+        "touch" => &[
+            "op", "map", "pattern", "write", "passes", "accesses", "duration", "think",
+        ],
+        "munmap" | "free" => &["op", "map"],
+        "madvise" => &["op", "map", "advice"],
+        "read" | "write" => IO,
+        "fsync" => &["op", "file"],
+        "fadvise" => &["op", "file", "advice", "offset", "len"],
+        "truncate" => &["op", "file", "size"],
+        "fio" => &["op", "job"],
+        "sleep" | "compute" => &["op", "time"],
+        "barrier" => &["op", "name"],
+        "loop" => &["op", "count", "duration", "steps|step"],
+        "fork" => &["op", "count", "wait", "steps|step"],
+        "exit" => &["op"],
+        _ => return None,
+    })
+}
+
 fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> {
     let line = cx.line(span.start);
     let mut t = Tbl::new(cx, tbl, span.clone(), "a step");
     let (k, v) = t.req(&["op"])?;
     let op_name = string(cx, k, v)?;
-    let op_span = v.span();
-    let (op, known): (Op, &[&str]) = match op_name {
+    t.known = match op_keys(op_name) {
+        Some(keys) => keys,
+        None => return Err(cx.error(&v.span(), "op", format!("unknown op '{op_name}' ({OPS})"))),
+    };
+    let op = match op_name {
         "mmap_anon" => {
             let map = map_name(cx, &mut t)?;
             let (k, v) = t.req(&["size"])?;
             let size = nonzero_size(cx, k, v)?;
-            (Op::MmapAnon { map, size }, &["op", "map", "size"])
+            Op::MmapAnon { map, size }
         }
         "mmap_file" => {
             let map = map_name(cx, &mut t)?;
@@ -818,7 +989,11 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 offset = size(cx, k, v)?;
                 // mmap(2) wants a page-aligned offset (EINVAL otherwise).
                 if offset % 4096 != 0 {
-                    return Err(cx.error(&v.span(), k, format!("offset {offset} is not a multiple of the 4096-byte page")));
+                    return Err(cx.error(
+                        &v.span(),
+                        k,
+                        format!("offset {offset} is not a multiple of the 4096-byte page"),
+                    ));
                 }
             }
             let mut len = 0;
@@ -829,10 +1004,13 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["private"])? {
                 private = boolean(cx, k, v)?;
             }
-            (
-                Op::MmapFile { map, file, offset, len, private },
-                &["op", "map", "file", "offset", "len", "private"],
-            )
+            Op::MmapFile {
+                map,
+                file,
+                offset,
+                len,
+                private,
+            }
         }
         "touch" => {
             let map = map_name(cx, &mut t)?;
@@ -846,12 +1024,17 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             }
             let amount = amount(cx, &mut t, None)?;
             let think_ns = think(cx, &mut t)?;
-            (
-                Op::Touch { map, pattern: pat, write, amount, think_ns },
-                &["op", "map", "pattern", "write", "passes", "accesses", "duration", "think"],
-            )
+            Op::Touch {
+                map,
+                pattern: pat,
+                write,
+                amount,
+                think_ns,
+            }
         }
-        "munmap" | "free" => (Op::Munmap { map: map_name(cx, &mut t)? }, &["op", "map"]),
+        "munmap" | "free" => Op::Munmap {
+            map: map_name(cx, &mut t)?,
+        },
         "madvise" => {
             let map = map_name(cx, &mut t)?;
             let (k, v) = t.req(&["advice"])?;
@@ -871,7 +1054,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                     ))
                 }
             };
-            (Op::Madvise { map, advice }, &["op", "map", "advice"])
+            Op::Madvise { map, advice }
         }
         "read" | "write" => {
             let file = file_name(cx, &mut t)?;
@@ -888,17 +1071,28 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 direct = boolean(cx, k, v)?;
                 // O_DIRECT I/O must be aligned to the logical block size.
                 if direct && bs % 512 != 0 {
-                    return Err(cx.error(&v.span(), k, format!("direct I/O needs bs a multiple of 512 (bs is {bs})")));
+                    return Err(cx.error(
+                        &v.span(),
+                        k,
+                        format!("direct I/O needs bs a multiple of 512 (bs is {bs})"),
+                    ));
                 }
             }
             let amount = amount(cx, &mut t, Some(bs))?;
             let think_ns = think(cx, &mut t)?;
-            (
-                Op::Io { file, pattern: pat, write: op_name == "write", bs, amount, direct, think_ns },
-                &["op", "file", "bs", "pattern", "direct", "passes", "accesses", "duration", "amount", "think"],
-            )
+            Op::Io {
+                file,
+                pattern: pat,
+                write: op_name == "write",
+                bs,
+                amount,
+                direct,
+                think_ns,
+            }
         }
-        "fsync" => (Op::Fsync { file: file_name(cx, &mut t)? }, &["op", "file"]),
+        "fsync" => Op::Fsync {
+            file: file_name(cx, &mut t)?,
+        },
         "fadvise" => {
             let file = file_name(cx, &mut t)?;
             let (k, v) = t.req(&["advice"])?;
@@ -925,12 +1119,20 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["len"])? {
                 len = size(cx, k, v)?;
             }
-            (Op::Fadvise { file, advice, offset, len }, &["op", "file", "advice", "offset", "len"])
+            Op::Fadvise {
+                file,
+                advice,
+                offset,
+                len,
+            }
         }
         "truncate" => {
             let file = file_name(cx, &mut t)?;
             let (k, v) = t.req(&["size"])?;
-            (Op::Truncate { file, size: size(cx, k, v)? }, &["op", "file", "size"])
+            Op::Truncate {
+                file,
+                size: size(cx, k, v)?,
+            }
         }
         "fio" => {
             let (k, v) = t.req(&["job"])?;
@@ -938,13 +1140,19 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if job.trim().is_empty() {
                 return Err(cx.error(&v.span(), k, "empty job file path".into()));
             }
-            (Op::Fio { job: job.to_string() }, &["op", "job"])
+            Op::Fio {
+                job: job.to_string(),
+            }
         }
         "sleep" | "compute" => {
             let (k, v) = t.req(&["time"])?;
             let ns = nonzero_time(cx, k, v)?;
-            let op = if op_name == "sleep" { Op::Sleep { ns } } else { Op::Compute { ns } };
-            (op, &["op", "time"])
+            let op = if op_name == "sleep" {
+                Op::Sleep { ns }
+            } else {
+                Op::Compute { ns }
+            };
+            op
         }
         "barrier" => {
             let (k, v) = t.req(&["name"])?;
@@ -952,7 +1160,9 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if name.is_empty() {
                 return Err(cx.error(&v.span(), k, "empty barrier name".into()));
             }
-            (Op::Barrier { name: name.to_string() }, &["op", "name"])
+            Op::Barrier {
+                name: name.to_string(),
+            }
         }
         "loop" => {
             let mut count_ = None;
@@ -968,7 +1178,11 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             }
             let (k, v) = t.req(&["steps", "step"])?;
             let steps = step_list(cx, k, v)?;
-            (Op::Loop { count: count_, duration_ns, steps }, &["op", "count", "duration", "steps"])
+            Op::Loop {
+                count: count_,
+                duration_ns,
+                steps,
+            }
         }
         "fork" => {
             let mut n = 1;
@@ -981,11 +1195,15 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             }
             let (k, v) = t.req(&["steps", "step"])?;
             let steps = step_list(cx, k, v)?;
-            (Op::Fork { count: n, wait, steps }, &["op", "count", "wait", "steps"])
+            Op::Fork {
+                count: n,
+                wait,
+                steps,
+            }
         }
-        "exit" => (Op::Exit, &["op"]),
-        other => return Err(cx.error(&op_span, "op", format!("unknown op '{other}' ({OPS})"))),
+        "exit" => Op::Exit,
+        _ => unreachable!("op_keys knows every op"),
     };
-    t.finish(known)?;
+    t.finish()?;
     Ok(Step { line, op })
 }

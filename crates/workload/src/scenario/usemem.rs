@@ -99,7 +99,8 @@ fn memparse(opt: &str, s: &str) -> Result<u64, String> {
     let end = digits
         .find(|c: char| !c.is_digit(radix))
         .unwrap_or(digits.len());
-    let n = u64::from_str_radix(&digits[..end], radix).map_err(|_| format!("{opt}: bad size '{s}'"))?;
+    let n =
+        u64::from_str_radix(&digits[..end], radix).map_err(|_| format!("{opt}: bad size '{s}'"))?;
     let shift = match &digits[end..] {
         "" => 0,
         "k" | "K" => 10,
@@ -123,24 +124,31 @@ fn number(opt: &str, s: &str) -> Result<u64, String> {
 fn delay_ns(opt: &str, s: &str) -> Result<u64, String> {
     let t = s.trim();
     let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let n: u64 = t[..end].parse().map_err(|_| format!("{opt}: bad delay '{s}'"))?;
+    let n: u64 = t[..end]
+        .parse()
+        .map_err(|_| format!("{opt}: bad delay '{s}'"))?;
     let mul = match &t[end..] {
         "" => 1,
         "u" => 1_000,
         "m" => 1_000_000,
         rest => return Err(format!("{opt}: bad delay '{s}' (unknown unit '{rest}')")),
     };
-    n.checked_mul(mul).ok_or_else(|| format!("{opt}: delay '{s}' overflows"))
+    n.checked_mul(mul)
+        .ok_or_else(|| format!("{opt}: delay '{s}' overflows"))
 }
 
 /// Why an option is refused.
 fn refusal(long: &str) -> Option<&'static str> {
     Some(match long {
-        "file" | "offset" | "open-rw" => "maps a file: write a scenario file with [[file]] and mmap_file",
+        "file" | "offset" | "open-rw" => {
+            "maps a file: write a scenario file with [[file]] and mmap_file"
+        }
         "prealloc" => "memory shared copy-on-write across fork is not modelled",
         "mlock" | "Lock" => "mlock is not modelled",
         "msync" | "msync-async" => "msync is not modelled",
-        "detach" | "pid-file" | "getchar" | "write-signal-read" => "interactive or signal-driven runs have no counterpart",
+        "detach" | "pid-file" | "getchar" | "write-signal-read" => {
+            "interactive or signal-driven runs have no counterpart"
+        }
         "bind" => "CPU binding has no counterpart in the model",
         "advice" | "remap" | "mincore" | "mncr_hgpgs" => "this mode of usemem is not modelled",
         "hugetlb" => "hugetlb pages are not modelled",
@@ -178,7 +186,10 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
             };
             // getopt_long takes an unambiguous prefix of a long name.
             let exact = OPTS.iter().find(|(l, _, _)| *l == name);
-            let cands: Vec<_> = OPTS.iter().filter(|(l, _, _)| l.starts_with(name)).collect();
+            let cands: Vec<_> = OPTS
+                .iter()
+                .filter(|(l, _, _)| l.starts_with(name))
+                .collect();
             let (long, _, has_arg) = match (exact, cands.len()) {
                 (Some(e), _) => *e,
                 (None, 1) if !name.is_empty() => *cands[0],
@@ -192,7 +203,10 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
                 match inline {
                     Some(v) => Some(v),
                     None => {
-                        let v = args.get(i).cloned().ok_or_else(|| format!("--{long}: needs a value"))?;
+                        let v = args
+                            .get(i)
+                            .cloned()
+                            .ok_or_else(|| format!("--{long}: needs a value"))?;
                         i += 1;
                         Some(v)
                     }
@@ -210,18 +224,22 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
             while j < chars.len() {
                 let c = chars[j];
                 j += 1;
-                let (key, has_arg) = if let Some((l, _, h)) = OPTS.iter().find(|(_, s, _)| *s == c && c != '\0') {
-                    (l.to_string(), *h)
-                } else if let Some((_, h)) = SHORT_ONLY.iter().find(|(s, _)| *s == c) {
-                    (c.to_string(), *h)
-                } else {
-                    return Err(format!("-{c}: unknown usemem option"));
-                };
+                let (key, has_arg) =
+                    if let Some((l, _, h)) = OPTS.iter().find(|(_, s, _)| *s == c && c != '\0') {
+                        (l.to_string(), *h)
+                    } else if let Some((_, h)) = SHORT_ONLY.iter().find(|(s, _)| *s == c) {
+                        (c.to_string(), *h)
+                    } else {
+                        return Err(format!("-{c}: unknown usemem option"));
+                    };
                 let val = if has_arg {
                     let rest: String = chars[j..].iter().collect();
                     j = chars.len();
                     if rest.is_empty() {
-                        let v = args.get(i).cloned().ok_or_else(|| format!("-{c}: needs a value"))?;
+                        let v = args
+                            .get(i)
+                            .cloned()
+                            .ok_or_else(|| format!("-{c}: needs a value"))?;
                         i += 1;
                         Some(v)
                     } else {
@@ -269,11 +287,18 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
     match positional.len() {
         0 => return Err("usemem: missing SIZE (usemem [options] SIZE[k|m|g|t])".into()),
         1 => {}
-        _ => return Err(format!("usemem: one SIZE expected, got {}", positional.join(" "))),
+        _ => {
+            return Err(format!(
+                "usemem: one SIZE expected, got {}",
+                positional.join(" ")
+            ))
+        }
     }
     let size = memparse("SIZE", &positional[0])?;
     if size == 0 {
-        return Err("SIZE: 0 bytes allocates nothing (usemem's fork-bomb mode is not modelled)".into());
+        return Err(
+            "SIZE: 0 bytes allocates nothing (usemem's fork-bomb mode is not modelled)".into(),
+        );
     }
     o.size = Some(size);
     if o.repeat == 0 {
@@ -288,11 +313,16 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
         o.unit = size;
     }
     if o.sync_rw && o.unit != size {
-        return Err("--sync-rw: to sync tasks after allocation, unit must equal total size (as usemem)".into());
+        return Err(
+            "--sync-rw: to sync tasks after allocation, unit must equal total size (as usemem)"
+                .into(),
+        );
     }
     let units = size.div_ceil(o.unit);
     if units > MAX_UNITS {
-        return Err(format!("--unit: {units} chunks; at most {MAX_UNITS} are supported"));
+        return Err(format!(
+            "--unit: {units} chunks; at most {MAX_UNITS} are supported"
+        ));
     }
     if o.runtime_s > 0 && units > 1 {
         return Err("--runtime: supported with one unit only (no --unit smaller than SIZE)".into());
@@ -308,11 +338,19 @@ fn touch(out: &mut String, map: &str, o: &Opts, bytes: u64, write: bool, passes:
     if o.random {
         // One random word per iteration: bytes/step accesses a pass, each
         // on a uniformly random page.
-        let _ = write!(line, ", pattern = \"random\", accesses = {}", per_pass * passes);
+        let _ = write!(
+            line,
+            ", pattern = \"random\", accesses = {}",
+            per_pass * passes
+        );
     } else if o.step > PAGE {
         let stride = o.step / PAGE;
         let pages = bytes.div_ceil(PAGE);
-        let _ = write!(line, ", pattern = \"stride:{stride}\", accesses = {}", pages.div_ceil(stride));
+        let _ = write!(
+            line,
+            ", pattern = \"stride:{stride}\", accesses = {}",
+            pages.div_ceil(stride)
+        );
     } else {
         let _ = write!(line, ", pattern = \"seq\", passes = {passes}");
     }
@@ -338,7 +376,11 @@ pub fn to_toml(args: &[String]) -> Result<String, String> {
     let size = o.size.unwrap_or(0);
     let units = size.div_ceil(o.unit);
     let nproc = o.nproc.max(1);
-    let tasks = if o.thread > 0 { nproc * o.thread } else { nproc };
+    let tasks = if o.thread > 0 {
+        nproc * o.thread
+    } else {
+        nproc
+    };
     if nproc > u32::MAX as u64 || o.thread > u32::MAX as u64 {
         return Err("--nproc/--thread: too many tasks".into());
     }
@@ -362,7 +404,10 @@ pub fn to_toml(args: &[String]) -> Result<String, String> {
     for u in 0..units {
         let bytes = o.unit.min(size - u * o.unit);
         let map = format!("unit{u}");
-        let _ = writeln!(s, "  {{ op = \"mmap_anon\", map = \"{map}\", size = {bytes} }},");
+        let _ = writeln!(
+            s,
+            "  {{ op = \"mmap_anon\", map = \"{map}\", size = {bytes} }},"
+        );
         if o.prefault && !o.malloc {
             // MAP_POPULATE faults a writable private mapping for write.
             let _ = writeln!(s, "  {{ op = \"touch\", map = \"{map}\", write = {write}, pattern = \"seq\", passes = 1 }},");
@@ -376,7 +421,11 @@ pub fn to_toml(args: &[String]) -> Result<String, String> {
         if o.runtime_s > 0 {
             // --runtime stops the passes early: a loop ending at the count
             // or the time, whichever comes first.
-            let _ = writeln!(s, "  {{ op = \"loop\", count = {}, duration = \"{}s\", steps = [", o.repeat, o.runtime_s);
+            let _ = writeln!(
+                s,
+                "  {{ op = \"loop\", count = {}, duration = \"{}s\", steps = [",
+                o.repeat, o.runtime_s
+            );
             s.push_str("  ");
             touch(&mut s, &map, &o, bytes, write, 1);
             s.push_str("  ] },\n");
