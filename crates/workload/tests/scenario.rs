@@ -474,6 +474,15 @@ fn barrier_schedules() {
         ),
         "t.toml:3: name: a barrier inside fork is not supported",
     );
+    // Nesting is bounded (the map check follows each loop body twice).
+    let mut deep = "{ op = \"sleep\", time = \"1s\" }".to_string();
+    for _ in 0..9 {
+        deep = format!("{{ op = \"loop\", count = 2, steps = [{deep}] }}");
+    }
+    err(
+        &format!("[[process]]\nname = \"a\"\nsteps = [{deep}]\n"),
+        "t.toml:3: steps: loops and forks nested more than 8 deep",
+    );
     // Huge counted loops are followed lazily, up to a bound.
     ok(&two(&lp(1_000_000_000, "X"), &lp(1_000_000_000, "X")));
 }

@@ -80,6 +80,8 @@ pub(crate) struct Cx<'a> {
     /// are read so a reference is refused at its own line.
     cgroups: std::cell::RefCell<Vec<String>>,
     files: std::cell::RefCell<Vec<String>>,
+    /// Loops and forks around the step being read.
+    depth: std::cell::Cell<u32>,
 }
 
 impl<'a> Cx<'a> {
@@ -91,6 +93,7 @@ impl<'a> Cx<'a> {
             line_starts,
             cgroups: Default::default(),
             files: Default::default(),
+            depth: Default::default(),
         }
     }
 
@@ -850,6 +853,10 @@ fn thread(cx: &Cx, t: &DeTable, span: Range<usize>) -> Result<Thread, ParseError
     Ok(th)
 }
 
+/// Loops and forks nested deeper than this are refused: the checks follow
+/// each loop body twice, so their cost doubles with each level.
+const MAX_NESTING: u32 = 8;
+
 fn step_list(cx: &Cx, k: &str, v: &Val) -> Result<Vec<Step>, ParseError> {
     let list = tables(cx, v, k)?;
     if list.is_empty() {
@@ -935,6 +942,22 @@ fn advice_word(s: &str) -> String {
     let l = l.strip_prefix("posix_fadv_").unwrap_or(&l);
     let l = l.strip_prefix("madv_").unwrap_or(l);
     l.to_string()
+}
+
+/// The steps of a loop or fork.
+fn nested(cx: &Cx, k: &str, v: &Val) -> Result<Vec<Step>, ParseError> {
+    let d = cx.depth.get();
+    if d >= MAX_NESTING {
+        return Err(cx.error(
+            &v.span(),
+            k,
+            format!("loops and forks nested more than {MAX_NESTING} deep"),
+        ));
+    }
+    cx.depth.set(d + 1);
+    let r = step_list(cx, k, v);
+    cx.depth.set(d);
+    r
 }
 
 /// The keys each op takes ('|' between spellings of one key).
@@ -1177,7 +1200,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 return Err(cx.error(&span, "count", "a loop needs count or duration".into()));
             }
             let (k, v) = t.req(&["steps", "step"])?;
-            let steps = step_list(cx, k, v)?;
+            let steps = nested(cx, k, v)?;
             Op::Loop {
                 count: count_,
                 duration_ns,
@@ -1194,7 +1217,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 wait = boolean(cx, k, v)?;
             }
             let (k, v) = t.req(&["steps", "step"])?;
-            let steps = step_list(cx, k, v)?;
+            let steps = nested(cx, k, v)?;
             Op::Fork {
                 count: n,
                 wait,
