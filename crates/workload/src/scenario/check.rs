@@ -202,7 +202,7 @@ fn walk(
                         return Err(cx.error_at(s.line, "map", why));
                     }
                     if let Op::Munmap { .. } = op {
-                        if let Some(_) = st.bound.remove(map) {
+                        if st.bound.remove(map).is_some() {
                             st.unmapped.insert(map.to_string(), s.line);
                         }
                     }
@@ -368,7 +368,7 @@ fn barriers(cx: &Cx, procs: &[Process]) -> Result<Vec<Barrier>, ParseError> {
                 let missing: Vec<String> = named[*b]
                     .1
                     .iter()
-                    .filter(|&&o| at[o].map_or(true, |(ob, _)| ob != *b))
+                    .filter(|&&o| at[o].is_none_or(|(ob, _)| ob != *b))
                     .map(|&o| match at[o] {
                         Some((ob, ol)) => {
                             format!("{} (waiting at '{ob}', line {ol})", groups[o].label)

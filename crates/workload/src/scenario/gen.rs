@@ -54,7 +54,7 @@ impl G {
 
     fn size(&mut self) -> String {
         let b = self.pages();
-        if b % (1 << 20) == 0 && self.rng.gen_bool(0.5) {
+        if b.is_multiple_of(1 << 20) && self.rng.gen_bool(0.5) {
             format!("\"{}M\"", b >> 20)
         } else if self.rng.gen_bool(0.5) {
             format!("\"{}k\"", b >> 10)

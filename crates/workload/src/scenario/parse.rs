@@ -1170,12 +1170,11 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
         "sleep" | "compute" => {
             let (k, v) = t.req(&["time"])?;
             let ns = nonzero_time(cx, k, v)?;
-            let op = if op_name == "sleep" {
+            if op_name == "sleep" {
                 Op::Sleep { ns }
             } else {
                 Op::Compute { ns }
-            };
-            op
+            }
         }
         "barrier" => {
             let (k, v) = t.req(&["name"])?;

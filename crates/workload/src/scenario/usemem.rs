@@ -306,7 +306,7 @@ fn parse_opts(args: &[String]) -> Result<Opts, String> {
     }
     // usemem raises a step below a word to a word.
     o.step = o.step.max(8);
-    if o.step > PAGE && o.step % PAGE != 0 {
+    if o.step > PAGE && !o.step.is_multiple_of(PAGE) {
         return Err(format!("--step: {} is over a page and not a multiple of it: the pages it visits are not modelled", o.step));
     }
     if o.unit == 0 || o.unit > size {
