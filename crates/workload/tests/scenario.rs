@@ -53,6 +53,23 @@ fn every_example_parses() {
 }
 
 #[test]
+fn parse_file_names_the_path() {
+    let p = PathBuf::from(EXAMPLES).join("anon-oom.toml");
+    let sc = foliosim_workload::scenario::parse_file(&p).unwrap();
+    assert_eq!(sc.file, p.display().to_string());
+    // The OOM example: no swap, a 256M limit, the hog asks for 512M.
+    assert_eq!(sc.machine.swap.as_deref(), Some("none"));
+    assert_eq!(sc.cgroups[0].max, Some(256 << 20));
+    let e = foliosim_workload::scenario::parse_file(std::path::Path::new("/nonexistent/x.toml"))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/x.toml:0: scenario file: cannot read"),
+        "{e}"
+    );
+}
+
+#[test]
 fn seed003_example_has_the_reproducers_shape() {
     let text =
         std::fs::read_to_string(PathBuf::from(EXAMPLES).join("seed003-aging-oom.toml")).unwrap();

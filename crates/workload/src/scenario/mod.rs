@@ -289,4 +289,4 @@ pub mod gen;
 pub mod usemem;
 mod parse;
 
-pub use parse::parse;
+pub use parse::{parse, parse_file};

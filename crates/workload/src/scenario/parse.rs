@@ -72,6 +72,18 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ParseError> {
     Ok(sc)
 }
 
+/// Reads and parses a scenario file; errors name it as given.
+pub fn parse_file(path: &std::path::Path) -> Result<Scenario, ParseError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ParseError {
+        file: label.clone(),
+        line: 0,
+        option: "scenario file".into(),
+        msg: format!("cannot read: {e}"),
+    })?;
+    parse(&text, &label)
+}
+
 /// Positions to lines, and errors in the fio ParseError form.
 pub(crate) struct Cx<'a> {
     file: &'a str,
