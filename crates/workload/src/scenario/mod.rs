@@ -6,6 +6,9 @@
 //!
 //! Sizes are bytes, times nanoseconds. Every step keeps the line of the
 //! scenario file it came from, so a runtime refusal can name it.
+//!
+//! `parse`/`parse_file` read the TOML form (docs/scenarios.md), `usemem`
+//! the usemem command line, `gen` writes random valid scenarios.
 
 use serde::Serialize;
 

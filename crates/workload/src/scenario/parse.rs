@@ -294,7 +294,7 @@ fn tables<'a, 'i>(
                 _ => Err(cx.error(
                     &e.span(),
                     key,
-                    "expected a table (write [[".to_string() + key + "]] or {...})",
+                    format!("expected a table (write [[{key}]] or {{...}})"),
                 )),
             })
             .collect(),
