@@ -88,7 +88,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.core.files[mapping as usize].clear_shadow(idx);
                     self.core.workingset_update_node(mapping, idx, 0);
                 }
-                Slot::Empty | Slot::Swap(_) => {}
+                Slot::Empty | Slot::Swap(_) | Slot::Zero => {}
             }
         }
     }
@@ -150,7 +150,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.core.files[mapping as usize].clear_shadow(idx);
                     self.core.workingset_update_node(mapping, idx, 0);
                 }
-                Slot::Empty | Slot::Swap(_) => {}
+                Slot::Empty | Slot::Swap(_) | Slot::Zero => {}
             }
         }
         ok
