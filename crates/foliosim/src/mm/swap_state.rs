@@ -418,21 +418,25 @@ impl Core {
         let mut refs = vec![0u32; si.max as usize];
         let mut rss = vec![[0u64; 2]; self.mms.len()];
         for (space, a) in self.files.iter().enumerate() {
-            if a.owner == super::mmap::NO_MM {
-                continue;
-            }
+            // Anonymous spaces made without an mm (tests) count for the
+            // slots but have no rss to check.
+            let owner = (a.owner != super::mmap::NO_MM).then_some(a.owner as usize);
             for idx in 0..a.nr_pages() {
                 match a.slot(idx) {
                     Slot::Swap(o) => {
                         refs[o as usize] += 1;
-                        rss[a.owner as usize][1] += 1;
+                        if let Some(mm) = owner {
+                            rss[mm][1] += 1;
+                        }
                     }
                     Slot::Folio(id) => {
                         let f = self.folios.get(id);
                         if f.mapping != space as u32 || f.index as u64 != idx {
-                            return Err(format!("anon {space}:{idx}: folio {id} says {}:{}", f.mapping, f.index));
+                            return Err(format!("{space}:{idx}: folio {id} says {}:{}", f.mapping, f.index));
                         }
-                        rss[a.owner as usize][0] += 1;
+                        if let Some(mm) = owner {
+                            rss[mm][0] += 1;
+                        }
                     }
                     _ => {}
                 }
