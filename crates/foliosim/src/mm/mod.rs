@@ -534,6 +534,9 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             // __alloc_pages_slowpath(): direct reclaim, then OOM.
             self.core.count_vm(Item::ALLOCSTALL, 1);
             if self.try_to_free_pages(SWAP_CLUSTER_MAX) == 0 && self.core.folios.nr_free == 0 {
+                if !self.core.in_reclaim && self.reclaim_throttle_writeback() {
+                    continue;
+                }
                 if memcg != 0 {
                     self.core.memcgs[memcg as usize].uncharge(1);
                 }
@@ -585,7 +588,8 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             // dirty) and then waits for writeback to finish, as memcg v1
             // reclaim does (folio_wait_writeback); the folios it marked
             // PG_reclaim are rotated for the next pass.
-            let wrote = self.core.wb_wakeup_flusher && self.reclaim_writeback_wait();
+            let wrote = (self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
+                || (reclaimed == 0 && self.reclaim_throttle_writeback());
             if self.core.memcgs[memcg as usize].margin() >= nr {
                 continue;
             }

@@ -264,6 +264,13 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             (f.is_file_lru(), f.test(pg::WRITEBACK), f.test(pg::DIRTY))
         };
         let memcg = core.folios.get(id).memcg;
+        // folio_trylock() fails on a folio still being read in (a
+        // swap-readahead folio whose read is not yet submitted).
+        if core.folios.get(id).test(pg::LOCKED) {
+            folios[keep] = id;
+            keep += 1;
+            continue;
+        }
         if writeback {
             // Case 2/3 of the writeback handling: mark for immediate
             // reclaim on completion and keep it.
@@ -468,6 +475,20 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), Some(memcg), false);
         sc.may_swap = true;
         self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim that freed
+    /// nothing while folios are under writeback (swap writes to a disk)
+    /// waits for the oldest to complete instead of giving up; their
+    /// PG_reclaim rotation makes them the next to go. Returns whether any
+    /// writeback was waited for.
+    pub fn reclaim_throttle_writeback(&mut self) -> bool {
+        let Some(&(_, done)) = self.core.wb.inflight.front() else {
+            return false;
+        };
+        self.core.wait_until(done);
+        self.wb_complete();
+        true
     }
 
     /// try_to_free_pages(): global direct reclaim.
