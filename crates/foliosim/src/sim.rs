@@ -292,6 +292,7 @@ impl Sim {
             memcg.insert("pagetables", m.nr_pagetables * PAGE_SIZE);
             // memory.stat `swap` (v1) / memory.swap.current (v2).
             memcg.insert("swap", core.memcg_swap_usage(self.memcg) * PAGE_SIZE);
+            memcg.insert("shmem", core.memcg_nr_shmem(self.memcg) * PAGE_SIZE);
             // Why a variant wins: folios read ahead that nothing ever used,
             // still resident at the end (the evicted ones are counted in
             // foliosim_ra_unused_evicted as they go).

@@ -3,7 +3,9 @@
 //! usage = its slots, rss counters = PTEs), and the kernel's counters move
 //! as the 6.18 paths make them move.
 
+use foliosim::mm::filemap::{OpenFile, Slot};
 use foliosim::mm::memcontrol::MemcgId;
+use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmscan::lru_gen::LruGen;
 use foliosim::mm::vmscan::ReclaimPolicy;
@@ -262,8 +264,82 @@ fn same_inputs_same_counters() {
     }
 }
 
+fn shmem_file<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: MemcgId) -> OpenFile {
+    OpenFile {
+        mapping: k.core.shmem_file_setup(pages * PAGE_SIZE),
+        ra: FileRaState::new(128),
+        fmode_random: false,
+        vm_rand_read: false,
+        vm_seq_read: false,
+        memcg,
+    }
+}
+
+fn swap_entries<P: ReclaimPolicy>(k: &Kernel<P>, mapping: u32) -> u64 {
+    let a = &k.core.files[mapping as usize];
+    (0..a.nr_pages()).filter(|&i| matches!(a.slot(i), Slot::Swap(_))).count() as u64
+}
+
+#[test]
+fn tmpfs_pages_swap_out_and_back_through_read_write() {
+    let (mut k, m, _) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
+    let mut f = shmem_file(&mut k, 3000, m);
+    assert_eq!(k.filemap_write(&mut f, 0, 3000 * PAGE_SIZE), Some(3000 * PAGE_SIZE));
+    check(&k);
+    let out = stat(&k, Item::PSWPOUT);
+    assert!(out >= 2000, "tmpfs over the limit swaps: {out}");
+    // Every page is either in the page cache (shmem) or a swap entry in
+    // the file's slot.
+    assert_eq!(k.core.memcg_nr_shmem(m) + swap_entries(&k, f.mapping), 3000);
+    assert_eq!(k.core.dev.requests, 0, "tmpfs never touches the disk");
+    for p in 0..3000 {
+        assert_eq!(k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE), Some(PAGE_SIZE));
+    }
+    check(&k);
+    assert!(stat(&k, Item::PSWPIN) >= 1000);
+    assert!(stat(&k, Item::WORKINGSET_REFAULT_ANON) >= 1000);
+    assert_eq!(stat(&k, Item::PGMAJFAULT), 0, "read(2) swap-ins are not faults");
+    assert_eq!(k.core.memcg_nr_shmem(m) + swap_entries(&k, f.mapping), 3000);
+    // Shmem counts as file memory on the anon LRU.
+    let sizes = k.policy.lru_sizes(m);
+    assert_eq!(sizes.inactive_file + sizes.active_file, 0);
+    assert_eq!(k.core.memcgs[m as usize].nr_file, k.core.memcg_nr_shmem(m));
+}
+
+#[test]
+fn tmpfs_holes_read_as_zeroes_without_memory() {
+    let (mut k, m, _) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
+    let mut f = shmem_file(&mut k, 500, m);
+    assert_eq!(k.filemap_read(&mut f, 0, 500 * PAGE_SIZE), Some(500 * PAGE_SIZE));
+    assert_eq!(k.core.memcgs[m as usize].nr_file, 0);
+    assert_eq!(k.core.memcg_nr_shmem(m), 0);
+    // A mapping's read fault allocates (SGP_CACHE).
+    assert!(k.mmap_access(&mut f, 3));
+    assert!(k.mmap_access(&mut f, 3));
+    assert_eq!(k.core.memcg_nr_shmem(m), 1);
+    assert_eq!(stat(&k, Item::PGFAULT), 1);
+    check(&k);
+}
+
+#[test]
+fn tmpfs_mapping_refaults_from_disk_swap_are_major() {
+    let (mut k, m, _) = kernel(cfg(SwapKind::Disk, 8192, "hdd"), ClassicLru::new(), 1000);
+    let mut f = shmem_file(&mut k, 2000, m);
+    for _ in 0..2 {
+        for p in 0..2000 {
+            assert!(k.mmap_access(&mut f, p));
+        }
+    }
+    check(&k);
+    let (maj, inn, ra) = (stat(&k, Item::PGMAJFAULT), stat(&k, Item::PSWPIN), stat(&k, Item::SWAP_RA));
+    assert!(maj > 0 && inn > 0);
+    assert!(ra > 0, "shmem swap-in reads the slot's cluster ahead");
+    assert_eq!(inn, maj + ra);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
+    Shm(u64, u8),
     Touch(u8, u64, bool),
     Munmap(u8),
     Mmap(u8),
@@ -281,6 +357,7 @@ proptest! {
             8 => (0u8..3, 0u64..1200, any::<bool>()).prop_map(|(v, p, w)| Op::Touch(v, p, w)),
             1 => (0u8..3).prop_map(Op::Munmap),
             1 => (0u8..3).prop_map(Op::Mmap),
+            3 => (0u64..800, 0u8..3).prop_map(|(p, how)| Op::Shm(p, how)),
         ], 1..400),
         disk in any::<bool>(),
         mglru in any::<bool>(),
@@ -301,8 +378,19 @@ fn run_ops<P: ReclaimPolicy>(
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
     let mut vmas: Vec<Option<u32>> = (0..3).map(|_| Some(k.mmap_anon(mm, 1200 * PAGE_SIZE))).collect();
+    let mut shm = shmem_file(&mut k, 800, m);
     for o in ops {
         match *o {
+            Op::Shm(p, how) => {
+                let ok = match how {
+                    0 => k.filemap_read(&mut shm, p * PAGE_SIZE, PAGE_SIZE).is_some(),
+                    1 => k.filemap_write(&mut shm, p * PAGE_SIZE, PAGE_SIZE).is_some(),
+                    _ => k.mmap_access(&mut shm, p),
+                };
+                if !ok {
+                    break;
+                }
+            }
             Op::Touch(v, p, w) => {
                 if let Some(s) = vmas[v as usize] {
                     if !k.anon_access(s, p, m, w) {

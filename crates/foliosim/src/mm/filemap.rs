@@ -63,6 +63,9 @@ pub struct AddressSpace {
     pub nodes: Vec<XaNode>,
     /// The mm of an anonymous VMA (mmap.rs); NO_MM for a file.
     pub owner: super::mmap::MmId,
+    /// A tmpfs file (shmem.rs): the read, write and fault entry points
+    /// dispatch to shmem's.
+    pub shmem: bool,
 }
 
 impl AddressSpace {
@@ -81,6 +84,7 @@ impl AddressSpace {
             nr_pte_tables: 0,
             nodes: vec![XaNode::default(); n.div_ceil(1 << XA_CHUNK_SHIFT)],
             owner: super::mmap::NO_MM,
+            shmem: false,
         }
     }
 
@@ -380,6 +384,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// OOM-killed.
     pub fn filemap_read(&mut self, file: &mut OpenFile, mut pos: u64, count: u64) -> Option<u64> {
         let mapping = file.mapping;
+        if self.core.files[mapping as usize].shmem {
+            return self.shmem_file_read_iter(file, pos, count);
+        }
         let isize = self.core.files[mapping as usize].size;
         if pos >= isize {
             return Some(0);
@@ -469,6 +476,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// dirtied and marked accessed; then balance_dirty_pages().
     pub fn filemap_write(&mut self, file: &mut OpenFile, pos: u64, count: u64) -> Option<u64> {
         let mapping = file.mapping;
+        if self.core.files[mapping as usize].shmem {
+            return self.shmem_file_write_iter(file, pos, count);
+        }
         let isize = self.core.files[mapping as usize].size;
         // A write past EOF extends the file (after a truncation), up to
         // the size the model's mapping was created with.
@@ -566,6 +576,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.core.cpu(self.core.cost.touch_mapped);
                 return true;
             }
+        }
+        if self.core.files[file.mapping as usize].shmem {
+            return self.shmem_fault(file, index);
         }
         self.handle_mm_fault(file, index)
     }

@@ -132,6 +132,9 @@ pub struct MemcgSwap {
     /// memory.swap.events: max (charge failed at the limit), fail.
     pub events_max: u64,
     pub events_fail: u64,
+    /// NR_SHMEM: tmpfs folios in page caches charged here (memory.stat
+    /// `shmem`); kept beside swap as the other swap-backed file memory.
+    pub nr_shmem: u64,
 }
 
 impl super::Core {

@@ -9,6 +9,7 @@ pub mod memory;
 pub mod mmap;
 pub mod page_writeback;
 pub mod readahead;
+pub mod shmem;
 pub mod page_io;
 pub mod swap_state;
 pub mod swapfile;

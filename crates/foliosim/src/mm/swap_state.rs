@@ -269,6 +269,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.swap_read_target(off)
     }
 
+    /// swap_cluster_readahead() for shmem_swapin_cluster().
+    pub fn swap_cluster_readahead_pub(&mut self, off: SwapOffset) -> Option<FolioId> {
+        self.swap_cluster_readahead(off)
+    }
+
     /// The faulting slot itself, read if readahead did not bring it.
     fn swap_read_target(&mut self, off: SwapOffset) -> Option<FolioId> {
         let (id, allocated) = self.read_swap_cache_async(off, true)?;

@@ -391,7 +391,23 @@ enum AnonFate {
 fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> AnonFate {
     use super::mmap::{MM_ANONPAGES, MM_SWAPENTS};
     use super::page_io::SwapWrite;
-    if !core.folios.get(id).test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
+    if core.folio_in_shmem_cache(id) {
+        // A tmpfs folio: unmapped from its file mappings, then pageout()
+        // -> shmem_writeout() gives it a slot and moves it to the swap
+        // cache.
+        let f = *core.folios.get(id);
+        if !sc.may_writepage || (f.test(pg::MAPPED) && !sc.may_unmap) {
+            return AnonFate::Keep;
+        }
+        if !core.folio_alloc_swap(id) {
+            return AnonFate::Activate;
+        }
+        if f.test(pg::MAPPED) {
+            core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
+            core.memcgs[f.memcg as usize].nr_mapped -= 1;
+        }
+        core.shmem_writeout(id);
+    } else if !core.folios.get(id).test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
         return AnonFate::Activate;
     }
     let f = *core.folios.get(id);
