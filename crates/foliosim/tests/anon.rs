@@ -68,7 +68,10 @@ fn zram_round_trip_skips_the_swap_cache() {
     let (mut k, m, mm) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
     write_then_touch(&mut k, m, mm, 3000, false);
     let (out, inn) = (stat(&k, Item::PSWPOUT), stat(&k, Item::PSWPIN));
-    assert!(out >= 2000, "3000 pages through a 1000-page limit: pswpout {out}");
+    assert!(
+        out >= 2000,
+        "3000 pages through a 1000-page limit: pswpout {out}"
+    );
     assert!(inn >= 1000, "the second pass reads back: pswpin {inn}");
     // SWP_SYNCHRONOUS_IO with count 1: one read per major fault, no
     // readahead; every slot read had a shadow.
@@ -82,7 +85,10 @@ fn zram_round_trip_skips_the_swap_cache() {
     // zram's pool came out of free memory, uncharged.
     let z = k.core.swap.zram.as_ref().unwrap();
     assert_eq!(z.stored_pages, k.core.swap.inuse_pages);
-    assert_eq!(z.pool.len() as u64, (z.stored_pages * z.comp_bytes).div_ceil(PAGE_SIZE));
+    assert_eq!(
+        z.pool.len() as u64,
+        (z.stored_pages * z.comp_bytes).div_ceil(PAGE_SIZE)
+    );
     assert!(k.core.memcgs[m as usize].usage <= 1000);
 }
 
@@ -93,9 +99,19 @@ fn disk_round_trip_reads_ahead_into_the_swap_cache() {
     write_then_touch(&mut k, m, mm, 3000, false);
     let (inn, maj) = (stat(&k, Item::PSWPIN), stat(&k, Item::PGMAJFAULT));
     let (ra, hit) = (stat(&k, Item::SWAP_RA), stat(&k, Item::SWAP_RA_HIT));
-    assert!(ra > 0 && hit > 0, "sequential swap-in reads ahead: ra {ra} hit {hit}");
-    assert!(maj < inn, "readahead hits are minor faults: {maj} major, {inn} read");
-    assert_eq!(inn, maj + ra, "each read is a fault's page or a read-ahead one");
+    assert!(
+        ra > 0 && hit > 0,
+        "sequential swap-in reads ahead: ra {ra} hit {hit}"
+    );
+    assert!(
+        maj < inn,
+        "readahead hits are minor faults: {maj} major, {inn} read"
+    );
+    assert_eq!(
+        inn,
+        maj + ra,
+        "each read is a fault's page or a read-ahead one"
+    );
     assert!(k.core.io_wait > 0, "disk reads wait");
 }
 
@@ -122,13 +138,20 @@ fn page_cluster_sets_cluster_readahead() {
         c.page_cluster = pc;
         let (mut k, m, mm) = kernel(c, ClassicLru::new(), 1000);
         write_then_touch(&mut k, m, mm, 2000, false);
-        (stat(&k, Item::SWAP_RA), stat(&k, Item::PGMAJFAULT), stat(&k, Item::PSWPIN))
+        (
+            stat(&k, Item::SWAP_RA),
+            stat(&k, Item::PGMAJFAULT),
+            stat(&k, Item::PSWPIN),
+        )
     };
     let (ra0, maj0, in0) = run(0);
     assert_eq!((ra0, maj0), (0, in0), "page-cluster 0: no readahead");
     let (ra3, maj3, _) = run(3);
     assert!(ra3 > 0, "page-cluster 3 reads ahead");
-    assert!(maj3 < maj0, "and takes fewer major faults: {maj3} vs {maj0}");
+    assert!(
+        maj3 < maj0,
+        "and takes fewer major faults: {maj3} vs {maj0}"
+    );
 }
 
 #[test]
@@ -188,7 +211,11 @@ fn munmap_with_disk_writeback_in_flight() {
     check(&k);
     // Folios still under writeback keep their slot until reclaim frees them.
     let left = k.core.swap.inuse_pages;
-    assert!(left <= k.core.wb.nr_writeback, "{left} slots, {} under writeback", k.core.wb.nr_writeback);
+    assert!(
+        left <= k.core.wb.nr_writeback,
+        "{left} slots, {} under writeback",
+        k.core.wb.nr_writeback
+    );
     k.core.wait_until(k.core.now + 1_000_000_000);
     k.wb_complete();
     k.try_to_free_mem_cgroup_pages(m, 2000);
@@ -206,11 +233,19 @@ fn read_faults_map_the_zero_page() {
             assert!(k.anon_access(space, i, m, false));
         }
     }
-    assert_eq!(stat(&k, Item::PGFAULT), 100, "the second pass hits the zero-page PTEs");
+    assert_eq!(
+        stat(&k, Item::PGFAULT),
+        100,
+        "the second pass hits the zero-page PTEs"
+    );
     assert_eq!(k.core.memcgs[m as usize].nr_anon, 0);
     assert_eq!(k.core.mms[mm as usize].rss, [0; 4]);
     assert!(k.anon_access(space, 7, m, true));
-    assert_eq!(stat(&k, Item::PGFAULT), 101, "a write to the zero page faults");
+    assert_eq!(
+        stat(&k, Item::PGFAULT),
+        101,
+        "a write to the zero page faults"
+    );
     assert_eq!(k.core.mms[mm as usize].rss[1], 1);
     check(&k);
 }
@@ -249,7 +284,9 @@ fn counters_after(swap: SwapKind, device: &str) -> (Vec<u64>, u64) {
     let space = k.mmap_anon(mm, 2500 * PAGE_SIZE);
     let mut x = 7u64;
     for _ in 0..6000 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         assert!(k.anon_access(space, (x >> 33) % 2500, m, x & 1 == 0));
     }
     (k.core.vm.0.to_vec(), k.core.now)
@@ -277,14 +314,19 @@ fn shmem_file<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: MemcgId) -
 
 fn swap_entries<P: ReclaimPolicy>(k: &Kernel<P>, mapping: u32) -> u64 {
     let a = &k.core.files[mapping as usize];
-    (0..a.nr_pages()).filter(|&i| matches!(a.slot(i), Slot::Swap(_))).count() as u64
+    (0..a.nr_pages())
+        .filter(|&i| matches!(a.slot(i), Slot::Swap(_)))
+        .count() as u64
 }
 
 #[test]
 fn tmpfs_pages_swap_out_and_back_through_read_write() {
     let (mut k, m, _) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
     let mut f = shmem_file(&mut k, 3000, m);
-    assert_eq!(k.filemap_write(&mut f, 0, 3000 * PAGE_SIZE), Some(3000 * PAGE_SIZE));
+    assert_eq!(
+        k.filemap_write(&mut f, 0, 3000 * PAGE_SIZE),
+        Some(3000 * PAGE_SIZE)
+    );
     check(&k);
     let out = stat(&k, Item::PSWPOUT);
     assert!(out >= 2000, "tmpfs over the limit swaps: {out}");
@@ -293,12 +335,19 @@ fn tmpfs_pages_swap_out_and_back_through_read_write() {
     assert_eq!(k.core.memcg_nr_shmem(m) + swap_entries(&k, f.mapping), 3000);
     assert_eq!(k.core.dev.requests, 0, "tmpfs never touches the disk");
     for p in 0..3000 {
-        assert_eq!(k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE), Some(PAGE_SIZE));
+        assert_eq!(
+            k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE),
+            Some(PAGE_SIZE)
+        );
     }
     check(&k);
     assert!(stat(&k, Item::PSWPIN) >= 1000);
     assert!(stat(&k, Item::WORKINGSET_REFAULT_ANON) >= 1000);
-    assert_eq!(stat(&k, Item::PGMAJFAULT), 0, "read(2) swap-ins are not faults");
+    assert_eq!(
+        stat(&k, Item::PGMAJFAULT),
+        0,
+        "read(2) swap-ins are not faults"
+    );
     assert_eq!(k.core.memcg_nr_shmem(m) + swap_entries(&k, f.mapping), 3000);
     // Shmem counts as file memory on the anon LRU.
     let sizes = k.policy.lru_sizes(m);
@@ -310,7 +359,10 @@ fn tmpfs_pages_swap_out_and_back_through_read_write() {
 fn tmpfs_holes_read_as_zeroes_without_memory() {
     let (mut k, m, _) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
     let mut f = shmem_file(&mut k, 500, m);
-    assert_eq!(k.filemap_read(&mut f, 0, 500 * PAGE_SIZE), Some(500 * PAGE_SIZE));
+    assert_eq!(
+        k.filemap_read(&mut f, 0, 500 * PAGE_SIZE),
+        Some(500 * PAGE_SIZE)
+    );
     assert_eq!(k.core.memcgs[m as usize].nr_file, 0);
     assert_eq!(k.core.memcg_nr_shmem(m), 0);
     // A mapping's read fault allocates (SGP_CACHE).
@@ -331,7 +383,11 @@ fn tmpfs_mapping_refaults_from_disk_swap_are_major() {
         }
     }
     check(&k);
-    let (maj, inn, ra) = (stat(&k, Item::PGMAJFAULT), stat(&k, Item::PSWPIN), stat(&k, Item::SWAP_RA));
+    let (maj, inn, ra) = (
+        stat(&k, Item::PGMAJFAULT),
+        stat(&k, Item::PSWPIN),
+        stat(&k, Item::SWAP_RA),
+    );
     assert!(maj > 0 && inn > 0);
     assert!(ra > 0, "shmem swap-in reads the slot's cluster ahead");
     assert_eq!(inn, maj + ra);
@@ -377,14 +433,18 @@ fn run_ops<P: ReclaimPolicy>(
     (mut k, m, mm): (Kernel<P>, MemcgId, u32),
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
-    let mut vmas: Vec<Option<u32>> = (0..3).map(|_| Some(k.mmap_anon(mm, 1200 * PAGE_SIZE))).collect();
+    let mut vmas: Vec<Option<u32>> = (0..3)
+        .map(|_| Some(k.mmap_anon(mm, 1200 * PAGE_SIZE)))
+        .collect();
     let mut shm = shmem_file(&mut k, 800, m);
     for o in ops {
         match *o {
             Op::Shm(p, how) => {
                 let ok = match how {
                     0 => k.filemap_read(&mut shm, p * PAGE_SIZE, PAGE_SIZE).is_some(),
-                    1 => k.filemap_write(&mut shm, p * PAGE_SIZE, PAGE_SIZE).is_some(),
+                    1 => k
+                        .filemap_write(&mut shm, p * PAGE_SIZE, PAGE_SIZE)
+                        .is_some(),
                     _ => k.mmap_access(&mut shm, p),
                 };
                 if !ok {

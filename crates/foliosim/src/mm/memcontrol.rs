@@ -186,7 +186,11 @@ impl super::Core {
     /// use: the free slots, capped by its swap.max headroom.
     pub fn mem_cgroup_get_nr_swap_pages(&self, memcg: MemcgId) -> u64 {
         let free = self.swap.nr_free();
-        match self.memcg_swap.get(memcg as usize).and_then(|s| s.max.map(|m| m.saturating_sub(s.usage))) {
+        match self
+            .memcg_swap
+            .get(memcg as usize)
+            .and_then(|s| s.max.map(|m| m.saturating_sub(s.usage)))
+        {
             Some(room) => free.min(room),
             None => free,
         }

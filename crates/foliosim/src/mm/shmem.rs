@@ -96,7 +96,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// shmem_alloc_and_add_folio(): charged to the toucher's memcg, zeroed,
     /// in the page cache, on the anon LRU. Dirty from the start: it has no
     /// copy anywhere else.
-    fn shmem_alloc_and_add_folio(&mut self, mapping: u32, index: u64, memcg: MemcgId) -> Option<FolioId> {
+    fn shmem_alloc_and_add_folio(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        memcg: MemcgId,
+    ) -> Option<FolioId> {
         let id = self.alloc_folio(memcg, true)?;
         self.core.cpu(self.core.cost.copy_page);
         {
@@ -144,7 +149,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
             major = true;
             if self.core.swap.synchronous_io() && self.core.swap.swap_count(off) == 1 {
                 let owner = self.core.swap.swap_cgroup[off as usize];
-                let m = if self.core.memcgs[owner as usize].oom_killed { memcg } else { owner };
+                let m = if self.core.memcgs[owner as usize].oom_killed {
+                    memcg
+                } else {
+                    owner
+                };
                 let id = self.alloc_folio(m, true)?;
                 {
                     let f = self.core.folios.get_mut(id);
@@ -203,7 +212,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
     }
 
     /// shmem_file_read_iter(): holes read as zeroes without a folio.
-    pub fn shmem_file_read_iter(&mut self, file: &mut OpenFile, mut pos: u64, count: u64) -> Option<u64> {
+    pub fn shmem_file_read_iter(
+        &mut self,
+        file: &mut OpenFile,
+        mut pos: u64,
+        count: u64,
+    ) -> Option<u64> {
         let mapping = file.mapping;
         let isize = self.core.files[mapping as usize].size;
         if pos >= isize {
@@ -215,7 +229,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         while pos < end {
             let index = pos >> PAGE_SHIFT;
             let chunk_end = ((index + 1) << PAGE_SHIFT).min(end);
-            if let Some(id) = self.shmem_get_folio(mapping, index, file.memcg, false, false).ok()? {
+            if let Some(id) = self
+                .shmem_get_folio(mapping, index, file.memcg, false, false)
+                .ok()?
+            {
                 self.policy.folio_mark_accessed(&mut self.core, id);
             }
             self.core
@@ -228,7 +245,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// shmem_write_begin() / generic_perform_write() on tmpfs: no dirty
     /// accounting (noop_dirty_folio), no writeback, no throttling.
-    pub fn shmem_file_write_iter(&mut self, file: &mut OpenFile, pos: u64, count: u64) -> Option<u64> {
+    pub fn shmem_file_write_iter(
+        &mut self,
+        file: &mut OpenFile,
+        pos: u64,
+        count: u64,
+    ) -> Option<u64> {
         let mapping = file.mapping;
         let end = (pos + count).min(self.core.files[mapping as usize].nr_pages() * PAGE_SIZE);
         self.core.cpu(self.core.cost.syscall);
@@ -236,7 +258,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         while p < end {
             let index = p >> PAGE_SHIFT;
             let chunk_end = ((index + 1) << PAGE_SHIFT).min(end);
-            let id = self.shmem_get_folio(mapping, index, file.memcg, true, false).ok()??;
+            let id = self
+                .shmem_get_folio(mapping, index, file.memcg, true, false)
+                .ok()??;
             self.core
                 .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
             self.core.folios.get_mut(id).set(pg::DIRTY);

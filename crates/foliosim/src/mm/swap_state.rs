@@ -19,6 +19,10 @@ const TABLE_SHADOW: u64 = 1 << 63;
 /// SWAP_RA_ORDER_CEILING: the VMA readahead window is at most 1 << 5 pages.
 pub const SWAP_RA_ORDER_CEILING: u32 = 5;
 
+/// SWAP_RA_HITS_MAX: the hits field of swap_readahead_info is
+/// SWAP_RA_WIN_SHIFT (PAGE_SHIFT / 2) bits wide.
+pub const SWAP_RA_HITS_MAX: u32 = (1 << (super::PAGE_SHIFT / 2)) - 1;
+
 /// vma->swap_readahead_info: the last fault's page, window and hits.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VmaRa {
@@ -107,10 +111,7 @@ impl Core {
         if !self.mem_cgroup_try_charge_swap(f.memcg, 1) {
             return false;
         }
-        let Some(off) = self
-            .swap
-            .get_swap_page(f.memcg, (f.mapping, f.index))
-        else {
+        let Some(off) = self.swap.get_swap_page(f.memcg, (f.mapping, f.index)) else {
             self.mem_cgroup_uncharge_swap(f.memcg, 1);
             return false;
         };
@@ -218,7 +219,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let ra = self.vma_ra(space);
             ra.prev_index = index;
             if readahead {
-                ra.hits = (ra.hits + 1).min(u32::MAX - 1);
+                ra.hits = (ra.hits + 1).min(SWAP_RA_HITS_MAX);
             }
         }
         if readahead {
@@ -437,7 +438,10 @@ impl Core {
                     Slot::Folio(id) => {
                         let f = self.folios.get(id);
                         if f.mapping != space as u32 || f.index as u64 != idx {
-                            return Err(format!("{space}:{idx}: folio {id} says {}:{}", f.mapping, f.index));
+                            return Err(format!(
+                                "{space}:{idx}: folio {id} says {}:{}",
+                                f.mapping, f.index
+                            ));
                         }
                         if let Some(mm) = owner {
                             rss[mm][0] += 1;
@@ -452,16 +456,25 @@ impl Core {
             let m = si.swap_map[o as usize];
             let count = (m & !SWAP_HAS_CACHE) as u32;
             if count != refs[o as usize] {
-                return Err(format!("swap slot {o}: count {count} but {} PTEs hold it", refs[o as usize]));
+                return Err(format!(
+                    "swap slot {o}: count {count} but {} PTEs hold it",
+                    refs[o as usize]
+                ));
             }
             let cached = si.swap_cache_folio(o);
             if (m & SWAP_HAS_CACHE != 0) != cached.is_some() {
-                return Err(format!("swap slot {o}: SWAP_HAS_CACHE {} but cache folio {cached:?}", m & SWAP_HAS_CACHE != 0));
+                return Err(format!(
+                    "swap slot {o}: SWAP_HAS_CACHE {} but cache folio {cached:?}",
+                    m & SWAP_HAS_CACHE != 0
+                ));
             }
             if let Some(id) = cached {
                 let f = self.folios.get(id);
                 if f.test(pg::FREE) || !f.test(pg::SWAPCACHE) || si.folio_swap[id as usize] != o {
-                    return Err(format!("swap slot {o}: cache folio {id} flags {:#x} swap {}", f.flags, si.folio_swap[id as usize]));
+                    return Err(format!(
+                        "swap slot {o}: cache folio {id} flags {:#x} swap {}",
+                        f.flags, si.folio_swap[id as usize]
+                    ));
                 }
             }
             if m != 0 {
@@ -472,24 +485,39 @@ impl Core {
             if !f.test(pg::FREE) && f.test(pg::SWAPCACHE) {
                 let o = si.folio_swap[id];
                 if si.swap_cache_folio(o) != Some(id as FolioId) {
-                    return Err(format!("folio {id} in the swap cache at {o} but the slot says otherwise"));
+                    return Err(format!(
+                        "folio {id} in the swap cache at {o} but the slot says otherwise"
+                    ));
                 }
             }
         }
         for (m, s) in self.memcg_swap.iter().enumerate() {
             if s.usage != charged[m] {
-                return Err(format!("memcg {m}: swap usage {} but {} slots charged", s.usage, charged[m]));
+                return Err(format!(
+                    "memcg {m}: swap usage {} but {} slots charged",
+                    s.usage, charged[m]
+                ));
             }
         }
         for (i, mm) in self.mms.iter().enumerate() {
-            let want = [mm.rss[super::mmap::MM_ANONPAGES], mm.rss[super::mmap::MM_SWAPENTS]];
+            let want = [
+                mm.rss[super::mmap::MM_ANONPAGES],
+                mm.rss[super::mmap::MM_SWAPENTS],
+            ];
             if want != rss[i] {
-                return Err(format!("mm {i}: rss anon/swapents {want:?} but its PTEs say {:?}", rss[i]));
+                return Err(format!(
+                    "mm {i}: rss anon/swapents {want:?} but its PTEs say {:?}",
+                    rss[i]
+                ));
             }
         }
         if let Some(z) = &si.zram {
             if z.pool.len() as u64 != z.stored_bytes.div_ceil(super::PAGE_SIZE) {
-                return Err(format!("zram: {} pool pages for {} bytes", z.pool.len(), z.stored_bytes));
+                return Err(format!(
+                    "zram: {} pool pages for {} bytes",
+                    z.pool.len(),
+                    z.stored_bytes
+                ));
             }
         }
         Ok(())

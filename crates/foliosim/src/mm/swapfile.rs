@@ -121,8 +121,16 @@ impl SwapInfo {
             swap_cgroup: vec![0; max as usize],
             owner: vec![(0, 0); max as usize],
             table: vec![0; max as usize],
-            folio_swap: if max > 0 { vec![0; nr_frames] } else { Vec::new() },
-            folio_io_done: if max > 0 { vec![0; nr_frames] } else { Vec::new() },
+            folio_swap: if max > 0 {
+                vec![0; nr_frames]
+            } else {
+                Vec::new()
+            },
+            folio_io_done: if max > 0 {
+                vec![0; nr_frames]
+            } else {
+                Vec::new()
+            },
             cluster_count: vec![0; nr_clusters],
             cluster_state: vec![ClusterState::Free; nr_clusters],
             cluster_queued: vec![0; nr_clusters],
@@ -229,7 +237,11 @@ impl SwapInfo {
             let (list, bit, want) = if free {
                 (&mut self.free_clusters, QUEUED_FREE, ClusterState::Free)
             } else {
-                (&mut self.nonfull_clusters, QUEUED_NONFULL, ClusterState::NonFull)
+                (
+                    &mut self.nonfull_clusters,
+                    QUEUED_NONFULL,
+                    ClusterState::NonFull,
+                )
             };
             let c = list.pop_front()?;
             self.cluster_queued[c as usize] &= !bit;
@@ -339,7 +351,9 @@ impl SwapInfo {
             let start = c as u32 * SWAPFILE_CLUSTER;
             let end = (start + SWAPFILE_CLUSTER).min(self.max);
             let used = (start..end)
-                .filter(|&o| self.swap_map[o as usize] != 0 && self.swap_map[o as usize] != SWAP_MAP_BAD)
+                .filter(|&o| {
+                    self.swap_map[o as usize] != 0 && self.swap_map[o as usize] != SWAP_MAP_BAD
+                })
                 .count() as u32;
             inuse += used as u64;
             if used + self.unusable(c) != self.cluster_count[c] as u32 {
@@ -370,7 +384,9 @@ mod tests {
     fn slots_come_in_cluster_order_and_skip_the_header() {
         let mut si = SwapInfo::new(SwapKind::Disk, 2 * SWAPFILE_CLUSTER as u64, 8, 3.0);
         assert_eq!(si.pages, 2 * SWAPFILE_CLUSTER as u64 - 1);
-        let a: Vec<u32> = (0..4).map(|_| si.get_swap_page(0, (0, 0)).unwrap()).collect();
+        let a: Vec<u32> = (0..4)
+            .map(|_| si.get_swap_page(0, (0, 0)).unwrap())
+            .collect();
         // Cluster 0 holds the header, so it starts out nonfull: the free
         // cluster 1 is taken first, from its first slot, contiguously.
         assert_eq!(a, vec![512, 513, 514, 515]);

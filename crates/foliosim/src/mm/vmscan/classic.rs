@@ -335,7 +335,9 @@ impl ClassicLru {
             }
         }
         // Age the active anon list even without anon scanning.
-        if core.mem_cgroup_get_nr_swap_pages(memcg) > 0 && self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
+        if core.mem_cgroup_get_nr_swap_pages(memcg) > 0
+            && self.inactive_is_low(memcg, LRU_INACTIVE_ANON)
+        {
             self.shrink_active_list(core, memcg, SWAP_CLUSTER_MAX, sc, LRU_ACTIVE_ANON);
         }
     }
