@@ -356,6 +356,30 @@ fn tmpfs_pages_swap_out_and_back_through_read_write() {
 }
 
 #[test]
+fn tmpfs_truncation_frees_pages_and_swap() {
+    let (mut k, m, _) = kernel(cfg(SwapKind::Disk, 8192, "nvme"), ClassicLru::new(), 1000);
+    let mut f = shmem_file(&mut k, 3000, m);
+    assert!(k.filemap_write(&mut f, 0, 3000 * PAGE_SIZE).is_some());
+    assert!(k.core.swap.inuse_pages > 0);
+    // Half the file first: its swap entries and folios go, the rest stays.
+    k.truncate_inode_pages_range(f.mapping, 1500 * PAGE_SIZE, u64::MAX);
+    check(&k);
+    assert_eq!(k.core.memcg_nr_shmem(m) + swap_entries(&k, f.mapping), 1500);
+    k.core.wait_until(k.core.now + 1_000_000_000);
+    k.truncate_inode_pages_final(f.mapping);
+    check(&k);
+    assert_eq!(k.core.memcg_nr_shmem(m), 0);
+    assert_eq!(swap_entries(&k, f.mapping), 0);
+    // Swap-cache folios still under writeback keep their slots until
+    // reclaim takes them.
+    k.wb_complete();
+    k.try_to_free_mem_cgroup_pages(m, 2000);
+    check(&k);
+    assert_eq!(k.core.swap.inuse_pages, 0);
+    assert_eq!(k.core.memcgs[m as usize].usage - k.core.memcgs[m as usize].stock, 0);
+}
+
+#[test]
 fn tmpfs_holes_read_as_zeroes_without_memory() {
     let (mut k, m, _) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
     let mut f = shmem_file(&mut k, 500, m);

@@ -130,7 +130,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// free_swap_and_cache(): the PTE's reference to the slot goes; a
     /// slot left only to the swap cache takes its folio with it
     /// (__try_to_reclaim_swap) unless it is under writeback.
-    fn free_swap_and_cache(&mut self, off: super::swapfile::SwapOffset) {
+    pub fn free_swap_and_cache(&mut self, off: super::swapfile::SwapOffset) {
         self.core.swap_put(off, false);
         if self.core.swap.swap_count(off) != 0 {
             return;

@@ -292,4 +292,47 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         true
     }
+
+    /// shmem_undo_range() (shmem_truncate_range, shmem_evict_inode): the
+    /// whole pages of bytes [lstart, lend] go, folios freed and swap
+    /// entries released (free_swap_and_cache); no shadows are left.
+    pub fn shmem_undo_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
+        if lend < lstart {
+            return;
+        }
+        let nr = self.core.files[mapping as usize].nr_pages();
+        let start = lstart.div_ceil(PAGE_SIZE);
+        let end = (lend.saturating_add(1) >> PAGE_SHIFT).min(nr);
+        for idx in start..end {
+            match self.core.files[mapping as usize].slot(idx) {
+                Slot::Folio(id) => {
+                    let f = self.core.folios.get_mut(id);
+                    let m = f.memcg;
+                    let mapped = f.test(pg::MAPPED);
+                    f.clear(pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY);
+                    if mapped {
+                        self.core.memcgs[m as usize].nr_mapped -= 1;
+                    }
+                    self.policy.folio_del_lru(&mut self.core, id);
+                    self.core.files[mapping as usize].replace_with_shadow(idx, None);
+                    self.core.workingset_update_node(mapping, idx, m);
+                    self.core.memcgs[m as usize].nr_file -= 1;
+                    self.core.memcg_swap[m as usize].nr_shmem -= 1;
+                    self.core.folios.get_mut(id).flags = 0;
+                    self.core.free_folio(id);
+                }
+                Slot::Swap(off) => {
+                    self.core.files[mapping as usize].clear_swap_entry(idx);
+                    self.core.workingset_update_node(mapping, idx, 0);
+                    self.free_swap_and_cache(off);
+                }
+                Slot::Shadow(_) => {
+                    self.core.files[mapping as usize].clear_shadow(idx);
+                    self.core.workingset_update_node(mapping, idx, 0);
+                }
+                Slot::Empty | Slot::Zero => {}
+            }
+        }
+        self.core.cpu(self.core.cost.scan_folio * (end - start.min(end)) / 8);
+    }
 }
