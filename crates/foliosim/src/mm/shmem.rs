@@ -333,6 +333,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 Slot::Empty | Slot::Zero => {}
             }
         }
-        self.core.cpu(self.core.cost.scan_folio * (end - start.min(end)) / 8);
+        self.core
+            .cpu(self.core.cost.scan_folio * (end - start.min(end)) / 8);
     }
 }
