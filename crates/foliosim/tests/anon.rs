@@ -82,6 +82,9 @@ fn zram_round_trip_skips_the_swap_cache() {
     let r = k.core.mms[mm as usize].rss;
     assert_eq!(r[1] + r[2], 3000);
     assert_eq!(k.core.memcg_swap_usage(m), k.core.swap.inuse_pages);
+    // zram frees the slot at swap-in: nothing is both resident and on
+    // swap, so v1's `swap` equals the slots in use.
+    assert_eq!(k.core.memcg1_swap(m), k.core.swap.inuse_pages);
     // zram's pool came out of free memory, uncharged.
     let z = k.core.swap.zram.as_ref().unwrap();
     assert_eq!(z.stored_pages, k.core.swap.inuse_pages);

@@ -196,3 +196,24 @@ impl super::Core {
         }
     }
 }
+
+impl super::Core {
+    /// memory.stat `swap` under cgroup v1 (MEMCG_SWAP with memsw
+    /// accounting), in pages: memcg1_swapout() adds a slot when its folio
+    /// leaves memory (__remove_mapping) and memcg1_swapin() takes it off
+    /// when a folio is read back into the swap cache, so it counts the
+    /// memcg's slots whose data is only on swap: slots in use with no
+    /// swap-cache folio. (v2's memory.swap.current is memcg_swap_usage().)
+    pub fn memcg1_swap(&self, memcg: MemcgId) -> u64 {
+        let si = &self.swap;
+        (1..si.max as usize)
+            .filter(|&o| {
+                let m = si.swap_map[o];
+                m != 0
+                    && m != super::swapfile::SWAP_MAP_BAD
+                    && (memcg == 0 || si.swap_cgroup[o] == memcg)
+                    && si.swap_cache_folio(o as u32).is_none()
+            })
+            .count() as u64
+    }
+}
