@@ -379,7 +379,10 @@ fn tmpfs_truncation_frees_pages_and_swap() {
     k.try_to_free_mem_cgroup_pages(m, 2000);
     check(&k);
     assert_eq!(k.core.swap.inuse_pages, 0);
-    assert_eq!(k.core.memcgs[m as usize].usage - k.core.memcgs[m as usize].stock, 0);
+    assert_eq!(
+        k.core.memcgs[m as usize].usage - k.core.memcgs[m as usize].stock,
+        0
+    );
 }
 
 #[test]
