@@ -159,7 +159,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.core.workingset_update_node(space, index, memcg);
                 self.do_anonymous_page(space, index, memcg, true)
             }
-            Slot::Empty | Slot::Shadow(_) => self.do_anonymous_page(space, index, memcg, write),
+            Slot::Empty => self.do_anonymous_page(space, index, memcg, write),
+            Slot::Shadow(_) => {
+                // Anon shadows live in the swap cache; one here is from a
+                // space used as a file before: it means nothing.
+                self.core.files[space as usize].clear_shadow(index);
+                self.do_anonymous_page(space, index, memcg, write)
+            }
             Slot::Swap(off) => self.do_swap_page(space, index, memcg, write, off),
         }
     }
