@@ -143,6 +143,11 @@ impl MachineArgs {
                 .map_err(|_| format!("--sysctl: {k}: '{v}' is not a number"))?;
             match k {
                 "vm.swappiness" if n <= 200 => mm.swappiness = n as u32,
+                // mm/swap.c: page_cluster_max = 31.
+                "vm.page-cluster" if n <= 31 => mm.page_cluster = n as u32,
+                "/sys/kernel/mm/swap/vma_ra_enabled" | "vma_ra_enabled" if n <= 1 => {
+                    mm.vma_ra_enabled = n == 1
+                }
                 "vm.dirty_ratio" if n <= 100 => mm.dirty_ratio = n as u32,
                 "vm.dirty_background_ratio" if n <= 100 => mm.dirty_background_ratio = n as u32,
                 "vm.dirty_expire_centisecs" => mm.dirty_expire_centisecs = n,

@@ -158,3 +158,40 @@ fn lru_gen_sysctls_select_and_configure_mglru() {
         "{err}"
     );
 }
+
+#[test]
+fn swap_sysctls_are_checked_and_memory_stat_has_swap_and_shmem() {
+    let (code, out, err) = foliosim(&[
+        "fio",
+        "--name=x",
+        "--size=8M",
+        "--swap",
+        "zram:64M",
+        "--sysctl",
+        "vm.page-cluster=0",
+        "--sysctl",
+        "vma_ra_enabled=0",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in ["swap", "shmem"] {
+        assert!(v["memcg"][k].is_u64(), "memory.stat {k}");
+    }
+    for k in ["swap_ra", "swap_ra_hit", "pswpin", "pswpout"] {
+        assert!(v["vmstat"][k].is_u64(), "vmstat {k}");
+    }
+    // mm/swap.c caps page-cluster at 31.
+    let (code, _, err) = foliosim(&[
+        "fio",
+        "--name=x",
+        "--size=8M",
+        "--sysctl",
+        "vm.page-cluster=32",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("vm.page-cluster=32") && err.lines().count() == 1,
+        "{err}"
+    );
+}

@@ -290,6 +290,9 @@ impl Sim {
             memcg.insert("active_anon", sizes.active_anon * PAGE_SIZE);
             memcg.insert("unevictable", sizes.unevictable * PAGE_SIZE);
             memcg.insert("pagetables", m.nr_pagetables * PAGE_SIZE);
+            // memory.stat `swap` as cgroup v1 (this host's) counts it.
+            memcg.insert("swap", core.memcg1_swap(self.memcg) * PAGE_SIZE);
+            memcg.insert("shmem", core.memcg_nr_shmem(self.memcg) * PAGE_SIZE);
             // Why a variant wins: folios read ahead that nothing ever used,
             // still resident at the end (the evicted ones are counted in
             // foliosim_ra_unused_evicted as they go).

@@ -15,8 +15,10 @@ use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 pub const MMAP_LOTSAMISS: u32 = 100;
 
 const SHADOW_BIT: u64 = 1 << 63;
-/// A swap entry: the anonymous page was written to swap (its shadow rides along).
+/// A PTE holding a swap entry (the slot's offset below the bit); with
+/// SHADOW_BIT too and no offset, a PTE mapping the shared zero page.
 const SWAP_BIT: u64 = 1 << 62;
+const ZERO_PTE: u64 = SWAP_BIT | SHADOW_BIT;
 
 /// A page-cache slot: empty, a folio, or a shadow entry left by eviction
 /// (the xarray value entry).
@@ -25,8 +27,11 @@ pub enum Slot {
     Empty,
     Folio(FolioId),
     Shadow(Shadow),
-    /// Anonymous page in swap, with its shadow.
-    Swap(Shadow),
+    /// Anonymous page in swap: the PTE's swap entry (its shadow, if any,
+    /// is in the swap cache's slot).
+    Swap(super::swapfile::SwapOffset),
+    /// Anonymous page read before ever written: the zero page is mapped.
+    Zero,
 }
 
 /// Readahead I/O still in flight: pages [start, end) become uptodate at `done`.
@@ -58,6 +63,9 @@ pub struct AddressSpace {
     pub nodes: Vec<XaNode>,
     /// The mm of an anonymous VMA (mmap.rs); NO_MM for a file.
     pub owner: super::mmap::MmId,
+    /// A tmpfs file (shmem.rs): the read, write and fault entry points
+    /// dispatch to shmem's.
+    pub shmem: bool,
 }
 
 impl AddressSpace {
@@ -76,6 +84,7 @@ impl AddressSpace {
             nr_pte_tables: 0,
             nodes: vec![XaNode::default(); n.div_ceil(1 << XA_CHUNK_SHIFT)],
             owner: super::mmap::NO_MM,
+            shmem: false,
         }
     }
 
@@ -89,8 +98,10 @@ impl AddressSpace {
         let v = self.slots[index as usize];
         if v == 0 {
             Slot::Empty
+        } else if v == ZERO_PTE {
+            Slot::Zero
         } else if v & SWAP_BIT != 0 {
-            Slot::Swap(Shadow(v & !(SHADOW_BIT | SWAP_BIT)))
+            Slot::Swap((v & !SWAP_BIT) as u32)
         } else if v & SHADOW_BIT != 0 {
             Slot::Shadow(Shadow(v & !SHADOW_BIT))
         } else {
@@ -101,7 +112,7 @@ impl AddressSpace {
     #[inline]
     pub fn folio(&self, index: u64) -> Option<FolioId> {
         let v = self.slots[index as usize];
-        if v != 0 && v & SHADOW_BIT == 0 {
+        if v != 0 && v & (SHADOW_BIT | SWAP_BIT) == 0 {
             Some((v - 1) as FolioId)
         } else {
             None
@@ -112,12 +123,13 @@ impl AddressSpace {
     fn set_folio(&mut self, index: u64, id: FolioId) {
         let old = self.slots[index as usize];
         let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
-        if old & SHADOW_BIT != 0 {
+        if old == 0 {
+            node.count += 1;
+        } else if old & (SHADOW_BIT | SWAP_BIT) == SHADOW_BIT {
             self.nrshadows -= 1;
             node.nr_values -= 1;
-        } else {
-            node.count += 1;
         }
+        // A swap entry or zero-page PTE is replaced in place.
         self.slots[index as usize] = id as u64 + 1;
         self.nrpages += 1;
     }
@@ -180,16 +192,27 @@ impl AddressSpace {
         node.nr_values -= 1;
     }
 
-    /// An anonymous folio was swapped out: leave the swap entry.
+    /// try_to_unmap() of an anonymous folio in the swap cache: the PTE
+    /// now holds its swap entry.
     #[inline]
-    pub fn set_swap_entry(&mut self, index: u64, shadow: Shadow) {
+    pub fn set_swap_entry(&mut self, index: u64, off: super::swapfile::SwapOffset) {
+        debug_assert!(self.folio(index).is_some());
         self.nrpages -= 1;
-        self.slots[index as usize] = shadow.0 | SHADOW_BIT | SWAP_BIT;
+        self.slots[index as usize] = SWAP_BIT | off as u64;
     }
 
-    /// Swap-in: the swap entry is consumed.
+    /// do_anonymous_page() for a read: the zero page is mapped.
+    #[inline]
+    pub fn set_zero_pte(&mut self, index: u64) {
+        debug_assert_eq!(self.slots[index as usize], 0);
+        self.slots[index as usize] = ZERO_PTE;
+        self.nodes[(index >> XA_CHUNK_SHIFT) as usize].count += 1;
+    }
+
+    /// The swap entry or zero-page PTE is zapped.
     #[inline]
     pub fn clear_swap_entry(&mut self, index: u64) {
+        debug_assert!(matches!(self.slot(index), Slot::Swap(_) | Slot::Zero));
         self.slots[index as usize] = 0;
         self.nodes[(index >> XA_CHUNK_SHIFT) as usize].count -= 1;
     }
@@ -314,7 +337,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let shadow = match self.core.files[mapping as usize].slot(index) {
             Slot::Shadow(s) => Some(s),
             Slot::Empty => None,
-            Slot::Folio(_) | Slot::Swap(_) => {
+            Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
                 unreachable!("filemap_add_folio over a present folio or swap entry")
             }
         };
@@ -361,6 +384,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// OOM-killed.
     pub fn filemap_read(&mut self, file: &mut OpenFile, mut pos: u64, count: u64) -> Option<u64> {
         let mapping = file.mapping;
+        if self.core.files[mapping as usize].shmem {
+            return self.shmem_file_read_iter(file, pos, count);
+        }
         let isize = self.core.files[mapping as usize].size;
         if pos >= isize {
             return Some(0);
@@ -450,6 +476,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// dirtied and marked accessed; then balance_dirty_pages().
     pub fn filemap_write(&mut self, file: &mut OpenFile, pos: u64, count: u64) -> Option<u64> {
         let mapping = file.mapping;
+        if self.core.files[mapping as usize].shmem {
+            return self.shmem_file_write_iter(file, pos, count);
+        }
         let isize = self.core.files[mapping as usize].size;
         // A write past EOF extends the file (after a truncation), up to
         // the size the model's mapping was created with.
@@ -547,6 +576,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.core.cpu(self.core.cost.touch_mapped);
                 return true;
             }
+        }
+        if self.core.files[file.mapping as usize].shmem {
+            return self.shmem_fault(file, index);
         }
         self.handle_mm_fault(file, index)
     }
@@ -755,7 +787,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.core.workingset_update_node(mapping, idx, 0);
                     continue;
                 }
-                Slot::Empty | Slot::Swap(_) => continue,
+                Slot::Empty | Slot::Swap(_) | Slot::Zero => continue,
             };
             let f = self.core.folios.get(id);
             if f.test(pg::DIRTY)

@@ -38,6 +38,8 @@ pub mod pg {
     /// Brought in by readahead and not yet accessed (for the explain report:
     /// PG_readahead only marks one folio per window).
     pub const RA_UNUSED: u32 = 1 << 17;
+    /// The frame belongs to zram's zsmalloc pool (no folio, no LRU).
+    pub const ZSMALLOC: u32 = 1 << 18;
     /// The frame is on the free list (no folio).
     pub const FREE: u32 = 1 << 31;
 }

@@ -117,24 +117,22 @@ impl Core {
         }
     }
 
-    /// Called by reclaim once an anonymous folio is written to swap.
-    pub fn anon_swapped_out(
-        &mut self,
-        mapping: u32,
-        index: u64,
-        shadow: super::workingset::Shadow,
-    ) {
-        self.files[mapping as usize].set_swap_entry(index, shadow);
-        self.workingset_update_node(mapping, index, 0);
-        self.mm_counter_move(mapping, super::mmap::MM_ANONPAGES, super::mmap::MM_SWAPENTS);
+    /// inc_mm_counter() for the owner of an anonymous space.
+    #[inline]
+    pub fn mm_counter_inc(&mut self, space: u32, counter: usize) {
+        let owner = self.files[space as usize].owner;
+        if let Some(mm) = self.mms.get_mut(owner as usize) {
+            mm.rss[counter] += 1;
+        }
     }
 }
 
 impl<P: ReclaimPolicy> Kernel<P> {
     /// A user access to page `index` of an anonymous region (modelled as an
     /// address space of its own): a present page is a PTE hit; an empty one
-    /// is do_anonymous_page(); a swap entry is do_swap_page(), a major
-    /// fault reading from the swap device. Returns false on OOM.
+    /// is do_anonymous_page(); a write to the zero page is do_wp_page()'s
+    /// copy; a swap entry is do_swap_page(). `memcg` is the faulting task's.
+    /// Returns false when the task was OOM-killed.
     pub fn anon_access(&mut self, space: u32, index: u64, memcg: MemcgId, write: bool) -> bool {
         use super::filemap::Slot;
         use super::folio::pg;
@@ -143,72 +141,177 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 let f = self.core.folios.get_mut(id);
                 f.set(pg::PTE_YOUNG);
                 if write {
+                    // The PTE's dirty bit; try_to_unmap() moves it to the
+                    // folio, which the model keeps there directly.
                     f.set(pg::DIRTY);
                 }
                 self.core.cpu(self.core.cost.touch_mapped);
                 true
             }
-            Slot::Empty | Slot::Shadow(_) => {
-                self.core.count(memcg, Item::PGFAULT, 1);
-                self.core.cpu(self.core.cost.minor_fault);
-                self.core.in_lru_fault = true;
-                let ok = self.add_anon_folio(space, index, memcg, None);
-                self.core.in_lru_fault = false;
-                ok
+            Slot::Zero if !write => {
+                self.core.cpu(self.core.cost.touch_mapped);
+                true
             }
-            Slot::Swap(shadow) => {
-                self.core.count(memcg, Item::PGFAULT, 1);
-                self.core.count(memcg, Item::PGMAJFAULT, 1);
-                self.core.count(memcg, Item::PSWPIN, 1);
-                self.core
-                    .count(memcg, Item::PGPGIN, super::PAGE_SIZE / 1024);
-                self.core.cpu(self.core.cost.minor_fault);
+            Slot::Zero => {
+                // do_wp_page() -> wp_page_copy() from the zero page: a
+                // new zeroed folio replaces the PTE.
                 self.core.files[space as usize].clear_swap_entry(index);
                 self.core.workingset_update_node(space, index, memcg);
-                self.core.swap.free_slot();
-                self.core
-                    .mm_counter_move(space, super::mmap::MM_SWAPENTS, super::mmap::MM_ANONPAGES);
-                let done = self.core.dev.submit(self.core.now, super::PAGE_SIZE, false);
-                self.core.wait_until(done);
-                self.core.in_lru_fault = true;
-                let ok = self.add_anon_folio(space, index, memcg, Some(shadow));
-                self.core.in_lru_fault = false;
-                ok
+                self.do_anonymous_page(space, index, memcg, true)
             }
+            Slot::Empty => self.do_anonymous_page(space, index, memcg, write),
+            Slot::Shadow(_) => {
+                // Anon shadows live in the swap cache; one here is from a
+                // space used as a file before: it means nothing.
+                self.core.files[space as usize].clear_shadow(index);
+                self.do_anonymous_page(space, index, memcg, write)
+            }
+            Slot::Swap(off) => self.do_swap_page(space, index, memcg, write, off),
         }
     }
 
-    fn add_anon_folio(
+    /// do_anonymous_page(): a read maps the shared zero page (no folio, MM
+    /// counters unchanged); a write allocates a zeroed folio, charges it
+    /// (mem_cgroup_charge), maps it and adds it to the LRU
+    /// (folio_add_lru_vma: the inactive anon list, or MGLRU's
+    /// lru_gen_add_folio with the fault-path activation).
+    fn do_anonymous_page(&mut self, space: u32, index: u64, memcg: MemcgId, write: bool) -> bool {
+        use super::folio::pg;
+        self.core.count(memcg, Item::PGFAULT, 1);
+        self.core.cpu(self.core.cost.minor_fault);
+        if !write {
+            self.core.files[space as usize].set_zero_pte(index);
+            self.core.workingset_update_node(space, index, memcg);
+            return true;
+        }
+        self.core.in_lru_fault = true;
+        let ok = match self.alloc_folio(memcg, true) {
+            None => false,
+            Some(id) => {
+                // clear_user_highpage().
+                self.core.cpu(self.core.cost.copy_page);
+                {
+                    let f = self.core.folios.get_mut(id);
+                    f.mapping = space;
+                    f.index = index as u32;
+                    f.flags =
+                        pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY;
+                }
+                self.core.files[space as usize].set_folio_pub(index, id);
+                self.core.workingset_update_node(space, index, memcg);
+                self.core.memcgs[memcg as usize].nr_anon += 1;
+                self.core.memcgs[memcg as usize].nr_mapped += 1;
+                self.core.mm_counter_inc(space, super::mmap::MM_ANONPAGES);
+                self.policy.folio_add_lru(&mut self.core, id);
+                true
+            }
+        };
+        self.core.in_lru_fault = false;
+        ok
+    }
+
+    /// do_swap_page() as in Linux 6.18: a folio still in the swap cache is
+    /// mapped (a minor fault; a read-ahead one counts swap_ra_hit); else
+    /// on a SWP_SYNCHRONOUS_IO device (zram) with a swap count of 1 the
+    /// folio is read directly, bypassing the swap cache and readahead, and
+    /// the slot is freed at once; else swapin_readahead() reads it with
+    /// its window into the swap cache. Either read is a major fault.
+    /// Mapping drops the PTE's reference to the slot; a swap-cache folio
+    /// also leaves the cache on a write fault or when swap is half full
+    /// (should_try_to_free_swap). The shadow in the slot goes to
+    /// workingset_refault() when the folio is allocated.
+    fn do_swap_page(
         &mut self,
         space: u32,
         index: u64,
         memcg: MemcgId,
-        shadow: Option<super::workingset::Shadow>,
+        write: bool,
+        off: super::swapfile::SwapOffset,
     ) -> bool {
         use super::folio::pg;
-        let Some(id) = self.alloc_folio(memcg, true) else {
+        // Completion interrupts that fired by now.
+        self.wb_complete();
+        self.core.count(memcg, Item::PGFAULT, 1);
+        self.core.cpu(self.core.cost.minor_fault);
+        self.core.in_lru_fault = true;
+        let mut major = false;
+        let found = if let Some(id) = self.core.swap.swap_cache_folio(off) {
+            self.swap_update_readahead(id, space, index);
+            Some(id)
+        } else if self.core.swap.synchronous_io() && self.core.swap.swap_count(off) == 1 {
+            major = true;
+            self.swapin_skip_swapcache(space, index, off)
+        } else {
+            major = true;
+            self.swapin_readahead(off, space, index)
+        };
+        self.core.in_lru_fault = false;
+        let Some(id) = found else {
             return false;
         };
+        if major {
+            self.core.count(memcg, Item::PGMAJFAULT, 1);
+        }
+        // folio_lock_or_retry(): wait for the read to complete.
+        if self.core.folios.get(id).test(pg::SWAPCACHE) {
+            let done = self.core.swap.folio_io_done[id as usize];
+            self.core.wait_until(done);
+            // swap_free_nr(): the PTE no longer holds the entry.
+            self.core.swap_put(off, false);
+            let fmemcg = self.core.folios.get(id).memcg;
+            if write || self.core.mem_cgroup_swap_full(fmemcg) {
+                self.core.folio_free_swap(id);
+            }
+        }
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = space;
             f.index = index as u32;
-            f.flags = pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY;
-        }
-        self.core.files[space as usize].set_folio_pub(index, id);
-        self.core.workingset_update_node(space, index, memcg);
-        self.core.memcgs[memcg as usize].nr_anon += 1;
-        self.core.memcgs[memcg as usize].nr_mapped += 1;
-        if shadow.is_none() {
-            let owner = self.core.files[space as usize].owner;
-            if let Some(mm) = self.core.mms.get_mut(owner as usize) {
-                mm.rss[super::mmap::MM_ANONPAGES] += 1;
+            f.clear(pg::RA_UNUSED);
+            f.set(pg::MAPPED | pg::PTE_YOUNG);
+            if write {
+                f.set(pg::DIRTY);
             }
         }
-        if let Some(s) = shadow {
+        let fmemcg = self.core.folios.get(id).memcg;
+        self.core.files[space as usize].set_folio_pub(index, id);
+        self.core.memcgs[fmemcg as usize].nr_mapped += 1;
+        self.core
+            .mm_counter_move(space, super::mmap::MM_SWAPENTS, super::mmap::MM_ANONPAGES);
+        true
+    }
+
+    /// The "skip swapcache" branch of do_swap_page(): allocate, charge to
+    /// the slot's memcg (mem_cgroup_swapin_charge_folio), refault, read
+    /// synchronously and free the slot (its shadow goes with it).
+    fn swapin_skip_swapcache(
+        &mut self,
+        space: u32,
+        index: u64,
+        off: super::swapfile::SwapOffset,
+    ) -> Option<super::folio::FolioId> {
+        use super::folio::pg;
+        let owner = self.core.swap.swap_cgroup[off as usize];
+        let memcg = if self.core.memcgs[owner as usize].oom_killed {
+            0
+        } else {
+            owner
+        };
+        let id = self.alloc_folio(memcg, true)?;
+        {
+            let f = self.core.folios.get_mut(id);
+            f.mapping = space;
+            f.index = index as u32;
+            // The folio's data is only in memory once the slot is freed.
+            f.flags = pg::SWAPBACKED | pg::UPTODATE | pg::DIRTY;
+        }
+        self.core.memcgs[memcg as usize].nr_anon += 1;
+        if let Some(s) = self.core.swap.swap_cache_shadow(off) {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
         self.policy.folio_add_lru(&mut self.core, id);
-        true
+        self.core.swap_read_folio_sync(id);
+        self.core.swap_put(off, false);
+        Some(id)
     }
 }

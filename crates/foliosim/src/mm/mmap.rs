@@ -91,12 +91,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     if mapped {
                         self.core.memcgs[memcg as usize].nr_mapped -= 1;
                     }
-                    self.policy.folio_del_lru(&mut self.core, id);
                     self.core.files[space as usize].replace_with_shadow(idx, None);
                     self.core.workingset_update_node(space, idx, memcg);
-                    self.core.memcgs[memcg as usize].nr_anon -= 1;
                     let rss = &mut self.core.mms[mm as usize].rss[MM_ANONPAGES];
                     *rss = rss.saturating_sub(1);
+                    // free_swap_cache(): the unmapped folio leaves the swap
+                    // cache; one under writeback stays there until reclaim
+                    // finds it.
+                    let f = self.core.folios.get(id);
+                    if f.test(pg::SWAPCACHE) && !self.core.folio_free_swap(id) {
+                        continue;
+                    }
+                    self.policy.folio_del_lru(&mut self.core, id);
+                    self.core.memcgs[memcg as usize].nr_anon -= 1;
                     self.core.folios.get_mut(id).flags = 0;
                     self.core.free_folio(id);
                 }
@@ -104,16 +111,41 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.core.files[space as usize].clear_shadow(idx);
                     self.core.workingset_update_node(space, idx, 0);
                 }
-                Slot::Swap(_) => {
+                Slot::Zero => {
                     self.core.files[space as usize].clear_swap_entry(idx);
                     self.core.workingset_update_node(space, idx, 0);
-                    self.core.swap.free_slot();
+                }
+                Slot::Swap(off) => {
+                    self.core.files[space as usize].clear_swap_entry(idx);
+                    self.core.workingset_update_node(space, idx, 0);
                     let rss = &mut self.core.mms[mm as usize].rss[MM_SWAPENTS];
                     *rss = rss.saturating_sub(1);
+                    self.free_swap_and_cache(off);
                 }
             }
         }
         self.core.cpu(self.core.cost.scan_folio * n / 8);
+    }
+
+    /// free_swap_and_cache(): the PTE's reference to the slot goes; a
+    /// slot left only to the swap cache takes its folio with it
+    /// (__try_to_reclaim_swap) unless it is under writeback.
+    pub fn free_swap_and_cache(&mut self, off: super::swapfile::SwapOffset) {
+        self.core.swap_put(off, false);
+        if self.core.swap.swap_count(off) != 0 {
+            return;
+        }
+        let Some(id) = self.core.swap.swap_cache_folio(off) else {
+            return;
+        };
+        if self.core.folios.get(id).test(pg::MAPPED) || !self.core.folio_free_swap(id) {
+            return;
+        }
+        let memcg = self.core.folios.get(id).memcg;
+        self.policy.folio_del_lru(&mut self.core, id);
+        self.core.memcgs[memcg as usize].nr_anon -= 1;
+        self.core.folios.get_mut(id).flags = 0;
+        self.core.free_folio(id);
     }
 
     /// exit_mmap(): every anonymous VMA goes.

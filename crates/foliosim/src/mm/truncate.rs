@@ -73,6 +73,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// truncated part, truncate_inode_partial_folio). Dirty pages are
     /// discarded, not written.
     pub fn truncate_inode_pages_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
+        if self.core.files[mapping as usize].shmem {
+            return self.shmem_undo_range(mapping, lstart, lend);
+        }
         if self.mapping_empty(mapping) || lend < lstart {
             // (lend == u64::MAX means "to the end", as the kernel's -1.)
             return;
@@ -88,7 +91,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.core.files[mapping as usize].clear_shadow(idx);
                     self.core.workingset_update_node(mapping, idx, 0);
                 }
-                Slot::Empty | Slot::Swap(_) => {}
+                Slot::Empty | Slot::Swap(_) | Slot::Zero => {}
             }
         }
     }
@@ -150,7 +153,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.core.files[mapping as usize].clear_shadow(idx);
                     self.core.workingset_update_node(mapping, idx, 0);
                 }
-                Slot::Empty | Slot::Swap(_) => {}
+                Slot::Empty | Slot::Swap(_) | Slot::Zero => {}
             }
         }
         ok

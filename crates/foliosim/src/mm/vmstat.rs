@@ -48,6 +48,8 @@ items! {
     NR_VMSCAN_WRITE => "nr_vmscan_write",
     NR_VMSCAN_IMMEDIATE => "nr_vmscan_immediate_reclaim",
     OOM_KILL => "oom_kill",
+    SWAP_RA => "swap_ra",
+    SWAP_RA_HIT => "swap_ra_hit",
     // memcg v1 charge events (memory.stat pgpgin/pgpgout count pages charged
     // and uncharged, not KiB of I/O: kept apart from the vmstat ones).
     MEMCG_PGPGIN => "memcg_pgpgin_events",

@@ -122,7 +122,7 @@ impl Core {
         if !file {
             ws_size += sizes.inactive_file;
         }
-        if self.swap.nr_free() > 0 {
+        if self.mem_cgroup_get_nr_swap_pages(evict_memcg) > 0 {
             ws_size += sizes.active_anon;
             if file {
                 ws_size += sizes.inactive_anon;

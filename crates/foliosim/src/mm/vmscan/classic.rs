@@ -228,7 +228,8 @@ impl ClassicLru {
         }
         let swappiness = core.cfg.swappiness as u64;
         let lv = &self.lruvecs[memcg as usize];
-        let can_swap = core.swap.nr_free() > 0;
+        // can_reclaim_anon_pages()
+        let can_swap = core.mem_cgroup_get_nr_swap_pages(memcg) > 0;
         let balance = if !sc.may_swap || !can_swap || (sc.cgroup_reclaim() && swappiness == 0) {
             Balance::File
         } else if sc.priority == 0 && swappiness > 0 {
@@ -334,7 +335,9 @@ impl ClassicLru {
             }
         }
         // Age the active anon list even without anon scanning.
-        if core.swap.nr_free() > 0 && self.inactive_is_low(memcg, LRU_INACTIVE_ANON) {
+        if core.mem_cgroup_get_nr_swap_pages(memcg) > 0
+            && self.inactive_is_low(memcg, LRU_INACTIVE_ANON)
+        {
             self.shrink_active_list(core, memcg, SWAP_CLUSTER_MAX, sc, LRU_ACTIVE_ANON);
         }
     }

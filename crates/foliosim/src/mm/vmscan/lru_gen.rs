@@ -1252,9 +1252,10 @@ impl LruGen {
         self.lrugen[m].stats.nr_throttled += 1;
     }
 
-    /// get_swappiness(): 0 without swap or may_swap.
-    fn get_swappiness(core: &Core, sc: &ScanControl) -> u32 {
-        if !sc.may_swap || core.swap.nr_free() < MIN_LRU_BATCH {
+    /// get_swappiness(): 0 without may_swap or fewer than MIN_LRU_BATCH
+    /// swap slots left to the memcg (mem_cgroup_get_nr_swap_pages).
+    fn get_swappiness(core: &Core, m: usize, sc: &ScanControl) -> u32 {
+        if !sc.may_swap || core.mem_cgroup_get_nr_swap_pages(m as MemcgId) < MIN_LRU_BATCH {
             return 0;
         }
         core.cfg.swappiness
@@ -1307,7 +1308,7 @@ impl LruGen {
     /// try_to_shrink_lruvec(). Returns whether the lruvec should be rotated
     /// (it aged).
     fn try_to_shrink_lruvec(&mut self, core: &mut Core, m: usize, sc: &mut ScanControl) -> bool {
-        let swappiness = Self::get_swappiness(core, sc);
+        let swappiness = Self::get_swappiness(core, m, sc);
         self.file_taken = 0;
         self.unqueued_dirty = 0;
         if core.cfg.variants.mglru_reclaim_rework {
@@ -1367,7 +1368,7 @@ impl LruGen {
         for m in 0..self.lrugen.len() {
             let s = self.lru_sizes(m as MemcgId);
             reclaimable += s.inactive_file;
-            if core.swap.nr_free() > 0 {
+            if core.mem_cgroup_get_nr_swap_pages(m as MemcgId) > 0 {
                 reclaimable += s.inactive_anon;
             }
         }
@@ -1381,7 +1382,7 @@ impl LruGen {
         if self.min_ttl_ns == 0 {
             return;
         }
-        let swappiness = Self::get_swappiness(core, sc);
+        let swappiness = Self::get_swappiness(core, 0, sc);
         let reclaimable = self.lrugen.iter().any(|lv| {
             let sizable = (lv.evictable_size(swappiness) >> sc.priority) > 0;
             let birth = lv.timestamps[lru_gen_from_seq(evictable_min_seq(&lv.min_seq, swappiness))];

@@ -10,7 +10,7 @@ use super::folio::{pg, FolioId};
 use super::memcontrol::MemcgId;
 use super::vmstat::Item;
 use super::workingset::{LruSizes, Shadow};
-use super::{Core, Kernel, DEF_PRIORITY, PAGE_SIZE, SWAP_CLUSTER_MAX};
+use super::{Core, Kernel, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 
 pub const DEACTIVATE_ANON: u8 = 1;
 pub const DEACTIVATE_FILE: u8 = 2;
@@ -264,6 +264,13 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             (f.is_file_lru(), f.test(pg::WRITEBACK), f.test(pg::DIRTY))
         };
         let memcg = core.folios.get(id).memcg;
+        // folio_trylock() fails on a folio still being read in (a
+        // swap-readahead folio whose read is not yet submitted).
+        if core.folios.get(id).test(pg::LOCKED) {
+            folios[keep] = id;
+            keep += 1;
+            continue;
+        }
         if writeback {
             // Case 2/3 of the writeback handling: mark for immediate
             // reclaim on completion and keep it.
@@ -295,20 +302,29 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             FolioRef::Reclaim | FolioRef::ReclaimClean => {}
         }
         if !file {
-            // Anonymous: needs a swap slot (add_to_swap) and pageout().
-            if !core.swap.alloc_slot() {
-                core.folios.get_mut(id).set(pg::ACTIVE);
-                sc.nr_activate[0] += 1;
-                core.count(memcg, Item::PGACTIVATE, 1);
-                folios[keep] = id;
-                keep += 1;
-                continue;
+            // Anonymous: add_to_swap (folio_alloc_swap), try_to_unmap,
+            // pageout() to the swap device, then __remove_mapping().
+            match shrink_anon_folio(core, id, sc) {
+                AnonFate::Activate => {
+                    // activate_locked: a swap-cache folio gives its slot
+                    // back when swap is getting full.
+                    if core.mem_cgroup_swap_full(memcg) {
+                        core.folio_free_swap(id);
+                    }
+                    core.folios.get_mut(id).set(pg::ACTIVE);
+                    sc.nr_activate[0] += 1;
+                    core.count(memcg, Item::PGACTIVATE, 1);
+                    folios[keep] = id;
+                    keep += 1;
+                    continue;
+                }
+                AnonFate::Keep => {
+                    folios[keep] = id;
+                    keep += 1;
+                    continue;
+                }
+                AnonFate::Free => {}
             }
-            core.count(memcg, Item::PSWPOUT, 1);
-            core.count(memcg, Item::NR_VMSCAN_WRITE, 1);
-            core.count(memcg, Item::PGPGOUT, PAGE_SIZE / 1024);
-            sc.nr_pageout += 1;
-            core.dev.submit(core.now, PAGE_SIZE, true);
         } else if dirty {
             // Only kswapd may write file folios from reclaim, and only after
             // the flusher had its chance: mark PG_reclaim and activate;
@@ -343,7 +359,9 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             core.workingset_update_node(f.mapping, f.index as u64, memcg);
             core.memcgs[memcg as usize].nr_file -= 1;
         } else {
-            core.anon_swapped_out(f.mapping, f.index as u64, shadow);
+            // __remove_mapping() of a swap-cache folio: its slot keeps the
+            // shadow (__swap_cache_del_folio).
+            core.swap_cache_del_folio(id, Some(shadow));
             core.memcgs[memcg as usize].nr_anon -= 1;
         }
         core.folios.get_mut(id).flags = 0;
@@ -351,7 +369,82 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         nr_reclaimed += 1;
     }
     folios.truncate(keep);
+    // blk_finish_plug(): the batch's swap writes go to the device.
+    core.swap_write_unplug();
     nr_reclaimed
+}
+
+/// What shrink_folio_list() does with an anonymous folio it decided to
+/// reclaim.
+enum AnonFate {
+    Activate,
+    Keep,
+    Free,
+}
+
+/// The anonymous part of shrink_folio_list(): a folio not yet in the swap
+/// cache gets a slot (folio_alloc_swap; none free or the memcg's swap.max
+/// reached: activate), a mapped one is unmapped (try_to_unmap: the PTE gets
+/// the swap entry, MM_ANONPAGES -> MM_SWAPENTS), a dirty one is written
+/// (pageout() sets PG_reclaim; zram completes at once, a disk leaves it
+/// under writeback and reclaim moves on). Clean and unmapped, it can go.
+fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> AnonFate {
+    use super::mmap::{MM_ANONPAGES, MM_SWAPENTS};
+    use super::page_io::SwapWrite;
+    if core.folio_in_shmem_cache(id) {
+        // A tmpfs folio: unmapped from its file mappings, then pageout()
+        // -> shmem_writeout() gives it a slot and moves it to the swap
+        // cache.
+        let f = *core.folios.get(id);
+        if !sc.may_writepage || (f.test(pg::MAPPED) && !sc.may_unmap) {
+            return AnonFate::Keep;
+        }
+        if !core.folio_alloc_swap(id) {
+            return AnonFate::Activate;
+        }
+        if f.test(pg::MAPPED) {
+            core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
+            core.memcgs[f.memcg as usize].nr_mapped -= 1;
+        }
+        core.shmem_writeout(id);
+    } else if !core.folios.get(id).test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
+        return AnonFate::Activate;
+    }
+    let f = *core.folios.get(id);
+    let off = core.swap.folio_swap[id as usize];
+    if f.test(pg::MAPPED) {
+        if !sc.may_unmap {
+            return AnonFate::Keep;
+        }
+        // try_to_unmap_one(): swap_duplicate() for the PTE's entry.
+        core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
+        core.memcgs[f.memcg as usize].nr_mapped -= 1;
+        core.files[f.mapping as usize].set_swap_entry(f.index as u64, off);
+        core.swap.swap_map[off as usize] += 1;
+        core.mm_counter_move(f.mapping, MM_ANONPAGES, MM_SWAPENTS);
+    }
+    if f.test(pg::DIRTY) {
+        if !sc.may_writepage {
+            return AnonFate::Keep;
+        }
+        core.folios.get_mut(id).set(pg::RECLAIM);
+        core.count(f.memcg, Item::NR_VMSCAN_WRITE, 1);
+        match core.swap_writeout(id, sc.is_kswapd) {
+            SwapWrite::Done => {
+                sc.nr_pageout += 1;
+                core.folios.get_mut(id).clear(pg::RECLAIM);
+            }
+            SwapWrite::Async => {
+                sc.nr_pageout += 1;
+                return AnonFate::Keep;
+            }
+            SwapWrite::Failed => {
+                core.folios.get_mut(id).clear(pg::RECLAIM);
+                return AnonFate::Activate;
+            }
+        }
+    }
+    AnonFate::Free
 }
 
 impl<P: ReclaimPolicy> Kernel<P> {
@@ -361,6 +454,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let was = self.core.in_reclaim;
         self.core.in_reclaim = true;
         loop {
+            // Writeback (swap included) that completed by now ends first,
+            // rotating PG_reclaim folios to the inactive tail.
+            self.wb_complete();
             sc.nr_scanned = 0;
             self.policy.shrink_node(&mut self.core, sc);
             self.shrink_slab(sc);
@@ -397,6 +493,20 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.do_try_to_free_pages(&mut sc)
     }
 
+    /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim that freed
+    /// nothing while folios are under writeback (swap writes to a disk)
+    /// waits for the oldest to complete instead of giving up; their
+    /// PG_reclaim rotation makes them the next to go. Returns whether any
+    /// writeback was waited for.
+    pub fn reclaim_throttle_writeback(&mut self) -> bool {
+        let Some(&(_, done)) = self.core.wb.inflight.front() else {
+            return false;
+        };
+        self.core.wait_until(done);
+        self.wb_complete();
+        true
+    }
+
     /// try_to_free_pages(): global direct reclaim.
     pub fn try_to_free_pages(&mut self, nr_pages: u64) -> u64 {
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), None, false);
@@ -413,6 +523,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         while self.core.folios.nr_free < self.core.wmark.high && priority >= 0 {
             let mut sc = ScanControl::new(self.core.wmark.high.max(SWAP_CLUSTER_MAX), None, true);
             sc.priority = priority;
+            self.wb_complete();
             self.policy.shrink_node(&mut self.core, &mut sc);
             self.shrink_slab(&sc);
             if self.core.cfg.check_invariants {
