@@ -228,18 +228,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
         reclaimed
     }
 
-    /// memory_max_write() after a knob change: reclaim down to the new
-    /// memory.max (MAX_RECLAIM_RETRIES tries without progress), then OOM
-    /// until it fits or no victim is left; memory.high reclaims down to
-    /// its value without OOM (memory_high_write()).
-    pub fn memory_max_write(&mut self, memcg: MemcgId) {
+    /// memory_max_write() and memory_high_write() after a knob change:
+    /// reclaim down to the new memory.max (MAX_RECLAIM_RETRIES tries
+    /// without progress), then OOM until it fits or no victim is left;
+    /// memory.high reclaims down to its value without OOM. `max` becomes
+    /// the limit at the end (see Kernel::mem_cgroup_set_knobs).
+    pub fn memory_max_write(&mut self, memcg: MemcgId, max: Option<u64>) {
         if memcg == ROOT_MEMCG {
             return;
         }
-        for (limit, may_oom) in [
-            (self.core.memcgs[memcg as usize].limit, true),
-            (self.core.memcgs[memcg as usize].high, false),
-        ] {
+        let high = self.core.memcgs[memcg as usize].high;
+        for (limit, may_oom) in [(max, true), (high, false)] {
             let Some(limit) = limit else { continue };
             let mut retries = MAX_RECLAIM_RETRIES;
             self.core.drain_all_stock(memcg);
@@ -263,6 +262,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 }
             }
         }
+        let m = &mut self.core.memcgs[memcg as usize];
+        m.limit = max;
+        m.limit_overrun = matches!(max, Some(l) if m.usage > l);
     }
 }
 
@@ -368,6 +370,9 @@ pub struct MemCgroup {
     /// v1 oom_control under_oom: tasks waiting in this memcg's OOM (with
     /// oom_kill_disable set).
     pub under_oom: u32,
+    /// memory.max was set below usage and neither reclaim nor the OOM
+    /// killer could bring usage under it (the kernel allows that).
+    pub limit_overrun: bool,
     /// Time the memcg's tasks slept in memory.high throttling, ns.
     pub high_throttle_ns: u64,
     /// The reclaim iterator's position for partial walks under this memcg
@@ -411,6 +416,7 @@ impl MemCgroup {
             events_local: [0; MEMCG_NR_MEMORY_EVENTS],
             under_oom: 0,
             high_throttle_ns: 0,
+            limit_overrun: false,
             reclaim_iter: 0,
         }
     }

@@ -308,6 +308,8 @@ pub struct Core {
     pub memcg_nr_pages_over_high: u64,
     /// The memcg that charged them (for work without a `current` mm).
     pub memcg_over_high: MemcgId,
+    /// alloc_folio() charged this memcg a page it has not allocated yet.
+    pub charging: Option<MemcgId>,
     /// kswapd's MGLRU aging found nothing old enough (min_ttl): the OOM
     /// killer runs once reclaim returns.
     pub kswapd_oom: bool,
@@ -349,6 +351,7 @@ impl Core {
             memcg_in_oom: None,
             memcg_nr_pages_over_high: 0,
             memcg_over_high: 0,
+            charging: None,
             kswapd_oom: false,
             cost: CpuCosts::default(),
             cfg,
@@ -452,6 +455,9 @@ impl Core {
                 ));
             }
         }
+        if let Some(m) = self.charging {
+            per_memcg[m as usize] += 1;
+        }
         if live + self.folios.nr_free != self.folios.f.len() as u64 {
             return Err("folio table: live + free != total".into());
         }
@@ -470,7 +476,7 @@ impl Core {
                 return Err(format!("memcg {}: peak {} below usage {}", m.name, m.watermark, m.usage));
             }
             if let Some(l) = m.limit {
-                if m.usage > l {
+                if m.usage > l && !m.limit_overrun {
                     return Err(format!(
                         "memcg {}: usage {} over limit {}",
                         m.name, m.usage, l
@@ -520,8 +526,13 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     /// memory.max below usage reclaims down to it as memory_max_write()
     /// does, OOM-killing if reclaim cannot.
     pub fn mem_cgroup_set_knobs(&mut self, memcg: MemcgId, knobs: memcontrol::MemcgKnobs) {
+        let old_max = self.core.memcgs[memcg as usize].limit;
         self.core.mem_cgroup_set_knobs(memcg, &knobs);
-        self.memory_max_write(memcg);
+        // The kernel sets memory.max first and then reclaims; the model
+        // reclaims under the old limit and sets the new one after, so
+        // usage is over its limit only if reclaim and OOM could not help.
+        self.core.memcgs[memcg as usize].limit = old_max;
+        self.memory_max_write(memcg, knobs.max);
     }
 
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -539,6 +550,9 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         if memcg != 0 && !self.try_charge(memcg, 1, may_retry) {
             return None;
         }
+        // The page is charged but not yet allocated: reclaim run by the
+        // allocation must not see that as a charge without a folio.
+        let was_charging = self.core.charging.replace(memcg);
         let id = loop {
             if self.core.folios.nr_free <= self.core.wmark.low && !self.core.in_reclaim {
                 // wakeup_kswapd(): the model runs kswapd to completion at
@@ -560,12 +574,14 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
                     continue;
                 }
                 self.core.mem_cgroup_uncharge(memcg, 1);
+                self.core.charging = was_charging;
                 return None;
             }
             if let Some(id) = self.core.folios.alloc() {
                 break id;
             }
         };
+        self.core.charging = was_charging;
         self.core.count_vm(Item::PGALLOC, 1);
         self.core.cpu(self.core.cost.page_alloc);
         let f = self.core.folios.get_mut(id);
