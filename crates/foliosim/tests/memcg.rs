@@ -495,3 +495,89 @@ fn same_inputs_same_state() {
     let first = run();
     assert_eq!(first, run());
 }
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Task i writes `n` pages from `at`.
+        Touch(usize, u64, u64),
+        /// Task i exits.
+        Exit(usize),
+        /// New memory.max for memcg i (a..c), in pages; 0 = max.
+        Max(usize, u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0usize..4, 0u64..400, 1u64..120).prop_map(|(i, at, n)| Op::Touch(i, at, n)),
+            1 => (0usize..4).prop_map(Op::Exit),
+            1 => (0usize..3, 0u64..500).prop_map(|(i, m)| Op::Max(i, m)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        /// A three-level tree (p / {a, a/x, b}) with random limits,
+        /// protection, memory.high and oom.group; after every operation
+        /// the invariants hold (each level's usage is its pages plus its
+        /// children's, memory.events sums, within every limit).
+        #[test]
+        fn invariants_hold_in_random_hierarchies(
+            ops in proptest::collection::vec(op(), 1..60),
+            plimit in 200u64..700,
+            low in 0u64..300,
+            min in 0u64..100,
+            high in 50u64..600,
+            group in any::<bool>(),
+            swap in any::<bool>(),
+            adj in -1000i32..1000,
+        ) {
+            let mut k = classic(swap);
+            let p = k.add_memcg_child(0, "p", knobs(Some(plimit)));
+            let a = k.add_memcg_child(p, "p/a", MemcgKnobs { low: Some(low), oom_group: group, ..Default::default() });
+            let x = k.add_memcg_child(a, "p/a/x", MemcgKnobs { high: Some(high), min: Some(min), ..Default::default() });
+            let b = k.add_memcg_child(p, "p/b", knobs(None));
+            let memcgs = [a, x, b];
+            let tasks: Vec<(MmId, u32)> = [(a, 0), (x, adj), (b, 0), (x, -1000)]
+                .iter()
+                .map(|&(m, adj)| process(&mut k, m, adj, 600))
+                .collect();
+            for o in ops {
+                match o {
+                    Op::Touch(i, at, n) => {
+                        let (mm, s) = tasks[i];
+                        if !k.core.mms[mm as usize].exited {
+                            touch(&mut k, mm, s, at, (at + n).min(600));
+                            // oom_kill_disable is off: nobody waits.
+                            prop_assert_eq!(k.core.memcg_in_oom, None);
+                        }
+                    }
+                    Op::Exit(i) => {
+                        let mm = tasks[i].0;
+                        k.exit_mm(mm);
+                    }
+                    Op::Max(i, m) => {
+                        let max = (m > 0).then_some(m);
+                        k.mem_cgroup_set_knobs(memcgs[i], MemcgKnobs { max, ..k.core.memcgs[memcgs[i] as usize].knobs() });
+                    }
+                }
+                if let Err(e) = k.check_invariants() { prop_assert!(false, "{}", e); }
+                let pm = &k.core.memcgs[p as usize];
+                prop_assert!(pm.usage <= plimit, "p usage {} over {}", pm.usage, plimit);
+                for &(mm, _) in &tasks {
+                    let t = &k.core.mms[mm as usize];
+                    if t.oom_score_adj == -1000 {
+                        prop_assert!(!t.oom_killed, "OOM_SCORE_ADJ_MIN task killed");
+                    }
+                    if t.oom_killed {
+                        prop_assert!(t.exited && t.rss[MM_ANONPAGES] == 0);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -421,6 +421,22 @@ impl MemCgroup {
         }
     }
 
+    /// The knobs as currently set (to change one with
+    /// Kernel::mem_cgroup_set_knobs).
+    pub fn knobs(&self) -> MemcgKnobs {
+        MemcgKnobs {
+            max: self.limit,
+            high: self.high,
+            low: (self.low > 0).then_some(self.low),
+            min: (self.min > 0).then_some(self.min),
+            swappiness: self.swappiness,
+            swap_max: self.swap_max,
+            memsw_limit: self.memsw_limit,
+            oom_group: self.oom_group,
+            oom_kill_disable: self.oom_kill_disable,
+        }
+    }
+
     /// mem_cgroup_margin(): pages that can still be charged.
     #[inline]
     pub fn margin(&self) -> u64 {

@@ -472,6 +472,21 @@ impl Core {
                     m.name, charged, m.usage, m.stock, m.nr_pagetables, children, per_memcg[m.id as usize]
                 ));
             }
+            // memory.events is hierarchical below the root: a level's
+            // count is its own events plus its children's.
+            for e in 0..memcontrol::MEMCG_NR_MEMORY_EVENTS {
+                let below: u64 = m.children.iter().map(|&c| self.memcgs[c as usize].events[e]).sum();
+                if m.events[e] != m.events_local[e] + below {
+                    return Err(format!(
+                        "memcg {}: memory.events {} is {} but local {} + children {}",
+                        m.name,
+                        memcontrol::MEMCG_EVENT_NAMES[e],
+                        m.events[e],
+                        m.events_local[e],
+                        below
+                    ));
+                }
+            }
             if m.watermark < m.usage {
                 return Err(format!("memcg {}: peak {} below usage {}", m.name, m.watermark, m.usage));
             }
