@@ -103,6 +103,9 @@ fn parent_limit_reclaims_both_children() {
     // children's.
     assert!(ev(&k, p, MemcgEvent::MEMCG_MAX) > 0);
     assert_eq!(ev(&k, b, MemcgEvent::MEMCG_MAX), 0);
+    // v1 failcnt: refused charges, counted at the level that refused.
+    assert!(m[p as usize].failcnt >= ev(&k, p, MemcgEvent::MEMCG_MAX));
+    assert_eq!(m[a as usize].failcnt + m[b as usize].failcnt, 0);
     // Neither child has a limit, yet both were swapped out from.
     assert!(m[a as usize].stat.get(Item::PSWPOUT) > 0, "a reclaimed");
     assert!(m[b as usize].stat.get(Item::PSWPOUT) > 0, "b reclaimed");
@@ -170,7 +173,7 @@ fn memory_min_protects_even_without_other_pages_to_reclaim() {
     let (ma, sa) = process(&mut k, a, 0, 400);
     // Nothing reclaimable: the OOM killer takes the only task.
     let done = touch(&mut k, ma, sa, 0, 400);
-    assert!(done < 400 && done >= 290, "{done}");
+    assert!((290..400).contains(&done), "{done}");
     assert_eq!(k.core.memcgs[a as usize].stat.get(Item::PSWPOUT), 0);
     assert!(k.core.mms[ma as usize].oom_killed);
     assert_eq!(ev(&k, p, MemcgEvent::MEMCG_OOM), 1);
@@ -353,6 +356,10 @@ fn oom_kill_disable_makes_the_charger_wait() {
     assert_eq!(done, 100, "charges fail at the limit");
     assert_eq!(k.core.memcg_in_oom, Some(m));
     assert_eq!(k.core.memcgs[m as usize].under_oom, 1);
+    assert_eq!(
+        k.core.memcgs[m as usize].memcg1_oom_control(),
+        [("oom_kill_disable", 1), ("under_oom", 1), ("oom_kill", 0)]
+    );
     assert!(!k.core.mms[m1 as usize].oom_killed);
     assert_eq!(k.core.vm.get(Item::OOM_KILL), 0);
     assert!(!k.mem_cgroup_oom_synchronize(), "no room yet");

@@ -373,6 +373,9 @@ pub struct MemCgroup {
     /// memory.max was set below usage and neither reclaim nor the OOM
     /// killer could bring usage under it (the kernel allows that).
     pub limit_overrun: bool,
+    /// page_counter failcnt (v1 memory.failcnt): charges this level
+    /// refused, each try counted (a batch, then the page itself).
+    pub failcnt: u64,
     /// Time the memcg's tasks slept in memory.high throttling, ns.
     pub high_throttle_ns: u64,
     /// The reclaim iterator's position for partial walks under this memcg
@@ -416,6 +419,7 @@ impl MemCgroup {
             events_local: [0; MEMCG_NR_MEMORY_EVENTS],
             under_oom: 0,
             high_throttle_ns: 0,
+            failcnt: 0,
             limit_overrun: false,
             reclaim_iter: 0,
         }
@@ -435,6 +439,22 @@ impl MemCgroup {
             oom_group: self.oom_group,
             oom_kill_disable: self.oom_kill_disable,
         }
+    }
+
+    /// memory.events (v2, hierarchical) or memory.events.local, by key.
+    pub fn memory_events(&self, local: bool) -> [(&'static str, u64); MEMCG_NR_MEMORY_EVENTS] {
+        let v = if local { &self.events_local } else { &self.events };
+        std::array::from_fn(|i| (MEMCG_EVENT_NAMES[i], v[i]))
+    }
+
+    /// v1 memory.oom_control: oom_kill_disable, under_oom, oom_kill (this
+    /// memcg's own kills: v1 events do not propagate).
+    pub fn memcg1_oom_control(&self) -> [(&'static str, u64); 3] {
+        [
+            ("oom_kill_disable", self.oom_kill_disable as u64),
+            ("under_oom", (self.under_oom > 0) as u64),
+            ("oom_kill", self.events_local[MemcgEvent::MEMCG_OOM_KILL as usize]),
+        ]
     }
 
     /// mem_cgroup_margin(): pages that can still be charged.

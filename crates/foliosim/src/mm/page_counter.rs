@@ -180,6 +180,7 @@ impl Core {
         while c != ROOT_MEMCG {
             let m = &mut self.memcgs[c as usize];
             if matches!(m.limit, Some(l) if m.usage + nr > l) {
+                m.failcnt += 1;
                 let failed = c;
                 let mut u = memcg;
                 while u != failed {
