@@ -3,6 +3,17 @@
 //! oom_kill_disable), charge batching through the per-cpu stock, memory.high
 //! throttling and the memory.events counters. The page counters' hierarchical
 //! arithmetic is in page_counter.rs, the OOM killer in oom_kill.rs.
+//!
+//! What a driver of processes does: create cgroups parents first with
+//! `Kernel::add_memcg_child(parent, name, MemcgKnobs)` (sizes in pages,
+//! bytes / PAGE_SIZE as page_counter_memparse rounds), a process with
+//! `mm_alloc(memcg, oom_score_adj)`; before each access of a task set
+//! `core.current` to its mm, and after it call
+//! `mem_cgroup_handle_over_high()` (the return to user space). An access
+//! that fails means: `mms[mm].oom_killed` (the task was killed: stop it),
+//! `core.memcg_in_oom` set (v1 oom_kill_disable: the task waits until
+//! `mem_cgroup_oom_synchronize()` says it may retry), or neither (no task
+//! was eligible: the kernel retries the fault forever; report it).
 
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::{Counters, Item};
