@@ -183,11 +183,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// square of the overage, at most MEMCG_MAX_HIGH_DELAY_JIFFIES. The
     /// driver calls this after each access; it costs nothing when no
     /// charge went over memory.high.
+    #[inline]
     pub fn mem_cgroup_handle_over_high(&mut self) {
-        let nr_pages = std::mem::take(&mut self.core.memcg_nr_pages_over_high);
-        if nr_pages == 0 {
-            return;
+        if self.core.memcg_nr_pages_over_high != 0 {
+            self.__mem_cgroup_handle_over_high();
         }
+    }
+
+    #[cold]
+    #[allow(non_snake_case)]
+    fn __mem_cgroup_handle_over_high(&mut self) {
+        let nr_pages = std::mem::take(&mut self.core.memcg_nr_pages_over_high);
         let memcg = match self.core.mms.get(self.core.current as usize) {
             Some(mm) => mm.memcg,
             None => self.core.memcg_over_high,
