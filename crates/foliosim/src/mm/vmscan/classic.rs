@@ -424,7 +424,7 @@ impl ReclaimPolicy for ClassicLru {
             let m = &mut core.memcgs[memcg as usize];
             m.refaults_snapshot = [act_anon, act_file];
             // A partial walk stops once the goal is met.
-            if !sc.is_kswapd && sc.nr_reclaimed >= sc.nr_to_reclaim {
+            if sc.partial_walk() && sc.nr_reclaimed >= sc.nr_to_reclaim {
                 core.mem_cgroup_iter_break(sc, Some(&it));
                 return;
             }

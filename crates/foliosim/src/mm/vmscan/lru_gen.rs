@@ -1564,7 +1564,7 @@ impl ReclaimPolicy for LruGen {
                         continue;
                     }
                     self.lru_gen_shrink_lruvec(core, m as usize, sc);
-                    if !sc.is_kswapd && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    if sc.partial_walk() && sc.nr_reclaimed >= sc.nr_to_reclaim {
                         core.mem_cgroup_iter_break(sc, Some(&it));
                         return;
                     }

@@ -36,6 +36,9 @@ pub struct ScanControl {
     pub memcg_low_reclaim: bool,
     /// A memcg was skipped for memory.low: retry rather than OOM.
     pub memcg_low_skipped: bool,
+    /// Walk every memcg of the subtree (the retry after a partial walk
+    /// reclaimed nothing; always for kswapd).
+    pub memcg_full_walk: bool,
     /// shrink_folio_list() statistics of the last batch (reclaim_stat).
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
@@ -61,6 +64,12 @@ impl ScanControl {
     }
     pub fn cgroup_reclaim(&self) -> bool {
         self.target_memcg.is_some()
+    }
+    /// shrink_node_memcgs()'s `partial`: a walk that stops at the goal and
+    /// resumes where it stopped.
+    #[inline]
+    pub fn partial_walk(&self) -> bool {
+        !self.is_kswapd && !self.memcg_full_walk
     }
 }
 
@@ -163,11 +172,11 @@ impl Core {
     /// reclaim), pre-order. Direct and limit reclaim walk partially: they
     /// resume after the memcg the last walk stopped at (the reclaim
     /// cookie), restarting from the top when that was the last one; kswapd
-    /// walks the whole tree. Holds no borrow: the caller mutates Core
+    /// and the memcg_full_walk retry walk the whole tree. Holds no borrow: the caller mutates Core
     /// while walking.
     pub fn reclaim_memcgs(&self, sc: &ScanControl) -> super::page_counter::MemcgIter {
         let root = sc.target_memcg.unwrap_or(0);
-        if sc.is_kswapd {
+        if !sc.partial_walk() {
             return self.memcg_subtree(root);
         }
         let (s, e) = self.memcg_tree.range[root as usize];
@@ -186,6 +195,9 @@ impl Core {
         sc: &ScanControl,
         stopped: Option<&super::page_counter::MemcgIter>,
     ) {
+        if !sc.partial_walk() {
+            return;
+        }
         let root = sc.target_memcg.unwrap_or(0);
         let start = self.memcg_tree.range[root as usize].0 as usize;
         self.memcgs[root as usize].reclaim_iter = match stopped {
@@ -442,6 +454,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 }
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                // Nothing reclaimed by a partial walk: walk every memcg
+                // before giving up (the iterator may have shown this
+                // reclaimer too few).
+                if sc.nr_reclaimed == 0 && !sc.memcg_full_walk {
+                    sc.priority = initial_priority;
+                    sc.memcg_full_walk = true;
+                    continue;
+                }
                 // Nothing reclaimed because memory.low protected every
                 // memcg: retry ignoring memory.low before giving up.
                 if sc.nr_reclaimed == 0 && sc.memcg_low_skipped && !sc.memcg_low_reclaim {
