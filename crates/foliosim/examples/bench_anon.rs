@@ -44,7 +44,7 @@ fn anon(swap: SwapKind, pages: u64) -> (f64, f64, f64) {
     let fault = per(t.elapsed().as_nanos(), pages);
     // Swap-out: limit reclaim of three quarters of the region.
     let target = pages / 4;
-    k.core.memcgs[m as usize].drain_stock();
+    k.core.drain_all_stock(m);
     k.core.memcgs[m as usize].limit = Some(target);
     let t = Instant::now();
     while k.core.memcgs[m as usize].usage > target {

@@ -29,6 +29,8 @@ fn kernel<P: ReclaimPolicy>(c: MmConfig, policy: P, limit: u64) -> (Kernel<P>, M
     let mut k = Kernel::new(c, policy);
     let m = k.add_memcg("t", Some(limit));
     let mm = k.mm_alloc(m, 0);
+    // The test is the task faulting: the OOM killer's `current`.
+    k.core.current = mm;
     (k, m, mm)
 }
 
@@ -183,8 +185,10 @@ fn swap_full_leaves_anon_unreclaimed_and_ooms() {
     check(&k);
     let i = oom_at.expect("with 64 slots and 500 pages of memory, 2000 pages OOM");
     assert!(i <= 500 + 64, "OOM at {i}");
-    assert_eq!(k.core.swap.nr_free(), 0);
     assert_eq!(stat(&k, Item::PSWPOUT), 64, "the header slot is never used");
+    // The faulting task was the victim: exit_mm gave its slots back.
+    assert!(k.core.mms[mm as usize].oom_killed);
+    assert_eq!(k.core.swap.inuse_pages, 0);
 }
 
 #[test]

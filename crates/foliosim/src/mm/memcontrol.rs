@@ -1,17 +1,332 @@
-//! Memory cgroups (mm/memcontrol.c, mm/page_counter.c): hard limit, charge
-//! batching through the per-cpu stock, limit reclaim in the charging task and
-//! the OOM decision.
+//! Memory cgroups (mm/memcontrol.c, mm/memcontrol-v1.c): the hierarchy,
+//! the knobs (memory.max/high/low/min, swappiness, oom.group,
+//! oom_kill_disable), charge batching through the per-cpu stock, memory.high
+//! throttling and the memory.events counters. The page counters' hierarchical
+//! arithmetic is in page_counter.rs, the OOM killer in oom_kill.rs.
+//!
+//! What a driver of processes does: create cgroups parents first with
+//! `Kernel::add_memcg_child(parent, name, MemcgKnobs)` (sizes in pages,
+//! bytes / PAGE_SIZE as page_counter_memparse rounds), a process with
+//! `mm_alloc(memcg, oom_score_adj)`; before each access of a task set
+//! `core.current` to its mm, and after it call
+//! `mem_cgroup_handle_over_high()` (the return to user space). An access
+//! that fails means: `mms[mm].oom_killed` (the task was killed: stop it),
+//! `core.memcg_in_oom` set (v1 oom_kill_disable: the task waits until
+//! `mem_cgroup_oom_synchronize()` says it may retry), or neither (no task
+//! was eligible: the kernel retries the fault forever; report it).
 
-use super::vmstat::Counters;
+use super::vmscan::ReclaimPolicy;
+use super::vmstat::{Counters, Item};
+use super::{Core, Kernel, SWAP_CLUSTER_MAX};
 
 pub type MemcgId = u16;
 pub const ROOT_MEMCG: MemcgId = 0;
+/// The root has no parent.
+pub const NO_PARENT: MemcgId = MemcgId::MAX;
 
 /// MEMCG_CHARGE_BATCH: pages charged to the page counter at once; the rest
 /// sits in the per-cpu stock.
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
 /// MAX_RECLAIM_RETRIES in try_charge_memcg().
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// CONFIG_HZ of the host the model is compared with (6.18, HZ=250): the
+/// memory.high penalty is computed in jiffies and rounds at this grain.
+pub const HZ: u64 = 250;
+/// MEMCG_MAX_HIGH_DELAY_JIFFIES: the longest memory.high sleep per return
+/// to user space (2 s).
+pub const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * HZ;
+/// MEMCG_DELAY_PRECISION_SHIFT / MEMCG_DELAY_SCALING_SHIFT of
+/// calculate_overage() and calculate_high_delay().
+pub const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
+pub const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
+
+/// enum memcg_memory_event (include/linux/memcontrol.h), the memory.events
+/// keys; the swap events are k-swap's.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum MemcgEvent {
+    MEMCG_LOW,
+    MEMCG_HIGH,
+    MEMCG_MAX,
+    MEMCG_OOM,
+    MEMCG_OOM_KILL,
+    MEMCG_OOM_GROUP_KILL,
+}
+pub const MEMCG_NR_MEMORY_EVENTS: usize = 6;
+/// memory.events key names, by MemcgEvent.
+pub const MEMCG_EVENT_NAMES: [&str; MEMCG_NR_MEMORY_EVENTS] =
+    ["low", "high", "max", "oom", "oom_kill", "oom_group_kill"];
+
+/// The knobs a cgroup is created with, in pages (`None` = the kernel's
+/// default: "max" for limits, 0 for protection, the parent's swappiness).
+/// Mirrors the scenario's `[[cgroup]]` (crates/workload/src/scenario.rs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemcgKnobs {
+    /// memory.max / memory.limit_in_bytes.
+    pub max: Option<u64>,
+    /// memory.high.
+    pub high: Option<u64>,
+    /// memory.low.
+    pub low: Option<u64>,
+    /// memory.min.
+    pub min: Option<u64>,
+    /// v1 memory.swappiness.
+    pub swappiness: Option<u32>,
+    /// memory.swap.max (accounted by the swap code).
+    pub swap_max: Option<u64>,
+    /// v1 memory.memsw.limit_in_bytes (accounted by the swap code).
+    pub memsw_limit: Option<u64>,
+    /// memory.oom.group.
+    pub oom_group: bool,
+    /// v1 memory.oom_control oom_kill_disable.
+    pub oom_kill_disable: bool,
+}
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// try_charge_memcg(): charge `nr` pages to `memcg` and its ancestors.
+    /// The level over its limit (mem_over_limit) is reclaimed, retrying up
+    /// to MAX_RECLAIM_RETRIES without progress, then the OOM killer runs in
+    /// that level's subtree. After a successful charge, memory.high is
+    /// checked at every level.
+    pub fn try_charge(&mut self, memcg: MemcgId, nr: u64, may_retry: bool) -> bool {
+        if memcg == ROOT_MEMCG {
+            return true;
+        }
+        if self.core.memcgs[memcg as usize].consume_stock(nr) {
+            return true;
+        }
+        let mut batch = MEMCG_CHARGE_BATCH.max(nr);
+        let mut retries = MAX_RECLAIM_RETRIES;
+        let mut passed_oom = false;
+        loop {
+            // A task the OOM killer chose gets no more memory (the model
+            // stops it); so does a workload without mms whose memcg OOMed.
+            if self.current_is_dying() || self.core.memcgs[memcg as usize].oom_killed {
+                return false;
+            }
+            let over = match self.core.page_counter_try_charge(memcg, batch) {
+                Ok(()) => break,
+                Err(over) => over,
+            };
+            if batch > nr {
+                batch = nr;
+                continue;
+            }
+            // PF_MEMALLOC: no reclaim from inside reclaim.
+            if self.core.in_reclaim {
+                return false;
+            }
+            self.core.memcg_memory_event(over, MemcgEvent::MEMCG_MAX);
+            self.core.memcgs[over as usize].stat.add(Item::MEMCG_MAX, 1);
+            // The stocks under mem_over_limit are drained before reclaim
+            // (the kernel drains after a failed round; draining first keeps
+            // reclaim targets exact).
+            self.core.drain_all_stock(over);
+            // The model reclaims a charge batch (not the kernel's nr_pages,
+            // raised to SWAP_CLUSTER_MAX): kept as calibrated before the
+            // hierarchy was modelled.
+            let reclaimed = self.try_to_free_mem_cgroup_pages(over, MEMCG_CHARGE_BATCH.max(nr));
+            // Reclaim that met only dirty folios woke the flusher
+            // (wakeup_flusher_threads(WB_REASON_VMSCAN) writes everything
+            // dirty) and then waits for writeback to finish, as memcg v1
+            // reclaim does (folio_wait_writeback); the folios it marked
+            // PG_reclaim are rotated for the next pass.
+            // Reclaim that found nothing while writeback (swap to disk
+            // among it) is in flight waits for the oldest batch
+            // (reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)) instead of
+            // declaring OOM.
+            let wrote = (self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
+                || (reclaimed == 0 && self.reclaim_throttle_writeback());
+            if self.core.memcgs[over as usize].margin() >= nr {
+                continue;
+            }
+            if !may_retry {
+                return false;
+            }
+            // Progress (pages reclaimed or written back) retries freely;
+            // no progress uses up one of MAX_RECLAIM_RETRIES.
+            if reclaimed > 0 || wrote {
+                continue;
+            }
+            if retries > 0 {
+                retries -= 1;
+                continue;
+            }
+            if passed_oom && self.current_is_dying() {
+                return false;
+            }
+            if self.mem_cgroup_oom(over, memcg) {
+                passed_oom = true;
+                retries = MAX_RECLAIM_RETRIES;
+                continue;
+            }
+            return false;
+        }
+        self.core.memcgs[memcg as usize].stock += batch - nr;
+        // The first level over memory.high makes the task pay on its way
+        // back to user space; past a batch it pays at once.
+        let mut c = memcg;
+        while c != ROOT_MEMCG {
+            let m = &self.core.memcgs[c as usize];
+            if matches!(m.high, Some(h) if m.usage > h) {
+                self.core.memcg_nr_pages_over_high += batch;
+                self.core.memcg_over_high = memcg;
+                break;
+            }
+            c = m.parent;
+        }
+        if self.core.memcg_nr_pages_over_high > MEMCG_CHARGE_BATCH && !self.core.in_reclaim {
+            self.mem_cgroup_handle_over_high();
+        }
+        true
+    }
+
+    /// mem_cgroup_handle_over_high() (return to user space after charges
+    /// that went over memory.high): reclaim_high() of the pages charged,
+    /// then, if reclaim cannot keep up, a penalty sleep growing with the
+    /// square of the overage, at most MEMCG_MAX_HIGH_DELAY_JIFFIES. The
+    /// driver calls this after each access; it costs nothing when no
+    /// charge went over memory.high.
+    #[inline]
+    pub fn mem_cgroup_handle_over_high(&mut self) {
+        if self.core.memcg_nr_pages_over_high != 0 {
+            self.__mem_cgroup_handle_over_high();
+        }
+    }
+
+    #[cold]
+    #[allow(non_snake_case)]
+    fn __mem_cgroup_handle_over_high(&mut self) {
+        let nr_pages = std::mem::take(&mut self.core.memcg_nr_pages_over_high);
+        let memcg = match self.core.mms.get(self.core.current as usize) {
+            Some(mm) => mm.memcg,
+            None => self.core.memcg_over_high,
+        };
+        let mut retries = MAX_RECLAIM_RETRIES;
+        let mut in_retry = false;
+        loop {
+            if self.current_is_dying() {
+                return;
+            }
+            let target = if in_retry { SWAP_CLUSTER_MAX } else { nr_pages };
+            let reclaimed = self.reclaim_high(memcg, target);
+            let overage = self.core.mem_find_max_overage(memcg);
+            let penalty = calculate_high_delay(nr_pages, overage).min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
+            if penalty <= HZ / 100 {
+                return;
+            }
+            // Reclaim making progress is preferred to throttling.
+            if reclaimed > 0 || retries > 0 {
+                if reclaimed == 0 {
+                    retries -= 1;
+                }
+                in_retry = true;
+                continue;
+            }
+            // schedule_timeout_killable(penalty_jiffies).
+            let ns = penalty * 1_000_000_000 / HZ;
+            self.core.memcgs[memcg as usize].high_throttle_ns += ns;
+            self.core.schedule_timeout(ns);
+            return;
+        }
+    }
+
+    /// reclaim_high(): reclaim each level over memory.high, from `memcg`
+    /// up to the root's children, counting MEMCG_HIGH.
+    fn reclaim_high(&mut self, memcg: MemcgId, nr_pages: u64) -> u64 {
+        let mut reclaimed = 0;
+        let mut c = memcg;
+        while c != ROOT_MEMCG {
+            let m = &self.core.memcgs[c as usize];
+            let parent = m.parent;
+            if matches!(m.high, Some(h) if m.usage > h) {
+                self.core.memcg_memory_event(c, MemcgEvent::MEMCG_HIGH);
+                self.core.drain_all_stock(c);
+                reclaimed += self.try_to_free_mem_cgroup_pages(c, nr_pages);
+            }
+            c = parent;
+        }
+        reclaimed
+    }
+
+    /// memory_max_write() and memory_high_write() after a knob change:
+    /// reclaim down to the new memory.max (MAX_RECLAIM_RETRIES tries
+    /// without progress), then OOM until it fits or no victim is left;
+    /// memory.high reclaims down to its value without OOM. `max` becomes
+    /// the limit at the end (see Kernel::mem_cgroup_set_knobs).
+    pub fn memory_max_write(&mut self, memcg: MemcgId, max: Option<u64>) {
+        if memcg == ROOT_MEMCG {
+            return;
+        }
+        let high = self.core.memcgs[memcg as usize].high;
+        for (limit, may_oom) in [(max, true), (high, false)] {
+            let Some(limit) = limit else { continue };
+            let mut retries = MAX_RECLAIM_RETRIES;
+            self.core.drain_all_stock(memcg);
+            loop {
+                let usage = self.core.memcgs[memcg as usize].usage;
+                if usage <= limit {
+                    break;
+                }
+                if retries > 0 {
+                    if self.try_to_free_mem_cgroup_pages(memcg, usage - limit) == 0 {
+                        retries -= 1;
+                    }
+                    continue;
+                }
+                if !may_oom {
+                    break;
+                }
+                self.core.memcg_memory_event(memcg, MemcgEvent::MEMCG_OOM);
+                if !self.mem_cgroup_out_of_memory(memcg, memcg) {
+                    break;
+                }
+            }
+        }
+        let m = &mut self.core.memcgs[memcg as usize];
+        m.limit = max;
+        m.limit_overrun = matches!(max, Some(l) if m.usage > l);
+    }
+}
+
+impl Core {
+    /// mem_find_max_overage(): the largest (usage - high) / high, in
+    /// 2^MEMCG_DELAY_PRECISION_SHIFT units, from `memcg` up to the root's
+    /// children.
+    pub fn mem_find_max_overage(&self, memcg: MemcgId) -> u64 {
+        let mut max = 0;
+        let mut c = memcg;
+        while c != ROOT_MEMCG {
+            let m = &self.memcgs[c as usize];
+            if let Some(high) = m.high {
+                max = max.max(calculate_overage(m.usage, high));
+            }
+            c = m.parent;
+        }
+        max
+    }
+}
+
+/// calculate_overage(): 0 within memory.high.
+pub fn calculate_overage(usage: u64, high: u64) -> u64 {
+    if usage <= high {
+        return 0;
+    }
+    let high = high.max(1);
+    ((usage - high) << MEMCG_DELAY_PRECISION_SHIFT) / high
+}
+
+/// calculate_high_delay(): the penalty in jiffies, quadratic in the
+/// overage, scaled by the task's share (its pages over a charge batch).
+pub fn calculate_high_delay(nr_pages: u64, max_overage: u64) -> u64 {
+    if max_overage == 0 {
+        return 0;
+    }
+    let p = (max_overage as u128 * max_overage as u128 * HZ as u128)
+        >> (MEMCG_DELAY_PRECISION_SHIFT + MEMCG_DELAY_SCALING_SHIFT);
+    (p * nr_pages as u128 / MEMCG_CHARGE_BATCH as u128).min(u64::MAX as u128) as u64
+}
 
 #[derive(Clone, Debug)]
 pub struct MemCgroup {
@@ -41,7 +356,53 @@ pub struct MemCgroup {
     pub nr_mapped: u64,
     /// Page-table pages charged to the memcg (NR_PAGETABLE).
     pub nr_pagetables: u64,
+    /// Compatibility with workloads that have no mm (the fio driver's
+    /// jobs): an OOM in this memcg found no task the model knows of, so
+    /// the memcg's workload as a whole counts as killed.
     pub oom_killed: bool,
+    /// parent_mem_cgroup(); NO_PARENT for the root.
+    pub parent: MemcgId,
+    /// Children in creation order (css_for_each_child order).
+    pub children: Vec<MemcgId>,
+    /// Depth below the root (0 for the root).
+    pub level: u32,
+    /// memory.high, pages; None = max.
+    pub high: Option<u64>,
+    /// memory.low / memory.min as set, pages (0 = none).
+    pub low: u64,
+    pub min: u64,
+    /// page_counter emin / elow: the effective protection computed by the
+    /// last mem_cgroup_calculate_protection().
+    pub emin: u64,
+    pub elow: u64,
+    /// v1 memory.swappiness; None = the global vm.swappiness (the root, or
+    /// inherited from an ancestor that never set it).
+    pub swappiness: Option<u32>,
+    /// memory.swap.max and memory.memsw.limit_in_bytes, pages (kept for the
+    /// swap accounting; None = max).
+    pub swap_max: Option<u64>,
+    pub memsw_limit: Option<u64>,
+    /// memory.oom.group and v1 oom_kill_disable.
+    pub oom_group: bool,
+    pub oom_kill_disable: bool,
+    /// memory.events (hierarchical: a child's event counts in its
+    /// ancestors below the root) and memory.events.local.
+    pub events: [u64; MEMCG_NR_MEMORY_EVENTS],
+    pub events_local: [u64; MEMCG_NR_MEMORY_EVENTS],
+    /// v1 oom_control under_oom: tasks waiting in this memcg's OOM (with
+    /// oom_kill_disable set).
+    pub under_oom: u32,
+    /// memory.max was set below usage and neither reclaim nor the OOM
+    /// killer could bring usage under it (the kernel allows that).
+    pub limit_overrun: bool,
+    /// page_counter failcnt (v1 memory.failcnt): charges this level
+    /// refused, each try counted (a batch, then the page itself).
+    pub failcnt: u64,
+    /// Time the memcg's tasks slept in memory.high throttling, ns.
+    pub high_throttle_ns: u64,
+    /// The reclaim iterator's position for partial walks under this memcg
+    /// (mem_cgroup_reclaim_iter->position), an index into its subtree.
+    pub reclaim_iter: u32,
 }
 
 impl MemCgroup {
@@ -63,7 +424,59 @@ impl MemCgroup {
             nr_mapped: 0,
             nr_pagetables: 0,
             oom_killed: false,
+            parent: NO_PARENT,
+            children: Vec::new(),
+            level: 0,
+            high: None,
+            low: 0,
+            min: 0,
+            emin: 0,
+            elow: 0,
+            swappiness: None,
+            swap_max: None,
+            memsw_limit: None,
+            oom_group: false,
+            oom_kill_disable: false,
+            events: [0; MEMCG_NR_MEMORY_EVENTS],
+            events_local: [0; MEMCG_NR_MEMORY_EVENTS],
+            under_oom: 0,
+            high_throttle_ns: 0,
+            failcnt: 0,
+            limit_overrun: false,
+            reclaim_iter: 0,
         }
+    }
+
+    /// The knobs as currently set (to change one with
+    /// Kernel::mem_cgroup_set_knobs).
+    pub fn knobs(&self) -> MemcgKnobs {
+        MemcgKnobs {
+            max: self.limit,
+            high: self.high,
+            low: (self.low > 0).then_some(self.low),
+            min: (self.min > 0).then_some(self.min),
+            swappiness: self.swappiness,
+            swap_max: self.swap_max,
+            memsw_limit: self.memsw_limit,
+            oom_group: self.oom_group,
+            oom_kill_disable: self.oom_kill_disable,
+        }
+    }
+
+    /// memory.events (v2, hierarchical) or memory.events.local, by key.
+    pub fn memory_events(&self, local: bool) -> [(&'static str, u64); MEMCG_NR_MEMORY_EVENTS] {
+        let v = if local { &self.events_local } else { &self.events };
+        std::array::from_fn(|i| (MEMCG_EVENT_NAMES[i], v[i]))
+    }
+
+    /// v1 memory.oom_control: oom_kill_disable, under_oom, oom_kill (this
+    /// memcg's own kills: v1 events do not propagate).
+    pub fn memcg1_oom_control(&self) -> [(&'static str, u64); 3] {
+        [
+            ("oom_kill_disable", self.oom_kill_disable as u64),
+            ("under_oom", (self.under_oom > 0) as u64),
+            ("oom_kill", self.events_local[MemcgEvent::MEMCG_OOM_KILL as usize]),
+        ]
     }
 
     /// mem_cgroup_margin(): pages that can still be charged.
@@ -75,19 +488,6 @@ impl MemCgroup {
         }
     }
 
-    /// page_counter_try_charge() of `nr` pages.
-    #[inline]
-    pub fn page_counter_try_charge(&mut self, nr: u64) -> bool {
-        if let Some(l) = self.limit {
-            if self.usage + nr > l {
-                return false;
-            }
-        }
-        self.usage += nr;
-        self.watermark = self.watermark.max(self.usage);
-        true
-    }
-
     /// consume_stock(): take `nr` pages from the per-cpu stock.
     #[inline]
     pub fn consume_stock(&mut self, nr: u64) -> bool {
@@ -97,21 +497,6 @@ impl MemCgroup {
         } else {
             false
         }
-    }
-
-    /// Uncharge `nr` pages (the kernel batches uncharges too; the page
-    /// counter sees them at once here, which only matters for timing).
-    #[inline]
-    pub fn uncharge(&mut self, nr: u64) {
-        self.usage -= nr;
-    }
-
-    /// drain_stock(): return the stock to the page counter (done before the
-    /// charging task reclaims, so reclaim targets are exact).
-    #[inline]
-    pub fn drain_stock(&mut self) {
-        self.usage -= self.stock;
-        self.stock = 0;
     }
 }
 

@@ -69,11 +69,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.unmap_mapping(mapping);
         let (n, memcg) = self.core.files[mapping as usize].free_pte_tables();
         if n > 0 {
-            let m = &mut self.core.memcgs[memcg as usize];
-            m.nr_pagetables -= n;
-            if memcg != 0 {
-                m.uncharge(n);
-            }
+            self.core.memcgs[memcg as usize].nr_pagetables -= n;
+            self.core.mem_cgroup_uncharge(memcg, n);
         }
     }
 

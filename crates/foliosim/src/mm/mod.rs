@@ -7,6 +7,8 @@ pub mod folio;
 pub mod memcontrol;
 pub mod memory;
 pub mod mmap;
+pub mod oom_kill;
+pub mod page_counter;
 pub mod page_io;
 pub mod page_writeback;
 pub mod readahead;
@@ -319,6 +321,26 @@ pub struct Core {
     next_tick: u64,
     /// The memcg whose events the timeline records.
     pub timeline_memcg: MemcgId,
+    /// The memcg tree's walk order (page_counter.rs).
+    pub memcg_tree: page_counter::MemcgTree,
+    /// `current`: the mm of the task the driver is running (set before
+    /// each access), NO_MM for work not done by a modelled process. The
+    /// OOM killer and memory.high throttling act on it.
+    pub current: mmap::MmId,
+    /// current->memcg_in_oom: the last charge failed because the OOM
+    /// domain has oom_kill_disable set (v1); the task must wait
+    /// (mem_cgroup_oom_synchronize) instead of being killed.
+    pub memcg_in_oom: Option<MemcgId>,
+    /// current->memcg_nr_pages_over_high: pages charged while some level
+    /// was over memory.high, paid off on the return to user space.
+    pub memcg_nr_pages_over_high: u64,
+    /// The memcg that charged them (for work without a `current` mm).
+    pub memcg_over_high: MemcgId,
+    /// alloc_folio() charged this memcg a page it has not allocated yet.
+    pub charging: Option<MemcgId>,
+    /// kswapd's MGLRU aging found nothing old enough (min_ttl): the OOM
+    /// killer runs once reclaim returns.
+    pub kswapd_oom: bool,
 }
 
 impl Core {
@@ -363,6 +385,13 @@ impl Core {
             timeline: None,
             next_tick: 1_000_000_000,
             timeline_memcg: 0,
+            memcg_tree: Default::default(),
+            current: mmap::NO_MM,
+            memcg_in_oom: None,
+            memcg_nr_pages_over_high: 0,
+            memcg_over_high: 0,
+            charging: None,
+            kswapd_oom: false,
             cost: CpuCosts::default(),
             cfg,
         }
@@ -409,6 +438,14 @@ impl Core {
         }
     }
 
+    /// schedule_timeout(): the task sleeps `ns` (not waiting on I/O).
+    pub fn schedule_timeout(&mut self, ns: u64) {
+        self.now += ns;
+        if self.now >= self.next_tick {
+            self.tick();
+        }
+    }
+
     /// Once per simulated second: timeline samples.
     #[cold]
     fn tick(&mut self) {
@@ -425,11 +462,13 @@ impl Core {
         self.folios.nr_free
     }
 
+    /// A memcg under the root with only a hard limit.
     pub fn add_memcg(&mut self, name: &str, limit_pages: Option<u64>) -> MemcgId {
-        let id = self.memcgs.len() as MemcgId;
-        self.memcgs.push(MemCgroup::new(id, name, limit_pages));
-        self.memcg_swap.push(memcontrol::MemcgSwap::default());
-        id
+        let knobs = memcontrol::MemcgKnobs {
+            max: limit_pages,
+            ..Default::default()
+        };
+        self.add_memcg_child(memcontrol::ROOT_MEMCG, name, &knobs)
     }
 
     pub fn add_file(&mut self, size_bytes: u64) -> u32 {
@@ -458,19 +497,43 @@ impl Core {
                 ));
             }
         }
+        if let Some(m) = self.charging {
+            per_memcg[m as usize] += 1;
+        }
         if live + self.folios.nr_free != self.folios.f.len() as u64 {
             return Err("folio table: live + free != total".into());
         }
         for m in &self.memcgs[1..] {
-            let charged = m.usage - m.stock - m.nr_pagetables;
-            if charged != per_memcg[m.id as usize] {
+            // Each level's usage is its own folios, page tables and stock
+            // plus its children's usage (hierarchical page counters).
+            let children: u64 = m.children.iter().map(|&c| self.memcgs[c as usize].usage).sum();
+            let charged = (m.usage as i128) - (m.stock + m.nr_pagetables + children) as i128;
+            if charged != per_memcg[m.id as usize] as i128 {
                 return Err(format!(
-                    "memcg {}: charged {} pages but owns {} folios",
-                    m.name, charged, per_memcg[m.id as usize]
+                    "memcg {}: charged {} pages (usage {} - stock {} - page tables {} - children {}) but owns {} folios",
+                    m.name, charged, m.usage, m.stock, m.nr_pagetables, children, per_memcg[m.id as usize]
                 ));
             }
+            // memory.events is hierarchical below the root: a level's
+            // count is its own events plus its children's.
+            for e in 0..memcontrol::MEMCG_NR_MEMORY_EVENTS {
+                let below: u64 = m.children.iter().map(|&c| self.memcgs[c as usize].events[e]).sum();
+                if m.events[e] != m.events_local[e] + below {
+                    return Err(format!(
+                        "memcg {}: memory.events {} is {} but local {} + children {}",
+                        m.name,
+                        memcontrol::MEMCG_EVENT_NAMES[e],
+                        m.events[e],
+                        m.events_local[e],
+                        below
+                    ));
+                }
+            }
+            if m.watermark < m.usage {
+                return Err(format!("memcg {}: peak {} below usage {}", m.name, m.watermark, m.usage));
+            }
             if let Some(l) = m.limit {
-                if m.usage > l {
+                if m.usage > l && !m.limit_overrun {
                     return Err(format!(
                         "memcg {}: usage {} over limit {}",
                         m.name, m.usage, l
@@ -505,6 +568,31 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         id
     }
 
+    /// Creates a memcg under `parent` with `knobs` (pages); see MemcgKnobs.
+    pub fn add_memcg_child(
+        &mut self,
+        parent: MemcgId,
+        name: &str,
+        knobs: memcontrol::MemcgKnobs,
+    ) -> MemcgId {
+        let id = self.core.add_memcg_child(parent, name, &knobs);
+        self.policy.lruvec_init(id);
+        id
+    }
+
+    /// Writes a memcg's knobs later (echo to the cgroup files). Lowering
+    /// memory.max below usage reclaims down to it as memory_max_write()
+    /// does, OOM-killing if reclaim cannot.
+    pub fn mem_cgroup_set_knobs(&mut self, memcg: MemcgId, knobs: memcontrol::MemcgKnobs) {
+        let old_max = self.core.memcgs[memcg as usize].limit;
+        self.core.mem_cgroup_set_knobs(memcg, &knobs);
+        // The kernel sets memory.max first and then reclaims; the model
+        // reclaims under the old limit and sets the new one after, so
+        // usage is over its limit only if reclaim and OOM could not help.
+        self.core.memcgs[memcg as usize].limit = old_max;
+        self.memory_max_write(memcg, knobs.max);
+    }
+
     pub fn check_invariants(&self) -> Result<(), String> {
         self.core.check_core_invariants()?;
         self.policy.check_invariants(&self.core)
@@ -520,6 +608,9 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         if memcg != 0 && !self.try_charge(memcg, 1, may_retry) {
             return None;
         }
+        // The page is charged but not yet allocated: reclaim run by the
+        // allocation must not see that as a charge without a folio.
+        let was_charging = self.core.charging.replace(memcg);
         let id = loop {
             if self.core.folios.nr_free <= self.core.wmark.low && !self.core.in_reclaim {
                 // wakeup_kswapd(): the model runs kswapd to completion at
@@ -538,96 +629,25 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
                 if !self.core.in_reclaim && self.reclaim_throttle_writeback() {
                     continue;
                 }
-                if memcg != 0 {
-                    self.core.memcgs[memcg as usize].uncharge(1);
+                // out_of_memory(): a victim other than the allocating task
+                // frees its memory and the allocation retries.
+                if may_retry && self.out_of_memory() && !self.current_is_dying() {
+                    continue;
                 }
-                self.out_of_memory();
+                self.core.mem_cgroup_uncharge(memcg, 1);
+                self.core.charging = was_charging;
                 return None;
             }
             if let Some(id) = self.core.folios.alloc() {
                 break id;
             }
         };
+        self.core.charging = was_charging;
         self.core.count_vm(Item::PGALLOC, 1);
         self.core.cpu(self.core.cost.page_alloc);
         let f = self.core.folios.get_mut(id);
         f.memcg = memcg;
         self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
         Some(id)
-    }
-
-    /// try_charge_memcg(): charge `nr` pages, reclaiming from the memcg when
-    /// over its limit, retrying up to MAX_RECLAIM_RETRIES, then OOM.
-    pub fn try_charge(&mut self, memcg: MemcgId, nr: u64, may_retry: bool) -> bool {
-        use memcontrol::{MAX_RECLAIM_RETRIES, MEMCG_CHARGE_BATCH};
-        if self.core.memcgs[memcg as usize].consume_stock(nr) {
-            return true;
-        }
-        let batch = MEMCG_CHARGE_BATCH.max(nr);
-        let mut retries = MAX_RECLAIM_RETRIES;
-        loop {
-            let m = &mut self.core.memcgs[memcg as usize];
-            if m.oom_killed {
-                return false;
-            }
-            if m.page_counter_try_charge(batch) {
-                m.stock += batch - nr;
-                return true;
-            }
-            if batch > nr && m.page_counter_try_charge(nr) {
-                return true;
-            }
-            m.stat.add(Item::MEMCG_MAX, 1);
-            if self.core.in_reclaim {
-                return false;
-            }
-            // The stock of this cpu is drained before reclaim.
-            self.core.memcgs[memcg as usize].drain_stock();
-            let reclaimed = self.try_to_free_mem_cgroup_pages(memcg, batch);
-            // Reclaim that met only dirty folios woke the flusher
-            // (wakeup_flusher_threads(WB_REASON_VMSCAN) writes everything
-            // dirty) and then waits for writeback to finish, as memcg v1
-            // reclaim does (folio_wait_writeback); the folios it marked
-            // PG_reclaim are rotated for the next pass.
-            let wrote = (self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
-                || (reclaimed == 0 && self.reclaim_throttle_writeback());
-            if self.core.memcgs[memcg as usize].margin() >= nr {
-                continue;
-            }
-            if !may_retry {
-                return false;
-            }
-            // try_charge_memcg(): progress (pages reclaimed or written
-            // back) retries freely; no progress uses up one of
-            // MAX_RECLAIM_RETRIES before the OOM killer.
-            if reclaimed > 0 || wrote {
-                continue;
-            }
-            if retries > 0 {
-                retries -= 1;
-                continue;
-            }
-            self.mem_cgroup_oom(memcg);
-            return false;
-        }
-    }
-
-    /// mem_cgroup_out_of_memory(): the model kills the charging task (the
-    /// only candidate in a one-workload group); the driver stops it.
-    pub fn mem_cgroup_oom(&mut self, memcg: MemcgId) {
-        let m = &mut self.core.memcgs[memcg as usize];
-        if !m.oom_killed {
-            m.oom_killed = true;
-            m.stat.add(Item::MEMCG_OOM, 1);
-            self.core.count(memcg, Item::OOM_KILL, 1);
-        }
-    }
-
-    /// Global OOM: kill the largest memcg's task.
-    pub fn out_of_memory(&mut self) {
-        let victim = (1..self.core.memcgs.len())
-            .max_by_key(|&i| self.core.memcgs[i].usage)
-            .unwrap_or(0);
-        self.mem_cgroup_oom(victim as MemcgId);
     }
 }

@@ -218,7 +218,7 @@ impl ClassicLru {
 
     /// get_scan_count(): how many folios of each list to scan at this
     /// priority, balancing anon against file by swappiness and cost.
-    fn get_scan_count(&self, core: &Core, memcg: MemcgId, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+    fn get_scan_count(&self, core: &Core, memcg: MemcgId, sc: &mut ScanControl) -> [u64; NR_LRU_LISTS] {
         #[derive(PartialEq)]
         enum Balance {
             Equal,
@@ -226,7 +226,7 @@ impl ClassicLru {
             Anon,
             File,
         }
-        let swappiness = core.cfg.swappiness as u64;
+        let swappiness = core.mem_cgroup_swappiness(memcg) as u64;
         let lv = &self.lruvecs[memcg as usize];
         // can_reclaim_anon_pages()
         let can_swap = core.mem_cgroup_get_nr_swap_pages(memcg) > 0;
@@ -253,7 +253,7 @@ impl ClassicLru {
         for (lru, n) in nr.iter_mut().enumerate().take(4) {
             let file = lru >= LRU_INACTIVE_FILE;
             let size = lv.lists[lru].len;
-            let mut scan = size >> sc.priority;
+            let mut scan = core.apply_proportional_protection(memcg, sc, size) >> sc.priority;
             scan = match balance {
                 Balance::Equal => scan,
                 Balance::Fract => scan * fraction[file as usize] / denominator,
@@ -389,8 +389,14 @@ impl ReclaimPolicy for ClassicLru {
         self.lruvec_add_folio(core, id);
     }
 
+    /// shrink_node() -> shrink_node_memcgs(): every memcg under the target
+    /// that memory.min/low lets reclaim, each lruvec shrunk in turn.
     fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl) {
-        for memcg in core.reclaim_memcgs(sc) {
+        let mut it = core.reclaim_memcgs(sc);
+        while let Some(memcg) = it.next() {
+            if !core.mem_cgroup_reclaim_allowed(memcg, sc) {
+                continue;
+            }
             // prepare_scan_control(): deactivate file folios only when the
             // workingset is refaulting or the inactive list is too small.
             let m = &core.memcgs[memcg as usize];
@@ -420,10 +426,13 @@ impl ReclaimPolicy for ClassicLru {
             // snapshot_refaults()
             let m = &mut core.memcgs[memcg as usize];
             m.refaults_snapshot = [act_anon, act_file];
-            if sc.nr_reclaimed >= sc.nr_to_reclaim && sc.cgroup_reclaim() {
-                break;
+            // A partial walk stops once the goal is met.
+            if sc.partial_walk() && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                core.mem_cgroup_iter_break(sc, Some(&it));
+                return;
             }
         }
+        core.mem_cgroup_iter_break(sc, None);
     }
 
     fn folio_rotate_reclaimable(&mut self, core: &mut Core, id: FolioId) {

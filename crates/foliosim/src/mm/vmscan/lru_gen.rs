@@ -160,6 +160,10 @@ pub struct LruGenFolio {
     /// tables keyed by (mapping << 32 | index / PTRS_PER_PTE); None until reset.
     filters: [Option<BTreeSet<u64>>; 2],
     pub stats: LruGenStats,
+    /// lrugen->seg == MEMCG_LRU_TAIL: shrink_one() moved this memcg to the
+    /// tail of the memcg LRU for memory.low; it is reclaimed when reached
+    /// again.
+    pub seg_tail: bool,
 }
 
 impl LruGenFolio {
@@ -179,6 +183,7 @@ impl LruGenFolio {
             unevictable: ListHead::default(),
             filters: [None, None],
             stats: LruGenStats::default(),
+            seg_tail: false,
         }
     }
 
@@ -1253,12 +1258,13 @@ impl LruGen {
     }
 
     /// get_swappiness(): 0 without may_swap or fewer than MIN_LRU_BATCH
-    /// swap slots left to the memcg (mem_cgroup_get_nr_swap_pages).
+    /// swap slots left to the memcg (mem_cgroup_get_nr_swap_pages), else
+    /// the memcg's (mem_cgroup_swappiness()).
     fn get_swappiness(core: &Core, m: usize, sc: &ScanControl) -> u32 {
         if !sc.may_swap || core.mem_cgroup_get_nr_swap_pages(m as MemcgId) < MIN_LRU_BATCH {
             return 0;
         }
-        core.cfg.swappiness
+        core.mem_cgroup_swappiness(m as MemcgId)
     }
 
     /// should_abort_scan(): never for memcg reclaim; once the target is met
@@ -1382,8 +1388,8 @@ impl LruGen {
         if self.min_ttl_ns == 0 {
             return;
         }
-        let swappiness = Self::get_swappiness(core, 0, sc);
-        let reclaimable = self.lrugen.iter().any(|lv| {
+        let reclaimable = self.lrugen.iter().enumerate().any(|(m, lv)| {
+            let swappiness = Self::get_swappiness(core, m, sc);
             let sizable = (lv.evictable_size(swappiness) >> sc.priority) > 0;
             let birth = lv.timestamps[lru_gen_from_seq(evictable_min_seq(&lv.min_seq, swappiness))];
             sizable && core.now.saturating_sub(birth) >= self.min_ttl_ns
@@ -1391,16 +1397,9 @@ impl LruGen {
         if reclaimable {
             return;
         }
-        // out_of_memory(): the largest memcg's task.
-        let victim = (1..core.memcgs.len())
-            .max_by_key(|&i| core.memcgs[i].usage)
-            .unwrap_or(0);
-        let mc = &mut core.memcgs[victim];
-        if !mc.oom_killed {
-            mc.oom_killed = true;
-            mc.stat.add(Item::MEMCG_OOM, 1);
-            core.count(victim as MemcgId, Item::OOM_KILL, 1);
-        }
+        // out_of_memory(): kswapd runs the OOM killer once this reclaim
+        // pass returns (oom_kill.rs).
+        core.kswapd_oom = true;
     }
 
     /// lru_gen_shrink_node(): root reclaim over every memcg (shrink_many),
@@ -1419,7 +1418,23 @@ impl LruGen {
         let start = self.memcg_cursor % n.max(1);
         for k in 0..n {
             let m = (start + k) % n;
-            // shrink_one()
+            // shrink_one(): memory.min protects a memcg; memory.low first
+            // moves it to the memcg LRU's tail, and it is reclaimed (a
+            // MEMCG_LOW event) only when reached there.
+            let memcg = m as MemcgId;
+            core.mem_cgroup_calculate_protection(0, memcg);
+            if core.mem_cgroup_below_min(0, memcg) {
+                self.lrugen[m].seg_tail = false;
+                continue;
+            }
+            if core.mem_cgroup_below_low(0, memcg) {
+                if !self.lrugen[m].seg_tail {
+                    self.lrugen[m].seg_tail = true;
+                    continue;
+                }
+                core.memcg_memory_event(memcg, crate::mm::memcontrol::MemcgEvent::MEMCG_LOW);
+            }
+            self.lrugen[m].seg_tail = false;
             self.try_to_shrink_lruvec(core, m, sc);
             if Self::should_abort_scan(core, sc) {
                 self.memcg_cursor = m + 1;
@@ -1541,7 +1556,22 @@ impl ReclaimPolicy for LruGen {
             return self.classic.shrink_node(core, sc);
         }
         match sc.target_memcg {
-            Some(m) if m != 0 => self.lru_gen_shrink_lruvec(core, m as usize, sc),
+            // Limit reclaim: shrink_node_memcgs() over the target's
+            // subtree, each lruvec by lru_gen_shrink_lruvec().
+            Some(t) if t != 0 => {
+                let mut it = core.reclaim_memcgs(sc);
+                while let Some(m) = it.next() {
+                    if !core.mem_cgroup_reclaim_allowed(m, sc) {
+                        continue;
+                    }
+                    self.lru_gen_shrink_lruvec(core, m as usize, sc);
+                    if sc.partial_walk() && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                        core.mem_cgroup_iter_break(sc, Some(&it));
+                        return;
+                    }
+                }
+                core.mem_cgroup_iter_break(sc, None);
+            }
             _ => self.lru_gen_shrink_node(core, sc),
         }
     }

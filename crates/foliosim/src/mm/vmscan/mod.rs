@@ -31,6 +31,14 @@ pub struct ScanControl {
     pub cache_trim_mode: bool,
     pub file_is_tiny: bool,
     pub is_kswapd: bool,
+    /// memory.low is ignored on this pass (the retry after every memcg
+    /// was skipped for it).
+    pub memcg_low_reclaim: bool,
+    /// A memcg was skipped for memory.low: retry rather than OOM.
+    pub memcg_low_skipped: bool,
+    /// Walk every memcg of the subtree (the retry after a partial walk
+    /// reclaimed nothing; always for kswapd).
+    pub memcg_full_walk: bool,
     /// shrink_folio_list() statistics of the last batch (reclaim_stat).
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
@@ -56,6 +64,12 @@ impl ScanControl {
     }
     pub fn cgroup_reclaim(&self) -> bool {
         self.target_memcg.is_some()
+    }
+    /// shrink_node_memcgs()'s `partial`: a walk that stops at the goal and
+    /// resumes where it stopped.
+    #[inline]
+    pub fn partial_walk(&self) -> bool {
+        !self.is_kswapd && !self.memcg_full_walk
     }
 }
 
@@ -153,22 +167,88 @@ pub fn folio_check_references_classic(core: &mut Core, id: FolioId) -> FolioRef 
 }
 
 impl Core {
-    /// The memcgs a reclaim pass walks: the target for limit reclaim,
-    /// every memcg for global reclaim (shrink_node_memcgs()).
-    /// A range, not a list: this runs on every reclaim pass.
-    pub fn reclaim_memcgs(&self, sc: &ScanControl) -> std::ops::Range<MemcgId> {
-        match sc.target_memcg {
-            Some(m) => m..m + 1,
-            None => 0..self.memcgs.len() as MemcgId,
+    /// The memcgs a reclaim pass walks (shrink_node_memcgs()'s
+    /// mem_cgroup_iter() under the target, or under the root for global
+    /// reclaim), pre-order. Direct and limit reclaim walk partially: they
+    /// resume after the memcg the last walk stopped at (the reclaim
+    /// cookie), restarting from the top when that was the last one; kswapd
+    /// and the memcg_full_walk retry walk the whole tree. Holds no borrow: the caller mutates Core
+    /// while walking.
+    pub fn reclaim_memcgs(&self, sc: &ScanControl) -> super::page_counter::MemcgIter {
+        let root = sc.target_memcg.unwrap_or(0);
+        if !sc.partial_walk() {
+            return self.memcg_subtree(root);
         }
+        let (s, e) = self.memcg_tree.range[root as usize];
+        let mut skip = self.memcgs[root as usize].reclaim_iter as usize;
+        if skip >= (e - s) as usize {
+            skip = 0;
+        }
+        self.memcg_subtree_from(root, skip)
+    }
+
+    /// mem_cgroup_iter_break() (`stopped` = the iterator after the memcg
+    /// reclaim stopped at) or the end of a round (None): where the next
+    /// partial walk starts.
+    pub fn mem_cgroup_iter_break(
+        &mut self,
+        sc: &ScanControl,
+        stopped: Option<&super::page_counter::MemcgIter>,
+    ) {
+        if !sc.partial_walk() {
+            return;
+        }
+        let root = sc.target_memcg.unwrap_or(0);
+        let start = self.memcg_tree.range[root as usize].0 as usize;
+        self.memcgs[root as usize].reclaim_iter = match stopped {
+            Some(it) => (it.position() - start) as u32,
+            None => 0,
+        };
+    }
+
+    /// shrink_node_memcgs()'s protection check of one memcg: false when
+    /// memory.min protects it, or memory.low does on a first pass (then
+    /// memcg_low_skipped asks for a retry); reclaiming a memcg below its
+    /// memory.low counts MEMCG_LOW.
+    pub fn mem_cgroup_reclaim_allowed(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> bool {
+        let target = sc.target_memcg.unwrap_or(0);
+        self.mem_cgroup_calculate_protection(target, memcg);
+        if self.mem_cgroup_below_min(target, memcg) {
+            return false;
+        }
+        if self.mem_cgroup_below_low(target, memcg) {
+            if !sc.memcg_low_reclaim {
+                sc.memcg_low_skipped = true;
+                return false;
+            }
+            self.memcg_memory_event(memcg, super::memcontrol::MemcgEvent::MEMCG_LOW);
+        }
+        true
+    }
+
+    /// apply_proportional_protection(): a protected memcg's scan target
+    /// shrinks by the protected share of its size (memory.low only on the
+    /// first pass), but stays at least SWAP_CLUSTER_MAX.
+    pub fn apply_proportional_protection(&self, memcg: MemcgId, sc: &mut ScanControl, scan: u64) -> u64 {
+        let (min, low) = self.mem_cgroup_protection(sc.target_memcg.unwrap_or(0), memcg);
+        if min == 0 && low == 0 {
+            return scan;
+        }
+        let protection = if !sc.memcg_low_reclaim && low > min {
+            sc.memcg_low_skipped = true;
+            low
+        } else {
+            min
+        };
+        let size = self.memcgs[memcg as usize].usage.max(protection);
+        let scan = scan - (scan as u128 * protection as u128 / (size as u128 + 1)) as u64;
+        scan.max(SWAP_CLUSTER_MAX)
     }
 
     /// Frees an uncharged folio's frame.
     pub fn free_folio(&mut self, id: FolioId) {
         let memcg = self.folios.get(id).memcg;
-        if memcg != 0 {
-            self.memcgs[memcg as usize].uncharge(1);
-        }
+        self.mem_cgroup_uncharge(memcg, 1);
         self.count_memcg(memcg, Item::MEMCG_PGPGOUT, 1);
         self.count_vm(Item::PGFREE, 1);
         self.folios.free(id);
@@ -453,6 +533,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
         let was = self.core.in_reclaim;
         self.core.in_reclaim = true;
+        let initial_priority = sc.priority;
         loop {
             // Writeback (swap included) that completed by now ends first,
             // rotating PG_reclaim folios to the inactive tail.
@@ -469,6 +550,22 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 }
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.priority == 0 {
+                // Nothing reclaimed by a partial walk: walk every memcg
+                // before giving up (the iterator may have shown this
+                // reclaimer too few).
+                if sc.nr_reclaimed == 0 && !sc.memcg_full_walk {
+                    sc.priority = initial_priority;
+                    sc.memcg_full_walk = true;
+                    continue;
+                }
+                // Nothing reclaimed because memory.low protected every
+                // memcg: retry ignoring memory.low before giving up.
+                if sc.nr_reclaimed == 0 && sc.memcg_low_skipped && !sc.memcg_low_reclaim {
+                    sc.priority = initial_priority;
+                    sc.memcg_low_reclaim = true;
+                    sc.memcg_low_skipped = false;
+                    continue;
+                }
                 break;
             }
             sc.priority -= 1;
@@ -480,7 +577,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// shrink_slab() after each memcg's lruvec: the only slab the model has
     /// is the page cache's shadow nodes.
     fn shrink_slab(&mut self, sc: &ScanControl) {
-        for memcg in self.core.reclaim_memcgs(sc) {
+        for memcg in self.core.memcg_subtree(sc.target_memcg.unwrap_or(0)) {
             let pages = self.policy.lruvec_lru_pages(memcg);
             self.core.shrink_shadow_nodes(memcg, sc.priority, pages);
         }
@@ -530,6 +627,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 if let Err(e) = self.check_invariants() {
                     panic!("invariant broken after kswapd reclaim: {e}");
                 }
+            }
+            if std::mem::take(&mut self.core.kswapd_oom) {
+                self.core.in_reclaim = false;
+                self.out_of_memory();
+                self.core.in_reclaim = true;
             }
             if sc.nr_reclaimed == 0 || sc.nr_reclaimed < sc.nr_to_reclaim / 4 {
                 priority -= 1;
