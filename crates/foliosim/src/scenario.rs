@@ -1138,8 +1138,8 @@ impl<'a> Driver<'a> {
             th.children_left -= 1;
             if th.children_left == 0 && th.st == St::Children {
                 th.t = th.t.max(th.children_end);
+                // The fork step was already passed when it parked.
                 th.st = St::Run;
-                th.pc += 1;
                 self.heap.push(Reverse((th.t, parent)));
             }
         }
