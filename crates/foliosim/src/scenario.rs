@@ -325,6 +325,8 @@ struct Thread {
     children_left: u32,
     children_end: u64,
     forks: u64,
+    /// One of `count > 1` identical threads: the maps it creates are its own.
+    own_maps: bool,
 }
 
 enum MapKind {
@@ -335,6 +337,9 @@ enum MapKind {
 struct Map<'a> {
     id: u32,
     name: &'a str,
+    /// The thread whose own mapping it is (a body with `count > 1` binds
+    /// one mapping per thread under each name); None: the process's.
+    owner: Option<usize>,
     pages: u64,
     kind: MapKind,
 }
@@ -457,7 +462,8 @@ impl<'a> Driver<'a> {
                 for (ti, t) in p.threads.iter().enumerate() {
                     for copy in 0..t.count {
                         let ident = vec![pi as u64, inst as u64, ti as u64, copy as u64];
-                        d.new_thread(proc, bodies[ti], 0, ident);
+                        let th = d.new_thread(proc, bodies[ti], 0, ident);
+                        d.threads[th].own_maps = t.count > 1;
                     }
                 }
                 if d.procs[proc].live == 0 {
@@ -620,6 +626,7 @@ impl<'a> Driver<'a> {
             children_left: 0,
             children_end: 0,
             forks: 0,
+            own_maps: false,
         });
         self.procs[proc].threads.push(id);
         self.procs[proc].live += 1;
@@ -777,7 +784,7 @@ impl<'a> Driver<'a> {
         k.core.now = self.threads[id].t;
         match &step.op {
             Op::MmapAnon { map, size } => {
-                if self.find_map(proc, map).is_some() {
+                if self.find_map(id, map).is_some() {
                     return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
                 }
                 if *size == 0 {
@@ -785,7 +792,7 @@ impl<'a> Driver<'a> {
                 }
                 k.core.cpu(k.core.cost.syscall);
                 let space = k.mmap_anon(self.procs[proc].mm, *size);
-                self.add_map(proc, map, size.div_ceil(PAGE_SIZE), MapKind::Anon { space });
+                self.add_map(id, map, size.div_ceil(PAGE_SIZE), MapKind::Anon { space });
             }
             Op::MmapFile {
                 map,
@@ -794,7 +801,7 @@ impl<'a> Driver<'a> {
                 len,
                 private,
             } => {
-                if self.find_map(proc, map).is_some() {
+                if self.find_map(id, map).is_some() {
                     return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
                 }
                 let fi = self.file_index(file, line)?;
@@ -807,7 +814,7 @@ impl<'a> Driver<'a> {
                 let open = self.open_file(fi, self.procs[proc].memcg);
                 self.files[fi].mappers += 1;
                 self.add_map(
-                    proc,
+                    id,
                     map,
                     len.div_ceil(PAGE_SIZE),
                     MapKind::File {
@@ -825,7 +832,7 @@ impl<'a> Driver<'a> {
                 amount,
                 think_ns,
             } => {
-                let Some(mi) = self.find_map(proc, map) else {
+                let Some(mi) = self.find_map(id, map) else {
                     return Err(err(sc, line, "map", format!("'{map}' is not mapped by this process")));
                 };
                 let m = &self.procs[proc].maps[mi];
@@ -863,7 +870,7 @@ impl<'a> Driver<'a> {
                 self.start_access(id, step, gen, pattern, blocks, amount, *write, *think_ns, target)?;
             }
             Op::Munmap { map } => {
-                let Some(mi) = self.find_map(proc, map) else {
+                let Some(mi) = self.find_map(id, map) else {
                     return Err(err(sc, line, "map", format!("'{map}' is not mapped by this process")));
                 };
                 k.core.cpu(k.core.cost.syscall);
@@ -871,7 +878,7 @@ impl<'a> Driver<'a> {
                 self.unmap(k, proc, m);
             }
             Op::Madvise { map, advice } => {
-                let Some(mi) = self.find_map(proc, map) else {
+                let Some(mi) = self.find_map(id, map) else {
                     return Err(err(sc, line, "map", format!("'{map}' is not mapped by this process")));
                 };
                 k.core.cpu(k.core.cost.syscall);
@@ -1188,15 +1195,22 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn find_map(&self, p: usize, name: &str) -> Option<usize> {
-        self.procs[p].maps.iter().position(|m| m.name == name)
+    /// The map `name` as thread `th` sees it: its own first, then the
+    /// process's.
+    fn find_map(&self, th: usize, name: &str) -> Option<usize> {
+        let maps = &self.procs[self.threads[th].proc].maps;
+        maps.iter()
+            .position(|m| m.name == name && m.owner == Some(th))
+            .or_else(|| maps.iter().position(|m| m.name == name && m.owner.is_none()))
     }
 
-    fn add_map(&mut self, p: usize, name: &'a str, pages: u64, kind: MapKind) {
-        let pr = &mut self.procs[p];
+    fn add_map(&mut self, th: usize, name: &'a str, pages: u64, kind: MapKind) {
+        let owner = self.threads[th].own_maps.then_some(th);
+        let pr = &mut self.procs[self.threads[th].proc];
         pr.maps.push(Map {
             id: pr.next_map,
             name,
+            owner,
             pages,
             kind,
         });

@@ -682,3 +682,34 @@ fn random_scenarios_keep_invariants_and_are_deterministic() {
         })
         .unwrap();
 }
+
+#[test]
+fn identical_threads_each_get_their_own_map_under_one_name() {
+    let sc = Scenario {
+        file: "threads.toml".into(),
+        processes: vec![Process {
+            name: "p".into(),
+            line: 1,
+            cgroup: String::new(),
+            count: 1,
+            threads: vec![Thread {
+                count: 3,
+                steps: vec![
+                    mmap(2, "m", M),
+                    touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                    st(4, Op::Barrier { name: "all".into() }),
+                    st(5, Op::Munmap { map: "m".into() }),
+                ],
+            }],
+            oom_score_adj: 0,
+        }],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(128 * M, None), &sc).unwrap();
+    let p = proc_named(&r, "p[0]");
+    assert_eq!(p.touches, 3 * 256);
+    // Three regions were faulted (one per thread), none shared.
+    assert_eq!(vm(&r, "pgfault"), 3 * 256);
+    // Each thread unmapped its own: nothing was left at exit.
+    assert_eq!(p.rss_anon, 0);
+}
