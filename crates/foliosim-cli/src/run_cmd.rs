@@ -28,7 +28,8 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         }
         (None, Some(args)) => {
             let args: Vec<String> = args.split_whitespace().map(String::from).collect();
-            foliosim_workload::scenario::usemem::parse_args(&args).map_err(|e| format!("--usemem: {e}"))?
+            foliosim_workload::scenario::usemem::parse_args(&args)
+                .map_err(|e| format!("--usemem: {e}"))?
         }
         (None, None) => return Err("run: give a scenario file or --usemem".into()),
     };
@@ -94,7 +95,9 @@ fn footprint_sizes(sc: &Scenario) -> Vec<u64> {
     fn anon(steps: &[Step], mult: u64, out: &mut Vec<u64>) {
         for s in steps {
             match &s.op {
-                Op::MmapAnon { size, .. } => out.extend(std::iter::repeat_n(*size, mult.min(4096) as usize)),
+                Op::MmapAnon { size, .. } => {
+                    out.extend(std::iter::repeat_n(*size, mult.min(4096) as usize))
+                }
                 Op::Loop { steps, .. } => anon(steps, mult, out),
                 Op::Fork { count, steps, .. } => anon(steps, mult * *count as u64, out),
                 _ => {}

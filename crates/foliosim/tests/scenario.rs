@@ -62,7 +62,14 @@ fn mmap(line: usize, map: &str, size: u64) -> Step {
     )
 }
 
-fn touch(line: usize, map: &str, pattern: Pattern, write: bool, amount: Amount, think_ns: u64) -> Step {
+fn touch(
+    line: usize,
+    map: &str,
+    pattern: Pattern,
+    write: bool,
+    amount: Amount,
+    think_ns: u64,
+) -> Step {
     st(
         line,
         Op::Touch {
@@ -156,7 +163,11 @@ fn oom_kills_the_hog_while_another_cgroup_finishes() {
     assert!(hog.oom_killed);
     assert_eq!(hog.killed_at_ns, Some(hog.end_ns));
     // It got about as far as its limit before the kill.
-    assert!(hog.touches < 64 * M / 4096 && hog.touches > 2 * M / 4096, "{}", hog.touches);
+    assert!(
+        hog.touches < 64 * M / 4096 && hog.touches > 2 * M / 4096,
+        "{}",
+        hog.touches
+    );
     assert!(!ok.oom_killed);
     assert_eq!(ok.touches, 3 * 8 * M / 4096);
     assert!(r.cgroups["hog"]["oom_kill"] >= 1);
@@ -208,11 +219,17 @@ fn barriers_hold_threads_until_the_last_arrival() {
             Op::Loop {
                 count: Some(3),
                 duration_ns: None,
-                steps: vec![st(3, Op::Compute { ns }), st(4, Op::Barrier { name: "y".into() })],
+                steps: vec![
+                    st(3, Op::Compute { ns }),
+                    st(4, Op::Barrier { name: "y".into() }),
+                ],
             },
         )]
     };
-    sc2.processes = vec![process("a", "", 1, looped(4 * MS)), process("b", "", 1, looped(MS))];
+    sc2.processes = vec![
+        process("a", "", 1, looped(4 * MS)),
+        process("b", "", 1, looped(MS)),
+    ];
     let r = run_scenario(cfg(128 * M, None), &sc2).unwrap();
     assert_eq!(proc_named(&r, "a[0]").end_ns, 12 * MS);
     assert_eq!(proc_named(&r, "b[0]").end_ns, 12 * MS);
@@ -272,7 +289,11 @@ fn duration_amounts_and_loops_stop_on_the_clock() {
     let p = proc_named(&r, "p[0]");
     // Five iterations of ~1 ms of touches and 1 ms of sleep; the loop
     // checks its time at the top of each iteration.
-    assert!(p.end_ns >= 10 * MS && p.end_ns < 12 * MS + MS / 10, "{}", p.end_ns);
+    assert!(
+        p.end_ns >= 10 * MS && p.end_ns < 12 * MS + MS / 10,
+        "{}",
+        p.end_ns
+    );
     assert!(p.touches >= 5 * 90 && p.touches <= 5 * 101, "{}", p.touches);
 }
 
@@ -376,7 +397,12 @@ fn file_io_reads_through_the_cache_and_fadvise_drops_it() {
                     },
                 ),
                 touch(7, "f", Pattern::Seq, true, Amount::Passes(1), 0),
-                st(8, Op::Fsync { file: "data".into() }),
+                st(
+                    8,
+                    Op::Fsync {
+                        file: "data".into(),
+                    },
+                ),
             ],
         )],
         ..Scenario::default()
@@ -429,14 +455,31 @@ fn mixed() -> Scenario {
                         steps: vec![
                             mmap(2, "heap", 20 * M),
                             touch(3, "heap", Pattern::Seq, true, Amount::Passes(1), 0),
-                            st(4, Op::Barrier { name: "loaded".into() }),
-                            touch(5, "heap", Pattern::Ycsb { theta: 0.99 }, false, Amount::Accesses(8000), 2000),
+                            st(
+                                4,
+                                Op::Barrier {
+                                    name: "loaded".into(),
+                                },
+                            ),
+                            touch(
+                                5,
+                                "heap",
+                                Pattern::Ycsb { theta: 0.99 },
+                                false,
+                                Amount::Accesses(8000),
+                                2000,
+                            ),
                         ],
                     },
                     Thread {
                         count: 2,
                         steps: vec![
-                            st(8, Op::Barrier { name: "loaded".into() }),
+                            st(
+                                8,
+                                Op::Barrier {
+                                    name: "loaded".into(),
+                                },
+                            ),
                             st(
                                 9,
                                 Op::Io {
@@ -460,7 +503,17 @@ fn mixed() -> Scenario {
                 2,
                 vec![
                     mmap(12, "m", 12 * M),
-                    touch(13, "m", Pattern::HotCold { hot_pct: 80, hot_size_pct: 20 }, true, Amount::Accesses(10_000), 1000),
+                    touch(
+                        13,
+                        "m",
+                        Pattern::HotCold {
+                            hot_pct: 80,
+                            hot_size_pct: 20,
+                        },
+                        true,
+                        Amount::Accesses(10_000),
+                        1000,
+                    ),
                     st(14, Op::Munmap { map: "m".into() }),
                     st(
                         15,
@@ -511,22 +564,52 @@ fn refusals_name_file_line_and_key() {
         ..Scenario::default()
     };
     let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
-    assert!(e.starts_with("bad.toml:4: fs: file 'shm': tmpfs files need"), "{e}");
+    assert!(
+        e.starts_with("bad.toml:4: fs: file 'shm': tmpfs files need"),
+        "{e}"
+    );
     sc.files.clear();
-    sc.processes = vec![process("p", "", 1, vec![st(7, Op::Fio { job: "x.fio".into() })])];
+    sc.processes = vec![process(
+        "p",
+        "",
+        1,
+        vec![st(
+            7,
+            Op::Fio {
+                job: "x.fio".into(),
+            },
+        )],
+    )];
     let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
     assert!(e.starts_with("bad.toml:7: fio: "), "{e}");
-    sc.processes = vec![process("p", "", 1, vec![touch(9, "nope", Pattern::Seq, false, Amount::Passes(1), 0)])];
+    sc.processes = vec![process(
+        "p",
+        "",
+        1,
+        vec![touch(9, "nope", Pattern::Seq, false, Amount::Passes(1), 0)],
+    )];
     let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
     assert_eq!(e, "bad.toml:9: map: 'nope' is not mapped by this process");
     sc.processes = vec![process(
         "p",
         "",
         1,
-        vec![mmap(2, "m", M), st(3, Op::Madvise { map: "m".into(), advice: Madvice::Pageout })],
+        vec![
+            mmap(2, "m", M),
+            st(
+                3,
+                Op::Madvise {
+                    map: "m".into(),
+                    advice: Madvice::Pageout,
+                },
+            ),
+        ],
     )];
     let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
-    assert!(e.starts_with("bad.toml:3: advice: MADV_COLD / MADV_PAGEOUT"), "{e}");
+    assert!(
+        e.starts_with("bad.toml:3: advice: MADV_COLD / MADV_PAGEOUT"),
+        "{e}"
+    );
     sc.processes.clear();
     sc.cgroups = vec![Cgroup {
         high: Some(M),
@@ -549,13 +632,24 @@ fn exit_ends_every_thread_of_the_process() {
             threads: vec![
                 Thread {
                     count: 1,
-                    steps: vec![mmap(2, "m", M), st(3, Op::Sleep { ns: 2 * MS }), st(4, Op::Exit)],
+                    steps: vec![
+                        mmap(2, "m", M),
+                        st(3, Op::Sleep { ns: 2 * MS }),
+                        st(4, Op::Exit),
+                    ],
                 },
                 Thread {
                     count: 1,
                     steps: vec![
                         st(6, Op::Sleep { ns: MS }),
-                        touch(7, "m", Pattern::Seq, true, Amount::Duration(100 * MS), 10_000),
+                        touch(
+                            7,
+                            "m",
+                            Pattern::Seq,
+                            true,
+                            Amount::Duration(100 * MS),
+                            10_000,
+                        ),
                     ],
                 },
             ],
@@ -578,10 +672,15 @@ fn pattern() -> impl Strategy<Value = Pattern> {
     prop_oneof![
         Just(Pattern::Seq),
         Just(Pattern::Random),
-        (0.5f64..1.4).prop_filter("not 1", |t| (t - 1.0).abs() > 1e-3).prop_map(|theta| Pattern::Zipf { theta }),
+        (0.5f64..1.4)
+            .prop_filter("not 1", |t| (t - 1.0).abs() > 1e-3)
+            .prop_map(|theta| Pattern::Zipf { theta }),
         (0.5f64..0.99).prop_map(|theta| Pattern::Ycsb { theta }),
         (1u64..1024).prop_map(|a| Pattern::Nurand { a }),
-        (1u32..100, 1u32..100).prop_map(|(h, s)| Pattern::HotCold { hot_pct: h, hot_size_pct: s }),
+        (1u32..100, 1u32..100).prop_map(|(h, s)| Pattern::HotCold {
+            hot_pct: h,
+            hot_size_pct: s
+        }),
         (1u64..40).prop_map(|stride| Pattern::Stride { stride }),
     ]
 }
@@ -598,26 +697,60 @@ fn amount() -> impl Strategy<Value = Amount> {
 /// with barrier "b" possibly between.
 fn body(line0: usize) -> impl Strategy<Value = Vec<Step>> {
     let step = prop_oneof![
-        (pattern(), any::<bool>(), amount(), 0u64..20_000)
-            .prop_map(|(p, w, a, t)| Op::Touch { map: "m".into(), pattern: p, write: w, amount: a, think_ns: t }),
-        (pattern(), any::<bool>(), (1u64..4).prop_map(|k| k * 4096), amount(), any::<bool>())
-            .prop_map(|(p, w, bs, a, d)| Op::Io { file: "f".into(), pattern: p, write: w, bs, amount: a, direct: d, think_ns: 0 }),
+        (pattern(), any::<bool>(), amount(), 0u64..20_000).prop_map(|(p, w, a, t)| Op::Touch {
+            map: "m".into(),
+            pattern: p,
+            write: w,
+            amount: a,
+            think_ns: t
+        }),
+        (
+            pattern(),
+            any::<bool>(),
+            (1u64..4).prop_map(|k| k * 4096),
+            amount(),
+            any::<bool>()
+        )
+            .prop_map(|(p, w, bs, a, d)| Op::Io {
+                file: "f".into(),
+                pattern: p,
+                write: w,
+                bs,
+                amount: a,
+                direct: d,
+                think_ns: 0
+            }),
         (0u64..3).prop_map(|ms| Op::Sleep { ns: ms * MS }),
         Just(Op::Barrier { name: "b".into() }),
         Just(Op::Fsync { file: "f".into() }),
-        Just(Op::Fadvise { file: "f".into(), advice: Advice::Dontneed, offset: 0, len: 0 }),
-        Just(Op::Madvise { map: "m".into(), advice: Madvice::Dontneed }),
+        Just(Op::Fadvise {
+            file: "f".into(),
+            advice: Advice::Dontneed,
+            offset: 0,
+            len: 0
+        }),
+        Just(Op::Madvise {
+            map: "m".into(),
+            advice: Madvice::Dontneed
+        }),
     ];
-    ((1u64..12).prop_map(|mb| mb * M), prop::collection::vec(step, 1..6), any::<bool>()).prop_map(
-        move |(size, ops, unmap)| {
+    (
+        (1u64..12).prop_map(|mb| mb * M),
+        prop::collection::vec(step, 1..6),
+        any::<bool>(),
+    )
+        .prop_map(move |(size, ops, unmap)| {
             let mut v = vec![mmap(line0, "m", size)];
-            v.extend(ops.into_iter().enumerate().map(|(i, op)| st(line0 + 1 + i, op)));
+            v.extend(
+                ops.into_iter()
+                    .enumerate()
+                    .map(|(i, op)| st(line0 + 1 + i, op)),
+            );
             if unmap {
                 v.push(st(line0 + 10, Op::Munmap { map: "m".into() }));
             }
             v
-        },
-    )
+        })
 }
 
 fn scenario() -> impl Strategy<Value = (Scenario, bool, bool)> {
@@ -630,13 +763,20 @@ fn scenario() -> impl Strategy<Value = (Scenario, bool, bool)> {
         .prop_map(|(procs, swap, mglru)| {
             let mut sc = Scenario {
                 file: "gen.toml".into(),
-                files: vec![FileSpec { name: "f".into(), line: 1, size: 4 * M, fs: FileFs::Disk, prefill: true }],
+                files: vec![FileSpec {
+                    name: "f".into(),
+                    line: 1,
+                    size: 4 * M,
+                    fs: FileFs::Disk,
+                    prefill: true,
+                }],
                 ..Scenario::default()
             };
             for (i, (steps, count, lim)) in procs.into_iter().enumerate() {
                 let cg = format!("c{i}");
                 sc.cgroups.push(cgroup(&cg, lim.map(|l| l * M)));
-                sc.processes.push(process(&format!("p{i}"), &cg, count, steps));
+                sc.processes
+                    .push(process(&format!("p{i}"), &cg, count, steps));
             }
             (sc, swap, mglru)
         })
@@ -677,7 +817,10 @@ fn random_scenarios_keep_invariants_and_are_deterministic() {
                 prop_assert_eq!(m["anon"], 0);
             }
             let again = run_scenario(c, &sc).map_err(TestCaseError::fail)?;
-            prop_assert_eq!(serde_json::to_string(&r).unwrap(), serde_json::to_string(&again).unwrap());
+            prop_assert_eq!(
+                serde_json::to_string(&r).unwrap(),
+                serde_json::to_string(&again).unwrap()
+            );
             Ok(())
         })
         .unwrap();

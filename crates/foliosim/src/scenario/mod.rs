@@ -14,10 +14,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use foliosim_workload::access::{stream_seed, AccessGen};
-use foliosim_workload::scenario::{
-    Advice, Amount, FileFs, Madvice, Op, Pattern, Scenario, Step,
-};
-use serde::Serialize;
+use foliosim_workload::scenario::{Amount, FileFs, Op, Pattern, Scenario, Step};
 
 use crate::mm::filemap::OpenFile;
 use crate::mm::memcontrol::MemcgId;
@@ -26,44 +23,15 @@ use crate::mm::readahead::FileRaState;
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::vmstat::Item;
 use crate::mm::{Kernel, PAGE_SHIFT, PAGE_SIZE};
-use crate::sim::{RunReport, Sim, SimConfig};
+use crate::sim::{Sim, SimConfig};
 use crate::with_kernel;
 
-/// What one process instance did.
-#[derive(Clone, Debug, Serialize)]
-pub struct ProcessReport {
-    /// "name[i]" for the i-th of a `[[process]]`'s instances; a forked
-    /// child is "parent/fork@LINE[j]" (the j-th child of that fork).
-    pub name: String,
-    pub cgroup: String,
-    pub oom_killed: bool,
-    /// Simulated time of the OOM kill.
-    pub killed_at_ns: Option<u64>,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub elapsed_ns: u64,
-    /// get_mm_counter() at the end (just before exit_mmap), in bytes.
-    pub rss_anon: u64,
-    pub rss_file: u64,
-    pub rss_shmem: u64,
-    pub swapents: u64,
-    /// Page touches of mappings, and I/O blocks read or written.
-    pub touches: u64,
-    pub ios: u64,
-    pub io_bytes: u64,
-}
+mod advice;
+mod report;
+mod setup;
 
-/// `foliosim fio`'s report plus one memory.stat map per cgroup and the
-/// processes.
-#[derive(Clone, Debug, Serialize)]
-pub struct ScenarioReport {
-    #[serde(flatten)]
-    pub run: RunReport,
-    /// memory.stat-style maps keyed by cgroup path (the scenario root's is
-    /// `memcg`).
-    pub cgroups: BTreeMap<String, BTreeMap<&'static str, u64>>,
-    pub processes: Vec<ProcessReport>,
-}
+pub use report::{render_text, ProcessReport, ScenarioReport};
+pub use setup::setup_cgroups;
 
 /// Runs `sc` on a machine configured by `cfg`.
 pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, String> {
@@ -120,120 +88,9 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     })
 }
 
-/// Text for people: the counters as `foliosim fio` prints them, then each
-/// cgroup's memory.stat and the processes.
-pub fn render_text(r: &ScenarioReport) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    for p in r.processes.iter().filter(|p| p.oom_killed) {
-        let _ = writeln!(
-            out,
-            "run: process {} (cgroup '{}') was OOM-killed at {:.6}s",
-            p.name,
-            p.cgroup,
-            p.killed_at_ns.unwrap_or(0) as f64 / 1e9
-        );
-    }
-    out.push_str(&crate::report::render_counters(&r.run, "run"));
-    for (path, m) in &r.cgroups {
-        let _ = writeln!(out, "\nmemory.stat of cgroup {path} (bytes; pgpgin/pgpgout in KiB):");
-        for (k, v) in m {
-            if *v != 0 {
-                let _ = writeln!(out, "{k} {v}");
-            }
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\n{:<28} {:<12} {:>6} {:>10} {:>12} {:>12} {:>12} {:>10} {:>12}",
-        "process", "cgroup", "killed", "elapsed_s", "rss_anon", "swapents", "touches", "ios", "io_bytes"
-    );
-    for p in &r.processes {
-        let _ = writeln!(
-            out,
-            "{:<28} {:<12} {:>6} {:>10.3} {:>12} {:>12} {:>12} {:>10} {:>12}",
-            p.name,
-            if p.cgroup.is_empty() { "/" } else { &p.cgroup },
-            if p.oom_killed { "yes" } else { "no" },
-            p.elapsed_ns as f64 / 1e9,
-            p.rss_anon,
-            p.swapents,
-            p.touches,
-            p.ios,
-            p.io_bytes
-        );
-    }
-    out
-}
-
 /// "file:line: key: msg", the scenario's error form.
 fn err(sc: &Scenario, line: usize, key: &str, msg: impl std::fmt::Display) -> String {
     format!("{}:{}: {}: {}", sc.file, line, key, msg)
-}
-
-/// Creates the scenario's cgroups under its root memcg and returns their
-/// (path, memcg) in declaration order. The one place cgroups are set up:
-/// with the memcg hierarchy (add_memcg_child and its knobs) this is what
-/// changes. Until then the model's memcgs are flat with a hard limit, so
-/// knobs it cannot honour are refused, not dropped.
-pub fn setup_cgroups<P: ReclaimPolicy>(
-    k: &mut Kernel<P>,
-    root: MemcgId,
-    sc: &Scenario,
-) -> Result<Vec<(String, MemcgId)>, String> {
-    let mut out: Vec<(String, MemcgId)> = Vec::new();
-    if root != 0 && !sc.cgroups.is_empty() {
-        return Err(format!(
-            "{}: --memcg-limit with [[cgroup]]s needs the memcg hierarchy (not in this build): give the limits in the scenario",
-            sc.file
-        ));
-    }
-    for c in &sc.cgroups {
-        let need = |knob: &str| {
-            err(
-                sc,
-                c.line,
-                knob,
-                format!("cgroup '{}': needs the memcg hierarchy and its knobs (not in this build)", c.path),
-            )
-        };
-        if c.high.is_some() {
-            return Err(need("high"));
-        }
-        if c.low.is_some() {
-            return Err(need("low"));
-        }
-        if c.min.is_some() {
-            return Err(need("min"));
-        }
-        if c.swappiness.is_some() {
-            return Err(need("swappiness"));
-        }
-        if c.swap_max.is_some() {
-            return Err(need("swap_max"));
-        }
-        if c.memsw_limit.is_some() {
-            return Err(need("memsw_limit"));
-        }
-        if c.oom_group {
-            return Err(need("oom_group"));
-        }
-        if c.oom_kill_disable {
-            return Err(need("oom_kill_disable"));
-        }
-        if let Some((parent, _)) = c.path.rsplit_once('/') {
-            let p = sc.cgroups.iter().find(|p| p.path == parent);
-            if p.is_some_and(|p| p.max.is_some()) || c.max.is_some() {
-                return Err(need("max"));
-            }
-            if !out.iter().any(|(q, _)| q == parent) {
-                return Err(err(sc, c.line, "path", format!("parent '{parent}' is not declared before it")));
-            }
-        }
-        let id = k.add_memcg(&c.path, c.max.map(|b| b.div_ceil(PAGE_SIZE)));
-        out.push((c.path.clone(), id));
-    }
-    Ok(out)
 }
 
 /// A compiled step. Loops become a head and a tail; a fork names the body
@@ -242,7 +99,10 @@ pub fn setup_cgroups<P: ReclaimPolicy>(
 enum Ins<'a> {
     /// A step that is neither a loop nor a fork; `gen` is the thread's
     /// generator slot of a touch or I/O step.
-    Op { step: &'a Step, gen: usize },
+    Op {
+        step: &'a Step,
+        gen: usize,
+    },
     LoopHead {
         step: &'a Step,
         count: Option<u64>,
@@ -250,7 +110,9 @@ enum Ins<'a> {
         slot: usize,
         tail: usize,
     },
-    LoopTail { head: usize },
+    LoopTail {
+        head: usize,
+    },
     Fork {
         step: &'a Step,
         body: usize,
@@ -330,8 +192,15 @@ struct Thread {
 }
 
 enum MapKind {
-    Anon { space: u32 },
-    File { file: usize, open: OpenFile, first: u64, private: bool },
+    Anon {
+        space: u32,
+    },
+    File {
+        file: usize,
+        open: OpenFile,
+        first: u64,
+        private: bool,
+    },
 }
 
 struct Map<'a> {
@@ -428,11 +297,19 @@ impl<'a> Driver<'a> {
                     sc,
                     f.line,
                     "fs",
-                    format!("file '{}': tmpfs files need shmem in the kernel model (not in this build)", f.name),
+                    format!(
+                        "file '{}': tmpfs files need shmem in the kernel model (not in this build)",
+                        f.name
+                    ),
                 ));
             }
             if f.size == 0 {
-                return Err(err(sc, f.line, "size", format!("file '{}': size must be > 0", f.name)));
+                return Err(err(
+                    sc,
+                    f.line,
+                    "size",
+                    format!("file '{}': size must be > 0", f.name),
+                ));
             }
             // Laid out on disk, nothing cached; a file that is not
             // prefilled starts empty and grows back to `size` at most.
@@ -440,7 +317,10 @@ impl<'a> Driver<'a> {
             if !f.prefill {
                 k.truncate_setsize(mapping, 0);
             }
-            d.files.push(FileRt { mapping, mappers: 0 });
+            d.files.push(FileRt {
+                mapping,
+                mappers: 0,
+            });
         }
         for (pi, p) in sc.processes.iter().enumerate() {
             let memcg = if p.cgroup.is_empty() {
@@ -450,7 +330,14 @@ impl<'a> Driver<'a> {
                     .iter()
                     .find(|(path, _)| *path == p.cgroup)
                     .map(|&(_, id)| id)
-                    .ok_or_else(|| err(sc, p.line, "cgroup", format!("'{}' is not a declared [[cgroup]]", p.cgroup)))?
+                    .ok_or_else(|| {
+                        err(
+                            sc,
+                            p.line,
+                            "cgroup",
+                            format!("'{}' is not a declared [[cgroup]]", p.cgroup),
+                        )
+                    })?
             };
             let bodies: Vec<usize> = p
                 .threads
@@ -458,7 +345,15 @@ impl<'a> Driver<'a> {
                 .map(|t| d.compile(&t.steps))
                 .collect::<Result<_, _>>()?;
             for inst in 0..p.count {
-                let proc = d.new_proc(k, format!("{}[{inst}]", p.name), p.cgroup.clone(), memcg, p.oom_score_adj, None, 0);
+                let proc = d.new_proc(
+                    k,
+                    format!("{}[{inst}]", p.name),
+                    p.cgroup.clone(),
+                    memcg,
+                    p.oom_score_adj,
+                    None,
+                    0,
+                );
                 for (ti, t) in p.threads.iter().enumerate() {
                     for copy in 0..t.count {
                         let ident = vec![pi as u64, inst as u64, ti as u64, copy as u64];
@@ -558,14 +453,20 @@ impl<'a> Driver<'a> {
                     if !b.bars.contains(&bi) {
                         b.bars.push(bi);
                     }
-                    b.ins.push(Ins::Op { step, gen: usize::MAX });
+                    b.ins.push(Ins::Op {
+                        step,
+                        gen: usize::MAX,
+                    });
                 }
                 Op::Touch { .. } | Op::Io { .. } => {
                     let gen = b.ngens;
                     b.ngens += 1;
                     b.ins.push(Ins::Op { step, gen });
                 }
-                _ => b.ins.push(Ins::Op { step, gen: usize::MAX }),
+                _ => b.ins.push(Ins::Op {
+                    step,
+                    gen: usize::MAX,
+                }),
             }
         }
         Ok(())
@@ -670,7 +571,12 @@ impl<'a> Driver<'a> {
                 _ => "waits for its children and nothing else can run".into(),
             };
             let line = self.step_line(th);
-            return Err(err(self.sc, line, "deadlock", format!("process {} {what}", p.name)));
+            return Err(err(
+                self.sc,
+                line,
+                "deadlock",
+                format!("process {} {what}", p.name),
+            ));
         }
         // The run lasts as long as its last process; writeback in flight by
         // then completes.
@@ -678,14 +584,17 @@ impl<'a> Driver<'a> {
         k.core.now = k.core.now.max(end);
         k.wb_complete();
         if self.check {
-            k.check_invariants().map_err(|e| format!("{}: invariant broken at the end: {e}", self.sc.file))?;
+            k.check_invariants()
+                .map_err(|e| format!("{}: invariant broken at the end: {e}", self.sc.file))?;
         }
         Ok(())
     }
 
     fn step_line(&self, th: &Thread) -> usize {
         match self.bodies[th.body].ins.get(th.pc) {
-            Some(Ins::Op { step, .. }) | Some(Ins::LoopHead { step, .. }) | Some(Ins::Fork { step, .. }) => step.line,
+            Some(Ins::Op { step, .. })
+            | Some(Ins::LoopHead { step, .. })
+            | Some(Ins::Fork { step, .. }) => step.line,
             _ => 0,
         }
     }
@@ -717,7 +626,11 @@ impl<'a> Driver<'a> {
                     start: th.t,
                     last: th.t,
                 };
-                th.pc = if loop_goes_on(&th.loops[slot], count, dur, th.t) { pc + 1 } else { tail + 1 };
+                th.pc = if loop_goes_on(&th.loops[slot], count, dur, th.t) {
+                    pc + 1
+                } else {
+                    tail + 1
+                };
                 Ok(Flow::Continue)
             }
             Ins::LoopTail { head } => {
@@ -735,10 +648,19 @@ impl<'a> Driver<'a> {
                 let f = &mut th.loops[slot];
                 f.iter += 1;
                 if dur.is_some() && count.is_none() && th.t == f.last {
-                    return Err(err(sc, step.line, "loop", "a duration loop whose steps take no simulated time never ends"));
+                    return Err(err(
+                        sc,
+                        step.line,
+                        "loop",
+                        "a duration loop whose steps take no simulated time never ends",
+                    ));
                 }
                 f.last = th.t;
-                th.pc = if loop_goes_on(f, count, dur, th.t) { head + 1 } else { tail + 1 };
+                th.pc = if loop_goes_on(f, count, dur, th.t) {
+                    head + 1
+                } else {
+                    tail + 1
+                };
                 Ok(Flow::Continue)
             }
             Ins::Fork {
@@ -777,7 +699,13 @@ impl<'a> Driver<'a> {
     }
 
     /// A step other than a loop or fork.
-    fn op<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize, step: &'a Step, gen: usize) -> Result<Flow, String> {
+    fn op<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        id: usize,
+        step: &'a Step,
+        gen: usize,
+    ) -> Result<Flow, String> {
         let sc = self.sc;
         let line = step.line;
         let proc = self.threads[id].proc;
@@ -806,7 +734,11 @@ impl<'a> Driver<'a> {
                 }
                 let fi = self.file_index(file, line)?;
                 let fsize = sc.files[fi].size;
-                let len = if *len == 0 { fsize.saturating_sub(*offset) } else { *len };
+                let len = if *len == 0 {
+                    fsize.saturating_sub(*offset)
+                } else {
+                    *len
+                };
                 if offset % PAGE_SIZE != 0 || offset + len > fsize || len == 0 {
                     return Err(err(sc, line, "offset", format!("[{offset}, +{len}) is not a page-aligned range inside file '{file}' ({fsize} bytes)")));
                 }
@@ -833,16 +765,36 @@ impl<'a> Driver<'a> {
                 think_ns,
             } => {
                 let Some(mi) = self.find_map(id, map) else {
-                    return Err(err(sc, line, "map", format!("'{map}' is not mapped by this process")));
+                    return Err(err(
+                        sc,
+                        line,
+                        "map",
+                        format!("'{map}' is not mapped by this process"),
+                    ));
                 };
                 let m = &self.procs[proc].maps[mi];
                 if let MapKind::File { private: true, .. } = m.kind {
                     if *write {
-                        return Err(err(sc, line, "write", "stores to a private file mapping (copy-on-write) are not modelled"));
+                        return Err(err(
+                            sc,
+                            line,
+                            "write",
+                            "stores to a private file mapping (copy-on-write) are not modelled",
+                        ));
                     }
                 }
                 let (mid, pages) = (m.id, m.pages);
-                self.start_access(id, step, gen, pattern, pages, amount, *write, *think_ns, Target::Map(mid))?;
+                self.start_access(
+                    id,
+                    step,
+                    gen,
+                    pattern,
+                    pages,
+                    amount,
+                    *write,
+                    *think_ns,
+                    Target::Map(mid),
+                )?;
             }
             Op::Io {
                 file,
@@ -855,11 +807,28 @@ impl<'a> Driver<'a> {
             } => {
                 let fi = self.file_index(file, line)?;
                 if *bs == 0 || (*direct && bs % 512 != 0) {
-                    return Err(err(sc, line, "bs", format!("{bs} is not a valid block size{}", if *direct { " for O_DIRECT (a multiple of 512)" } else { "" })));
+                    return Err(err(
+                        sc,
+                        line,
+                        "bs",
+                        format!(
+                            "{bs} is not a valid block size{}",
+                            if *direct {
+                                " for O_DIRECT (a multiple of 512)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ));
                 }
                 let blocks = sc.files[fi].size / bs;
                 if blocks == 0 {
-                    return Err(err(sc, line, "bs", format!("{bs} is larger than file '{file}'")));
+                    return Err(err(
+                        sc,
+                        line,
+                        "bs",
+                        format!("{bs} is larger than file '{file}'"),
+                    ));
                 }
                 self.fd(id, fi);
                 let target = Target::Io {
@@ -867,11 +836,18 @@ impl<'a> Driver<'a> {
                     bs: *bs,
                     direct: *direct,
                 };
-                self.start_access(id, step, gen, pattern, blocks, amount, *write, *think_ns, target)?;
+                self.start_access(
+                    id, step, gen, pattern, blocks, amount, *write, *think_ns, target,
+                )?;
             }
             Op::Munmap { map } => {
                 let Some(mi) = self.find_map(id, map) else {
-                    return Err(err(sc, line, "map", format!("'{map}' is not mapped by this process")));
+                    return Err(err(
+                        sc,
+                        line,
+                        "map",
+                        format!("'{map}' is not mapped by this process"),
+                    ));
                 };
                 k.core.cpu(k.core.cost.syscall);
                 let m = self.procs[proc].maps.swap_remove(mi);
@@ -879,7 +855,12 @@ impl<'a> Driver<'a> {
             }
             Op::Madvise { map, advice } => {
                 let Some(mi) = self.find_map(id, map) else {
-                    return Err(err(sc, line, "map", format!("'{map}' is not mapped by this process")));
+                    return Err(err(
+                        sc,
+                        line,
+                        "map",
+                        format!("'{map}' is not mapped by this process"),
+                    ));
                 };
                 k.core.cpu(k.core.cost.syscall);
                 self.madvise(k, proc, mi, *advice, line)?;
@@ -913,7 +894,11 @@ impl<'a> Driver<'a> {
                 k.core.now += ns;
             }
             Op::Barrier { name } => {
-                let bi = self.bar_names.iter().position(|n| n == name).expect("compiled barrier");
+                let bi = self
+                    .bar_names
+                    .iter()
+                    .position(|n| n == name)
+                    .expect("compiled barrier");
                 self.threads[id].t = k.core.now;
                 self.threads[id].st = St::Barrier(bi);
                 self.bars[bi].waiting.push(id);
@@ -964,7 +949,10 @@ impl<'a> Driver<'a> {
                 g.restart();
                 g
             }
-            slot => slot.insert(AccessGen::new(pattern, n, seed).map_err(|e| err(self.sc, step.line, "pattern", e))?),
+            slot => slot.insert(
+                AccessGen::new(pattern, n, seed)
+                    .map_err(|e| err(self.sc, step.line, "pattern", e))?,
+            ),
         };
         let left = match *amount {
             Amount::Passes(p) => Left::Count(p.saturating_mul(g.len())),
@@ -999,7 +987,12 @@ impl<'a> Driver<'a> {
                 let p = &mut self.procs[proc];
                 let Some(m) = p.maps.iter_mut().find(|m| m.id == mid) else {
                     let line = self.step_line(&self.threads[id]);
-                    return Err(err(self.sc, line, "map", "touched after another thread unmapped it"));
+                    return Err(err(
+                        self.sc,
+                        line,
+                        "map",
+                        "touched after another thread unmapped it",
+                    ));
                 };
                 p.touches += 1;
                 match &mut m.kind {
@@ -1021,7 +1014,9 @@ impl<'a> Driver<'a> {
                 let p = &mut self.procs[proc];
                 p.ios += 1;
                 p.io_bytes += bs;
-                let open = self.threads[id].fds[file].as_mut().expect("opened at the step's start");
+                let open = self.threads[id].fds[file]
+                    .as_mut()
+                    .expect("opened at the step's start");
                 let pos = idx * bs;
                 if direct {
                     let done = k.iomap_dio_rw(open, pos, bs, cur.write);
@@ -1055,7 +1050,12 @@ impl<'a> Driver<'a> {
     /// After each slice: OOM kills the kernel model decided are carried
     /// out (the victims' threads stop, exit_mmap frees their memory).
     #[inline]
-    fn after_slice<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize, ok: bool) -> Result<Flow, String> {
+    fn after_slice<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        id: usize,
+        ok: bool,
+    ) -> Result<Flow, String> {
         if ok && k.core.vm.get(Item::OOM_KILL) == self.oom_seen {
             return Ok(Flow::Continue);
         }
@@ -1185,7 +1185,12 @@ impl<'a> Driver<'a> {
         if b.waiting.is_empty() || (b.waiting.len() as u32) < b.parties {
             return;
         }
-        let t = b.waiting.iter().map(|&w| self.threads[w].t).max().unwrap_or(0);
+        let t = b
+            .waiting
+            .iter()
+            .map(|&w| self.threads[w].t)
+            .max()
+            .unwrap_or(0);
         for w in b.waiting.drain(..) {
             let th = &mut self.threads[w];
             th.t = t;
@@ -1201,7 +1206,10 @@ impl<'a> Driver<'a> {
         let maps = &self.procs[self.threads[th].proc].maps;
         maps.iter()
             .position(|m| m.name == name && m.owner == Some(th))
-            .or_else(|| maps.iter().position(|m| m.name == name && m.owner.is_none()))
+            .or_else(|| {
+                maps.iter()
+                    .position(|m| m.name == name && m.owner.is_none())
+            })
     }
 
     fn add_map(&mut self, th: usize, name: &'a str, pages: u64, kind: MapKind) {
@@ -1222,7 +1230,14 @@ impl<'a> Driver<'a> {
             .files
             .iter()
             .position(|f| f.name == name)
-            .ok_or_else(|| err(self.sc, line, "file", format!("'{name}' is not a declared [[file]]")))
+            .ok_or_else(|| {
+                err(
+                    self.sc,
+                    line,
+                    "file",
+                    format!("'{name}' is not a declared [[file]]"),
+                )
+            })
     }
 
     fn open_file(&self, fi: usize, memcg: MemcgId) -> OpenFile {
@@ -1244,98 +1259,6 @@ impl<'a> Driver<'a> {
             self.threads[id].fds[fi] = Some(f);
         }
         self.threads[id].fds[fi].as_mut().expect("just opened")
-    }
-
-    /// madvise(2) of a whole mapping.
-    fn madvise<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, p: usize, mi: usize, advice: Madvice, line: usize) -> Result<(), String> {
-        let sc = self.sc;
-        let mm = self.procs[p].mm;
-        let single = |files: &[FileRt], fi: usize| files[fi].mappers == 1;
-        let m = &mut self.procs[p].maps[mi];
-        match (&mut m.kind, advice) {
-            (_, Madvice::Cold | Madvice::Pageout) => {
-                return Err(err(sc, line, "advice", "MADV_COLD / MADV_PAGEOUT need reclaim of a range, which the model does not have yet"));
-            }
-            (MapKind::Anon { .. }, Madvice::Normal) => {}
-            (MapKind::Anon { .. }, Madvice::Sequential | Madvice::Random | Madvice::Willneed) => {
-                return Err(err(sc, line, "advice", "random / sequential / willneed on an anonymous mapping: the model's anon fault and swap-in paths take no VMA hints yet"));
-            }
-            (MapKind::Anon { space }, Madvice::Dontneed) => {
-                // zap_page_range: the pages and swap entries go, the VMA
-                // stays (a fresh, empty anonymous region).
-                let bytes = k.core.files[*space as usize].size;
-                k.munmap_anon(mm, *space);
-                *space = k.mmap_anon(mm, bytes);
-            }
-            (MapKind::File { open, .. }, Madvice::Normal) => {
-                open.vm_rand_read = false;
-                open.vm_seq_read = false;
-            }
-            (MapKind::File { open, .. }, Madvice::Sequential) => {
-                open.vm_rand_read = false;
-                open.vm_seq_read = true;
-            }
-            (MapKind::File { open, .. }, Madvice::Random) => {
-                open.vm_rand_read = true;
-                open.vm_seq_read = false;
-            }
-            (MapKind::File { open, first, .. }, Madvice::Willneed) => {
-                // madvise_willneed() -> vfs_fadvise(POSIX_FADV_WILLNEED).
-                let f = open.clone();
-                k.force_page_cache_ra(&f, *first, m.pages);
-            }
-            (MapKind::File { file, open, .. }, Madvice::Dontneed) => {
-                if !single(&self.files, *file) {
-                    return Err(err(sc, line, "advice", "dontneed on a file several processes map: the model keeps one set of PTEs per file"));
-                }
-                k.exit_mmap(open.mapping);
-            }
-        }
-        Ok(())
-    }
-
-    /// generic_fadvise() on the thread's open file.
-    #[allow(clippy::too_many_arguments)]
-    fn fadvise<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize, fi: usize, advice: Advice, offset: u64, len: u64, line: usize) -> Result<(), String> {
-        let sc = self.sc;
-        let size = k.core.files[self.files[fi].mapping as usize].size;
-        let ra_kb = self.ra_kb;
-        let f = self.fd(id, fi);
-        match advice {
-            Advice::Normal => {
-                f.ra.ra_pages = ra_kb / 4;
-                f.fmode_random = false;
-            }
-            Advice::Sequential => {
-                f.ra.ra_pages = ra_kb / 4 * 2;
-                f.fmode_random = false;
-            }
-            Advice::Random => f.fmode_random = true,
-            Advice::Willneed => {
-                let end = if len == 0 { size } else { (offset + len).min(size) };
-                if end > offset {
-                    let first = offset >> PAGE_SHIFT;
-                    let last = (end - 1) >> PAGE_SHIFT;
-                    let f = f.clone();
-                    k.force_page_cache_ra(&f, first, last - first + 1);
-                }
-            }
-            Advice::Dontneed => {
-                let whole = offset == 0 && (len == 0 || len >= size);
-                if !whole {
-                    return Err(err(sc, line, "offset", "dontneed of part of a file: the model invalidates whole files only"));
-                }
-                // Dirty pages are written first (WB_SYNC_NONE); those still
-                // dirty or under writeback stay cached.
-                let m = f.mapping;
-                k.filemap_fdatawrite_range(m, 0, u64::MAX >> PAGE_SHIFT, false);
-                k.invalidate_mapping_pages(m);
-            }
-            Advice::Noreuse => {
-                return Err(err(sc, line, "advice", "noreuse (FMODE_NOREUSE) is not modelled"));
-            }
-        }
-        Ok(())
     }
 }
 
