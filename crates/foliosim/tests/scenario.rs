@@ -4,6 +4,7 @@
 use foliosim::mm::{MmConfig, SwapKind};
 use foliosim::scenario::{run_scenario, ScenarioReport};
 use foliosim::sim::{LruKind, SimConfig};
+use foliosim_workload::scenario::parse;
 use foliosim_workload::scenario::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -855,4 +856,113 @@ fn identical_threads_each_get_their_own_map_under_one_name() {
     assert_eq!(vm(&r, "pgfault"), 3 * 256);
     // Each thread unmapped its own: nothing was left at exit.
     assert_eq!(p.rss_anon, 0);
+}
+
+/// The model's machine for a generated scenario's [machine] (as the CLI
+/// builds it, with the CLI's 64M floor on memory).
+fn machine_cfg(m: &MachineDefaults) -> SimConfig {
+    let ram = m.memory.unwrap_or(128 * M).max(64 * M);
+    let mut c = cfg(ram, None);
+    c.mm.reserved_bytes = c.mm.reserved_bytes.min(ram / 16);
+    if let Some((kind, size)) = m.swap.as_deref().and_then(|s| s.split_once(':')) {
+        c.mm.swap = if kind == "zram" {
+            SwapKind::Zram
+        } else {
+            SwapKind::Disk
+        };
+        c.mm.swap_bytes = foliosim_workload::units::parse_size(size).unwrap();
+    }
+    if m.lru.as_deref() == Some("mglru") {
+        c.lru = LruKind::Mglru;
+    }
+    if let Some(s) = m.swappiness {
+        c.mm.swappiness = s;
+    }
+    c.seed = m.seed.unwrap_or(1);
+    c
+}
+
+/// Advice the model refuses in this build becomes advice it has.
+fn supported_advice(steps: &mut [Step]) {
+    for s in steps {
+        match &mut s.op {
+            Op::Madvise { advice, .. } if *advice != Madvice::Dontneed => *advice = Madvice::Normal,
+            Op::Fadvise {
+                advice,
+                offset,
+                len,
+                ..
+            } => {
+                if *advice == Advice::Noreuse {
+                    *advice = Advice::Normal;
+                }
+                if *advice == Advice::Dontneed {
+                    (*offset, *len) = (0, 0);
+                }
+            }
+            Op::Loop { steps, .. } | Op::Fork { steps, .. } => supported_advice(steps),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn generated_scenarios_run_with_invariants() {
+    use foliosim_workload::scenario::gen::{random_scenario, Limits};
+    let cases: u64 = std::env::var("FOLIOSIM_FUZZ_SCENARIO_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    for seed in 0..cases {
+        let text = random_scenario(seed, Limits::default());
+        let mut sc = parse(&text, "gen.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // What the model refuses in this build (cgroup knobs other than
+        // max, tmpfs) is taken out: the rest must run.
+        for c in &mut sc.cgroups {
+            *c = Cgroup {
+                path: c.path.clone(),
+                line: c.line,
+                max: c.max.filter(|_| !c.path.contains('/')),
+                ..Cgroup::default()
+            };
+        }
+        let parents: Vec<String> = sc
+            .cgroups
+            .iter()
+            .filter_map(|c| c.path.rsplit_once('/').map(|(p, _)| p.to_string()))
+            .collect();
+        for c in &mut sc.cgroups {
+            if parents.contains(&c.path) {
+                c.max = None;
+            }
+        }
+        for f in &mut sc.files {
+            f.fs = FileFs::Disk;
+        }
+        for p in &mut sc.processes {
+            for t in &mut p.threads {
+                supported_advice(&mut t.steps);
+            }
+        }
+        let c = machine_cfg(&sc.machine);
+        let r = run_scenario(c.clone(), &sc).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        for p in &r.processes {
+            assert!(p.end_ns >= p.start_ns, "seed {seed}");
+            if let Some(t) = p.killed_at_ns {
+                assert_eq!(t, p.end_ns, "seed {seed}");
+            }
+        }
+        for m in r.cgroups.values() {
+            assert_eq!(
+                m["anon"], 0,
+                "seed {seed}: anon left after every process exited"
+            );
+        }
+        let again = run_scenario(c, &sc).unwrap();
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            serde_json::to_string(&again).unwrap(),
+            "seed {seed}"
+        );
+    }
 }

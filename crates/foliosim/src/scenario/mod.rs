@@ -206,9 +206,11 @@ enum MapKind {
 struct Map<'a> {
     id: u32,
     name: &'a str,
-    /// The thread whose own mapping it is (a body with `count > 1` binds
-    /// one mapping per thread under each name); None: the process's.
-    owner: Option<usize>,
+    /// The thread that mapped it: its name binds there first.
+    creator: usize,
+    /// Other threads of the process see it too (its creator's body has
+    /// `count = 1`; one of several identical threads keeps its own).
+    shared: bool,
     pages: u64,
     kind: MapKind,
 }
@@ -712,7 +714,7 @@ impl<'a> Driver<'a> {
         k.core.now = self.threads[id].t;
         match &step.op {
             Op::MmapAnon { map, size } => {
-                if self.find_map(id, map).is_some() {
+                if self.own_map(id, map) {
                     return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
                 }
                 if *size == 0 {
@@ -729,7 +731,7 @@ impl<'a> Driver<'a> {
                 len,
                 private,
             } => {
-                if self.find_map(id, map).is_some() {
+                if self.own_map(id, map) {
                     return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
                 }
                 let fi = self.file_index(file, line)?;
@@ -1200,25 +1202,29 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// The map `name` as thread `th` sees it: its own first, then the
-    /// process's.
+    /// The map `name` as thread `th` sees it: its own binding first, then
+    /// one another thread shares (docs/scenarios.md, Maps).
     fn find_map(&self, th: usize, name: &str) -> Option<usize> {
         let maps = &self.procs[self.threads[th].proc].maps;
         maps.iter()
-            .position(|m| m.name == name && m.owner == Some(th))
-            .or_else(|| {
-                maps.iter()
-                    .position(|m| m.name == name && m.owner.is_none())
-            })
+            .position(|m| m.name == name && m.creator == th)
+            .or_else(|| maps.iter().position(|m| m.name == name && m.shared))
+    }
+
+    /// Whether thread `th` itself has a map bound to `name`.
+    fn own_map(&self, th: usize, name: &str) -> bool {
+        let maps = &self.procs[self.threads[th].proc].maps;
+        maps.iter().any(|m| m.name == name && m.creator == th)
     }
 
     fn add_map(&mut self, th: usize, name: &'a str, pages: u64, kind: MapKind) {
-        let owner = self.threads[th].own_maps.then_some(th);
+        let shared = !self.threads[th].own_maps;
         let pr = &mut self.procs[self.threads[th].proc];
         pr.maps.push(Map {
             id: pr.next_map,
             name,
-            owner,
+            creator: th,
+            shared,
             pages,
             kind,
         });
