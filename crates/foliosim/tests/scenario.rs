@@ -882,11 +882,14 @@ fn machine_cfg(m: &MachineDefaults) -> SimConfig {
     c
 }
 
-/// Advice the model refuses in this build becomes advice it has.
-fn supported_advice(steps: &mut [Step]) {
+/// Steps the model refuses in this build become ones it runs: advice it
+/// has not, private file mappings (no copy-on-write).
+fn supported_ops(steps: &mut [Step]) {
     for s in steps {
         match &mut s.op {
-            Op::Madvise { advice, .. } if *advice != Madvice::Dontneed => *advice = Madvice::Normal,
+            // dontneed of a file several processes map is refused too (one
+            // set of PTEs per file); the random scenarios above cover it.
+            Op::Madvise { advice, .. } => *advice = Madvice::Normal,
             Op::Fadvise {
                 advice,
                 offset,
@@ -900,7 +903,8 @@ fn supported_advice(steps: &mut [Step]) {
                     (*offset, *len) = (0, 0);
                 }
             }
-            Op::Loop { steps, .. } | Op::Fork { steps, .. } => supported_advice(steps),
+            Op::MmapFile { private, .. } => *private = false,
+            Op::Loop { steps, .. } | Op::Fork { steps, .. } => supported_ops(steps),
             _ => {}
         }
     }
@@ -941,7 +945,7 @@ fn generated_scenarios_run_with_invariants() {
         }
         for p in &mut sc.processes {
             for t in &mut p.threads {
-                supported_advice(&mut t.steps);
+                supported_ops(&mut t.steps);
             }
         }
         let c = machine_cfg(&sc.machine);

@@ -823,15 +823,9 @@ impl<'a> Driver<'a> {
                         ),
                     ));
                 }
-                let blocks = sc.files[fi].size / bs;
-                if blocks == 0 {
-                    return Err(err(
-                        sc,
-                        line,
-                        "bs",
-                        format!("{bs} is larger than file '{file}'"),
-                    ));
-                }
+                // Blocks of the [[file]]'s size; the last may be short (a
+                // short read or write at the end, as pread/pwrite give).
+                let blocks = sc.files[fi].size.div_ceil(*bs);
                 self.fd(id, fi);
                 let target = Target::Io {
                     file: fi,
