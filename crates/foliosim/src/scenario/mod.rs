@@ -368,6 +368,21 @@ impl<'a> Driver<'a> {
                 }
             }
         }
+        // The parser counted each barrier's parties (every thread whose
+        // steps name it); the driver's live count starts the same.
+        for b in &sc.barriers {
+            let mine = d
+                .bar_names
+                .iter()
+                .position(|n| *n == b.name)
+                .map_or(0, |i| d.bars[i].parties);
+            if mine != b.parties {
+                return Err(format!(
+                    "{}: barrier '{}': the scenario counts {} parties, its threads are {mine}",
+                    sc.file, b.name, b.parties
+                ));
+            }
+        }
         Ok(d)
     }
 
