@@ -4,6 +4,7 @@
 mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
+mod run_cmd;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -38,9 +39,9 @@ struct MachineArgs {
     /// read_ahead_kb of the device (default 128).
     #[arg(long)]
     read_ahead_kb: Option<u64>,
-    /// Reclaim policy: classic or mglru.
-    #[arg(long, default_value = "classic")]
-    lru: String,
+    /// Reclaim policy: classic or mglru (default classic).
+    #[arg(long)]
+    lru: Option<String>,
     /// Variants, comma or plus separated.
     #[arg(long, value_delimiter = ',')]
     variant: Vec<String>,
@@ -61,9 +62,9 @@ struct MachineArgs {
     /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N.
     #[arg(long)]
     sysctl: Vec<String>,
-    /// Seed of every random choice.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of every random choice (default 1).
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print counters per simulated second too.
     #[arg(long)]
     timeline: bool,
@@ -89,7 +90,12 @@ impl MachineArgs {
         if let Some(r) = self.read_ahead_kb {
             mm.read_ahead_kb = r;
         }
-        let mut lru: LruKind = self.lru.parse().map_err(|e| format!("--lru: {e}"))?;
+        let mut lru: LruKind = self
+            .lru
+            .as_deref()
+            .unwrap_or("classic")
+            .parse()
+            .map_err(|e| format!("--lru: {e}"))?;
         let mut variants = Variants::newest();
         for v in &self.variant {
             variants.apply(v).map_err(|e| format!("--variant: {e}"))?;
@@ -180,7 +186,7 @@ impl MachineArgs {
             mm,
             lru,
             memcg_limit,
-            seed: self.seed,
+            seed: self.seed.unwrap_or(1),
             timeline: self.timeline,
             lru_gen_sysctl,
         })
@@ -243,6 +249,9 @@ enum Cmd {
         #[command(subcommand)]
         cmd: oracle_cmd::OracleCmd,
     },
+    /// Run a scenario (processes in cgroups; docs/scenarios.md) through
+    /// the model. Machine options override the scenario's [machine].
+    Run(run_cmd::RunArgs),
     /// Benchmark the folio refcount schemes of seed 001.
     RefcountBench(refcount_cmd::RefcountBenchArgs),
 }
@@ -456,9 +465,9 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
         } => {
             let spec = probe.spec()?;
             let mut m = MachineArgs {
-                lru: lru.clone(),
+                lru: Some(lru.clone()),
                 variant: probe.variant.clone(),
-                seed: probe.seed,
+                seed: Some(probe.seed),
                 timeline: *timeline,
                 ..Default::default()
             };
@@ -754,6 +763,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         },
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
+        Cmd::Run(a) => run_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
     }
 }

@@ -1,0 +1,114 @@
+//! `foliosim run SCENARIO.toml`: a scenario (docs/scenarios.md) through
+//! the model, or a vm-scalability usemem command line with `--usemem`.
+
+use std::path::PathBuf;
+
+use foliosim_workload::scenario::{Op, Scenario, Step};
+
+use crate::MachineArgs;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The scenario file (TOML).
+    #[arg(required_unless_present = "usemem", conflicts_with = "usemem")]
+    scenario: Option<PathBuf>,
+    /// usemem's arguments instead of a file, e.g. --usemem "-n 4 --random 1G".
+    #[arg(long, allow_hyphen_values = true)]
+    usemem: Option<String>,
+    #[command(flatten)]
+    machine: MachineArgs,
+}
+
+pub fn run(a: &RunArgs) -> Result<(), String> {
+    let sc = match (&a.scenario, &a.usemem) {
+        (Some(path), _) => {
+            let file = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
+            foliosim_workload::scenario::parse(&text, &file).map_err(|e| e.to_string())?
+        }
+        (None, Some(args)) => {
+            let args: Vec<String> = args.split_whitespace().map(String::from).collect();
+            foliosim_workload::scenario::usemem::parse_args(&args)
+                .map_err(|e| format!("--usemem: {e}"))?
+        }
+        (None, None) => return Err("run: give a scenario file or --usemem".into()),
+    };
+    let m = with_scenario_defaults(&a.machine, &sc)?;
+    let cfg = m.config()?;
+    crate::check_footprint(&cfg, &footprint_sizes(&sc))?;
+    let r = foliosim::scenario::run_scenario(cfg, &sc)?;
+    if m.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("report serialises")
+        );
+    } else {
+        print!("{}", foliosim::scenario::render_text(&r));
+    }
+    Ok(())
+}
+
+/// The command line's machine options over the scenario's `[machine]`
+/// values (the scenario's are defaults; sysctls from the scenario come
+/// first, so the command line's win).
+fn with_scenario_defaults(cli: &MachineArgs, sc: &Scenario) -> Result<MachineArgs, String> {
+    let d = &sc.machine;
+    let mut m = cli.clone();
+    if d.zram_ratio.is_some() {
+        return Err(format!(
+            "{}: [machine] zram_ratio: the model's zram has no compression ratio in this build",
+            sc.file
+        ));
+    }
+    if m.memory.is_none() {
+        m.memory = d.memory.map(|b| b.to_string());
+    }
+    if m.swap.is_none() {
+        m.swap = d.swap.clone();
+    }
+    if m.lru.is_none() {
+        m.lru = d.lru.clone();
+    }
+    if m.device.is_none() {
+        m.device = d.device.clone();
+    }
+    if m.read_ahead_kb.is_none() {
+        m.read_ahead_kb = d.read_ahead_kb;
+    }
+    if m.seed.is_none() {
+        m.seed = d.seed;
+    }
+    let mut sysctl: Vec<String> = Vec::new();
+    if let Some(s) = d.swappiness {
+        sysctl.push(format!("vm.swappiness={s}"));
+    }
+    sysctl.extend(d.sysctl.iter().map(|(k, v)| format!("{k}={v}")));
+    sysctl.extend(cli.sysctl.iter().cloned());
+    m.sysctl = sysctl;
+    Ok(m)
+}
+
+/// Sizes of the address spaces the model allocates up front: the files
+/// and every anonymous mapping of every process instance (loops counted
+/// once).
+fn footprint_sizes(sc: &Scenario) -> Vec<u64> {
+    fn anon(steps: &[Step], mult: u64, out: &mut Vec<u64>) {
+        for s in steps {
+            match &s.op {
+                Op::MmapAnon { size, .. } => {
+                    out.extend(std::iter::repeat_n(*size, mult.min(4096) as usize))
+                }
+                Op::Loop { steps, .. } => anon(steps, mult, out),
+                Op::Fork { count, steps, .. } => anon(steps, mult * *count as u64, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<u64> = sc.files.iter().map(|f| f.size).collect();
+    for p in &sc.processes {
+        for t in &p.threads {
+            anon(&t.steps, p.count as u64, &mut out);
+        }
+    }
+    out
+}

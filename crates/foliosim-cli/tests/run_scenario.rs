@@ -1,0 +1,119 @@
+//! `foliosim run SCENARIO`: text and JSON output, the scenario's [machine]
+//! under the command line, and one-line errors with exit code 2.
+
+use std::process::Command;
+
+fn foliosim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scenario_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("foliosim-run-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// 48M of anon written in a 32M cgroup, then read back: with the
+/// scenario's zram it swaps; with `--swap none` it is OOM-killed.
+const OVER_LIMIT: &str = r#"
+[machine]
+memory = "256M"
+swap = "zram:128M"
+seed = 5
+
+[[cgroup]]
+path = "box"
+max = "32M"
+
+[[process]]
+name = "hog"
+cgroup = "box"
+steps = [
+  { op = "mmap_anon", map = "m", size = "48M" },
+  { op = "touch", map = "m", pattern = "seq", write = true },
+  { op = "touch", map = "m", pattern = "seq" },
+]
+"#;
+
+#[test]
+fn run_prints_counters_cgroups_and_processes() {
+    let f = scenario_file("over.toml", OVER_LIMIT);
+    let (code, out, err) = foliosim(&["run", &f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\n/proc/vmstat (machine"), "{out}");
+    assert!(out.contains("memory.stat of cgroup box"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("pswpin ")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("hog[0]") && l.contains(" no ")),
+        "{out}"
+    );
+}
+
+#[test]
+fn json_has_the_fio_report_keys_plus_cgroups_and_processes() {
+    let f = scenario_file("over-json.toml", OVER_LIMIT);
+    let (code, out, err) = foliosim(&["run", &f, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in ["vmstat", "memcg", "elapsed_ns", "cgroups", "processes"] {
+        assert!(v.get(k).is_some(), "{k} missing");
+    }
+    assert!(v["vmstat"]["pswpout"].as_u64().unwrap() > 0);
+    assert!(v["cgroups"]["box"]["max_usage_in_bytes"].as_u64().unwrap() <= 32 << 20);
+    assert_eq!(v["processes"][0]["name"], "hog[0]");
+    assert_eq!(v["processes"][0]["oom_killed"], false);
+    // The same file and seed: the same bytes.
+    let (_, again, _) = foliosim(&["run", &f, "--json"]);
+    assert_eq!(out, again);
+}
+
+#[test]
+fn the_command_line_overrides_the_scenarios_machine() {
+    let f = scenario_file("over-noswap.toml", OVER_LIMIT);
+    let (code, out, err) = foliosim(&["run", &f, "--json", "--swap", "none"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["processes"][0]["oom_killed"], true);
+    assert_eq!(v["vmstat"]["pswpout"], 0);
+    // The scenario gives no lru: the default, unless the command line
+    // names one.
+    assert_eq!(v["lru"], "Classic");
+    let (code, out, err) = foliosim(&["run", &f, "--json", "--lru", "mglru"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["lru"], "Mglru");
+}
+
+#[test]
+fn bad_scenarios_exit_2_with_one_line() {
+    let f = scenario_file(
+        "tmpfs.toml",
+        "[[file]]\nname = \"s\"\nsize = \"1M\"\nfs = \"tmpfs\"\n\n[[process]]\nname = \"p\"\nsteps = [\n  { op = \"read\", file = \"s\", bs = \"4k\" },\n]\n",
+    );
+    let (code, out, err) = foliosim(&["run", &f]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("tmpfs.toml:1: fs: file 's': tmpfs files need"),
+        "{err}"
+    );
+    let g = scenario_file("typo.toml", "[[process]]\nname = \"p\"\nstepz = []\n");
+    let (code, _, err) = foliosim(&["run", &g]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("foliosim: {g}:")), "{err}");
+    let (code, _, err) = foliosim(&["run", "/nonexistent/x.toml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/x.toml"), "{err}");
+}

@@ -1,0 +1,101 @@
+//! What a scenario run prints: `foliosim fio`'s counters, a memory.stat
+//! map per cgroup, and each process instance's outcome.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::sim::RunReport;
+
+/// What one process instance did.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessReport {
+    /// "name[i]" for the i-th of a `[[process]]`'s instances; a forked
+    /// child is "parent/fork@LINE[j]" (the j-th child of that fork).
+    pub name: String,
+    pub cgroup: String,
+    pub oom_killed: bool,
+    /// Simulated time of the OOM kill.
+    pub killed_at_ns: Option<u64>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub elapsed_ns: u64,
+    /// get_mm_counter() at the end (just before exit_mmap), in bytes.
+    pub rss_anon: u64,
+    pub rss_file: u64,
+    pub rss_shmem: u64,
+    pub swapents: u64,
+    /// Page touches of mappings, and I/O blocks read or written.
+    pub touches: u64,
+    pub ios: u64,
+    pub io_bytes: u64,
+}
+
+/// `foliosim fio`'s report plus one memory.stat map per cgroup and the
+/// processes.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioReport {
+    #[serde(flatten)]
+    pub run: RunReport,
+    /// memory.stat-style maps keyed by cgroup path (the scenario root's is
+    /// `memcg`).
+    pub cgroups: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    pub processes: Vec<ProcessReport>,
+}
+
+/// Text for people: the counters as `foliosim fio` prints them, then each
+/// cgroup's memory.stat and the processes.
+pub fn render_text(r: &ScenarioReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for p in r.processes.iter().filter(|p| p.oom_killed) {
+        let _ = writeln!(
+            out,
+            "run: process {} (cgroup '{}') was OOM-killed at {:.6}s",
+            p.name,
+            p.cgroup,
+            p.killed_at_ns.unwrap_or(0) as f64 / 1e9
+        );
+    }
+    out.push_str(&crate::report::render_counters(&r.run, "run"));
+    for (path, m) in &r.cgroups {
+        let _ = writeln!(
+            out,
+            "\nmemory.stat of cgroup {path} (bytes; pgpgin/pgpgout in KiB):"
+        );
+        for (k, v) in m {
+            if *v != 0 {
+                let _ = writeln!(out, "{k} {v}");
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<28} {:<12} {:>6} {:>10} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "process",
+        "cgroup",
+        "killed",
+        "elapsed_s",
+        "rss_anon",
+        "swapents",
+        "touches",
+        "ios",
+        "io_bytes"
+    );
+    for p in &r.processes {
+        let _ = writeln!(
+            out,
+            "{:<28} {:<12} {:>6} {:>10.3} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            p.name,
+            if p.cgroup.is_empty() { "/" } else { &p.cgroup },
+            if p.oom_killed { "yes" } else { "no" },
+            p.elapsed_ns as f64 / 1e9,
+            p.rss_anon,
+            p.swapents,
+            p.touches,
+            p.ios,
+            p.io_bytes
+        );
+    }
+    out
+}
