@@ -29,6 +29,10 @@ pub enum CaseKind {
         spec: ProbeSpec,
         variant: Vec<String>,
     },
+    /// A scenario (processes in cgroups), run by [`crate::scn`].
+    Scenario {
+        scenario: Box<foliosim_workload::scenario::Scenario>,
+    },
 }
 
 /// What the host must offer to run a case for real.
@@ -70,6 +74,11 @@ impl Case {
         if matches!(kind, CaseKind::Fio { .. }) {
             needs.push(Need::Fio);
         }
+        if matches!(kind, CaseKind::Scenario { .. }) {
+            // The scenario's own checks (crate::scn::skip_reason) say
+            // whether it needs a block device.
+            needs.retain(|n| *n != Need::BlockDevice);
+        }
         Case {
             name,
             kind,
@@ -100,11 +109,15 @@ impl Case {
                 }
                 format!("mmap-probe {s}")
             }
+            CaseKind::Scenario { scenario } => format!("scenario {}", scenario.file),
         }
     }
 
     /// Why this host cannot run the case, or None if it can.
     pub fn skip_reason(&self, host: &HostInfo) -> Option<String> {
+        if let CaseKind::Scenario { scenario } = &self.kind {
+            return crate::scn::skip_reason(scenario, host);
+        }
         self.needs.iter().find_map(|n| match n {
             Need::Root if !host.is_root => {
                 Some("needs root (drop_caches, cgroups, read_ahead_kb)".to_string())
@@ -366,7 +379,33 @@ pub fn parse_probe_cases(text: &str, file: &str) -> Result<Vec<Case>, String> {
     Ok(out)
 }
 
-/// The suite in `dir`: every `*.fio` (by file name), then `probes.txt`.
+/// A scenario case: the memcg limit shown is the largest of its groups'.
+pub fn scenario_case(name: &str, about: &str, sc: foliosim_workload::scenario::Scenario) -> Case {
+    let limit = sc.cgroups.iter().filter_map(|c| c.max).max().unwrap_or(0);
+    let ra = sc.machine.read_ahead_kb.map(|k| k as u32);
+    let source = sc.file.clone();
+    Case::new(
+        name.to_string(),
+        CaseKind::Scenario {
+            scenario: Box::new(sc),
+        },
+        limit,
+        ra,
+        about.to_string(),
+        source,
+    )
+}
+
+/// The anon/swap/shmem cases of [`crate::scn::builtin`].
+pub fn builtin_scenario_cases() -> Vec<Case> {
+    crate::scn::builtin::cases()
+        .into_iter()
+        .map(|(n, a, sc)| scenario_case(n, a, sc))
+        .collect()
+}
+
+/// The suite in `dir`: every `*.fio` (by file name), then `probes.txt`,
+/// then the built-in scenario cases.
 pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
     let rd = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut jobs: Vec<PathBuf> = rd
@@ -384,6 +423,7 @@ pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
         let text = fs::read_to_string(&probes).map_err(|e| format!("{f}: {e}"))?;
         cases.extend(parse_probe_cases(&text, &f)?);
     }
+    cases.extend(builtin_scenario_cases());
     let mut names = std::collections::BTreeSet::new();
     for c in &cases {
         if !names.insert(c.name.clone()) {

@@ -1,0 +1,711 @@
+//! The real executor of one scenario process instance: the CLI's hidden
+//! `foliosim oracle __scenario-proc ...` child, started by the oracle inside
+//! the process's cgroup (so every page it touches is charged there from the
+//! first). It runs the process's threads with std::thread, touching
+//! anonymous and file mappings, reading and writing scratch files, and
+//! waits at barriers by asking the oracle (a Unix socket in scratch:
+//! "arrived NAME" out, "go" back). Nothing of the scenario is executed as a
+//! command: forks re-execute this same program into the same cgroup.
+
+use foliosim_workload::scenario::{Advice, Amount, FileFs, Madvice, Op, Pattern, Scenario, Step};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const PAGE: u64 = 4096;
+
+/// What a child is told on its command line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildArgs {
+    pub spec: PathBuf,
+    pub process: usize,
+    pub instance: u32,
+    pub sock: PathBuf,
+    pub files: PathBuf,
+    pub tmpfs: PathBuf,
+    /// A forked worker: thread index, then step indices through loops and
+    /// forks down to the Fork step whose steps it runs.
+    pub fork: Vec<usize>,
+}
+
+impl ChildArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = vec![
+            "--spec".into(),
+            self.spec.display().to_string(),
+            "--process".into(),
+            self.process.to_string(),
+            "--instance".into(),
+            self.instance.to_string(),
+            "--sock".into(),
+            self.sock.display().to_string(),
+            "--files".into(),
+            self.files.display().to_string(),
+            "--tmpfs".into(),
+            self.tmpfs.display().to_string(),
+        ];
+        if !self.fork.is_empty() {
+            v.push("--fork".into());
+            v.push(
+                self.fork
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            );
+        }
+        v
+    }
+
+    pub fn parse(args: &[String]) -> Result<ChildArgs, String> {
+        let mut a = ChildArgs {
+            spec: PathBuf::new(),
+            process: 0,
+            instance: 0,
+            sock: PathBuf::new(),
+            files: PathBuf::new(),
+            tmpfs: PathBuf::new(),
+            fork: vec![],
+        };
+        let mut it = args.iter();
+        while let Some(k) = it.next() {
+            let v = it
+                .next()
+                .ok_or_else(|| format!("__scenario-proc: {k} needs a value"))?;
+            let num = |v: &str| {
+                v.parse::<usize>()
+                    .map_err(|_| format!("__scenario-proc: {k}: bad number '{v}'"))
+            };
+            match k.as_str() {
+                "--spec" => a.spec = v.into(),
+                "--process" => a.process = num(v)?,
+                "--instance" => a.instance = num(v)? as u32,
+                "--sock" => a.sock = v.into(),
+                "--files" => a.files = v.into(),
+                "--tmpfs" => a.tmpfs = v.into(),
+                "--fork" => a.fork = v.split('.').map(num).collect::<Result<_, _>>()?,
+                _ => return Err(format!("__scenario-proc: unknown option {k}")),
+            }
+        }
+        if a.spec.as_os_str().is_empty() || a.sock.as_os_str().is_empty() {
+            return Err("__scenario-proc: --spec and --sock are required".into());
+        }
+        Ok(a)
+    }
+}
+
+/// splitmix64: the executor's own generator (the model's generators come
+/// from the workload crate once merged; see [`access_gen`]).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+/// Why the real executor cannot run `p`, or None. (zipf and ycsb wait for
+/// the workload crate's shared generators.)
+pub fn pattern_unsupported(p: &Pattern) -> Option<&'static str> {
+    match p {
+        Pattern::Zipf { .. } | Pattern::Ycsb { .. } => Some(
+            "zipf/ycsb patterns are not run by the oracle's executor yet (waits for the workload crate's generators)",
+        ),
+        _ => None,
+    }
+}
+
+/// The order in which a step visits the `n` pages (or blocks) of a region:
+/// one function, so that the workload crate's generators can replace it.
+pub fn access_gen(p: &Pattern, n: u64, seed: u64) -> Result<Box<dyn FnMut() -> u64>, String> {
+    if let Some(why) = pattern_unsupported(p) {
+        return Err(why.into());
+    }
+    let n = n.max(1);
+    let mut rng = Rng(seed);
+    Ok(match *p {
+        Pattern::Seq => {
+            let mut i = 0u64;
+            Box::new(move || {
+                let v = i % n;
+                i += 1;
+                v
+            })
+        }
+        Pattern::Random => Box::new(move || rng.below(n)),
+        Pattern::Stride { stride } => {
+            let s = stride.max(1);
+            let (mut lap, mut pos) = (0u64, 0u64);
+            Box::new(move || loop {
+                if pos >= n {
+                    lap = (lap + 1) % s.min(n);
+                    pos = lap;
+                    continue;
+                }
+                let v = pos;
+                pos += s;
+                return v;
+            })
+        }
+        Pattern::HotCold {
+            hot_pct,
+            hot_size_pct,
+        } => {
+            let hot = (n * hot_size_pct as u64 / 100).clamp(1, n);
+            Box::new(move || {
+                if rng.below(100) < hot_pct as u64 || hot == n {
+                    rng.below(hot)
+                } else {
+                    hot + rng.below(n - hot)
+                }
+            })
+        }
+        // TPC-C's NURand(A, 0, n-1) with C = 0.
+        Pattern::Nurand { a } => Box::new(move || (rng.below(a + 1) | rng.below(n)) % n),
+        Pattern::Zipf { .. } | Pattern::Ycsb { .. } => unreachable!("refused above"),
+    })
+}
+
+/// A mapping of the process.
+#[derive(Clone, Copy)]
+struct Region {
+    addr: usize,
+    len: usize,
+}
+
+struct Proc {
+    sc: Scenario,
+    args: ChildArgs,
+    maps: Mutex<HashMap<String, Region>>,
+    seed: u64,
+}
+
+struct ThreadCtx<'a> {
+    p: &'a Proc,
+    rng_seed: u64,
+    steps_taken: u64,
+    /// Connection to the oracle's barrier coordinator, opened on first use.
+    sock: Option<(UnixStream, BufReader<UnixStream>)>,
+    /// Where this thread's steps sit (thread index, step indices), for forks.
+    path: Vec<usize>,
+}
+
+enum Flow {
+    Next,
+    Exit,
+}
+
+/// Entry point of `foliosim oracle __scenario-proc ARGS`.
+pub fn child_main(args: &[String]) -> Result<(), String> {
+    let a = ChildArgs::parse(args)?;
+    let text = std::fs::read_to_string(&a.spec).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+    let sc: Scenario =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+    let proc_ = sc
+        .processes
+        .get(a.process)
+        .ok_or_else(|| format!("__scenario-proc: no process {}", a.process))?;
+    if a.fork.is_empty() && proc_.oom_score_adj != 0 {
+        // Inherited by its forks; this process's own setting only.
+        std::fs::write("/proc/self/oom_score_adj", proc_.oom_score_adj.to_string())
+            .map_err(|e| format!("/proc/self/oom_score_adj: {e}"))?;
+    }
+    let seed = sc.machine.seed.unwrap_or(1)
+        ^ (a.process as u64).wrapping_mul(0x1000_0000_01b3)
+        ^ (a.instance as u64).wrapping_mul(0x9E37_79B9)
+        ^ (std::process::id() as u64).wrapping_mul((!a.fork.is_empty()) as u64);
+    let threads: Vec<(usize, u32, Vec<Step>)> = if a.fork.is_empty() {
+        proc_
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, t.count, t.steps.clone()))
+            .collect()
+    } else {
+        vec![(0, 1, fork_steps(proc_, &a.fork)?)]
+    };
+    let p = Proc {
+        sc: sc.clone(),
+        args: a.clone(),
+        maps: Mutex::new(HashMap::new()),
+        seed,
+    };
+    let results: Vec<Result<Flow, String>> = std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        for (ti, count, steps) in &threads {
+            for k in 0..*count {
+                let p = &p;
+                let path = if a.fork.is_empty() {
+                    vec![*ti]
+                } else {
+                    a.fork.clone()
+                };
+                hs.push(s.spawn(move || {
+                    let mut t = ThreadCtx {
+                        p,
+                        rng_seed: p.seed ^ ((*ti as u64) << 32) ^ k as u64,
+                        steps_taken: 0,
+                        sock: None,
+                        path,
+                    };
+                    let r = run_steps(&mut t, steps);
+                    if matches!(r, Ok(Flow::Exit)) {
+                        // exit(0) of the whole process, as the step says.
+                        std::process::exit(0);
+                    }
+                    r
+                }));
+            }
+        }
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok(())
+}
+
+/// The steps of the Fork at `path` (thread index, then step indices).
+fn fork_steps(p: &foliosim_workload::scenario::Process, path: &[usize]) -> Result<Vec<Step>, String> {
+    let bad = || format!("__scenario-proc: bad --fork path {path:?}");
+    let (t, rest) = path.split_first().ok_or_else(bad)?;
+    let mut steps = &p.threads.get(*t).ok_or_else(bad)?.steps;
+    for (n, i) in rest.iter().enumerate() {
+        match &steps.get(*i).ok_or_else(bad)?.op {
+            Op::Loop { steps: s, .. } if n + 1 < rest.len() => steps = s,
+            Op::Fork { steps: s, .. } => steps = s,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(steps.clone())
+}
+
+fn run_steps(t: &mut ThreadCtx, steps: &[Step]) -> Result<Flow, String> {
+    for (i, st) in steps.iter().enumerate() {
+        t.path.push(i);
+        let r = run_step(t, st);
+        t.path.pop();
+        let at = |e: String| format!("{}:{}: {e}", t.p.sc.file, st.line);
+        if let Flow::Exit = r.map_err(at)? {
+            return Ok(Flow::Exit);
+        }
+    }
+    Ok(Flow::Next)
+}
+
+fn region(t: &ThreadCtx, map: &str) -> Result<Region, String> {
+    t.p.maps
+        .lock()
+        .unwrap()
+        .get(map)
+        .copied()
+        .ok_or_else(|| format!("no mapping named '{map}' in this process"))
+}
+
+/// Accesses an Amount allows: a count, or until a wall-clock deadline.
+struct Budget {
+    left: Option<u64>,
+    until: Option<Instant>,
+}
+
+impl Budget {
+    fn new(a: &Amount, per_pass: u64) -> Budget {
+        match *a {
+            Amount::Passes(n) => Budget {
+                left: Some(n.saturating_mul(per_pass)),
+                until: None,
+            },
+            Amount::Accesses(n) => Budget {
+                left: Some(n),
+                until: None,
+            },
+            Amount::Duration(ns) => Budget {
+                left: None,
+                until: Some(Instant::now() + Duration::from_nanos(ns)),
+            },
+        }
+    }
+    fn take(&mut self, i: u64) -> bool {
+        match (&mut self.left, self.until) {
+            (Some(0), _) => false,
+            (Some(n), _) => {
+                *n -= 1;
+                true
+            }
+            // Check the clock every 64 accesses only.
+            (None, Some(u)) => i % 64 != 0 || Instant::now() < u,
+            (None, None) => false,
+        }
+    }
+}
+
+fn think(ns: u64) {
+    if ns > 0 {
+        std::thread::sleep(Duration::from_nanos(ns));
+    }
+}
+
+fn file_path(t: &ThreadCtx, name: &str) -> Result<(PathBuf, u64), String> {
+    let f = t
+        .p
+        .sc
+        .files
+        .iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| format!("no [[file]] named '{name}'"))?;
+    let dir = match f.fs {
+        FileFs::Disk => &t.p.args.files,
+        FileFs::Tmpfs => &t.p.args.tmpfs,
+    };
+    Ok((dir.join(&f.name), f.size))
+}
+
+fn open(t: &ThreadCtx, name: &str, direct: bool) -> Result<(File, u64), String> {
+    let (p, size) = file_path(t, name)?;
+    let mut o = OpenOptions::new();
+    o.read(true).write(true);
+    // O_NOFOLLOW: the names were checked, and nothing may swap a link in.
+    o.custom_flags(libc::O_NOFOLLOW | if direct { libc::O_DIRECT } else { 0 });
+    let f = o.open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok((f, size))
+}
+
+struct AlignedBuf {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> Result<AlignedBuf, String> {
+        let layout = std::alloc::Layout::from_size_align(len.max(512), 4096)
+            .map_err(|e| format!("bs {len}: {e}"))?;
+        // SAFETY: a non-zero size layout.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return Err(format!("allocating a {len}-byte buffer"));
+        }
+        // Non-zero data so nothing treats it as zeros.
+        // SAFETY: ptr is valid for layout.size() bytes.
+        unsafe { std::ptr::write_bytes(ptr, 0x5a, layout.size()) };
+        Ok(AlignedBuf { ptr, layout })
+    }
+    fn slice(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: len <= layout.size(), the buffer is ours.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len.min(self.layout.size())) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+fn madvice(a: Madvice) -> libc::c_int {
+    match a {
+        Madvice::Normal => libc::MADV_NORMAL,
+        Madvice::Sequential => libc::MADV_SEQUENTIAL,
+        Madvice::Random => libc::MADV_RANDOM,
+        Madvice::Willneed => libc::MADV_WILLNEED,
+        Madvice::Dontneed => libc::MADV_DONTNEED,
+        Madvice::Cold => libc::MADV_COLD,
+        Madvice::Pageout => libc::MADV_PAGEOUT,
+    }
+}
+
+fn fadvice(a: Advice) -> libc::c_int {
+    match a {
+        Advice::Normal => libc::POSIX_FADV_NORMAL,
+        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+        Advice::Willneed => libc::POSIX_FADV_WILLNEED,
+        Advice::Dontneed => libc::POSIX_FADV_DONTNEED,
+        Advice::Noreuse => libc::POSIX_FADV_NOREUSE,
+    }
+}
+
+fn barrier(t: &mut ThreadCtx, name: &str) -> Result<(), String> {
+    if t.sock.is_none() {
+        let s = UnixStream::connect(&t.p.args.sock)
+            .map_err(|e| format!("barrier {name}: connecting to the oracle: {e}"))?;
+        let r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+        t.sock = Some((s, r));
+    }
+    let (s, r) = t.sock.as_mut().expect("connected");
+    s.write_all(format!("arrived {name}\n").as_bytes())
+        .map_err(|e| format!("barrier {name}: {e}"))?;
+    let mut line = String::new();
+    r.read_line(&mut line)
+        .map_err(|e| format!("barrier {name}: {e}"))?;
+    if line.trim() != "go" {
+        return Err(format!("barrier {name}: the oracle said '{}'", line.trim()));
+    }
+    Ok(())
+}
+
+fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
+    t.steps_taken += 1;
+    let seed = t.rng_seed ^ t.steps_taken.wrapping_mul(0xA24B_AED4_963E_E407);
+    match &st.op {
+        Op::MmapAnon { map, size } => {
+            // SAFETY: a fresh private anonymous mapping; checked below.
+            let a = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    *size as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if a == libc::MAP_FAILED {
+                return Err(format!("mmap {size} bytes: {}", std::io::Error::last_os_error()));
+            }
+            insert_map(t, map, Region { addr: a as usize, len: *size as usize })?;
+        }
+        Op::MmapFile { map, file, offset, len, private } => {
+            let (f, size) = open(t, file, false)?;
+            let real = f.metadata().map_err(|e| e.to_string())?.len().max(size);
+            let len = if *len == 0 { real.saturating_sub(*offset) } else { *len };
+            if len == 0 {
+                return Err(format!("mmap of '{file}': nothing to map at offset {offset}"));
+            }
+            let flags = if *private { libc::MAP_PRIVATE } else { libc::MAP_SHARED };
+            // SAFETY: a fresh mapping of an open file; checked below.
+            let a = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    flags,
+                    f.as_raw_fd(),
+                    *offset as libc::off_t,
+                )
+            };
+            if a == libc::MAP_FAILED {
+                return Err(format!("mmap '{file}': {}", std::io::Error::last_os_error()));
+            }
+            insert_map(t, map, Region { addr: a as usize, len: len as usize })?;
+        }
+        Op::Touch { map, pattern, write, amount, think_ns } => {
+            let r = region(t, map)?;
+            let n = (r.len as u64).div_ceil(PAGE);
+            let mut next = access_gen(pattern, n, seed)?;
+            let mut b = Budget::new(amount, n);
+            let mut i = 0u64;
+            let mut sum = 0u64;
+            while b.take(i) {
+                let page = next();
+                let p = (r.addr + (page * PAGE) as usize) as *mut u64;
+                // SAFETY: page < n, so p is inside the mapping (aligned).
+                unsafe {
+                    if *write {
+                        std::ptr::write_volatile(p, (page + 1) ^ i.wrapping_mul(0x9E37_79B9));
+                    } else {
+                        sum = sum.wrapping_add(std::ptr::read_volatile(p as *const u8) as u64);
+                    }
+                }
+                i += 1;
+                think(*think_ns);
+            }
+            std::hint::black_box(sum);
+        }
+        Op::Munmap { map } => {
+            let r = t
+                .p
+                .maps
+                .lock()
+                .unwrap()
+                .remove(map)
+                .ok_or_else(|| format!("no mapping named '{map}' in this process"))?;
+            // SAFETY: exactly a mapping this process made and still holds.
+            unsafe { libc::munmap(r.addr as *mut _, r.len) };
+        }
+        Op::Madvise { map, advice } => {
+            let r = region(t, map)?;
+            // SAFETY: advice over a mapping this process holds.
+            if unsafe { libc::madvise(r.addr as *mut _, r.len, madvice(*advice)) } != 0 {
+                return Err(format!("madvise '{map}': {}", std::io::Error::last_os_error()));
+            }
+        }
+        Op::Io { file, pattern, write, bs, amount, direct, think_ns } => {
+            let (f, size) = open(t, file, *direct)?;
+            let bs = (*bs).max(1);
+            let n = (size / bs).max(1);
+            let mut next = access_gen(pattern, n, seed)?;
+            let mut buf = AlignedBuf::new(bs as usize)?;
+            let mut b = Budget::new(amount, n);
+            let mut i = 0u64;
+            while b.take(i) {
+                let off = next() * bs;
+                let r = if *write {
+                    f.write_all_at(buf.slice(bs as usize), off)
+                } else {
+                    f.read_at(buf.slice(bs as usize), off).map(|_| ())
+                };
+                r.map_err(|e| format!("{} '{file}' at {off}: {e}", if *write { "pwrite" } else { "pread" }))?;
+                i += 1;
+                think(*think_ns);
+            }
+        }
+        Op::Fsync { file } => {
+            let (f, _) = open(t, file, false)?;
+            f.sync_all().map_err(|e| format!("fsync '{file}': {e}"))?;
+        }
+        Op::Fadvise { file, advice, offset, len } => {
+            let (f, _) = open(t, file, false)?;
+            // SAFETY: advice on an open descriptor.
+            let r = unsafe {
+                libc::posix_fadvise(f.as_raw_fd(), *offset as i64, *len as i64, fadvice(*advice))
+            };
+            if r != 0 {
+                return Err(format!("fadvise '{file}': {}", std::io::Error::from_raw_os_error(r)));
+            }
+        }
+        Op::Truncate { file, size } => {
+            let (f, _) = open(t, file, false)?;
+            f.set_len(*size).map_err(|e| format!("ftruncate '{file}': {e}"))?;
+        }
+        Op::Fio { .. } => return Err("fio steps are not run by the oracle's executor".into()),
+        Op::Sleep { ns } => think(*ns),
+        Op::Compute { ns } => {
+            let until = Instant::now() + Duration::from_nanos(*ns);
+            let mut x = 0u64;
+            while Instant::now() < until {
+                for _ in 0..1000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            }
+        }
+        Op::Barrier { name } => barrier(t, name)?,
+        Op::Loop { count, duration_ns, steps } => {
+            let start = Instant::now();
+            let mut k = 0u64;
+            loop {
+                if count.is_some_and(|c| k >= c) {
+                    break;
+                }
+                if duration_ns.is_some_and(|d| start.elapsed() >= Duration::from_nanos(d)) {
+                    break;
+                }
+                if let Flow::Exit = run_steps(t, steps)? {
+                    return Ok(Flow::Exit);
+                }
+                k += 1;
+            }
+        }
+        Op::Fork { count, wait, steps: _ } => {
+            let exe = std::env::current_exe().map_err(|e| format!("fork: {e}"))?;
+            let mut a = t.p.args.clone();
+            a.fork = t.path.clone();
+            let mut kids = Vec::new();
+            for _ in 0..*count {
+                // The same program, in this process's cgroup (inherited).
+                let c = Command::new(&exe)
+                    .args(["oracle", "__scenario-proc"])
+                    .args(a.to_args())
+                    .stdin(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("fork: {e}"))?;
+                kids.push(c);
+            }
+            if *wait {
+                for mut c in kids {
+                    let s = c.wait().map_err(|e| format!("waitpid: {e}"))?;
+                    // Killed (the OOM killer) is an outcome; an error is ours.
+                    if s.code().is_some_and(|c| c != 0) {
+                        return Err(format!("a forked worker failed ({s})"));
+                    }
+                }
+            }
+        }
+        Op::Exit => return Ok(Flow::Exit),
+    }
+    Ok(Flow::Next)
+}
+
+fn insert_map(t: &ThreadCtx, map: &str, r: Region) -> Result<(), String> {
+    let mut m = t.p.maps.lock().unwrap();
+    if let Some(old) = m.insert(map.to_string(), r) {
+        // A remap of the same name replaces the old mapping.
+        // SAFETY: exactly a mapping this process made and held.
+        unsafe { libc::munmap(old.addr as *mut _, old.len) };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(p: Pattern, n: u64, k: usize) -> Vec<u64> {
+        let mut g = access_gen(&p, n, 7).unwrap();
+        (0..k).map(|_| g()).collect()
+    }
+
+    #[test]
+    fn generators_stay_in_range_and_follow_their_pattern() {
+        assert_eq!(take(Pattern::Seq, 3, 7), [0, 1, 2, 0, 1, 2, 0]);
+        let s = take(Pattern::Stride { stride: 3 }, 7, 7);
+        assert_eq!(s, [0, 3, 6, 1, 4, 2, 5], "each page once per pass");
+        for p in [
+            Pattern::Random,
+            Pattern::HotCold { hot_pct: 90, hot_size_pct: 10 },
+            Pattern::Nurand { a: 255 },
+        ] {
+            assert!(take(p.clone(), 1000, 5000).iter().all(|&v| v < 1000), "{p:?}");
+        }
+        let hc = take(Pattern::HotCold { hot_pct: 90, hot_size_pct: 10 }, 1000, 10000);
+        let hot = hc.iter().filter(|&&v| v < 100).count();
+        assert!((8500..9500).contains(&hot), "{hot} of 10000 in the hot 10%");
+        assert!(access_gen(&Pattern::Zipf { theta: 0.9 }, 10, 1).is_err());
+    }
+
+    #[test]
+    fn budget_counts_passes_and_accesses() {
+        let mut b = Budget::new(&Amount::Passes(2), 5);
+        assert_eq!((0..20).filter(|&i| b.take(i)).count(), 10);
+        let mut b = Budget::new(&Amount::Accesses(3), 5);
+        assert_eq!((0..20).filter(|&i| b.take(i)).count(), 3);
+    }
+
+    #[test]
+    fn child_args_round_trip() {
+        let a = ChildArgs {
+            spec: "/s/x.json".into(),
+            process: 2,
+            instance: 3,
+            sock: "/s/sock".into(),
+            files: "/s/files".into(),
+            tmpfs: "/s/tmpfs".into(),
+            fork: vec![0, 4, 1],
+        };
+        assert_eq!(ChildArgs::parse(&a.to_args()).unwrap(), a);
+        assert!(ChildArgs::parse(&["--spec".into()]).unwrap_err().contains("needs a value"));
+        assert!(ChildArgs::parse(&["--bogus".into(), "1".into()])
+            .unwrap_err()
+            .contains("unknown option"));
+    }
+}
