@@ -88,11 +88,47 @@ const SHOWN: &[&str] = &[
     "fio.read_bytes",
     "fio.write_bytes",
     "elapsed_s",
+    // Scenarios (anon, swap, shmem, OOM).
+    "anon",
+    "shmem",
+    "swap",
+    "oom_kill",
+    "workingset_refault_anon",
+    "vmstat.pswpin",
+    "vmstat.pswpout",
+    "vmstat.workingset_refault_anon",
+    "vmstat.pgscan_anon",
+    "vmstat.pgscan_file",
+    "vmstat.pgsteal_anon",
+    "vmstat.pgsteal_file",
+    "vmstat.oom_kill",
 ];
+
+/// What a scenario's per-cgroup rows (`memcg[PATH].NAME`) show.
+const SHOWN_PER_CGROUP: &[&str] = &[
+    "anon",
+    "file",
+    "shmem",
+    "swap",
+    "peak",
+    "memsw_peak",
+    "pgmajfault",
+    "oom_kill",
+];
+
+fn shown(counter: &str) -> bool {
+    if SHOWN.contains(&counter) || counter.starts_with("killed[") {
+        return true;
+    }
+    counter
+        .strip_prefix("memcg[")
+        .and_then(|c| c.rsplit_once("]."))
+        .is_some_and(|(_, n)| SHOWN_PER_CGROUP.contains(&n))
+}
 
 pub fn shown_rows(rows: &[CounterRow]) -> Vec<&CounterRow> {
     rows.iter()
-        .filter(|r| r.model.is_some() || SHOWN.contains(&r.counter.as_str()))
+        .filter(|r| r.model.is_some() || shown(&r.counter))
         .collect()
 }
 

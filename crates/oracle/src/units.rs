@@ -32,6 +32,9 @@ const BYTE_FIELDS: &[&str] = &[
     "slab_unreclaimable",
     "slab",
     "swap",
+    // memory.peak (v1 max_usage_in_bytes) and the memsw one (scenarios).
+    "peak",
+    "memsw_peak",
 ];
 
 /// The unit of a counter of the run map (see the crate docs).

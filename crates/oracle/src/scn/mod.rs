@@ -355,6 +355,14 @@ impl Groups {
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .unwrap_or(0.0);
             ooms += oom;
+            let mut stat = stat;
+            // Peak usage (v2's memory.peak; memsw: memory + swap), since
+            // the sizes above are read after the processes exited.
+            for (f, k) in [("memory.max_usage_in_bytes", "peak"), ("memory.memsw.max_usage_in_bytes", "memsw_peak")] {
+                if let Some(v) = fs::read_to_string(d.join(f)).ok().and_then(|s| s.trim().parse().ok()) {
+                    stat.insert(k.to_string(), v);
+                }
+            }
             if path.is_empty() {
                 m.extend(stat.iter().map(|(k, v)| (k.clone(), *v as f64)));
             } else {
