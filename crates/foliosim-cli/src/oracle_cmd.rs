@@ -92,10 +92,7 @@ pub enum OracleCmd {
 fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
     let s = arg.to_string_lossy();
     if let Some(name) = s.strip_prefix("builtin:") {
-        let (n, a, sc) = foliosim_oracle::scn::builtin::cases()
-            .into_iter()
-            .find(|c| c.0 == name)
-            .ok_or_else(|| {
+        let (n, a, sc) = foliosim_oracle::scn::builtin::find(name).ok_or_else(|| {
                 let names: Vec<_> = foliosim_oracle::scn::builtin::cases()
                     .iter()
                     .map(|c| c.0)

@@ -94,19 +94,20 @@ fn file(name: &str, size: u64, fs: FileFs, prefill: bool) -> FileSpec {
     }
 }
 
-/// An anon+file mix at `swappiness`: 160 MiB of anon written once, then
-/// three rounds of a pass over the anon and a pass over a 256 MiB file.
+/// An anon+file mix at `swappiness`: 192 MiB of anon written once, then
+/// four rounds of a pass over the anon and a pass over a 128 MiB file
+/// (both re-used, so that file refaults activate and anon is scanned).
 fn mix(name: &str, swappiness: u32) -> Scenario {
     let mut b = B { line: 0 };
     let inner = vec![
         b.touch("heap", Pattern::Seq, false, Amount::Passes(1)),
-        b.read("data", Pattern::Seq, 64 << 10, Amount::Passes(1)),
+        b.read("data", Pattern::Random, 4096, Amount::Passes(1)),
     ];
     let steps = vec![
-        b.anon("heap", 160 * M),
+        b.anon("heap", 192 * M),
         b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),
         b.s(Op::Loop {
-            count: Some(3),
+            count: Some(4),
             duration_ns: None,
             steps: inner,
         }),
@@ -115,7 +116,7 @@ fn mix(name: &str, swappiness: u32) -> Scenario {
         name,
         machine(Some("zram:1G")),
         vec![group("mix", 256 * M, Some(swappiness))],
-        vec![file("data", 256 * M, FileFs::Disk, true)],
+        vec![file("data", 128 * M, FileFs::Disk, true)],
         vec![process("app", "mix", steps)],
     )
 }
@@ -156,7 +157,7 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
     ] {
         v.push((
             name,
-            "anon+file mix (160 MiB anon, 256 MiB file, 256 MiB group, zram): the anon/file reclaim shares at this swappiness",
+            "anon+file mix (192 MiB anon, 128 MiB file, both re-used, 256 MiB group, zram): the anon/file reclaim shares at this swappiness",
             mix(name, sw),
         ));
     }
@@ -275,7 +276,8 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
         b.anon("heap", 128 * M),
         b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),
         b.s(Op::Barrier { name: "filled".into() }),
-        b.touch("heap", Pattern::Seq, false, Amount::Passes(2)),
+        b.s(Op::Barrier { name: "done".into() }),
+        b.touch("heap", Pattern::Seq, false, Amount::Passes(1)),
     ];
     let worker = vec![
         b.anon("heap", 96 * M),
@@ -288,6 +290,7 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
             wait: true,
             steps: worker,
         }),
+        b.s(Op::Barrier { name: "done".into() }),
     ];
     let mut sc = scenario(
         "scn-fork-pressure",
@@ -296,16 +299,79 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
         vec![],
         vec![process("resident", "app", a), process("forker", "app", c)],
     );
-    sc.barriers = vec![Barrier {
-        name: "filled".into(),
-        parties: 2,
-    }];
+    sc.barriers = ["filled", "done"]
+        .iter()
+        .map(|n| Barrier {
+            name: n.to_string(),
+            parties: 2,
+        })
+        .collect();
     v.push((
         "scn-fork-pressure",
-        "a 128 MiB resident process, then (after a barrier) two forked 96 MiB workers in its 256 MiB group with zram",
+        "a 128 MiB resident process waits while two forked 96 MiB workers fill its 256 MiB group (zram), then reads its memory back",
         sc,
     ));
     v
+}
+
+/// Small scenarios for the tests (not suite cases): a zram smoke run, and
+/// one that holds every kind of host change (zram swap in use, a tmpfs
+/// with a charged file, a group with a process) for two minutes, to be
+/// killed mid-run.
+pub fn test_cases() -> Vec<(&'static str, &'static str, Scenario)> {
+    let mut b = B { line: 0 };
+    let smoke = vec![
+        b.anon("heap", 96 * M),
+        b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),
+        b.touch("heap", Pattern::Seq, false, Amount::Passes(1)),
+    ];
+    let hold = vec![
+        b.s(Op::MmapFile {
+            map: "shm".into(),
+            file: "shm".into(),
+            offset: 0,
+            len: 0,
+            private: false,
+        }),
+        b.touch("shm", Pattern::Seq, true, Amount::Passes(1)),
+        b.anon("heap", 96 * M),
+        b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),
+        b.s(Op::Sleep {
+            ns: 120_000_000_000,
+        }),
+    ];
+    vec![
+        (
+            "scn-test-smoke-zram",
+            "96 MiB of anon written and read in a 64 MiB group with zram",
+            scenario(
+                "scn-test-smoke-zram",
+                machine(Some("zram:256M")),
+                vec![group("app", 64 * M, None)],
+                vec![],
+                vec![process("smoke", "app", smoke)],
+            ),
+        ),
+        (
+            "scn-test-hold",
+            "zram in use, a tmpfs file, 96 MiB of anon in a 64 MiB group, then a two-minute sleep",
+            scenario(
+                "scn-test-hold",
+                machine(Some("zram:256M")),
+                vec![group("app", 64 * M, None)],
+                vec![file("shm", 8 * M, FileFs::Tmpfs, false)],
+                vec![process("hold", "app", hold)],
+            ),
+        ),
+    ]
+}
+
+/// A built-in scenario (suite or test) by name.
+pub fn find(name: &str) -> Option<(&'static str, &'static str, Scenario)> {
+    cases()
+        .into_iter()
+        .chain(test_cases())
+        .find(|c| c.0 == name)
 }
 
 #[cfg(test)]
