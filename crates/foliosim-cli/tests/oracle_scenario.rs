@@ -43,6 +43,9 @@ impl Drop for Base {
     }
 }
 
+/// The real-kernel tests share zram0: one at a time.
+static ZRAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn why_not_real() -> Option<String> {
     if !foliosim_oracle::host::read_host(std::path::Path::new("/var/tmp")).is_ok_and(|h| h.is_root) {
         return Some("not root".into());
@@ -66,6 +69,7 @@ fn zram_is_reset() -> bool {
 
 #[test]
 fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
+    let _one = ZRAM.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = why_not_real() {
         eprintln!("SKIPPED a_zram_scenario_swaps_and_leaves_the_host_as_it_was: {why}");
         return;
@@ -110,6 +114,7 @@ fn mounted(p: &std::path::Path) -> bool {
 
 #[test]
 fn a_killed_scenario_oracle_is_undone_by_restore() {
+    let _one = ZRAM.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = why_not_real() {
         eprintln!("SKIPPED a_killed_scenario_oracle_is_undone_by_restore: {why}");
         return;
