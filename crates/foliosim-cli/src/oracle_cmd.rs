@@ -93,12 +93,12 @@ fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
     let s = arg.to_string_lossy();
     if let Some(name) = s.strip_prefix("builtin:") {
         let (n, a, sc) = foliosim_oracle::scn::builtin::find(name).ok_or_else(|| {
-                let names: Vec<_> = foliosim_oracle::scn::builtin::cases()
-                    .iter()
-                    .map(|c| c.0)
-                    .collect();
-                format!("no built-in scenario '{name}' ({})", names.join(", "))
-            })?;
+            let names: Vec<_> = foliosim_oracle::scn::builtin::cases()
+                .iter()
+                .map(|c| c.0)
+                .collect();
+            format!("no built-in scenario '{name}' ({})", names.join(", "))
+        })?;
         return Ok(Some(foliosim_oracle::cases::scenario_case(n, a, sc)));
     }
     if arg.extension().is_some_and(|e| e == "toml") {
@@ -234,7 +234,10 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
         } => {
             if let Some(case) = scenario_case(job)? {
                 if memcg_limit.is_some() || read_ahead_kb.is_some() {
-                    return Err("oracle run: a scenario sets its limits in its cgroups and [machine]".into());
+                    return Err(
+                        "oracle run: a scenario sets its limits in its cgroups and [machine]"
+                            .into(),
+                    );
                 }
                 restore_first();
                 return one_case(&case, real, *json, &|_| Ok(()), model);

@@ -17,7 +17,10 @@ struct Base(PathBuf);
 
 impl Base {
     fn new(tag: &str) -> Base {
-        let d = PathBuf::from(format!("/var/tmp/foliosim-scn-{tag}-{}", std::process::id()));
+        let d = PathBuf::from(format!(
+            "/var/tmp/foliosim-scn-{tag}-{}",
+            std::process::id()
+        ));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         Base(d)
@@ -47,7 +50,8 @@ impl Drop for Base {
 static ZRAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn why_not_real() -> Option<String> {
-    if !foliosim_oracle::host::read_host(std::path::Path::new("/var/tmp")).is_ok_and(|h| h.is_root) {
+    if !foliosim_oracle::host::read_host(std::path::Path::new("/var/tmp")).is_ok_and(|h| h.is_root)
+    {
         return Some("not root".into());
     }
     if !std::path::Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists() {
@@ -63,7 +67,10 @@ fn why_not_real() -> Option<String> {
 }
 
 fn zram_is_reset() -> bool {
-    fs::read_to_string(format!("{ZRAM_SYSFS}/disksize")).unwrap().trim() == "0"
+    fs::read_to_string(format!("{ZRAM_SYSFS}/disksize"))
+        .unwrap()
+        .trim()
+        == "0"
         && !active_swaps().iter().any(|s| s == ZRAM_NODE)
 }
 
@@ -154,7 +161,10 @@ fn a_killed_scenario_oracle_is_undone_by_restore() {
         if let Some(st) = c.try_wait().unwrap() {
             panic!("the oracle exited early: {st}");
         }
-        assert!(t0.elapsed() < Duration::from_secs(120), "never swapped: {e:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "never swapped: {e:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     c.kill().unwrap(); // SIGKILL: no guard runs
@@ -163,7 +173,12 @@ fn a_killed_scenario_oracle_is_undone_by_restore() {
     for k in ["zram", "swap", "mount", "cgroup"] {
         assert!(kinds.contains(&k), "{k} journaled: {kinds:?}");
     }
-    let tmpfs = entries.iter().find(|e| e.kind == "mount").unwrap().path.clone();
+    let tmpfs = entries
+        .iter()
+        .find(|e| e.kind == "mount")
+        .unwrap()
+        .path
+        .clone();
     let groups: Vec<PathBuf> = entries
         .iter()
         .filter(|e| e.kind == "cgroup")
@@ -189,7 +204,10 @@ fn a_killed_scenario_oracle_is_undone_by_restore() {
 fn hostile_scenario_arguments_are_refused_in_one_line() {
     let b = Base::new("hostile");
     for (arg, want) in [
-        ("builtin:../../etc/passwd", "no built-in scenario '../../etc/passwd'"),
+        (
+            "builtin:../../etc/passwd",
+            "no built-in scenario '../../etc/passwd'",
+        ),
         ("builtin:", "no built-in scenario ''"),
     ] {
         let out = b

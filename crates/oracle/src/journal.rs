@@ -395,7 +395,8 @@ fn undo(e: &Entry) -> Result<String, String> {
             let node = Path::new("/dev").join(p.file_name().unwrap_or_default());
             let _ = swapoff(&node);
             let reset = p.join("reset");
-            fs::write(&reset, "1").map_err(|err| format!("writing 1 to {}: {err}", reset.display()))?;
+            fs::write(&reset, "1")
+                .map_err(|err| format!("writing 1 to {}: {err}", reset.display()))?;
             Ok(format!("reset {}", p.display()))
         }
         Kind::Mount => {

@@ -40,7 +40,10 @@ const BYTE_FIELDS: &[&str] = &[
 /// The unit of a counter of the run map (see the crate docs).
 pub fn unit_of(counter: &str) -> &'static str {
     // A scenario cgroup's counter: `memcg[PATH].NAME` has NAME's unit.
-    let counter = match counter.strip_prefix("memcg[").and_then(|c| c.rsplit_once("].")) {
+    let counter = match counter
+        .strip_prefix("memcg[")
+        .and_then(|c| c.rsplit_once("]."))
+    {
         Some((_, name)) => name,
         None => counter,
     };

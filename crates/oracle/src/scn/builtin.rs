@@ -17,10 +17,16 @@ struct B {
 impl B {
     fn s(&mut self, op: Op) -> Step {
         self.line += 1;
-        Step { line: self.line, op }
+        Step {
+            line: self.line,
+            op,
+        }
     }
     fn anon(&mut self, map: &str, size: u64) -> Step {
-        self.s(Op::MmapAnon { map: map.into(), size })
+        self.s(Op::MmapAnon {
+            map: map.into(),
+            size,
+        })
     }
     fn touch(&mut self, map: &str, pattern: Pattern, write: bool, amount: Amount) -> Step {
         self.s(Op::Touch {
@@ -73,7 +79,13 @@ fn machine(swap: Option<&str>) -> MachineDefaults {
     }
 }
 
-fn scenario(name: &str, machine: MachineDefaults, cgroups: Vec<Cgroup>, files: Vec<FileSpec>, processes: Vec<Process>) -> Scenario {
+fn scenario(
+    name: &str,
+    machine: MachineDefaults,
+    cgroups: Vec<Cgroup>,
+    files: Vec<FileSpec>,
+    processes: Vec<Process>,
+) -> Scenario {
     Scenario {
         file: format!("builtin:{name}"),
         machine,
@@ -134,7 +146,13 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
     v.push((
         "scn-anon-seq-zram",
         "384 MiB of anon in a 256 MiB group with zram: written once, read twice in order",
-        scenario("scn-anon-seq-zram", machine(Some("zram:1G")), vec![group("app", 256 * M, None)], vec![], vec![process("seq", "app", steps)]),
+        scenario(
+            "scn-anon-seq-zram",
+            machine(Some("zram:1G")),
+            vec![group("app", 256 * M, None)],
+            vec![],
+            vec![process("seq", "app", steps)],
+        ),
     ));
 
     let steps = vec![
@@ -275,8 +293,12 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
     let a = vec![
         b.anon("heap", 128 * M),
         b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),
-        b.s(Op::Barrier { name: "filled".into() }),
-        b.s(Op::Barrier { name: "done".into() }),
+        b.s(Op::Barrier {
+            name: "filled".into(),
+        }),
+        b.s(Op::Barrier {
+            name: "done".into(),
+        }),
         b.touch("heap", Pattern::Seq, false, Amount::Passes(1)),
     ];
     let worker = vec![
@@ -284,13 +306,17 @@ pub fn cases() -> Vec<(&'static str, &'static str, Scenario)> {
         b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),
     ];
     let c = vec![
-        b.s(Op::Barrier { name: "filled".into() }),
+        b.s(Op::Barrier {
+            name: "filled".into(),
+        }),
         b.s(Op::Fork {
             count: 2,
             wait: true,
             steps: worker,
         }),
-        b.s(Op::Barrier { name: "done".into() }),
+        b.s(Op::Barrier {
+            name: "done".into(),
+        }),
     ];
     let mut sc = scenario(
         "scn-fork-pressure",
@@ -388,11 +414,16 @@ mod tests {
         assert_eq!(names.len(), cs.len());
         for (n, _, sc) in &cs {
             super::super::check_safe(sc).unwrap_or_else(|e| panic!("{n}: {e}"));
-            assert_eq!(super::super::skip_reason(sc, &{
-                let mut h = crate::cases::fake_host();
-                h.is_root = true;
-                h
-            }).filter(|r| !r.contains("zram") && !r.contains("swap")), None, "{n}");
+            assert_eq!(
+                super::super::skip_reason(sc, &{
+                    let mut h = crate::cases::fake_host();
+                    h.is_root = true;
+                    h
+                })
+                .filter(|r| !r.contains("zram") && !r.contains("swap")),
+                None,
+                "{n}"
+            );
         }
     }
 }

@@ -216,7 +216,8 @@ enum Flow {
 /// Entry point of `foliosim oracle __scenario-proc ARGS`.
 pub fn child_main(args: &[String]) -> Result<(), String> {
     let a = ChildArgs::parse(args)?;
-    let text = std::fs::read_to_string(&a.spec).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+    let text =
+        std::fs::read_to_string(&a.spec).map_err(|e| format!("{}: {e}", a.spec.display()))?;
     let sc: Scenario =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.spec.display()))?;
     let proc_ = sc
@@ -286,7 +287,10 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
 }
 
 /// The steps of the Fork at `path` (thread index, then step indices).
-fn fork_steps(p: &foliosim_workload::scenario::Process, path: &[usize]) -> Result<Vec<Step>, String> {
+fn fork_steps(
+    p: &foliosim_workload::scenario::Process,
+    path: &[usize],
+) -> Result<Vec<Step>, String> {
     let bad = || format!("__scenario-proc: bad --fork path {path:?}");
     let (t, rest) = path.split_first().ok_or_else(bad)?;
     let mut steps = &p.threads.get(*t).ok_or_else(bad)?.steps;
@@ -366,13 +370,12 @@ fn think(ns: u64) {
 }
 
 fn file_path(t: &ThreadCtx, name: &str) -> Result<(PathBuf, u64), String> {
-    let f = t
-        .p
-        .sc
-        .files
-        .iter()
-        .find(|f| f.name == name)
-        .ok_or_else(|| format!("no [[file]] named '{name}'"))?;
+    let f =
+        t.p.sc
+            .files
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| format!("no [[file]] named '{name}'"))?;
     let dir = match f.fs {
         FileFs::Disk => &t.p.args.files,
         FileFs::Tmpfs => &t.p.args.tmpfs,
@@ -481,18 +484,44 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 )
             };
             if a == libc::MAP_FAILED {
-                return Err(format!("mmap {size} bytes: {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "mmap {size} bytes: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
-            insert_map(t, map, Region { addr: a as usize, len: *size as usize })?;
+            insert_map(
+                t,
+                map,
+                Region {
+                    addr: a as usize,
+                    len: *size as usize,
+                },
+            )?;
         }
-        Op::MmapFile { map, file, offset, len, private } => {
+        Op::MmapFile {
+            map,
+            file,
+            offset,
+            len,
+            private,
+        } => {
             let (f, size) = open(t, file, false)?;
             let real = f.metadata().map_err(|e| e.to_string())?.len().max(size);
-            let len = if *len == 0 { real.saturating_sub(*offset) } else { *len };
+            let len = if *len == 0 {
+                real.saturating_sub(*offset)
+            } else {
+                *len
+            };
             if len == 0 {
-                return Err(format!("mmap of '{file}': nothing to map at offset {offset}"));
+                return Err(format!(
+                    "mmap of '{file}': nothing to map at offset {offset}"
+                ));
             }
-            let flags = if *private { libc::MAP_PRIVATE } else { libc::MAP_SHARED };
+            let flags = if *private {
+                libc::MAP_PRIVATE
+            } else {
+                libc::MAP_SHARED
+            };
             // SAFETY: a fresh mapping of an open file; checked below.
             let a = unsafe {
                 libc::mmap(
@@ -505,11 +534,27 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 )
             };
             if a == libc::MAP_FAILED {
-                return Err(format!("mmap '{file}': {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "mmap '{file}': {}",
+                    std::io::Error::last_os_error()
+                ));
             }
-            insert_map(t, map, Region { addr: a as usize, len: len as usize })?;
+            insert_map(
+                t,
+                map,
+                Region {
+                    addr: a as usize,
+                    len: len as usize,
+                },
+            )?;
         }
-        Op::Touch { map, pattern, write, amount, think_ns } => {
+        Op::Touch {
+            map,
+            pattern,
+            write,
+            amount,
+            think_ns,
+        } => {
             let r = region(t, map)?;
             let n = (r.len as u64).div_ceil(PAGE);
             let mut next = access_gen(pattern, n, seed)?;
@@ -533,13 +578,12 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             std::hint::black_box(sum);
         }
         Op::Munmap { map } => {
-            let r = t
-                .p
-                .maps
-                .lock()
-                .unwrap()
-                .remove(map)
-                .ok_or_else(|| format!("no mapping named '{map}' in this process"))?;
+            let r =
+                t.p.maps
+                    .lock()
+                    .unwrap()
+                    .remove(map)
+                    .ok_or_else(|| format!("no mapping named '{map}' in this process"))?;
             // SAFETY: exactly a mapping this process made and still holds.
             unsafe { libc::munmap(r.addr as *mut _, r.len) };
         }
@@ -547,10 +591,21 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let r = region(t, map)?;
             // SAFETY: advice over a mapping this process holds.
             if unsafe { libc::madvise(r.addr as *mut _, r.len, madvice(*advice)) } != 0 {
-                return Err(format!("madvise '{map}': {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "madvise '{map}': {}",
+                    std::io::Error::last_os_error()
+                ));
             }
         }
-        Op::Io { file, pattern, write, bs, amount, direct, think_ns } => {
+        Op::Io {
+            file,
+            pattern,
+            write,
+            bs,
+            amount,
+            direct,
+            think_ns,
+        } => {
             let (f, size) = open(t, file, *direct)?;
             let bs = (*bs).max(1);
             let n = (size / bs).max(1);
@@ -565,7 +620,12 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 } else {
                     f.read_at(buf.slice(bs as usize), off).map(|_| ())
                 };
-                r.map_err(|e| format!("{} '{file}' at {off}: {e}", if *write { "pwrite" } else { "pread" }))?;
+                r.map_err(|e| {
+                    format!(
+                        "{} '{file}' at {off}: {e}",
+                        if *write { "pwrite" } else { "pread" }
+                    )
+                })?;
                 i += 1;
                 think(*think_ns);
             }
@@ -574,19 +634,28 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let (f, _) = open(t, file, false)?;
             f.sync_all().map_err(|e| format!("fsync '{file}': {e}"))?;
         }
-        Op::Fadvise { file, advice, offset, len } => {
+        Op::Fadvise {
+            file,
+            advice,
+            offset,
+            len,
+        } => {
             let (f, _) = open(t, file, false)?;
             // SAFETY: advice on an open descriptor.
             let r = unsafe {
                 libc::posix_fadvise(f.as_raw_fd(), *offset as i64, *len as i64, fadvice(*advice))
             };
             if r != 0 {
-                return Err(format!("fadvise '{file}': {}", std::io::Error::from_raw_os_error(r)));
+                return Err(format!(
+                    "fadvise '{file}': {}",
+                    std::io::Error::from_raw_os_error(r)
+                ));
             }
         }
         Op::Truncate { file, size } => {
             let (f, _) = open(t, file, false)?;
-            f.set_len(*size).map_err(|e| format!("ftruncate '{file}': {e}"))?;
+            f.set_len(*size)
+                .map_err(|e| format!("ftruncate '{file}': {e}"))?;
         }
         Op::Fio { .. } => return Err("fio steps are not run by the oracle's executor".into()),
         Op::Sleep { ns } => think(*ns),
@@ -600,7 +669,11 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             }
         }
         Op::Barrier { name } => barrier(t, name)?,
-        Op::Loop { count, duration_ns, steps } => {
+        Op::Loop {
+            count,
+            duration_ns,
+            steps,
+        } => {
             let start = Instant::now();
             let mut k = 0u64;
             loop {
@@ -616,7 +689,11 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 k += 1;
             }
         }
-        Op::Fork { count, wait, steps: _ } => {
+        Op::Fork {
+            count,
+            wait,
+            steps: _,
+        } => {
             let exe = std::env::current_exe().map_err(|e| format!("fork: {e}"))?;
             let mut a = t.p.args.clone();
             a.fork = t.path.clone();
@@ -672,12 +749,25 @@ mod tests {
         assert_eq!(s, [0, 3, 6, 1, 4, 2, 5], "each page once per pass");
         for p in [
             Pattern::Random,
-            Pattern::HotCold { hot_pct: 90, hot_size_pct: 10 },
+            Pattern::HotCold {
+                hot_pct: 90,
+                hot_size_pct: 10,
+            },
             Pattern::Nurand { a: 255 },
         ] {
-            assert!(take(p.clone(), 1000, 5000).iter().all(|&v| v < 1000), "{p:?}");
+            assert!(
+                take(p.clone(), 1000, 5000).iter().all(|&v| v < 1000),
+                "{p:?}"
+            );
         }
-        let hc = take(Pattern::HotCold { hot_pct: 90, hot_size_pct: 10 }, 1000, 10000);
+        let hc = take(
+            Pattern::HotCold {
+                hot_pct: 90,
+                hot_size_pct: 10,
+            },
+            1000,
+            10000,
+        );
         let hot = hc.iter().filter(|&&v| v < 100).count();
         assert!((8500..9500).contains(&hot), "{hot} of 10000 in the hot 10%");
         assert!(access_gen(&Pattern::Zipf { theta: 0.9 }, 10, 1).is_err());
@@ -703,7 +793,9 @@ mod tests {
             fork: vec![0, 4, 1],
         };
         assert_eq!(ChildArgs::parse(&a.to_args()).unwrap(), a);
-        assert!(ChildArgs::parse(&["--spec".into()]).unwrap_err().contains("needs a value"));
+        assert!(ChildArgs::parse(&["--spec".into()])
+            .unwrap_err()
+            .contains("needs a value"));
         assert!(ChildArgs::parse(&["--bogus".into(), "1".into()])
             .unwrap_err()
             .contains("unknown option"));

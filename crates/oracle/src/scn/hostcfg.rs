@@ -186,7 +186,8 @@ impl Drop for TmpfsMount {
         if let Some(t) = self.mount_token.take() {
             let target = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes());
             // SAFETY: a NUL-terminated path.
-            let ok = target.is_ok_and(|c| unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0);
+            let ok =
+                target.is_ok_and(|c| unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0);
             if !ok {
                 eprintln!(
                     "foliosim oracle: unmounting {}: {}",

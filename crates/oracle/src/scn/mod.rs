@@ -137,7 +137,11 @@ pub fn check_safe(sc: &Scenario) -> Result<(), String> {
     }
     for b in &sc.barriers {
         if b.name.is_empty() || b.name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(format!("{}: barrier '{}': no spaces or control characters", sc.file, b.name.escape_debug()));
+            return Err(format!(
+                "{}: barrier '{}': no spaces or control characters",
+                sc.file,
+                b.name.escape_debug()
+            ));
         }
     }
     for s in all_steps(sc) {
@@ -151,7 +155,10 @@ pub fn check_safe(sc: &Scenario) -> Result<(), String> {
         };
         check_name("file", file).map_err(|e| at(s.line, e))?;
         if !sc.files.iter().any(|f| &f.name == file) {
-            return Err(at(s.line, format!("file '{file}': no [[file]] of that name")));
+            return Err(at(
+                s.line,
+                format!("file '{file}': no [[file]] of that name"),
+            ));
         }
     }
     Ok(())
@@ -166,7 +173,9 @@ pub enum SwapSpec {
 }
 
 pub fn parse_swap(s: Option<&str>) -> Result<SwapSpec, String> {
-    let Some(s) = s else { return Ok(SwapSpec::None) };
+    let Some(s) = s else {
+        return Ok(SwapSpec::None);
+    };
     if s == "none" {
         return Ok(SwapSpec::None);
     }
@@ -220,7 +229,9 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
     }
     let mglru = host.lru_gen.is_some_and(|v| v != 0);
     match m.lru.as_deref() {
-        Some("mglru") if !mglru => return Some("lru = mglru: this host runs the classic LRU".into()),
+        Some("mglru") if !mglru => {
+            return Some("lru = mglru: this host runs the classic LRU".into())
+        }
         Some("classic") if mglru => return Some("lru = classic: this host runs MGLRU".into()),
         _ => {}
     }
@@ -251,13 +262,16 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
         }
         Ok(SwapSpec::None) => {}
     }
-    if sc.files.iter().any(|f| f.fs == FileFs::Disk) && host.read_ahead_path.as_os_str().is_empty() {
+    if sc.files.iter().any(|f| f.fs == FileFs::Disk) && host.read_ahead_path.as_os_str().is_empty()
+    {
         return Some("the scratch directory is not on a block device (disk files)".into());
     }
     for s in all_steps(sc) {
         let why = match &s.op {
             Op::Fio { .. } => Some("fio steps are not run by the oracle's scenario executor yet"),
-            Op::Touch { pattern, .. } | Op::Io { pattern, .. } => exec::pattern_unsupported(pattern),
+            Op::Touch { pattern, .. } | Op::Io { pattern, .. } => {
+                exec::pattern_unsupported(pattern)
+            }
             _ => None,
         };
         if let Some(w) = why {
@@ -358,15 +372,24 @@ impl Groups {
             let mut stat = stat;
             // Peak usage (v2's memory.peak; memsw: memory + swap), since
             // the sizes above are read after the processes exited.
-            for (f, k) in [("memory.max_usage_in_bytes", "peak"), ("memory.memsw.max_usage_in_bytes", "memsw_peak")] {
-                if let Some(v) = fs::read_to_string(d.join(f)).ok().and_then(|s| s.trim().parse().ok()) {
+            for (f, k) in [
+                ("memory.max_usage_in_bytes", "peak"),
+                ("memory.memsw.max_usage_in_bytes", "memsw_peak"),
+            ] {
+                if let Some(v) = fs::read_to_string(d.join(f))
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                {
                     stat.insert(k.to_string(), v);
                 }
             }
             if path.is_empty() {
                 m.extend(stat.iter().map(|(k, v)| (k.clone(), *v as f64)));
             } else {
-                m.extend(stat.iter().map(|(k, v)| (format!("memcg[{path}].{k}"), *v as f64)));
+                m.extend(
+                    stat.iter()
+                        .map(|(k, v)| (format!("memcg[{path}].{k}"), *v as f64)),
+                );
                 m.insert(format!("memcg[{path}].oom_kill"), oom);
             }
         }
@@ -510,7 +533,8 @@ fn lay_out_files(sc: &Scenario, l: &Layout) -> Result<(), String> {
             let h = fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
             // A tmpfs file is sized but holds no pages until written.
             if f.fs == FileFs::Tmpfs {
-                h.set_len(f.size).map_err(|e| format!("{}: {e}", p.display()))?;
+                h.set_len(f.size)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
             }
         } else {
             crate::probe::create_file(&p, f.size)?;
@@ -548,10 +572,18 @@ pub fn run_real(
     };
     scratch.track(l.base.clone())?;
     fs::create_dir_all(&l.files).map_err(|e| format!("{}: {e}", l.files.display()))?;
-    fs::write(&l.spec, serde_json::to_string(sc).map_err(|e| e.to_string())?)
-        .map_err(|e| format!("{}: {e}", l.spec.display()))?;
+    fs::write(
+        &l.spec,
+        serde_json::to_string(sc).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", l.spec.display()))?;
     // Guards, dropped in reverse: tmpfs, sysctls, read-ahead, swap.
-    let tmpfs_bytes: u64 = sc.files.iter().filter(|f| f.fs == FileFs::Tmpfs).map(|f| f.size).sum();
+    let tmpfs_bytes: u64 = sc
+        .files
+        .iter()
+        .filter(|f| f.fs == FileFs::Tmpfs)
+        .map(|f| f.size)
+        .sum();
     let _tmpfs = if tmpfs_bytes > 0 {
         Some(TmpfsMount::mount(&l.tmpfs, tmpfs_bytes + (16 << 20))?)
     } else {
@@ -571,7 +603,11 @@ pub fn run_real(
         SwapSpec::Zram(size) => Some(ZramSwap::setup(size)?),
         _ => None,
     };
-    let parties: HashMap<String, u32> = sc.barriers.iter().map(|b| (b.name.clone(), b.parties)).collect();
+    let parties: HashMap<String, u32> = sc
+        .barriers
+        .iter()
+        .map(|b| (b.name.clone(), b.parties))
+        .collect();
     let mut runs = Vec::new();
     for i in 0..opts.repeat {
         lay_out_files(sc, &l)?;
@@ -659,12 +695,19 @@ fn run_instances(
     let mut left: Vec<_> = kids.into_iter().map(Some).collect();
     while left.iter().any(Option::is_some) {
         if Instant::now() > deadline {
-            return Err(format!("the scenario ran past {}s; killed", RUN_TIMEOUT.as_secs()));
+            return Err(format!(
+                "the scenario ran past {}s; killed",
+                RUN_TIMEOUT.as_secs()
+            ));
         }
         for slot in left.iter_mut() {
-            let Some((pi, c, _)) = slot.as_mut() else { continue };
+            let Some((pi, c, _)) = slot.as_mut() else {
+                continue;
+            };
             let pi = *pi;
-            let Some(st) = c.try_wait().map_err(|e| e.to_string())? else { continue };
+            let Some(st) = c.try_wait().map_err(|e| e.to_string())? else {
+                continue;
+            };
             let (_, _, h) = slot.take().expect("some");
             let stderr = h.join().unwrap_or_default();
             let name = &sc.processes[pi].name;
@@ -683,7 +726,10 @@ fn run_instances(
     }
     while g.procs_left() > 0 {
         if Instant::now() > deadline {
-            return Err(format!("forked workers ran past {}s; killed", RUN_TIMEOUT.as_secs()));
+            return Err(format!(
+                "forked workers ran past {}s; killed",
+                RUN_TIMEOUT.as_secs()
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -715,7 +761,10 @@ mod tests {
             ..Default::default()
         });
         let e = check_safe(&sc).unwrap_err();
-        assert!(e.starts_with("s.toml:7: file '../../etc/shadow': a name, not a path"), "{e}");
+        assert!(
+            e.starts_with("s.toml:7: file '../../etc/shadow': a name, not a path"),
+            "{e}"
+        );
         sc.files[0].name = "ok".into();
         sc.cgroups.push(Cgroup {
             path: "a/../../system.slice".into(),
@@ -723,7 +772,10 @@ mod tests {
             ..Default::default()
         });
         let e = check_safe(&sc).unwrap_err();
-        assert!(e.starts_with("s.toml:3: cgroup 'a/../../system.slice'"), "{e}");
+        assert!(
+            e.starts_with("s.toml:3: cgroup 'a/../../system.slice'"),
+            "{e}"
+        );
         sc.cgroups[0].path = "a".into();
         sc.processes.push(Process {
             name: "p".into(),
@@ -767,10 +819,14 @@ mod tests {
         );
         sc.cgroups[0].high = None;
         sc.machine.memory = Some(1 << 30);
-        assert!(skip_reason(&sc, &h).unwrap().contains("the real run has the host's"));
+        assert!(skip_reason(&sc, &h)
+            .unwrap()
+            .contains("the real run has the host's"));
         sc.machine.memory = None;
         sc.machine.sysctl = vec![("kernel.core_pattern".into(), "|x".into())];
-        assert!(skip_reason(&sc, &h).unwrap().starts_with("sysctl kernel.core_pattern"));
+        assert!(skip_reason(&sc, &h)
+            .unwrap()
+            .starts_with("sysctl kernel.core_pattern"));
         sc.machine.sysctl.clear();
         sc.machine.swap = Some("disk:1G".into());
         assert!(skip_reason(&sc, &h).unwrap().starts_with("disk swap"));
@@ -782,8 +838,14 @@ mod tests {
     #[test]
     fn swap_specs() {
         assert_eq!(parse_swap(None).unwrap(), SwapSpec::None);
-        assert_eq!(parse_swap(Some("zram:1G")).unwrap(), SwapSpec::Zram(1 << 30));
-        assert_eq!(parse_swap(Some("disk:8M")).unwrap(), SwapSpec::Disk(8 << 20));
+        assert_eq!(
+            parse_swap(Some("zram:1G")).unwrap(),
+            SwapSpec::Zram(1 << 30)
+        );
+        assert_eq!(
+            parse_swap(Some("disk:8M")).unwrap(),
+            SwapSpec::Disk(8 << 20)
+        );
         assert!(parse_swap(Some("nvme:1G")).is_err());
         assert!(parse_swap(Some("zram")).is_err());
     }
