@@ -268,11 +268,17 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
                         path,
                     };
                     let r = run_steps(&mut t, steps);
-                    if matches!(r, Ok(Flow::Exit)) {
+                    match r {
                         // exit(0) of the whole process, as the step says.
-                        std::process::exit(0);
+                        Ok(Flow::Exit) => std::process::exit(0),
+                        // At once: the other threads may be waiting at a
+                        // barrier this one will never reach.
+                        Err(e) => {
+                            eprintln!("foliosim oracle __scenario-proc: {e}");
+                            std::process::exit(1)
+                        }
+                        Ok(Flow::Next) => Ok(Flow::Next),
                     }
-                    r
                 }));
             }
         }
@@ -357,7 +363,7 @@ impl Budget {
                 true
             }
             // Check the clock every 64 accesses only.
-            (None, Some(u)) => i % 64 != 0 || Instant::now() < u,
+            (None, Some(u)) => !i.is_multiple_of(64) || Instant::now() < u,
             (None, None) => false,
         }
     }
