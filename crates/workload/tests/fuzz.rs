@@ -1,6 +1,7 @@
 //! Fuzz harness for every parser of user input in the workload crate: fio
 //! job files, fio's command-line form, sizes and times, libCacheSim csv
-//! parameter strings and trace files (csv and oracleGeneral).
+//! parameter strings and trace files (csv and oracleGeneral), scenario
+//! files (TOML) and usemem command lines.
 //!
 //! Inputs come from three generators: a grammar of fio's own option names
 //! with hostile values, mutations of real job files (fio's examples corpus in
@@ -10,6 +11,7 @@
 //! for the test suite; `scripts/fuzz` runs a million in all).
 
 use foliosim_workload::fio::{parse_cmdline, parse_job_str, parse_size, parse_time_us, ParseError};
+use foliosim_workload::scenario::{self, gen};
 use foliosim_workload::trace::{self, CsvSpec, TraceFormat};
 use foliosim_workload::units;
 use proptest::prelude::*;
@@ -852,4 +854,251 @@ fn fuzz_trace_files() {
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     report("trace files", &n, &rej);
+}
+
+// ---- Scenario files (TOML) and usemem command lines ----
+
+/// Keys a scenario knows, at every level, for hostile lines.
+const SCENARIO_KEYS: &[&str] = &[
+    "memory",
+    "swap",
+    "lru",
+    "swappiness",
+    "device",
+    "read_ahead_kb",
+    "zram_ratio",
+    "seed",
+    "sysctl",
+    "path",
+    "max",
+    "memory.max",
+    "memory.limit_in_bytes",
+    "high",
+    "low",
+    "min",
+    "swap_max",
+    "memory.memsw.limit_in_bytes",
+    "oom_group",
+    "oom_kill_disable",
+    "name",
+    "size",
+    "fs",
+    "prefill",
+    "cgroup",
+    "count",
+    "oom_score_adj",
+    "steps",
+    "step",
+    "op",
+    "map",
+    "file",
+    "pattern",
+    "write",
+    "passes",
+    "accesses",
+    "duration",
+    "think",
+    "bs",
+    "amount",
+    "direct",
+    "advice",
+    "offset",
+    "len",
+    "private",
+    "job",
+    "time",
+    "wait",
+];
+
+fn scenario_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("\"1G\"".to_string()),
+        Just("\"0\"".to_string()),
+        Just("0".to_string()),
+        Just("-1".to_string()),
+        Just("9223372036854775807".to_string()),
+        Just("\"99999999999999999P\"".to_string()),
+        Just("\"max\"".to_string()),
+        Just("\"zipf:0\"".to_string()),
+        Just("\"hotcold:101/0\"".to_string()),
+        Just("\"stride:0\"".to_string()),
+        Just("\"nurand:\"".to_string()),
+        Just("\"ycsb:nan\"".to_string()),
+        Just("\"120ms\"".to_string()),
+        Just("\"10\"".to_string()),
+        Just("true".to_string()),
+        Just("1.5e308".to_string()),
+        Just("[]".to_string()),
+        Just("{}".to_string()),
+        Just("[{ op = \"barrier\", name = \"X\" }]".to_string()),
+        Just("[{ op = \"loop\", count = 99999999999, steps = [{ op = \"barrier\", name = \"b0\" }] }]".to_string()),
+        Just("[{ op = \"fork\", steps = [{ op = \"exit\" }] }]".to_string()),
+        Just("\"zram:4G\"".to_string()),
+        Just("\"a/../b\"".to_string()),
+        "\"[ -~]{0,12}\"".prop_map(|s| s),
+        "[0-9]{1,20}".prop_map(|s| s),
+    ]
+}
+
+fn scenario_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (prop::sample::select(SCENARIO_KEYS), scenario_value())
+            .prop_map(|(k, v)| format!("{k} = {v}")),
+        1 => prop::sample::select(&["[machine]", "[[cgroup]]", "[[file]]", "[[process]]", "[[process.thread]]", "[[process.step]]", "[[process.thread.steps]]", "[process]"][..])
+            .prop_map(String::from),
+        1 => "[ -~]{0,30}".prop_map(|s| s),
+    ]
+}
+
+fn scenario_corpus() -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut v: Vec<(PathBuf, String)> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| {
+            let t = std::fs::read_to_string(&p).unwrap();
+            (p, t)
+        })
+        .collect();
+    v.sort();
+    let mut texts: Vec<String> = v.into_iter().map(|x| x.1).collect();
+    texts.extend((0..40).map(|s| gen::random_scenario(s, gen::Limits::default())));
+    texts
+}
+
+fn scenario_mutated(corpus: Vec<String>) -> impl Strategy<Value = String> {
+    let n = corpus.len();
+    (
+        0..n,
+        prop::collection::vec(
+            (
+                0u8..5,
+                any::<prop::sample::Index>(),
+                scenario_line(),
+                any::<u8>(),
+            ),
+            1..5,
+        ),
+    )
+        .prop_map(move |(i, muts)| {
+            let mut lines: Vec<String> = corpus[i].lines().map(String::from).collect();
+            for (op, at, l, b) in muts {
+                let len = lines.len();
+                match op {
+                    0 if len > 0 => lines[at.index(len)] = l,
+                    1 => lines.insert(at.index(len + 1), l),
+                    2 if len > 0 => {
+                        lines.remove(at.index(len));
+                    }
+                    3 if len > 0 => {
+                        // Keep the key, give it a hostile value.
+                        let k = at.index(len);
+                        if let Some((key, _)) = lines[k].clone().split_once('=') {
+                            let v = l.split_once('=').map(|x| x.1).unwrap_or(&l).to_string();
+                            lines[k] = format!("{key}={v}");
+                        }
+                    }
+                    _ if len > 0 => {
+                        let k = at.index(len);
+                        let mut bytes = lines[k].clone().into_bytes();
+                        let p = at.index(bytes.len() + 1);
+                        bytes.insert(p, b);
+                        lines[k] = String::from_utf8_lossy(&bytes).into_owned();
+                    }
+                    _ => {}
+                }
+            }
+            lines.join("\n")
+        })
+}
+
+/// No panic; a refusal is one line naming the file; an accepted scenario
+/// holds the invariants its consumers rely on.
+fn check_scenario_text(text: &str, n: &AtomicU64, rej: &AtomicU64) {
+    n.fetch_add(1, Ordering::Relaxed);
+    match scenario::parse(text, "fuzz.toml") {
+        Ok(sc) => {
+            assert!(!sc.processes.is_empty());
+            for (i, c) in sc.cgroups.iter().enumerate() {
+                if let Some((parent, _)) = c.path.rsplit_once('/') {
+                    assert!(sc.cgroups[..i].iter().any(|p| p.path == parent), "{sc:?}");
+                }
+            }
+            for p in &sc.processes {
+                assert!(p.count >= 1 && !p.threads.is_empty());
+                assert!(p.cgroup.is_empty() || sc.cgroups.iter().any(|c| c.path == p.cgroup));
+                assert!(p
+                    .threads
+                    .iter()
+                    .all(|t| t.count >= 1 && !t.steps.is_empty()));
+            }
+            assert!(
+                sc.barriers.iter().all(|b| b.parties >= 2),
+                "{:?}",
+                sc.barriers
+            );
+        }
+        Err(e) => {
+            rej.fetch_add(1, Ordering::Relaxed);
+            assert_one_line(&e, "fuzz.toml:");
+        }
+    }
+}
+
+#[test]
+fn fuzz_scenarios_mutated_from_examples() {
+    let (n, rej) = (AtomicU64::new(0), AtomicU64::new(0));
+    runner()
+        .run(&scenario_mutated(scenario_corpus()), |t| {
+            check_scenario_text(&t, &n, &rej);
+            Ok(())
+        })
+        .unwrap();
+    report("scenario files (mutated examples)", &n, &rej);
+    assert!(
+        rej.load(Ordering::Relaxed) > 0,
+        "mutations never produced a bad scenario"
+    );
+}
+
+#[test]
+fn fuzz_scenarios_raw_bytes() {
+    let (n, rej) = (AtomicU64::new(0), AtomicU64::new(0));
+    runner()
+        .run(&prop::collection::vec(any::<u8>(), 0..400), |b| {
+            check_scenario_text(&String::from_utf8_lossy(&b), &n, &rej);
+            Ok(())
+        })
+        .unwrap();
+    report("scenario files (raw bytes)", &n, &rej);
+}
+
+#[test]
+fn fuzz_usemem_command_lines() {
+    let (n, rej) = (AtomicU64::new(0), AtomicU64::new(0));
+    let arg = prop_oneof![
+        3 => prop::sample::select(&[
+            "-n", "-t", "-u", "-j", "-r", "-s", "-T", "-e", "-R", "-o", "-y", "-x", "-Z", "-F", "-a", "-O", "-q",
+            "-P", "-f", "--random", "--repeat", "--unit", "--step", "--runtime", "--delay", "--touch-alloc",
+            "--sync-rw", "--nproc=2", "--thread=3", "--r", "--", "-nR", "-t0",
+        ][..]).prop_map(String::from),
+        3 => prop::sample::select(&["1G", "4k", "0", "1", "3", "0x10m", "16k", "64m", "5u", "18446744073709551615", "1t", "1Q", ""][..])
+            .prop_map(String::from),
+        1 => "[ -~]{0,10}".prop_map(|s| s),
+    ];
+    runner()
+        .run(&prop::collection::vec(arg, 0..8), |args| {
+            n.fetch_add(1, Ordering::Relaxed);
+            match scenario::usemem::parse_args(&args) {
+                Ok(sc) => assert_eq!(sc.processes.len(), 1),
+                Err(e) => {
+                    rej.fetch_add(1, Ordering::Relaxed);
+                    assert_clean_msg(&e);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    report("usemem command lines", &n, &rej);
 }

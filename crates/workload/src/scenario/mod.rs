@@ -6,6 +6,9 @@
 //!
 //! Sizes are bytes, times nanoseconds. Every step keeps the line of the
 //! scenario file it came from, so a runtime refusal can name it.
+//!
+//! `parse`/`parse_file` read the TOML form (docs/scenarios.md), `usemem`
+//! the usemem command line, `gen` writes random valid scenarios.
 
 use serde::{Deserialize, Serialize};
 
@@ -111,6 +114,11 @@ pub struct Process {
     pub count: u32,
     /// The threads of each process; threads share its mappings. A process
     /// written with plain `steps` has one thread.
+    ///
+    /// Map names: a name bound by an mmap step of a body with `count` 1 is
+    /// visible to every thread of the process; a body with `count` > 1
+    /// binds one mapping per thread under each name it maps (each of the
+    /// identical threads uses its own, as usemem's threads do).
     pub threads: Vec<Thread>,
     /// /proc/PID/oom_score_adj.
     pub oom_score_adj: i32,
@@ -260,7 +268,7 @@ pub enum Op {
     Barrier { name: String },
     /// Repeat the inner steps `count` times, or until `duration_ns` of
     /// simulated time has passed since the loop began (checked at the top
-    /// of each iteration).
+    /// of each iteration); with both, whichever ends it first.
     Loop {
         count: Option<u64>,
         duration_ns: Option<u64>,
@@ -278,3 +286,10 @@ pub enum Op {
     /// exit(0) of this thread's process before its steps end.
     Exit,
 }
+
+mod check;
+pub mod gen;
+pub mod usemem;
+mod parse;
+
+pub use parse::{parse, parse_file};
