@@ -12,4 +12,5 @@ pub mod fio_stat;
 pub mod mm;
 pub mod report;
 pub mod reproduce;
+pub mod scenario;
 pub mod sim;

@@ -261,7 +261,7 @@ impl Sim {
         }
     }
 
-    fn report(&self, jobs: Vec<JobReport>) -> RunReport {
+    pub(crate) fn report(&self, jobs: Vec<JobReport>) -> RunReport {
         with_kernel!(&self.k, k => {
             let core = &k.core;
             let m = &core.memcgs[self.memcg as usize];

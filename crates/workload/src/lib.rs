@@ -1,6 +1,7 @@
 //! Workloads, kept apart from the kernel model: they produce I/O requests and
 //! page touches; `foliosim` drives them through the model.
 
+pub mod access;
 pub mod engines;
 pub mod fio;
 pub mod fio_rand;

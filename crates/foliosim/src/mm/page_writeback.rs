@@ -66,8 +66,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 break;
             };
             // Entries go stale when a folio was written back by range
-            // (filemap_write_and_wait_range) or truncated while dirty.
-            if !self.core.folios.get(id).test(pg::DIRTY) {
+            // (filemap_write_and_wait_range) or truncated while dirty; a
+            // stale entry's folio may since be an anonymous one, whose
+            // PG_dirty the flusher never counted and never writes.
+            let f = self.core.folios.get(id);
+            if !f.test(pg::DIRTY) || f.test(pg::SWAPBACKED) {
                 continue;
             }
             self.folio_start_writeback(id);

@@ -1,0 +1,684 @@
+//! The scenario driver: processes in cgroups through the kernel model.
+//! Scenarios are built in Rust here (the TOML parser is another crate's).
+
+use foliosim::mm::{MmConfig, SwapKind};
+use foliosim::scenario::{run_scenario, ScenarioReport};
+use foliosim::sim::{LruKind, SimConfig};
+use foliosim_workload::scenario::*;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+const M: u64 = 1 << 20;
+const MS: u64 = 1_000_000;
+
+fn cfg(ram: u64, swap: Option<u64>) -> SimConfig {
+    let mut mm = MmConfig {
+        ram_bytes: ram,
+        reserved_bytes: 8 * M,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
+    if let Some(s) = swap {
+        mm.swap = SwapKind::Zram;
+        mm.swap_bytes = s;
+    }
+    SimConfig {
+        mm,
+        ..SimConfig::default()
+    }
+}
+
+fn st(line: usize, op: Op) -> Step {
+    Step { line, op }
+}
+
+fn process(name: &str, cgroup: &str, count: u32, steps: Vec<Step>) -> Process {
+    Process {
+        name: name.into(),
+        line: 1,
+        cgroup: cgroup.into(),
+        count,
+        threads: vec![Thread { count: 1, steps }],
+        oom_score_adj: 0,
+    }
+}
+
+fn cgroup(path: &str, max: Option<u64>) -> Cgroup {
+    Cgroup {
+        path: path.into(),
+        line: 1,
+        max,
+        ..Cgroup::default()
+    }
+}
+
+fn mmap(line: usize, map: &str, size: u64) -> Step {
+    st(
+        line,
+        Op::MmapAnon {
+            map: map.into(),
+            size,
+        },
+    )
+}
+
+fn touch(line: usize, map: &str, pattern: Pattern, write: bool, amount: Amount, think_ns: u64) -> Step {
+    st(
+        line,
+        Op::Touch {
+            map: map.into(),
+            pattern,
+            write,
+            amount,
+            think_ns,
+        },
+    )
+}
+
+fn proc_named<'a>(r: &'a ScenarioReport, name: &str) -> &'a foliosim::scenario::ProcessReport {
+    r.processes
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no process {name}"))
+}
+
+fn vm(r: &ScenarioReport, k: &str) -> u64 {
+    r.run.vmstat[k]
+}
+
+#[test]
+fn anon_beyond_the_limit_swaps_out_then_in() {
+    let sc = Scenario {
+        file: "swap.toml".into(),
+        cgroups: vec![cgroup("a", Some(32 * M))],
+        processes: vec![process(
+            "hog",
+            "a",
+            1,
+            vec![
+                mmap(2, "m", 64 * M),
+                // First pass writes every page: half of them cannot stay.
+                touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                // The second pass reads them back: the swapped ones fault in.
+                touch(4, "m", Pattern::Seq, false, Amount::Passes(1), 0),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(256 * M, Some(256 * M)), &sc).unwrap();
+    let p = proc_named(&r, "hog[0]");
+    assert!(!p.oom_killed);
+    assert_eq!(p.touches, 2 * 64 * M / 4096);
+    assert!(vm(&r, "pswpout") > 0, "{:?}", r.run.vmstat);
+    assert!(vm(&r, "pswpin") > 0, "{:?}", r.run.vmstat);
+    // Swap-ins are major faults; every swap-in needed a swap-out first.
+    assert!(vm(&r, "pswpin") <= vm(&r, "pswpout"));
+    assert!(vm(&r, "pgmajfault") >= vm(&r, "pswpin"));
+    let a = &r.cgroups["a"];
+    assert!(a["max_usage_in_bytes"] <= 32 * M);
+    assert!(a["pswpout"] > 0);
+    // At the end the process is gone, and so are its pages.
+    assert_eq!(a["anon"], 0);
+    // The rss it had at exit: resident plus swapped covers the region.
+    assert_eq!(p.rss_anon + p.swapents, 64 * M);
+}
+
+#[test]
+fn oom_kills_the_hog_while_another_cgroup_finishes() {
+    let sc = Scenario {
+        file: "oom.toml".into(),
+        cgroups: vec![cgroup("hog", Some(16 * M)), cgroup("ok", Some(64 * M))],
+        processes: vec![
+            process(
+                "hog",
+                "hog",
+                1,
+                vec![
+                    mmap(2, "m", 64 * M),
+                    touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                ],
+            ),
+            process(
+                "ok",
+                "ok",
+                1,
+                vec![
+                    mmap(6, "m", 8 * M),
+                    touch(7, "m", Pattern::Random, true, Amount::Passes(3), 1000),
+                ],
+            ),
+        ],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(256 * M, None), &sc).unwrap();
+    let hog = proc_named(&r, "hog[0]");
+    let ok = proc_named(&r, "ok[0]");
+    assert!(hog.oom_killed);
+    assert_eq!(hog.killed_at_ns, Some(hog.end_ns));
+    // It got about as far as its limit before the kill.
+    assert!(hog.touches < 64 * M / 4096 && hog.touches > 2 * M / 4096, "{}", hog.touches);
+    assert!(!ok.oom_killed);
+    assert_eq!(ok.touches, 3 * 8 * M / 4096);
+    assert!(r.cgroups["hog"]["oom_kill"] >= 1);
+    assert_eq!(r.cgroups["ok"]["oom_kill"], 0);
+    // The victim's memory went with it.
+    assert_eq!(r.cgroups["hog"]["anon"], 0);
+    assert_eq!(vm(&r, "oom_kill"), 1);
+}
+
+#[test]
+fn barriers_hold_threads_until_the_last_arrival() {
+    let sc = Scenario {
+        file: "bar.toml".into(),
+        processes: vec![
+            process(
+                "slow",
+                "",
+                1,
+                vec![
+                    st(2, Op::Compute { ns: 5 * MS }),
+                    st(3, Op::Barrier { name: "x".into() }),
+                ],
+            ),
+            process(
+                "fast",
+                "",
+                2,
+                vec![
+                    st(6, Op::Barrier { name: "x".into() }),
+                    st(7, Op::Sleep { ns: MS }),
+                ],
+            ),
+        ],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(128 * M, None), &sc).unwrap();
+    // Released at 5 ms, the fast ones sleep 1 ms after it.
+    for i in 0..2 {
+        assert_eq!(proc_named(&r, &format!("fast[{i}]")).end_ns, 6 * MS);
+    }
+    assert_eq!(proc_named(&r, "slow[0]").end_ns, 5 * MS);
+
+    // A barrier in a loop is a new round each time: the two threads meet
+    // three times, so the fast one ends with the slow one's third arrival.
+    let mut sc2 = sc.clone();
+    let looped = |ns: u64| {
+        vec![st(
+            2,
+            Op::Loop {
+                count: Some(3),
+                duration_ns: None,
+                steps: vec![st(3, Op::Compute { ns }), st(4, Op::Barrier { name: "y".into() })],
+            },
+        )]
+    };
+    sc2.processes = vec![process("a", "", 1, looped(4 * MS)), process("b", "", 1, looped(MS))];
+    let r = run_scenario(cfg(128 * M, None), &sc2).unwrap();
+    assert_eq!(proc_named(&r, "a[0]").end_ns, 12 * MS);
+    assert_eq!(proc_named(&r, "b[0]").end_ns, 12 * MS);
+}
+
+#[test]
+fn think_time_advances_the_clock() {
+    let run = |think: u64| {
+        let sc = Scenario {
+            file: "think.toml".into(),
+            processes: vec![process(
+                "p",
+                "",
+                1,
+                vec![
+                    mmap(2, "m", 400 * 4096),
+                    touch(3, "m", Pattern::Seq, false, Amount::Accesses(400), think),
+                ],
+            )],
+            ..Scenario::default()
+        };
+        run_scenario(cfg(128 * M, None), &sc).unwrap()
+    };
+    let (a, b) = (run(0), run(50_000));
+    let (pa, pb) = (proc_named(&a, "p[0]"), proc_named(&b, "p[0]"));
+    // Same faults, same costs: the only difference is 400 pauses.
+    assert_eq!(pb.elapsed_ns - pa.elapsed_ns, 400 * 50_000);
+    assert_eq!(vm(&a, "pgfault"), vm(&b, "pgfault"));
+}
+
+#[test]
+fn duration_amounts_and_loops_stop_on_the_clock() {
+    let sc = Scenario {
+        file: "dur.toml".into(),
+        processes: vec![process(
+            "p",
+            "",
+            1,
+            vec![
+                mmap(2, "m", M),
+                st(
+                    3,
+                    Op::Loop {
+                        count: None,
+                        duration_ns: Some(10 * MS),
+                        steps: vec![
+                            touch(4, "m", Pattern::Random, false, Amount::Duration(MS), 10_000),
+                            st(5, Op::Sleep { ns: MS }),
+                        ],
+                    },
+                ),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(128 * M, None), &sc).unwrap();
+    let p = proc_named(&r, "p[0]");
+    // Five iterations of ~1 ms of touches and 1 ms of sleep; the loop
+    // checks its time at the top of each iteration.
+    assert!(p.end_ns >= 10 * MS && p.end_ns < 12 * MS + MS / 10, "{}", p.end_ns);
+    assert!(p.touches >= 5 * 90 && p.touches <= 5 * 101, "{}", p.touches);
+}
+
+#[test]
+fn fork_children_run_in_the_cgroup_and_the_parent_waits() {
+    let sc = Scenario {
+        file: "fork.toml".into(),
+        cgroups: vec![cgroup("w", Some(64 * M))],
+        processes: vec![process(
+            "parent",
+            "w",
+            1,
+            vec![
+                st(
+                    2,
+                    Op::Fork {
+                        count: 3,
+                        wait: true,
+                        steps: vec![
+                            mmap(3, "m", 2 * M),
+                            touch(4, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                            st(5, Op::Sleep { ns: 7 * MS }),
+                        ],
+                    },
+                ),
+                st(6, Op::Sleep { ns: MS }),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(128 * M, None), &sc).unwrap();
+    assert_eq!(r.processes.len(), 4);
+    let parent = proc_named(&r, "parent[0]");
+    let last_child = (0..3)
+        .map(|j| proc_named(&r, &format!("parent[0]/fork@2[{j}]")))
+        .inspect(|c| {
+            assert_eq!(c.cgroup, "w");
+            assert_eq!(c.rss_anon, 2 * M);
+            assert_eq!(c.touches, 512);
+        })
+        .map(|c| c.end_ns)
+        .max()
+        .unwrap();
+    assert!(last_child > 7 * MS);
+    assert_eq!(parent.end_ns, last_child + MS);
+    // Three children's anon pages were charged to w.
+    assert!(r.cgroups["w"]["max_usage_in_bytes"] >= 6 * M);
+}
+
+#[test]
+fn file_io_reads_through_the_cache_and_fadvise_drops_it() {
+    let file = FileSpec {
+        name: "data".into(),
+        line: 1,
+        size: 8 * M,
+        fs: FileFs::Disk,
+        prefill: true,
+    };
+    let io = |line, write| {
+        st(
+            line,
+            Op::Io {
+                file: "data".into(),
+                pattern: Pattern::Seq,
+                write,
+                bs: 64 << 10,
+                amount: Amount::Passes(1),
+                direct: false,
+                think_ns: 0,
+            },
+        )
+    };
+    let sc = Scenario {
+        file: "io.toml".into(),
+        files: vec![file],
+        processes: vec![process(
+            "p",
+            "",
+            1,
+            vec![
+                io(2, false),
+                io(3, false),
+                st(
+                    4,
+                    Op::Fadvise {
+                        file: "data".into(),
+                        advice: Advice::Dontneed,
+                        offset: 0,
+                        len: 0,
+                    },
+                ),
+                io(5, false),
+                st(
+                    6,
+                    Op::MmapFile {
+                        map: "f".into(),
+                        file: "data".into(),
+                        offset: 0,
+                        len: 0,
+                        private: false,
+                    },
+                ),
+                touch(7, "f", Pattern::Seq, true, Amount::Passes(1), 0),
+                st(8, Op::Fsync { file: "data".into() }),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(256 * M, None), &sc).unwrap();
+    // Read twice from disk (the second pass hits the cache), then once
+    // more after DONTNEED: 16 MiB in, in KiB.
+    assert_eq!(vm(&r, "pgpgin"), 2 * 8 * 1024);
+    // The mmap pass dirtied every page; fsync wrote them all.
+    assert_eq!(vm(&r, "pgpgout"), 8 * 1024);
+    let p = proc_named(&r, "p[0]");
+    assert_eq!(p.ios, 3 * 128);
+    assert_eq!(p.io_bytes, 3 * 8 * M);
+    assert_eq!(p.touches, 2048);
+}
+
+#[test]
+fn same_seed_same_json_other_seed_other_json() {
+    let sc = mixed();
+    let mut c = cfg(128 * M, Some(64 * M));
+    let a = serde_json::to_string(&run_scenario(c.clone(), &sc).unwrap()).unwrap();
+    let b = serde_json::to_string(&run_scenario(c.clone(), &sc).unwrap()).unwrap();
+    assert_eq!(a, b);
+    c.seed = 2;
+    let d = serde_json::to_string(&run_scenario(c, &sc).unwrap()).unwrap();
+    assert_ne!(a, d);
+}
+
+/// Two cgroups, threads sharing a map, random patterns, a file, swap.
+fn mixed() -> Scenario {
+    Scenario {
+        file: "mixed.toml".into(),
+        cgroups: vec![cgroup("db", Some(16 * M)), cgroup("batch", Some(10 * M))],
+        files: vec![FileSpec {
+            name: "f".into(),
+            line: 1,
+            size: 16 * M,
+            fs: FileFs::Disk,
+            prefill: true,
+        }],
+        processes: vec![
+            Process {
+                name: "db".into(),
+                line: 1,
+                cgroup: "db".into(),
+                count: 1,
+                threads: vec![
+                    Thread {
+                        count: 1,
+                        steps: vec![
+                            mmap(2, "heap", 20 * M),
+                            touch(3, "heap", Pattern::Seq, true, Amount::Passes(1), 0),
+                            st(4, Op::Barrier { name: "loaded".into() }),
+                            touch(5, "heap", Pattern::Ycsb { theta: 0.99 }, false, Amount::Accesses(8000), 2000),
+                        ],
+                    },
+                    Thread {
+                        count: 2,
+                        steps: vec![
+                            st(8, Op::Barrier { name: "loaded".into() }),
+                            st(
+                                9,
+                                Op::Io {
+                                    file: "f".into(),
+                                    pattern: Pattern::Zipf { theta: 1.1 },
+                                    write: false,
+                                    bs: 4096,
+                                    amount: Amount::Accesses(3000),
+                                    direct: false,
+                                    think_ns: 5000,
+                                },
+                            ),
+                        ],
+                    },
+                ],
+                oom_score_adj: 0,
+            },
+            process(
+                "batch",
+                "batch",
+                2,
+                vec![
+                    mmap(12, "m", 12 * M),
+                    touch(13, "m", Pattern::HotCold { hot_pct: 80, hot_size_pct: 20 }, true, Amount::Accesses(10_000), 1000),
+                    st(14, Op::Munmap { map: "m".into() }),
+                    st(
+                        15,
+                        Op::Io {
+                            file: "f".into(),
+                            pattern: Pattern::Random,
+                            write: true,
+                            bs: 8192,
+                            amount: Amount::Accesses(500),
+                            direct: false,
+                            think_ns: 0,
+                        },
+                    ),
+                    st(16, Op::Fsync { file: "f".into() }),
+                ],
+            ),
+        ],
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn mixed_scenario_keeps_the_invariants_under_both_lrus() {
+    for lru in [LruKind::Classic, LruKind::Mglru] {
+        let mut c = cfg(128 * M, Some(64 * M));
+        c.lru = lru;
+        let r = run_scenario(c, &mixed()).unwrap();
+        assert!(vm(&r, "pswpout") > 0, "{lru:?}");
+        assert_eq!(r.processes.len(), 3);
+        assert!(r.processes.iter().all(|p| !p.oom_killed), "{lru:?}");
+        for (path, lim) in [("db", 16 * M), ("batch", 10 * M)] {
+            assert!(r.cgroups[path]["max_usage_in_bytes"] <= lim);
+        }
+    }
+}
+
+#[test]
+fn refusals_name_file_line_and_key() {
+    let mut sc = Scenario {
+        file: "bad.toml".into(),
+        files: vec![FileSpec {
+            name: "shm".into(),
+            line: 4,
+            size: M,
+            fs: FileFs::Tmpfs,
+            prefill: false,
+        }],
+        ..Scenario::default()
+    };
+    let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
+    assert!(e.starts_with("bad.toml:4: fs: file 'shm': tmpfs files need"), "{e}");
+    sc.files.clear();
+    sc.processes = vec![process("p", "", 1, vec![st(7, Op::Fio { job: "x.fio".into() })])];
+    let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
+    assert!(e.starts_with("bad.toml:7: fio: "), "{e}");
+    sc.processes = vec![process("p", "", 1, vec![touch(9, "nope", Pattern::Seq, false, Amount::Passes(1), 0)])];
+    let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
+    assert_eq!(e, "bad.toml:9: map: 'nope' is not mapped by this process");
+    sc.processes = vec![process(
+        "p",
+        "",
+        1,
+        vec![mmap(2, "m", M), st(3, Op::Madvise { map: "m".into(), advice: Madvice::Pageout })],
+    )];
+    let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
+    assert!(e.starts_with("bad.toml:3: advice: MADV_COLD / MADV_PAGEOUT"), "{e}");
+    sc.processes.clear();
+    sc.cgroups = vec![Cgroup {
+        high: Some(M),
+        line: 11,
+        ..cgroup("c", None)
+    }];
+    let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
+    assert!(e.starts_with("bad.toml:11: high: cgroup 'c'"), "{e}");
+}
+
+#[test]
+fn exit_ends_every_thread_of_the_process() {
+    let sc = Scenario {
+        file: "exit.toml".into(),
+        processes: vec![Process {
+            name: "p".into(),
+            line: 1,
+            cgroup: String::new(),
+            count: 1,
+            threads: vec![
+                Thread {
+                    count: 1,
+                    steps: vec![mmap(2, "m", M), st(3, Op::Sleep { ns: 2 * MS }), st(4, Op::Exit)],
+                },
+                Thread {
+                    count: 1,
+                    steps: vec![
+                        st(6, Op::Sleep { ns: MS }),
+                        touch(7, "m", Pattern::Seq, true, Amount::Duration(100 * MS), 10_000),
+                    ],
+                },
+            ],
+            oom_score_adj: 0,
+        }],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(128 * M, None), &sc).unwrap();
+    let p = proc_named(&r, "p[0]");
+    // The exit comes after the mmap system call and the sleep.
+    let syscall = foliosim::mm::CpuCosts::default().syscall;
+    assert_eq!(p.end_ns, syscall + 2 * MS);
+    // The toucher ran from 1 ms to the exit at 2 ms, ~10 us a touch.
+    assert!(p.touches > 50 && p.touches <= 100, "{}", p.touches);
+}
+
+// ---- random small scenarios ----
+
+fn pattern() -> impl Strategy<Value = Pattern> {
+    prop_oneof![
+        Just(Pattern::Seq),
+        Just(Pattern::Random),
+        (0.5f64..1.4).prop_filter("not 1", |t| (t - 1.0).abs() > 1e-3).prop_map(|theta| Pattern::Zipf { theta }),
+        (0.5f64..0.99).prop_map(|theta| Pattern::Ycsb { theta }),
+        (1u64..1024).prop_map(|a| Pattern::Nurand { a }),
+        (1u32..100, 1u32..100).prop_map(|(h, s)| Pattern::HotCold { hot_pct: h, hot_size_pct: s }),
+        (1u64..40).prop_map(|stride| Pattern::Stride { stride }),
+    ]
+}
+
+fn amount() -> impl Strategy<Value = Amount> {
+    prop_oneof![
+        (1u64..3).prop_map(Amount::Passes),
+        (1u64..3000).prop_map(Amount::Accesses),
+        (1u64..5).prop_map(|ms| Amount::Duration(ms * MS)),
+    ]
+}
+
+/// A thread body: map, then a few steps on that map or the shared file,
+/// with barrier "b" possibly between.
+fn body(line0: usize) -> impl Strategy<Value = Vec<Step>> {
+    let step = prop_oneof![
+        (pattern(), any::<bool>(), amount(), 0u64..20_000)
+            .prop_map(|(p, w, a, t)| Op::Touch { map: "m".into(), pattern: p, write: w, amount: a, think_ns: t }),
+        (pattern(), any::<bool>(), (1u64..4).prop_map(|k| k * 4096), amount(), any::<bool>())
+            .prop_map(|(p, w, bs, a, d)| Op::Io { file: "f".into(), pattern: p, write: w, bs, amount: a, direct: d, think_ns: 0 }),
+        (0u64..3).prop_map(|ms| Op::Sleep { ns: ms * MS }),
+        Just(Op::Barrier { name: "b".into() }),
+        Just(Op::Fsync { file: "f".into() }),
+        Just(Op::Fadvise { file: "f".into(), advice: Advice::Dontneed, offset: 0, len: 0 }),
+        Just(Op::Madvise { map: "m".into(), advice: Madvice::Dontneed }),
+    ];
+    ((1u64..12).prop_map(|mb| mb * M), prop::collection::vec(step, 1..6), any::<bool>()).prop_map(
+        move |(size, ops, unmap)| {
+            let mut v = vec![mmap(line0, "m", size)];
+            v.extend(ops.into_iter().enumerate().map(|(i, op)| st(line0 + 1 + i, op)));
+            if unmap {
+                v.push(st(line0 + 10, Op::Munmap { map: "m".into() }));
+            }
+            v
+        },
+    )
+}
+
+fn scenario() -> impl Strategy<Value = (Scenario, bool, bool)> {
+    let cg = prop::option::of(4u64..32);
+    (
+        prop::collection::vec((body(2), 1u32..3, cg), 1..4),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(procs, swap, mglru)| {
+            let mut sc = Scenario {
+                file: "gen.toml".into(),
+                files: vec![FileSpec { name: "f".into(), line: 1, size: 4 * M, fs: FileFs::Disk, prefill: true }],
+                ..Scenario::default()
+            };
+            for (i, (steps, count, lim)) in procs.into_iter().enumerate() {
+                let cg = format!("c{i}");
+                sc.cgroups.push(cgroup(&cg, lim.map(|l| l * M)));
+                sc.processes.push(process(&format!("p{i}"), &cg, count, steps));
+            }
+            (sc, swap, mglru)
+        })
+}
+
+#[test]
+fn random_scenarios_keep_invariants_and_are_deterministic() {
+    let cases = std::env::var("FOLIOSIM_FUZZ_SCENARIO_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&scenario(), |(sc, swap, mglru)| {
+            let mut c = cfg(96 * M, swap.then_some(32 * M));
+            if mglru {
+                c.lru = LruKind::Mglru;
+            }
+            let r = run_scenario(c.clone(), &sc).map_err(TestCaseError::fail)?;
+            // Every process ended; an OOM victim ended when it was killed.
+            let n: u32 = sc.processes.iter().map(|p| p.count).sum();
+            prop_assert_eq!(r.processes.len() as u32, n);
+            for p in &r.processes {
+                prop_assert!(p.end_ns >= p.start_ns);
+                if let Some(t) = p.killed_at_ns {
+                    prop_assert_eq!(t, p.end_ns);
+                }
+            }
+            for (c, m) in sc.cgroups.iter().zip(r.cgroups.values()) {
+                if let Some(l) = c.max {
+                    prop_assert!(m["max_usage_in_bytes"] <= l.div_ceil(4096) * 4096);
+                }
+                // Everything anonymous was freed at exit.
+                prop_assert_eq!(m["anon"], 0);
+            }
+            let again = run_scenario(c, &sc).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(serde_json::to_string(&r).unwrap(), serde_json::to_string(&again).unwrap());
+            Ok(())
+        })
+        .unwrap();
+}
