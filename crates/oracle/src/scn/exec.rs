@@ -7,6 +7,7 @@
 //! "arrived NAME" out, "go" back). Nothing of the scenario is executed as a
 //! command: forks re-execute this same program into the same cgroup.
 
+use foliosim_workload::access::{stream_seed, AccessGen};
 use foliosim_workload::scenario::{Advice, Amount, FileFs, Madvice, Op, Pattern, Scenario, Step};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -33,6 +34,10 @@ pub struct ChildArgs {
     /// A forked worker: thread index, then step indices through loops and
     /// forks down to the Fork step whose steps it runs.
     pub fork: Vec<usize>,
+    /// A forked worker's identity for its random streams (the model
+    /// driver's: its parent thread's, the fork's line, the fork's count so
+    /// far in that thread, the child's index).
+    pub ident: Vec<u64>,
 }
 
 impl ChildArgs {
@@ -60,6 +65,14 @@ impl ChildArgs {
                     .collect::<Vec<_>>()
                     .join("."),
             );
+            v.push("--ident".into());
+            v.push(
+                self.ident
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            );
         }
         v
     }
@@ -73,6 +86,7 @@ impl ChildArgs {
             files: PathBuf::new(),
             tmpfs: PathBuf::new(),
             fork: vec![],
+            ident: vec![],
         };
         let mut it = args.iter();
         while let Some(k) = it.next() {
@@ -91,6 +105,12 @@ impl ChildArgs {
                 "--files" => a.files = v.into(),
                 "--tmpfs" => a.tmpfs = v.into(),
                 "--fork" => a.fork = v.split('.').map(num).collect::<Result<_, _>>()?,
+                "--ident" => {
+                    a.ident = v
+                        .split('.')
+                        .map(|x| num(x).map(|x| x as u64))
+                        .collect::<Result<_, _>>()?
+                }
                 _ => return Err(format!("__scenario-proc: unknown option {k}")),
             }
         }
@@ -101,86 +121,37 @@ impl ChildArgs {
     }
 }
 
-/// splitmix64: the executor's own generator (the model's generators come
-/// from the workload crate once merged; see [`access_gen`]).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
+/// The stream of page (or block) indices of one step: the workload
+/// crate's generators, seeded as the model's driver seeds them (the run's
+/// seed, the thread's identity, the step's line), so that both draw the
+/// same sequence.
+fn access_gen<'a>(
+    t: &'a mut ThreadCtx,
+    step: &Step,
+    pattern: &Pattern,
+    n: u64,
+) -> Result<&'a mut AccessGen, String> {
+    let mut ident = t.ident.clone();
+    ident.push(step.line as u64);
+    let seed = stream_seed(t.p.seed, &ident);
+    // The same step again (a loop): the stream goes on, a sequential pass
+    // starts over; a region of another size gets a new stream.
+    Ok(match t.gens.entry(step.line) {
+        std::collections::hash_map::Entry::Occupied(e) if e.get().len() == n => {
+            let g = e.into_mut();
+            g.restart();
+            g
         }
-    }
-}
-
-/// Why the real executor cannot run `p`, or None. (zipf and ycsb wait for
-/// the workload crate's shared generators.)
-pub fn pattern_unsupported(p: &Pattern) -> Option<&'static str> {
-    match p {
-        Pattern::Zipf { .. } | Pattern::Ycsb { .. } => Some(
-            "zipf/ycsb patterns are not run by the oracle's executor yet (waits for the workload crate's generators)",
-        ),
-        _ => None,
-    }
-}
-
-/// The order in which a step visits the `n` pages (or blocks) of a region:
-/// one function, so that the workload crate's generators can replace it.
-pub fn access_gen(p: &Pattern, n: u64, seed: u64) -> Result<Box<dyn FnMut() -> u64>, String> {
-    if let Some(why) = pattern_unsupported(p) {
-        return Err(why.into());
-    }
-    let n = n.max(1);
-    let mut rng = Rng(seed);
-    Ok(match *p {
-        Pattern::Seq => {
-            let mut i = 0u64;
-            Box::new(move || {
-                let v = i % n;
-                i += 1;
-                v
-            })
-        }
-        Pattern::Random => Box::new(move || rng.below(n)),
-        Pattern::Stride { stride } => {
-            let s = stride.max(1);
-            let (mut lap, mut pos) = (0u64, 0u64);
-            Box::new(move || loop {
-                if pos >= n {
-                    lap = (lap + 1) % s.min(n);
-                    pos = lap;
-                    continue;
+        e => {
+            let g = AccessGen::new(pattern, n, seed)?;
+            match e {
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    o.insert(g);
+                    o.into_mut()
                 }
-                let v = pos;
-                pos += s;
-                return v;
-            })
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(g),
+            }
         }
-        Pattern::HotCold {
-            hot_pct,
-            hot_size_pct,
-        } => {
-            let hot = (n * hot_size_pct as u64 / 100).clamp(1, n);
-            Box::new(move || {
-                if rng.below(100) < hot_pct as u64 || hot == n {
-                    rng.below(hot)
-                } else {
-                    hot + rng.below(n - hot)
-                }
-            })
-        }
-        // TPC-C's NURand(A, 0, n-1) with C = 0.
-        Pattern::Nurand { a } => Box::new(move || (rng.below(a + 1) | rng.below(n)) % n),
-        Pattern::Zipf { .. } | Pattern::Ycsb { .. } => unreachable!("refused above"),
     })
 }
 
@@ -200,8 +171,11 @@ struct Proc {
 
 struct ThreadCtx<'a> {
     p: &'a Proc,
-    rng_seed: u64,
-    steps_taken: u64,
+    /// Who the thread is, for its streams' seeds (as the model's driver).
+    ident: Vec<u64>,
+    gens: HashMap<usize, AccessGen>,
+    /// Forks this thread made so far.
+    forks: u64,
     /// Connection to the oracle's barrier coordinator, opened on first use.
     sock: Option<(UnixStream, BufReader<UnixStream>)>,
     /// Where this thread's steps sit (thread index, step indices), for forks.
@@ -229,10 +203,8 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         std::fs::write("/proc/self/oom_score_adj", proc_.oom_score_adj.to_string())
             .map_err(|e| format!("/proc/self/oom_score_adj: {e}"))?;
     }
-    let seed = sc.machine.seed.unwrap_or(1)
-        ^ (a.process as u64).wrapping_mul(0x1000_0000_01b3)
-        ^ (a.instance as u64).wrapping_mul(0x9E37_79B9)
-        ^ (std::process::id() as u64).wrapping_mul((!a.fork.is_empty()) as u64);
+    // The model's run seed: the scenario's (the CLI's default 1 without).
+    let seed = sc.machine.seed.unwrap_or(1);
     let threads: Vec<(usize, u32, Vec<Step>)> = if a.fork.is_empty() {
         proc_
             .threads
@@ -254,6 +226,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         for (ti, count, steps) in &threads {
             for k in 0..*count {
                 let p = &p;
+                let a = &a;
                 let path = if a.fork.is_empty() {
                     vec![*ti]
                 } else {
@@ -262,8 +235,13 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
                 hs.push(s.spawn(move || {
                     let mut t = ThreadCtx {
                         p,
-                        rng_seed: p.seed ^ ((*ti as u64) << 32) ^ k as u64,
-                        steps_taken: 0,
+                        ident: if a.fork.is_empty() {
+                            vec![a.process as u64, a.instance as u64, *ti as u64, k as u64]
+                        } else {
+                            a.ident.clone()
+                        },
+                        gens: HashMap::new(),
+                        forks: 0,
                         sock: None,
                         path,
                     };
@@ -474,8 +452,6 @@ fn barrier(t: &mut ThreadCtx, name: &str) -> Result<(), String> {
 }
 
 fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
-    t.steps_taken += 1;
-    let seed = t.rng_seed ^ t.steps_taken.wrapping_mul(0xA24B_AED4_963E_E407);
     match &st.op {
         Op::MmapAnon { map, size } => {
             // SAFETY: a fresh private anonymous mapping; checked below.
@@ -563,12 +539,12 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
         } => {
             let r = region(t, map)?;
             let n = (r.len as u64).div_ceil(PAGE);
-            let mut next = access_gen(pattern, n, seed)?;
+            let g = access_gen(t, st, pattern, n)?;
             let mut b = Budget::new(amount, n);
             let mut i = 0u64;
             let mut sum = 0u64;
             while b.take(i) {
-                let page = next();
+                let page = g.next_index();
                 let p = (r.addr + (page * PAGE) as usize) as *mut u64;
                 // SAFETY: page < n, so p is inside the mapping (aligned).
                 unsafe {
@@ -615,12 +591,12 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let (f, size) = open(t, file, *direct)?;
             let bs = (*bs).max(1);
             let n = (size / bs).max(1);
-            let mut next = access_gen(pattern, n, seed)?;
+            let g = access_gen(t, st, pattern, n)?;
             let mut buf = AlignedBuf::new(bs as usize)?;
             let mut b = Budget::new(amount, n);
             let mut i = 0u64;
             while b.take(i) {
-                let off = next() * bs;
+                let off = g.next_index() * bs;
                 let r = if *write {
                     f.write_all_at(buf.slice(bs as usize), off)
                 } else {
@@ -703,8 +679,12 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let exe = std::env::current_exe().map_err(|e| format!("fork: {e}"))?;
             let mut a = t.p.args.clone();
             a.fork = t.path.clone();
+            let seq = t.forks;
+            t.forks += 1;
             let mut kids = Vec::new();
-            for _ in 0..*count {
+            for j in 0..*count {
+                a.ident = t.ident.clone();
+                a.ident.extend([st.line as u64, seq, j as u64]);
                 // The same program, in this process's cgroup (inherited).
                 let c = Command::new(&exe)
                     .args(["oracle", "__scenario-proc"])
@@ -743,40 +723,60 @@ fn insert_map(t: &ThreadCtx, map: &str, r: Region) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn take(p: Pattern, n: u64, k: usize) -> Vec<u64> {
-        let mut g = access_gen(&p, n, 7).unwrap();
-        (0..k).map(|_| g()).collect()
-    }
-
     #[test]
-    fn generators_stay_in_range_and_follow_their_pattern() {
-        assert_eq!(take(Pattern::Seq, 3, 7), [0, 1, 2, 0, 1, 2, 0]);
-        let s = take(Pattern::Stride { stride: 3 }, 7, 7);
-        assert_eq!(s, [0, 3, 6, 1, 4, 2, 5], "each page once per pass");
-        for p in [
-            Pattern::Random,
-            Pattern::HotCold {
-                hot_pct: 90,
-                hot_size_pct: 10,
+    fn streams_are_the_model_drivers() {
+        // The driver's seed for thread (process 0, instance 0, thread 0,
+        // copy 0) and a step on line 5.
+        let seed = stream_seed(1, &[0, 0, 0, 0, 5]);
+        let mut a = AccessGen::new(&Pattern::Random, 1000, seed).unwrap();
+        let want: Vec<u64> = (0..9).map(|_| a.next_index()).collect();
+        let sc = Scenario::default();
+        let args =
+            ChildArgs::parse(&["--spec".into(), "x".into(), "--sock".into(), "y".into()]).unwrap();
+        let p = Proc {
+            sc,
+            args,
+            maps: Mutex::new(HashMap::new()),
+            seed: 1,
+        };
+        let mut t = ThreadCtx {
+            p: &p,
+            ident: vec![0, 0, 0, 0],
+            gens: HashMap::new(),
+            forks: 0,
+            sock: None,
+            path: vec![0],
+        };
+        let st = Step {
+            line: 5,
+            op: Op::Exit,
+        };
+        let g = access_gen(&mut t, &st, &Pattern::Random, 1000).unwrap();
+        let got: Vec<u64> = (0..8).map(|_| g.next_index()).collect();
+        assert_eq!(got, want[..8]);
+        // Again (a loop): the random stream goes on, not over.
+        let g = access_gen(&mut t, &st, &Pattern::Random, 1000).unwrap();
+        assert_eq!(g.next_index(), want[8]);
+        let mut s = access_gen(
+            &mut t,
+            &Step {
+                line: 6,
+                op: Op::Exit,
             },
-            Pattern::Nurand { a: 255 },
-        ] {
-            assert!(
-                take(p.clone(), 1000, 5000).iter().all(|&v| v < 1000),
-                "{p:?}"
-            );
-        }
-        let hc = take(
-            Pattern::HotCold {
-                hot_pct: 90,
-                hot_size_pct: 10,
-            },
-            1000,
-            10000,
+            &Pattern::Seq,
+            3,
+        )
+        .unwrap()
+        .clone();
+        assert_eq!(
+            [
+                s.next_index(),
+                s.next_index(),
+                s.next_index(),
+                s.next_index()
+            ],
+            [0, 1, 2, 0]
         );
-        let hot = hc.iter().filter(|&&v| v < 100).count();
-        assert!((8500..9500).contains(&hot), "{hot} of 10000 in the hot 10%");
-        assert!(access_gen(&Pattern::Zipf { theta: 0.9 }, 10, 1).is_err());
     }
 
     #[test]
@@ -797,6 +797,7 @@ mod tests {
             files: "/s/files".into(),
             tmpfs: "/s/tmpfs".into(),
             fork: vec![0, 4, 1],
+            ident: vec![1, 0, 0, 0, 12, 0, 1],
         };
         assert_eq!(ChildArgs::parse(&a.to_args()).unwrap(), a);
         assert!(ChildArgs::parse(&["--spec".into()])

@@ -269,9 +269,6 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
     for s in all_steps(sc) {
         let why = match &s.op {
             Op::Fio { .. } => Some("fio steps are not run by the oracle's scenario executor yet"),
-            Op::Touch { pattern, .. } | Op::Io { pattern, .. } => {
-                exec::pattern_unsupported(pattern)
-            }
             _ => None,
         };
         if let Some(w) = why {
@@ -672,6 +669,7 @@ fn run_instances(
                 files: l.files.clone(),
                 tmpfs: l.tmpfs.clone(),
                 fork: vec![],
+                ident: vec![],
             };
             let mut c = Command::new(exe);
             c.args(["oracle", "__scenario-proc"])
