@@ -93,7 +93,7 @@ fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
     let s = arg.to_string_lossy();
     if let Some(name) = s.strip_prefix("builtin:") {
         let (n, a, sc) = foliosim_oracle::scn::builtin::find(name).ok_or_else(|| {
-            let names: Vec<_> = foliosim_oracle::scn::builtin::cases()
+            let names: Vec<_> = foliosim_oracle::scn::builtin::test_cases()
                 .iter()
                 .map(|c| c.0)
                 .collect();
@@ -105,12 +105,12 @@ fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
         let file = arg.display().to_string();
         let text = std::fs::read_to_string(arg).map_err(|e| format!("{file}: {e}"))?;
         let sc = foliosim_oracle::scn::parse_scenario(&text, &file)?;
-        foliosim_oracle::scn::check_safe(&sc)?;
         let name = arg
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or(file);
-        return Ok(Some(foliosim_oracle::cases::scenario_case(&name, "", sc)));
+        let about = foliosim_oracle::scn::about(&text);
+        return Ok(Some(foliosim_oracle::cases::scenario_case(&name, &about, sc)));
     }
     Ok(None)
 }

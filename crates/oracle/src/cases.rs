@@ -396,16 +396,8 @@ pub fn scenario_case(name: &str, about: &str, sc: foliosim_workload::scenario::S
     )
 }
 
-/// The anon/swap/shmem cases of [`crate::scn::builtin`].
-pub fn builtin_scenario_cases() -> Vec<Case> {
-    crate::scn::builtin::cases()
-        .into_iter()
-        .map(|(n, a, sc)| scenario_case(n, a, sc))
-        .collect()
-}
-
 /// The suite in `dir`: every `*.fio` (by file name), then `probes.txt`,
-/// then the built-in scenario cases.
+/// then every `*.toml` scenario (by file name).
 pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
     let rd = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut jobs: Vec<PathBuf> = rd
@@ -423,7 +415,22 @@ pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
         let text = fs::read_to_string(&probes).map_err(|e| format!("{f}: {e}"))?;
         cases.extend(parse_probe_cases(&text, &f)?);
     }
-    cases.extend(builtin_scenario_cases());
+    let mut scns: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    scns.sort();
+    for p in &scns {
+        let f = p.display().to_string();
+        let text = fs::read_to_string(p).map_err(|e| format!("{f}: {e}"))?;
+        let sc = crate::scn::parse_scenario(&text, &f)?;
+        let name = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| f.clone());
+        cases.push(scenario_case(&name, &crate::scn::about(&text), sc));
+    }
     let mut names = std::collections::BTreeSet::new();
     for c in &cases {
         if !names.insert(c.name.clone()) {
@@ -434,7 +441,10 @@ pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
         }
     }
     if cases.is_empty() {
-        return Err(format!("{}: no cases (*.fio or probes.txt)", dir.display()));
+        return Err(format!(
+            "{}: no cases (*.fio, probes.txt or *.toml)",
+            dir.display()
+        ));
     }
     Ok(cases)
 }

@@ -71,12 +71,20 @@ pub const VMSTAT_EVENTS: &[&str] = &[
     "swpout_zero",
 ];
 
-/// The scenario parser (helper scn-parse's
-/// `foliosim_workload::scenario::parse`), wired here at its merge.
-pub fn parse_scenario(_text: &str, file: &str) -> Result<Scenario, String> {
-    Err(format!(
-        "{file}: scenario files need the scenario parser (not merged yet); run builtin:NAME"
-    ))
+/// Parses a scenario file's text (`file:line: key: msg` errors) and
+/// refuses names that could reach outside scratch or the oracle's groups.
+pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, String> {
+    let sc = foliosim_workload::scenario::parse(text, file).map_err(|e| e.to_string())?;
+    check_safe(&sc)?;
+    Ok(sc)
+}
+
+/// A scenario file's `# about: text` comment (the suite's description).
+pub fn about(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("about:"))
+        .map(|a| a.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Checks a name used as one path component in scratch or in the cgroup
@@ -219,14 +227,9 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
             return Some("memsw_limit: this kernel has no memsw accounting (swapaccount=1)".into());
         }
     }
+    // [machine] memory, device and zram_ratio describe the model's machine:
+    // the real run has the host's (the oracle configures the model from it).
     let m = &sc.machine;
-    if let Some(mem) = m.memory {
-        return Some(format!(
-            "[machine] memory = {} MiB: the real run has the host's {} MiB; bound it with a cgroup",
-            mem >> 20,
-            host.ram_bytes >> 20
-        ));
-    }
     let mglru = host.lru_gen.is_some_and(|v| v != 0);
     match m.lru.as_deref() {
         Some("mglru") if !mglru => {
@@ -816,11 +819,6 @@ mod tests {
             "s.toml:4: cgroup 'db': memory.high is cgroup v2 only; this host has v1"
         );
         sc.cgroups[0].high = None;
-        sc.machine.memory = Some(1 << 30);
-        assert!(skip_reason(&sc, &h)
-            .unwrap()
-            .contains("the real run has the host's"));
-        sc.machine.memory = None;
         sc.machine.sysctl = vec![("kernel.core_pattern".into(), "|x".into())];
         assert!(skip_reason(&sc, &h)
             .unwrap()
