@@ -219,10 +219,35 @@ fn hostile_scenario_arguments_are_refused_in_one_line() {
         assert!(e.contains(want), "{e}");
         assert_eq!(e.trim_end().lines().count(), 1, "{e}");
     }
+    // Names in a scenario file that would reach outside scratch or the
+    // oracle's groups: refused before anything is made, naming file:line.
+    let hostile = [
+        ("[[file]]\nname = \"../../etc/x\"\nsize = \"1M\"\n", ":1:"),
+        ("[[file]]\nname = \"-rf\"\nsize = \"1M\"\n", ":1:"),
+        ("[[cgroup]]\npath = \"a/../../system.slice\"\n", ":2:"),
+    ];
+    for (i, (text, line)) in hostile.iter().enumerate() {
+        let f = b.p(&format!("hostile{i}.toml"));
+        fs::write(&f, format!("{text}\n[[process]]\nname = \"p\"\nsteps = [{{ op = \"sleep\", time = \"1s\" }}]\n")).unwrap();
+        let out = b
+            .oracle(&[
+                "run",
+                f.to_str().unwrap(),
+                "--dir",
+                b.p("scratch").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert!(e.contains(&format!("hostile{i}.toml{line}")), "{e}");
+        assert!(!b.p("scratch").exists(), "nothing was made: {e}");
+    }
     let out = b
         .oracle(&[
             "run",
-            "builtin:scn-anon-seq-zram",
+            "builtin:scn-test-smoke-zram",
             "--memcg-limit",
             "1G",
             "--dir",

@@ -540,6 +540,33 @@ mod tests {
     }
 
     #[test]
+    fn the_suite_has_its_scenario_cases() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../oracle/cases");
+        let cs = load_suite(&dir).unwrap();
+        let scn: Vec<&Case> = cs
+            .iter()
+            .filter(|c| matches!(c.kind, CaseKind::Scenario { .. }))
+            .collect();
+        assert!(scn.len() >= 10, "{} scenario cases", scn.len());
+        for c in scn {
+            assert!(!c.about.is_empty(), "{}: no '# about:'", c.name);
+            assert_eq!(c.memcg_limit, 256 << 20, "{}", c.name);
+            let CaseKind::Scenario { scenario } = &c.kind else {
+                unreachable!()
+            };
+            crate::scn::check_safe(scenario).unwrap();
+            // Only what a v1 host runs (no v2-only knob, no unlisted sysctl).
+            let mut h = host();
+            h.cgroup = CgroupFlavor::V1 {
+                mount: "/nonexistent".into(),
+            };
+            if let Some(r) = crate::scn::skip_reason(scenario, &h) {
+                assert!(r.contains("zram") || r.contains("swap"), "{}: {r}", c.name);
+            }
+        }
+    }
+
+    #[test]
     fn size_str_round_trips() {
         for s in ["2G", "512M", "4K", "1T", "12345"] {
             assert_eq!(size_str(parse_size(s).unwrap()), s);
