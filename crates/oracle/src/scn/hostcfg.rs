@@ -134,6 +134,65 @@ impl Drop for ZramSwap {
     }
 }
 
+/// A swap file in scratch (disk swap); swapoff and removal on drop.
+pub struct SwapFile {
+    path: PathBuf,
+    file: Option<Token>,
+    swap: Option<Token>,
+}
+
+impl SwapFile {
+    pub fn setup(path: &Path, size: u64) -> Result<SwapFile, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut s = SwapFile {
+            path: path.to_path_buf(),
+            file: Some(journal::record(Kind::Path, path, "")?),
+            swap: None,
+        };
+        // Written, not sparse: swapon refuses a file with holes.
+        crate::probe::create_file(path, size)?;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        f.write_all(&swap_header(size))
+            .and_then(|_| f.sync_all())
+            .map_err(|e| format!("writing a swap header to {}: {e}", path.display()))?;
+        drop(f);
+        let t = journal::record(Kind::Swap, path, "")?;
+        if let Err(e) = swapon(path) {
+            t.done();
+            return Err(e);
+        }
+        s.swap = Some(t);
+        Ok(s)
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        if let Some(t) = self.swap.take() {
+            match journal::swapoff(&self.path) {
+                Ok(()) => t.done(),
+                Err(e) if journal::is_not_swap(&e) => t.done(),
+                Err(e) => {
+                    eprintln!("foliosim oracle: swapoff {}: {e}", self.path.display());
+                    return;
+                }
+            }
+        }
+        if let Some(t) = self.file.take() {
+            match fs::remove_file(&self.path) {
+                Ok(()) => t.done(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => t.done(),
+                Err(e) => eprintln!("foliosim oracle: {}: {e}", self.path.display()),
+            }
+        }
+    }
+}
+
 fn write(p: &Path, v: &str) -> Result<(), String> {
     fs::write(p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
 }

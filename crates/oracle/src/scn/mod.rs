@@ -24,7 +24,7 @@ use crate::journal::{self, Token};
 use crate::run::{drop_caches, warm_executable, RunOpts, Scratch};
 use foliosim_workload::scenario::{FileFs, Op, Scenario, Step};
 use foliosim_workload::units::parse_size;
-use hostcfg::{TmpfsMount, ValueGuard, ZramSwap};
+use hostcfg::{SwapFile, TmpfsMount, ValueGuard, ZramSwap};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -249,9 +249,6 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
     let others = hostcfg::active_swaps();
     match parse_swap(m.swap.as_deref()) {
         Err(e) => return Some(e),
-        Ok(SwapSpec::Disk(_)) => {
-            return Some("disk swap is not set up by the oracle yet (use zram:SIZE)".into())
-        }
         Ok(_) if !others.is_empty() => {
             return Some(format!(
                 "swap {} is active on the host: the run's swap would not be the scenario's",
@@ -263,7 +260,10 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
                 return Some(why);
             }
         }
-        Ok(SwapSpec::None) => {}
+        Ok(SwapSpec::Disk(_)) if host.read_ahead_path.as_os_str().is_empty() => {
+            return Some("disk swap: the scratch directory is not on a block device".into())
+        }
+        Ok(SwapSpec::Disk(_)) | Ok(SwapSpec::None) => {}
     }
     if sc.files.iter().any(|f| f.fs == FileFs::Disk) && host.read_ahead_path.as_os_str().is_empty()
     {
@@ -599,9 +599,11 @@ pub fn run_real(
             _values.push(ValueGuard::set(&host.read_ahead_path, &kb.to_string())?);
         }
     }
-    let _swap = match parse_swap(sc.machine.swap.as_deref())? {
-        SwapSpec::Zram(size) => Some(ZramSwap::setup(size)?),
-        _ => None,
+    let (_zram, _swapfile) = match parse_swap(sc.machine.swap.as_deref())? {
+        SwapSpec::Zram(size) => (Some(ZramSwap::setup(size)?), None),
+        // A swap file on the scratch disk.
+        SwapSpec::Disk(size) => (None, Some(SwapFile::setup(&l.base.join("swapfile"), size)?)),
+        SwapSpec::None => (None, None),
     };
     let parties: HashMap<String, u32> = sc
         .barriers
@@ -824,8 +826,14 @@ mod tests {
             .unwrap()
             .starts_with("sysctl kernel.core_pattern"));
         sc.machine.sysctl.clear();
+        sc.machine.swap = Some("nvme:1G".into());
+        assert!(skip_reason(&sc, &h).unwrap().starts_with("swap 'nvme:1G'"));
         sc.machine.swap = Some("disk:1G".into());
-        assert!(skip_reason(&sc, &h).unwrap().starts_with("disk swap"));
+        let mut h3 = h.clone();
+        h3.read_ahead_path = PathBuf::new();
+        assert!(skip_reason(&sc, &h3)
+            .unwrap()
+            .starts_with("disk swap: the scratch"));
         let mut h2 = h.clone();
         h2.is_root = false;
         assert!(skip_reason(&sc, &h2).unwrap().starts_with("needs root"));
