@@ -678,6 +678,10 @@ fn oracle_model(
                 foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
             sim::run_fio(cfg, &jobs)
         }
+        // Wired to the model's scenario driver (h/scn-driver) at merge.
+        foliosim_oracle::CaseKind::Scenario { .. } => {
+            return Err("the model's scenario driver is not wired into the oracle yet".into())
+        }
     };
     Ok(oracle_counters(&r))
 }

@@ -33,10 +33,12 @@ pub struct RealArgs {
 
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum OracleCmd {
-    /// Run a fio job on the host in a memory cgroup and in the model; compare.
+    /// Run a fio job, or a scenario, on the host in memory cgroups and in
+    /// the model; compare.
     Run {
         /// The fio job file (its `; oracle: memcg_limit=.. read_ahead_kb=..`
-        /// header gives defaults for the options below).
+        /// header gives defaults for the options below), a scenario
+        /// (`*.toml`), or `builtin:NAME` (a built-in scenario case).
         job: PathBuf,
         #[arg(long)]
         memcg_limit: Option<String>,
@@ -78,6 +80,39 @@ pub enum OracleCmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// One scenario process instance, run inside its cgroup by `oracle run`.
+    #[command(name = "__scenario-proc", hide = true)]
+    ScenarioProc {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// A scenario case from `builtin:NAME` or a scenario file.
+fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
+    let s = arg.to_string_lossy();
+    if let Some(name) = s.strip_prefix("builtin:") {
+        let (n, a, sc) = foliosim_oracle::scn::builtin::find(name).ok_or_else(|| {
+            let names: Vec<_> = foliosim_oracle::scn::builtin::test_cases()
+                .iter()
+                .map(|c| c.0)
+                .collect();
+            format!("no built-in scenario '{name}' ({})", names.join(", "))
+        })?;
+        return Ok(Some(foliosim_oracle::cases::scenario_case(n, a, sc)));
+    }
+    if arg.extension().is_some_and(|e| e == "toml") {
+        let file = arg.display().to_string();
+        let text = std::fs::read_to_string(arg).map_err(|e| format!("{file}: {e}"))?;
+        let sc = foliosim_oracle::scn::parse_scenario(&text, &file)?;
+        let name = arg
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or(file);
+        let about = foliosim_oracle::scn::about(&text);
+        return Ok(Some(foliosim_oracle::cases::scenario_case(&name, &about, sc)));
+    }
+    Ok(None)
 }
 
 fn run_opts(real: &RealArgs) -> Result<RunOpts, String> {
@@ -188,6 +223,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
     };
     match cmd {
         OracleCmd::Probe { args } => foliosim_oracle::run::probe_child_main(args),
+        OracleCmd::ScenarioProc { args } => foliosim_oracle::scn::exec::child_main(args),
         OracleCmd::Restore => restore(),
         OracleCmd::Run {
             job,
@@ -196,6 +232,16 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             json,
             real,
         } => {
+            if let Some(case) = scenario_case(job)? {
+                if memcg_limit.is_some() || read_ahead_kb.is_some() {
+                    return Err(
+                        "oracle run: a scenario sets its limits in its cgroups and [machine]"
+                            .into(),
+                    );
+                }
+                restore_first();
+                return one_case(&case, real, *json, &|_| Ok(()), model);
+            }
             restore_first();
             let limit = memcg_limit
                 .as_deref()

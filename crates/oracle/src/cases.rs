@@ -29,6 +29,10 @@ pub enum CaseKind {
         spec: ProbeSpec,
         variant: Vec<String>,
     },
+    /// A scenario (processes in cgroups), run by [`crate::scn`].
+    Scenario {
+        scenario: Box<foliosim_workload::scenario::Scenario>,
+    },
 }
 
 /// What the host must offer to run a case for real.
@@ -70,6 +74,11 @@ impl Case {
         if matches!(kind, CaseKind::Fio { .. }) {
             needs.push(Need::Fio);
         }
+        if matches!(kind, CaseKind::Scenario { .. }) {
+            // The scenario's own checks (crate::scn::skip_reason) say
+            // whether it needs a block device.
+            needs.retain(|n| *n != Need::BlockDevice);
+        }
         Case {
             name,
             kind,
@@ -100,11 +109,15 @@ impl Case {
                 }
                 format!("mmap-probe {s}")
             }
+            CaseKind::Scenario { scenario } => format!("scenario {}", scenario.file),
         }
     }
 
     /// Why this host cannot run the case, or None if it can.
     pub fn skip_reason(&self, host: &HostInfo) -> Option<String> {
+        if let CaseKind::Scenario { scenario } = &self.kind {
+            return crate::scn::skip_reason(scenario, host);
+        }
         self.needs.iter().find_map(|n| match n {
             Need::Root if !host.is_root => {
                 Some("needs root (drop_caches, cgroups, read_ahead_kb)".to_string())
@@ -366,7 +379,25 @@ pub fn parse_probe_cases(text: &str, file: &str) -> Result<Vec<Case>, String> {
     Ok(out)
 }
 
-/// The suite in `dir`: every `*.fio` (by file name), then `probes.txt`.
+/// A scenario case: the memcg limit shown is the largest of its groups'.
+pub fn scenario_case(name: &str, about: &str, sc: foliosim_workload::scenario::Scenario) -> Case {
+    let limit = sc.cgroups.iter().filter_map(|c| c.max).max().unwrap_or(0);
+    let ra = sc.machine.read_ahead_kb.map(|k| k as u32);
+    let source = sc.file.clone();
+    Case::new(
+        name.to_string(),
+        CaseKind::Scenario {
+            scenario: Box::new(sc),
+        },
+        limit,
+        ra,
+        about.to_string(),
+        source,
+    )
+}
+
+/// The suite in `dir`: every `*.fio` (by file name), then `probes.txt`,
+/// then every `*.toml` scenario (by file name).
 pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
     let rd = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut jobs: Vec<PathBuf> = rd
@@ -384,6 +415,22 @@ pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
         let text = fs::read_to_string(&probes).map_err(|e| format!("{f}: {e}"))?;
         cases.extend(parse_probe_cases(&text, &f)?);
     }
+    let mut scns: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    scns.sort();
+    for p in &scns {
+        let f = p.display().to_string();
+        let text = fs::read_to_string(p).map_err(|e| format!("{f}: {e}"))?;
+        let sc = crate::scn::parse_scenario(&text, &f)?;
+        let name = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| f.clone());
+        cases.push(scenario_case(&name, &crate::scn::about(&text), sc));
+    }
     let mut names = std::collections::BTreeSet::new();
     for c in &cases {
         if !names.insert(c.name.clone()) {
@@ -394,7 +441,10 @@ pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
         }
     }
     if cases.is_empty() {
-        return Err(format!("{}: no cases (*.fio or probes.txt)", dir.display()));
+        return Err(format!(
+            "{}: no cases (*.fio, probes.txt or *.toml)",
+            dir.display()
+        ));
     }
     Ok(cases)
 }
@@ -487,6 +537,33 @@ mod tests {
             e("x: --memcg-limit 1G\nx: --memcg-limit 1G"),
             "p.txt:2: duplicate case name 'x'"
         );
+    }
+
+    #[test]
+    fn the_suite_has_its_scenario_cases() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../oracle/cases");
+        let cs = load_suite(&dir).unwrap();
+        let scn: Vec<&Case> = cs
+            .iter()
+            .filter(|c| matches!(c.kind, CaseKind::Scenario { .. }))
+            .collect();
+        assert!(scn.len() >= 10, "{} scenario cases", scn.len());
+        for c in scn {
+            assert!(!c.about.is_empty(), "{}: no '# about:'", c.name);
+            assert!(c.memcg_limit >= 128 << 20, "{}", c.name);
+            let CaseKind::Scenario { scenario } = &c.kind else {
+                unreachable!()
+            };
+            crate::scn::check_safe(scenario).unwrap();
+            // Only what a v1 host runs (no v2-only knob, no unlisted sysctl).
+            let mut h = host();
+            h.cgroup = CgroupFlavor::V1 {
+                mount: "/nonexistent".into(),
+            };
+            if let Some(r) = crate::scn::skip_reason(scenario, &h) {
+                assert!(r.contains("zram") || r.contains("swap"), "{}: {r}", c.name);
+            }
+        }
     }
 
     #[test]

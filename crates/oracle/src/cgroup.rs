@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const PREFIX: &str = "foliosim-oracle-";
+pub(crate) const PREFIX: &str = "foliosim-oracle-";
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct MemCgroup {
 
 /// Creates a group directory, journaled first so that a killed oracle's
 /// group is emptied and removed by the next one.
-fn make_group(p: &Path) -> Result<(PathBuf, Token), String> {
+pub(crate) fn make_group(p: &Path) -> Result<(PathBuf, Token), String> {
     let t = journal::record(Kind::Cgroup, p, "")?;
     match fs::create_dir(p) {
         Ok(()) => Ok((p.to_path_buf(), t)),
@@ -130,34 +130,7 @@ impl MemCgroup {
                 dirs.push(p.clone());
             }
         }
-        let mut procs = Vec::new();
-        for d in dirs {
-            procs.push(
-                CString::new(d.join("cgroup.procs").as_os_str().as_bytes())
-                    .map_err(|_| format!("{}: NUL in path", d.display()))?,
-            );
-        }
-        // SAFETY: the closure runs in the forked child and only calls
-        // open/write/close, which are async-signal-safe; it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                for p in &procs {
-                    let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    // "0" means the writing task itself, in v1 and v2.
-                    let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-                    let err = std::io::Error::last_os_error();
-                    libc::close(fd);
-                    if n != 1 {
-                        return Err(err);
-                    }
-                }
-                Ok(())
-            });
-        }
-        Ok(())
+        enter_on_spawn(cmd, &dirs)
     }
 
     /// The group's block I/O on the scratch disk: `io.rbytes`, `io.wbytes`,
@@ -201,6 +174,38 @@ impl MemCgroup {
             .parse()
             .ok()
     }
+}
+
+/// Makes `cmd`'s child join the cgroups `dirs` between fork and exec.
+pub fn enter_on_spawn(cmd: &mut Command, dirs: &[PathBuf]) -> Result<(), String> {
+    let mut procs = Vec::new();
+    for d in dirs {
+        procs.push(
+            CString::new(d.join("cgroup.procs").as_os_str().as_bytes())
+                .map_err(|_| format!("{}: NUL in path", d.display()))?,
+        );
+    }
+    // SAFETY: the closure runs in the forked child and only calls
+    // open/write/close, which are async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            for p in &procs {
+                let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // "0" means the writing task itself, in v1 and v2.
+                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let err = std::io::Error::last_os_error();
+                libc::close(fd);
+                if n != 1 {
+                    return Err(err);
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 impl Drop for MemCgroup {
@@ -270,7 +275,7 @@ pub fn parse_blkio_throttle(
 
 /// Removes empty groups left by an oracle process that no longer exists
 /// (killed before its guards ran).
-fn sweep_stale(mount: &Path) {
+pub(crate) fn sweep_stale(mount: &Path) {
     let Ok(rd) = fs::read_dir(mount) else { return };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();

@@ -40,6 +40,14 @@ pub enum Kind {
     Path,
     /// A scratch directory; undone by removing it if empty.
     Dir,
+    /// A swap area the oracle turned on (a device node or a scratch file);
+    /// undone by swapoff.
+    Swap,
+    /// A zram device (its sysfs directory) the oracle configured; undone by
+    /// swapoff of its node (in case the swap record was torn) and a reset.
+    Zram,
+    /// A filesystem (tmpfs) mounted in scratch; undone by a lazy unmount.
+    Mount,
 }
 
 impl Kind {
@@ -49,6 +57,9 @@ impl Kind {
             Kind::Cgroup => "cgroup",
             Kind::Path => "path",
             Kind::Dir => "dir",
+            Kind::Swap => "swap",
+            Kind::Zram => "zram",
+            Kind::Mount => "mount",
         }
     }
     fn parse(s: &str) -> Option<Kind> {
@@ -57,6 +68,9 @@ impl Kind {
             "cgroup" => Kind::Cgroup,
             "path" => Kind::Path,
             "dir" => Kind::Dir,
+            "swap" => Kind::Swap,
+            "zram" => Kind::Zram,
+            "mount" => Kind::Mount,
             _ => return None,
         })
     }
@@ -314,6 +328,23 @@ pub fn empty_and_remove_cgroup(dir: &Path) -> Result<usize, String> {
     ))
 }
 
+/// swapoff(2) of a swap area.
+pub fn swapoff(p: &Path) -> std::io::Result<()> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::swapoff(c.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// swapoff's answer for an area that is not swapped on (EINVAL), or gone.
+pub fn is_not_swap(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOENT))
+}
+
 /// Undoes one change; says what it did.
 fn undo(e: &Entry) -> Result<String, String> {
     let p = &e.path;
@@ -355,6 +386,36 @@ fn undo(e: &Entry) -> Result<String, String> {
                 Ok(format!("removed scratch {}", p.display()))
             }
         },
+        Kind::Swap => match swapoff(p) {
+            Ok(()) => Ok(format!("turned swap {} off", p.display())),
+            Err(err) if is_not_swap(&err) => Ok(format!("swap {} was already off", p.display())),
+            Err(err) => Err(format!("swapoff {}: {err}", p.display())),
+        },
+        Kind::Zram => {
+            let node = Path::new("/dev").join(p.file_name().unwrap_or_default());
+            let _ = swapoff(&node);
+            let reset = p.join("reset");
+            fs::write(&reset, "1")
+                .map_err(|err| format!("writing 1 to {}: {err}", reset.display()))?;
+            Ok(format!("reset {}", p.display()))
+        }
+        Kind::Mount => {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+                .map_err(|_| format!("{}: NUL in path", p.display()))?;
+            // SAFETY: a NUL-terminated path; umount2 has no other preconditions.
+            if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
+                Ok(format!("unmounted {}", p.display()))
+            } else {
+                let err = std::io::Error::last_os_error();
+                match err.raw_os_error() {
+                    // Not a mount point (any more), or gone.
+                    Some(libc::EINVAL) | Some(libc::ENOENT) => {
+                        Ok(format!("{} was not mounted", p.display()))
+                    }
+                    _ => Err(format!("umount {}: {err}", p.display())),
+                }
+            }
+        }
         Kind::Dir => match fs::remove_dir(p) {
             Ok(()) => Ok(format!("removed scratch directory {}", p.display())),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(format!(

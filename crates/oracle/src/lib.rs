@@ -54,6 +54,7 @@ pub mod jobsafe;
 pub mod journal;
 pub mod probe;
 pub mod run;
+pub mod scn;
 pub mod suite;
 pub mod units;
 

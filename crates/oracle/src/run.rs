@@ -115,7 +115,7 @@ impl Scratch {
         })
     }
     /// Call before creating `p`.
-    fn track(&mut self, p: PathBuf) -> Result<(), String> {
+    pub(crate) fn track(&mut self, p: PathBuf) -> Result<(), String> {
         if !self.made.iter().any(|(q, _)| q == &p) {
             let t = match self.keep {
                 false => Some(journal::record(Kind::Path, &p, "")?),
@@ -200,7 +200,7 @@ pub fn drop_caches() -> Result<(), String> {
 
 /// Reads an executable and the shared libraries `ldd` lists into the page
 /// cache, outside the measured group.
-fn warm_executable(exe: &Path) {
+pub(crate) fn warm_executable(exe: &Path) {
     let mut files = vec![exe.to_path_buf()];
     if let Ok(out) = Command::new("ldd").arg(exe).stdin(Stdio::null()).output() {
         for l in String::from_utf8_lossy(&out.stdout).lines() {
@@ -280,6 +280,7 @@ fn run_once(
             c.args(lead).args(probe_child_args(work, spec));
             c
         }
+        CaseKind::Scenario { .. } => return Err("scenarios run through crate::scn".into()),
         CaseKind::Fio { .. } => {
             if let Some(f) = which("fio") {
                 warm_executable(&f);
@@ -319,6 +320,7 @@ fn run_once(
                 .map_err(|e| format!("probe child output '{}': {e}", stdout.trim()))?;
             m.insert("elapsed_s".into(), o.elapsed_s);
         }
+        CaseKind::Scenario { .. } => {}
         CaseKind::Fio { .. } => {
             let o = fio::parse_json(&stdout)?;
             m.extend(o.counters());
@@ -355,6 +357,7 @@ fn fio_dir(case: &Case, scratch_dir: &Path) -> PathBuf {
 /// probe).
 fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), String> {
     match &case.kind {
+        CaseKind::Scenario { .. } => Err("scenarios run through crate::scn".into()),
         CaseKind::Probe { spec, .. } => {
             let f = scratch.dir.join(format!(
                 "probe-{}.dat",
@@ -415,6 +418,9 @@ fn run_real(
 ) -> Result<Vec<BTreeMap<String, f64>>, String> {
     if opts.repeat == 0 {
         return Err("--repeat must be at least 1".into());
+    }
+    if let CaseKind::Scenario { scenario } = &case.kind {
+        return crate::scn::run_real(scenario, host, opts, scratch);
     }
     preflight(case, &scratch.dir)?;
     let _ra = match case.read_ahead_kb {

@@ -88,11 +88,47 @@ const SHOWN: &[&str] = &[
     "fio.read_bytes",
     "fio.write_bytes",
     "elapsed_s",
+    // Scenarios (anon, swap, shmem, OOM).
+    "anon",
+    "shmem",
+    "swap",
+    "oom_kill",
+    "workingset_refault_anon",
+    "vmstat.pswpin",
+    "vmstat.pswpout",
+    "vmstat.workingset_refault_anon",
+    "vmstat.pgscan_anon",
+    "vmstat.pgscan_file",
+    "vmstat.pgsteal_anon",
+    "vmstat.pgsteal_file",
+    "vmstat.oom_kill",
 ];
+
+/// What a scenario's per-cgroup rows (`memcg[PATH].NAME`) show.
+const SHOWN_PER_CGROUP: &[&str] = &[
+    "anon",
+    "file",
+    "shmem",
+    "swap",
+    "peak",
+    "memsw_peak",
+    "pgmajfault",
+    "oom_kill",
+];
+
+fn shown(counter: &str) -> bool {
+    if SHOWN.contains(&counter) || counter.starts_with("killed[") {
+        return true;
+    }
+    counter
+        .strip_prefix("memcg[")
+        .and_then(|c| c.rsplit_once("]."))
+        .is_some_and(|(_, n)| SHOWN_PER_CGROUP.contains(&n))
+}
 
 pub fn shown_rows(rows: &[CounterRow]) -> Vec<&CounterRow> {
     rows.iter()
-        .filter(|r| r.model.is_some() || SHOWN.contains(&r.counter.as_str()))
+        .filter(|r| r.model.is_some() || shown(&r.counter))
         .collect()
 }
 
@@ -163,6 +199,17 @@ pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Repo
             25.0,
             true,
         ),
+        // Issue 9 (scenarios): swap traffic, anon refaults, OOM outcomes.
+        criterion(&cases, "pswpout", "vmstat.pswpout", 15.0, true),
+        criterion(&cases, "pswpin", "vmstat.pswpin", 15.0, true),
+        criterion(
+            &cases,
+            "workingset_refault_anon",
+            "vmstat.workingset_refault_anon",
+            25.0,
+            true,
+        ),
+        oom_outcome(&cases),
     ];
     let mut all: Vec<(f64, String, String)> = Vec::new();
     let mut names: Vec<String> = Vec::new();
@@ -244,6 +291,43 @@ fn criterion(
         required_share: 0.8,
         only_nonzero_real: nonzero,
         pass: share.is_some_and(|s| s >= 0.8),
+        share,
+        considered,
+        within,
+    }
+}
+
+/// The OOM outcome: in every scenario case, each process's count of
+/// killed instances (`killed[NAME]`) in the model equals the real median.
+fn oom_outcome(cases: &[CaseResult]) -> Criterion {
+    let mut considered = Vec::new();
+    let mut within = Vec::new();
+    for c in cases {
+        let rows: Vec<&CounterRow> = c
+            .rows()
+            .iter()
+            .filter(|r| r.counter.starts_with("killed[") && r.real_median.is_some())
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        considered.push(c.name.clone());
+        let right = rows.iter().all(|r| match (r.real_median, r.model) {
+            (Some(real), Some(m)) => real.round() == m.round(),
+            _ => false,
+        });
+        if right {
+            within.push(c.name.clone());
+        }
+    }
+    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
+    Criterion {
+        name: "OOM outcome (killed instances per process)".into(),
+        counter: "killed[*]".into(),
+        tolerance_pct: 0.0,
+        required_share: 1.0,
+        only_nonzero_real: false,
+        pass: share.is_some_and(|s| s >= 1.0),
         share,
         considered,
         within,
@@ -470,6 +554,30 @@ mod tests {
                 rows,
             },
         }
+    }
+
+    #[test]
+    fn oom_outcome_must_be_right_in_every_scenario_case() {
+        let right = ran(
+            "oom",
+            &[("killed[hog]", 1.0), ("killed[small]", 0.0)],
+            &[("killed[hog]", 1.0), ("killed[small]", 0.0)],
+        );
+        let wrong_victim = ran(
+            "oom2",
+            &[("killed[hog]", 1.0), ("killed[small]", 0.0)],
+            &[("killed[hog]", 0.0), ("killed[small]", 1.0)],
+        );
+        let no_model = ran("oom3", &[("killed[hog]", 1.0)], &[]);
+        let no_scenario = ran("fio", &[("pgmajfault", 1.0)], &[("pgmajfault", 1.0)]);
+        let c = oom_outcome(&[right.clone(), no_scenario.clone()]);
+        assert_eq!(c.considered, ["oom"]);
+        assert!(c.pass);
+        let c = oom_outcome(&[right, wrong_victim, no_model, no_scenario]);
+        assert_eq!(c.considered, ["oom", "oom2", "oom3"]);
+        assert_eq!(c.within, ["oom"]);
+        assert!(!c.pass, "one wrong outcome fails it");
+        assert_eq!(oom_outcome(&[]).share, None);
     }
 
     #[test]

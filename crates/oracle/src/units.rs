@@ -32,10 +32,21 @@ const BYTE_FIELDS: &[&str] = &[
     "slab_unreclaimable",
     "slab",
     "swap",
+    // memory.peak (v1 max_usage_in_bytes) and the memsw one (scenarios).
+    "peak",
+    "memsw_peak",
 ];
 
 /// The unit of a counter of the run map (see the crate docs).
 pub fn unit_of(counter: &str) -> &'static str {
+    // A scenario cgroup's counter: `memcg[PATH].NAME` has NAME's unit.
+    let counter = match counter
+        .strip_prefix("memcg[")
+        .and_then(|c| c.rsplit_once("]."))
+    {
+        Some((_, name)) => name,
+        None => counter,
+    };
     match counter {
         "vmstat.pgpgin" | "vmstat.pgpgout" => "KiB",
         "pgpgin" | "pgpgout" => "folio charges (memcg v1 events)",

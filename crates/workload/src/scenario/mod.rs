@@ -10,10 +10,10 @@
 //! `parse`/`parse_file` read the TOML form (docs/scenarios.md), `usemem`
 //! the usemem command line, `gen` writes random valid scenarios.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A whole scenario file.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     /// The file it was read from (for error messages).
     pub file: String,
@@ -33,7 +33,7 @@ pub struct Scenario {
 
 /// `[machine]`: the machine options a scenario may carry (all optional; a
 /// command-line option wins).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineDefaults {
     pub memory: Option<u64>,
     /// "zram:4G", "disk:8G", "none" (parsed by the CLI's --swap parser).
@@ -51,7 +51,7 @@ pub struct MachineDefaults {
 
 /// `[[cgroup]]`: one memory cgroup. Knobs left out are the kernel's
 /// defaults (max / unlimited, 0 protection, the parent's swappiness).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cgroup {
     /// "db" or "jobs/a": a path under the scenario's root cgroup, '/'
     /// separated; each parent must be declared too.
@@ -78,7 +78,7 @@ pub struct Cgroup {
 }
 
 /// Where a file lives.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileFs {
     /// A regular file on the block device (ext4 in the oracle).
@@ -90,7 +90,7 @@ pub enum FileFs {
 }
 
 /// `[[file]]`: a file processes open by name.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FileSpec {
     pub name: String,
     pub line: usize,
@@ -104,7 +104,7 @@ pub struct FileSpec {
 
 /// `[[process]]`: `count` identical processes (separate address spaces),
 /// each with its threads.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Process {
     pub name: String,
     pub line: usize,
@@ -124,7 +124,7 @@ pub struct Process {
     pub oom_score_adj: i32,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Thread {
     /// `count` identical threads of this body.
     pub count: u32,
@@ -133,20 +133,20 @@ pub struct Thread {
 
 /// A barrier: `parties` arrivals release everyone waiting on it; it then
 /// resets for its next round (pthread_barrier semantics).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Barrier {
     pub name: String,
     pub parties: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub line: usize,
     pub op: Op,
 }
 
 /// Which pages of a region a touch or an I/O step visits, in what order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {
     /// Every page in order (or every `bs` block for I/O).
@@ -169,7 +169,7 @@ pub enum Pattern {
 }
 
 /// How long a touch or I/O step goes on.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Amount {
     /// `n` passes over the region (a pass is as many accesses as the
@@ -182,7 +182,7 @@ pub enum Amount {
 }
 
 /// fadvise(2) advice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Advice {
     Normal,
@@ -194,7 +194,7 @@ pub enum Advice {
 }
 
 /// madvise(2) advice a scenario may give a mapping.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Madvice {
     Normal,
@@ -206,7 +206,7 @@ pub enum Madvice {
     Pageout,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// mmap(MAP_PRIVATE|MAP_ANONYMOUS) of `size` bytes, named `map`

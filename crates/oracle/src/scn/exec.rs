@@ -1,0 +1,810 @@
+//! The real executor of one scenario process instance: the CLI's hidden
+//! `foliosim oracle __scenario-proc ...` child, started by the oracle inside
+//! the process's cgroup (so every page it touches is charged there from the
+//! first). It runs the process's threads with std::thread, touching
+//! anonymous and file mappings, reading and writing scratch files, and
+//! waits at barriers by asking the oracle (a Unix socket in scratch:
+//! "arrived NAME" out, "go" back). Nothing of the scenario is executed as a
+//! command: forks re-execute this same program into the same cgroup.
+
+use foliosim_workload::access::{stream_seed, AccessGen};
+use foliosim_workload::scenario::{Advice, Amount, FileFs, Madvice, Op, Pattern, Scenario, Step};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const PAGE: u64 = 4096;
+
+/// What a child is told on its command line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildArgs {
+    pub spec: PathBuf,
+    pub process: usize,
+    pub instance: u32,
+    pub sock: PathBuf,
+    pub files: PathBuf,
+    pub tmpfs: PathBuf,
+    /// A forked worker: thread index, then step indices through loops and
+    /// forks down to the Fork step whose steps it runs.
+    pub fork: Vec<usize>,
+    /// A forked worker's identity for its random streams (the model
+    /// driver's: its parent thread's, the fork's line, the fork's count so
+    /// far in that thread, the child's index).
+    pub ident: Vec<u64>,
+}
+
+impl ChildArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = vec![
+            "--spec".into(),
+            self.spec.display().to_string(),
+            "--process".into(),
+            self.process.to_string(),
+            "--instance".into(),
+            self.instance.to_string(),
+            "--sock".into(),
+            self.sock.display().to_string(),
+            "--files".into(),
+            self.files.display().to_string(),
+            "--tmpfs".into(),
+            self.tmpfs.display().to_string(),
+        ];
+        if !self.fork.is_empty() {
+            v.push("--fork".into());
+            v.push(
+                self.fork
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            );
+            v.push("--ident".into());
+            v.push(
+                self.ident
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            );
+        }
+        v
+    }
+
+    pub fn parse(args: &[String]) -> Result<ChildArgs, String> {
+        let mut a = ChildArgs {
+            spec: PathBuf::new(),
+            process: 0,
+            instance: 0,
+            sock: PathBuf::new(),
+            files: PathBuf::new(),
+            tmpfs: PathBuf::new(),
+            fork: vec![],
+            ident: vec![],
+        };
+        let mut it = args.iter();
+        while let Some(k) = it.next() {
+            let v = it
+                .next()
+                .ok_or_else(|| format!("__scenario-proc: {k} needs a value"))?;
+            let num = |v: &str| {
+                v.parse::<usize>()
+                    .map_err(|_| format!("__scenario-proc: {k}: bad number '{v}'"))
+            };
+            match k.as_str() {
+                "--spec" => a.spec = v.into(),
+                "--process" => a.process = num(v)?,
+                "--instance" => a.instance = num(v)? as u32,
+                "--sock" => a.sock = v.into(),
+                "--files" => a.files = v.into(),
+                "--tmpfs" => a.tmpfs = v.into(),
+                "--fork" => a.fork = v.split('.').map(num).collect::<Result<_, _>>()?,
+                "--ident" => {
+                    a.ident = v
+                        .split('.')
+                        .map(|x| num(x).map(|x| x as u64))
+                        .collect::<Result<_, _>>()?
+                }
+                _ => return Err(format!("__scenario-proc: unknown option {k}")),
+            }
+        }
+        if a.spec.as_os_str().is_empty() || a.sock.as_os_str().is_empty() {
+            return Err("__scenario-proc: --spec and --sock are required".into());
+        }
+        Ok(a)
+    }
+}
+
+/// The stream of page (or block) indices of one step: the workload
+/// crate's generators, seeded as the model's driver seeds them (the run's
+/// seed, the thread's identity, the step's line), so that both draw the
+/// same sequence.
+fn access_gen<'a>(
+    t: &'a mut ThreadCtx,
+    step: &Step,
+    pattern: &Pattern,
+    n: u64,
+) -> Result<&'a mut AccessGen, String> {
+    let mut ident = t.ident.clone();
+    ident.push(step.line as u64);
+    let seed = stream_seed(t.p.seed, &ident);
+    // The same step again (a loop): the stream goes on, a sequential pass
+    // starts over; a region of another size gets a new stream.
+    Ok(match t.gens.entry(step.line) {
+        std::collections::hash_map::Entry::Occupied(e) if e.get().len() == n => {
+            let g = e.into_mut();
+            g.restart();
+            g
+        }
+        e => {
+            let g = AccessGen::new(pattern, n, seed)?;
+            match e {
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    o.insert(g);
+                    o.into_mut()
+                }
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(g),
+            }
+        }
+    })
+}
+
+/// A mapping of the process.
+#[derive(Clone, Copy)]
+struct Region {
+    addr: usize,
+    len: usize,
+}
+
+struct Proc {
+    sc: Scenario,
+    args: ChildArgs,
+    maps: Mutex<HashMap<String, Region>>,
+    seed: u64,
+}
+
+struct ThreadCtx<'a> {
+    p: &'a Proc,
+    /// Who the thread is, for its streams' seeds (as the model's driver).
+    ident: Vec<u64>,
+    gens: HashMap<usize, AccessGen>,
+    /// Forks this thread made so far.
+    forks: u64,
+    /// Connection to the oracle's barrier coordinator, opened on first use.
+    sock: Option<(UnixStream, BufReader<UnixStream>)>,
+    /// Where this thread's steps sit (thread index, step indices), for forks.
+    path: Vec<usize>,
+}
+
+enum Flow {
+    Next,
+    Exit,
+}
+
+/// Entry point of `foliosim oracle __scenario-proc ARGS`.
+pub fn child_main(args: &[String]) -> Result<(), String> {
+    let a = ChildArgs::parse(args)?;
+    let text =
+        std::fs::read_to_string(&a.spec).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+    let sc: Scenario =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+    let proc_ = sc
+        .processes
+        .get(a.process)
+        .ok_or_else(|| format!("__scenario-proc: no process {}", a.process))?;
+    if a.fork.is_empty() && proc_.oom_score_adj != 0 {
+        // Inherited by its forks; this process's own setting only.
+        std::fs::write("/proc/self/oom_score_adj", proc_.oom_score_adj.to_string())
+            .map_err(|e| format!("/proc/self/oom_score_adj: {e}"))?;
+    }
+    // The model's run seed: the scenario's (the CLI's default 1 without).
+    let seed = sc.machine.seed.unwrap_or(1);
+    let threads: Vec<(usize, u32, Vec<Step>)> = if a.fork.is_empty() {
+        proc_
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, t.count, t.steps.clone()))
+            .collect()
+    } else {
+        vec![(0, 1, fork_steps(proc_, &a.fork)?)]
+    };
+    let p = Proc {
+        sc: sc.clone(),
+        args: a.clone(),
+        maps: Mutex::new(HashMap::new()),
+        seed,
+    };
+    let results: Vec<Result<Flow, String>> = std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        for (ti, count, steps) in &threads {
+            for k in 0..*count {
+                let p = &p;
+                let a = &a;
+                let path = if a.fork.is_empty() {
+                    vec![*ti]
+                } else {
+                    a.fork.clone()
+                };
+                hs.push(s.spawn(move || {
+                    let mut t = ThreadCtx {
+                        p,
+                        ident: if a.fork.is_empty() {
+                            vec![a.process as u64, a.instance as u64, *ti as u64, k as u64]
+                        } else {
+                            a.ident.clone()
+                        },
+                        gens: HashMap::new(),
+                        forks: 0,
+                        sock: None,
+                        path,
+                    };
+                    let r = run_steps(&mut t, steps);
+                    match r {
+                        // exit(0) of the whole process, as the step says.
+                        Ok(Flow::Exit) => std::process::exit(0),
+                        // At once: the other threads may be waiting at a
+                        // barrier this one will never reach.
+                        Err(e) => {
+                            eprintln!("foliosim oracle __scenario-proc: {e}");
+                            std::process::exit(1)
+                        }
+                        Ok(Flow::Next) => Ok(Flow::Next),
+                    }
+                }));
+            }
+        }
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok(())
+}
+
+/// The steps of the Fork at `path` (thread index, then step indices).
+fn fork_steps(
+    p: &foliosim_workload::scenario::Process,
+    path: &[usize],
+) -> Result<Vec<Step>, String> {
+    let bad = || format!("__scenario-proc: bad --fork path {path:?}");
+    let (t, rest) = path.split_first().ok_or_else(bad)?;
+    let mut steps = &p.threads.get(*t).ok_or_else(bad)?.steps;
+    for (n, i) in rest.iter().enumerate() {
+        match &steps.get(*i).ok_or_else(bad)?.op {
+            Op::Loop { steps: s, .. } if n + 1 < rest.len() => steps = s,
+            Op::Fork { steps: s, .. } => steps = s,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(steps.clone())
+}
+
+fn run_steps(t: &mut ThreadCtx, steps: &[Step]) -> Result<Flow, String> {
+    for (i, st) in steps.iter().enumerate() {
+        t.path.push(i);
+        let r = run_step(t, st);
+        t.path.pop();
+        let at = |e: String| format!("{}:{}: {e}", t.p.sc.file, st.line);
+        if let Flow::Exit = r.map_err(at)? {
+            return Ok(Flow::Exit);
+        }
+    }
+    Ok(Flow::Next)
+}
+
+fn region(t: &ThreadCtx, map: &str) -> Result<Region, String> {
+    t.p.maps
+        .lock()
+        .unwrap()
+        .get(map)
+        .copied()
+        .ok_or_else(|| format!("no mapping named '{map}' in this process"))
+}
+
+/// Accesses an Amount allows: a count, or until a wall-clock deadline.
+struct Budget {
+    left: Option<u64>,
+    until: Option<Instant>,
+}
+
+impl Budget {
+    fn new(a: &Amount, per_pass: u64) -> Budget {
+        match *a {
+            Amount::Passes(n) => Budget {
+                left: Some(n.saturating_mul(per_pass)),
+                until: None,
+            },
+            Amount::Accesses(n) => Budget {
+                left: Some(n),
+                until: None,
+            },
+            Amount::Duration(ns) => Budget {
+                left: None,
+                until: Some(Instant::now() + Duration::from_nanos(ns)),
+            },
+        }
+    }
+    fn take(&mut self, i: u64) -> bool {
+        match (&mut self.left, self.until) {
+            (Some(0), _) => false,
+            (Some(n), _) => {
+                *n -= 1;
+                true
+            }
+            // Check the clock every 64 accesses only.
+            (None, Some(u)) => !i.is_multiple_of(64) || Instant::now() < u,
+            (None, None) => false,
+        }
+    }
+}
+
+fn think(ns: u64) {
+    if ns > 0 {
+        std::thread::sleep(Duration::from_nanos(ns));
+    }
+}
+
+fn file_path(t: &ThreadCtx, name: &str) -> Result<(PathBuf, u64), String> {
+    let f =
+        t.p.sc
+            .files
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| format!("no [[file]] named '{name}'"))?;
+    let dir = match f.fs {
+        FileFs::Disk => &t.p.args.files,
+        FileFs::Tmpfs => &t.p.args.tmpfs,
+    };
+    Ok((dir.join(&f.name), f.size))
+}
+
+fn open(t: &ThreadCtx, name: &str, direct: bool) -> Result<(File, u64), String> {
+    let (p, size) = file_path(t, name)?;
+    let mut o = OpenOptions::new();
+    o.read(true).write(true);
+    // O_NOFOLLOW: the names were checked, and nothing may swap a link in.
+    o.custom_flags(libc::O_NOFOLLOW | if direct { libc::O_DIRECT } else { 0 });
+    let f = o.open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok((f, size))
+}
+
+struct AlignedBuf {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> Result<AlignedBuf, String> {
+        let layout = std::alloc::Layout::from_size_align(len.max(512), 4096)
+            .map_err(|e| format!("bs {len}: {e}"))?;
+        // SAFETY: a non-zero size layout.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return Err(format!("allocating a {len}-byte buffer"));
+        }
+        // Non-zero data so nothing treats it as zeros.
+        // SAFETY: ptr is valid for layout.size() bytes.
+        unsafe { std::ptr::write_bytes(ptr, 0x5a, layout.size()) };
+        Ok(AlignedBuf { ptr, layout })
+    }
+    fn slice(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: len <= layout.size(), the buffer is ours.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len.min(self.layout.size())) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+fn madvice(a: Madvice) -> libc::c_int {
+    match a {
+        Madvice::Normal => libc::MADV_NORMAL,
+        Madvice::Sequential => libc::MADV_SEQUENTIAL,
+        Madvice::Random => libc::MADV_RANDOM,
+        Madvice::Willneed => libc::MADV_WILLNEED,
+        Madvice::Dontneed => libc::MADV_DONTNEED,
+        Madvice::Cold => libc::MADV_COLD,
+        Madvice::Pageout => libc::MADV_PAGEOUT,
+    }
+}
+
+fn fadvice(a: Advice) -> libc::c_int {
+    match a {
+        Advice::Normal => libc::POSIX_FADV_NORMAL,
+        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+        Advice::Willneed => libc::POSIX_FADV_WILLNEED,
+        Advice::Dontneed => libc::POSIX_FADV_DONTNEED,
+        Advice::Noreuse => libc::POSIX_FADV_NOREUSE,
+    }
+}
+
+fn barrier(t: &mut ThreadCtx, name: &str) -> Result<(), String> {
+    if t.sock.is_none() {
+        let s = UnixStream::connect(&t.p.args.sock)
+            .map_err(|e| format!("barrier {name}: connecting to the oracle: {e}"))?;
+        let r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+        t.sock = Some((s, r));
+    }
+    let (s, r) = t.sock.as_mut().expect("connected");
+    s.write_all(format!("arrived {name}\n").as_bytes())
+        .map_err(|e| format!("barrier {name}: {e}"))?;
+    let mut line = String::new();
+    r.read_line(&mut line)
+        .map_err(|e| format!("barrier {name}: {e}"))?;
+    if line.trim() != "go" {
+        return Err(format!("barrier {name}: the oracle said '{}'", line.trim()));
+    }
+    Ok(())
+}
+
+fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
+    match &st.op {
+        Op::MmapAnon { map, size } => {
+            // SAFETY: a fresh private anonymous mapping; checked below.
+            let a = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    *size as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if a == libc::MAP_FAILED {
+                return Err(format!(
+                    "mmap {size} bytes: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            insert_map(
+                t,
+                map,
+                Region {
+                    addr: a as usize,
+                    len: *size as usize,
+                },
+            )?;
+        }
+        Op::MmapFile {
+            map,
+            file,
+            offset,
+            len,
+            private,
+        } => {
+            let (f, size) = open(t, file, false)?;
+            let real = f.metadata().map_err(|e| e.to_string())?.len().max(size);
+            let len = if *len == 0 {
+                real.saturating_sub(*offset)
+            } else {
+                *len
+            };
+            if len == 0 {
+                return Err(format!(
+                    "mmap of '{file}': nothing to map at offset {offset}"
+                ));
+            }
+            let flags = if *private {
+                libc::MAP_PRIVATE
+            } else {
+                libc::MAP_SHARED
+            };
+            // SAFETY: a fresh mapping of an open file; checked below.
+            let a = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    flags,
+                    f.as_raw_fd(),
+                    *offset as libc::off_t,
+                )
+            };
+            if a == libc::MAP_FAILED {
+                return Err(format!(
+                    "mmap '{file}': {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            insert_map(
+                t,
+                map,
+                Region {
+                    addr: a as usize,
+                    len: len as usize,
+                },
+            )?;
+        }
+        Op::Touch {
+            map,
+            pattern,
+            write,
+            amount,
+            think_ns,
+        } => {
+            let r = region(t, map)?;
+            let n = (r.len as u64).div_ceil(PAGE);
+            let g = access_gen(t, st, pattern, n)?;
+            let mut b = Budget::new(amount, n);
+            let mut i = 0u64;
+            let mut sum = 0u64;
+            while b.take(i) {
+                let page = g.next_index();
+                let p = (r.addr + (page * PAGE) as usize) as *mut u64;
+                // SAFETY: page < n, so p is inside the mapping (aligned).
+                unsafe {
+                    if *write {
+                        std::ptr::write_volatile(p, (page + 1) ^ i.wrapping_mul(0x9E37_79B9));
+                    } else {
+                        sum = sum.wrapping_add(std::ptr::read_volatile(p as *const u8) as u64);
+                    }
+                }
+                i += 1;
+                think(*think_ns);
+            }
+            std::hint::black_box(sum);
+        }
+        Op::Munmap { map } => {
+            let r =
+                t.p.maps
+                    .lock()
+                    .unwrap()
+                    .remove(map)
+                    .ok_or_else(|| format!("no mapping named '{map}' in this process"))?;
+            // SAFETY: exactly a mapping this process made and still holds.
+            unsafe { libc::munmap(r.addr as *mut _, r.len) };
+        }
+        Op::Madvise { map, advice } => {
+            let r = region(t, map)?;
+            // SAFETY: advice over a mapping this process holds.
+            if unsafe { libc::madvise(r.addr as *mut _, r.len, madvice(*advice)) } != 0 {
+                return Err(format!(
+                    "madvise '{map}': {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        Op::Io {
+            file,
+            pattern,
+            write,
+            bs,
+            amount,
+            direct,
+            think_ns,
+        } => {
+            let (f, size) = open(t, file, *direct)?;
+            let bs = (*bs).max(1);
+            let n = (size / bs).max(1);
+            let g = access_gen(t, st, pattern, n)?;
+            let mut buf = AlignedBuf::new(bs as usize)?;
+            let mut b = Budget::new(amount, n);
+            let mut i = 0u64;
+            while b.take(i) {
+                let off = g.next_index() * bs;
+                let r = if *write {
+                    f.write_all_at(buf.slice(bs as usize), off)
+                } else {
+                    f.read_at(buf.slice(bs as usize), off).map(|_| ())
+                };
+                r.map_err(|e| {
+                    format!(
+                        "{} '{file}' at {off}: {e}",
+                        if *write { "pwrite" } else { "pread" }
+                    )
+                })?;
+                i += 1;
+                think(*think_ns);
+            }
+        }
+        Op::Fsync { file } => {
+            let (f, _) = open(t, file, false)?;
+            f.sync_all().map_err(|e| format!("fsync '{file}': {e}"))?;
+        }
+        Op::Fadvise {
+            file,
+            advice,
+            offset,
+            len,
+        } => {
+            let (f, _) = open(t, file, false)?;
+            // SAFETY: advice on an open descriptor.
+            let r = unsafe {
+                libc::posix_fadvise(f.as_raw_fd(), *offset as i64, *len as i64, fadvice(*advice))
+            };
+            if r != 0 {
+                return Err(format!(
+                    "fadvise '{file}': {}",
+                    std::io::Error::from_raw_os_error(r)
+                ));
+            }
+        }
+        Op::Truncate { file, size } => {
+            let (f, _) = open(t, file, false)?;
+            f.set_len(*size)
+                .map_err(|e| format!("ftruncate '{file}': {e}"))?;
+        }
+        Op::Fio { .. } => return Err("fio steps are not run by the oracle's executor".into()),
+        Op::Sleep { ns } => think(*ns),
+        Op::Compute { ns } => {
+            let until = Instant::now() + Duration::from_nanos(*ns);
+            let mut x = 0u64;
+            while Instant::now() < until {
+                for _ in 0..1000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            }
+        }
+        Op::Barrier { name } => barrier(t, name)?,
+        Op::Loop {
+            count,
+            duration_ns,
+            steps,
+        } => {
+            let start = Instant::now();
+            let mut k = 0u64;
+            loop {
+                if count.is_some_and(|c| k >= c) {
+                    break;
+                }
+                if duration_ns.is_some_and(|d| start.elapsed() >= Duration::from_nanos(d)) {
+                    break;
+                }
+                if let Flow::Exit = run_steps(t, steps)? {
+                    return Ok(Flow::Exit);
+                }
+                k += 1;
+            }
+        }
+        Op::Fork {
+            count,
+            wait,
+            steps: _,
+        } => {
+            let exe = std::env::current_exe().map_err(|e| format!("fork: {e}"))?;
+            let mut a = t.p.args.clone();
+            a.fork = t.path.clone();
+            let seq = t.forks;
+            t.forks += 1;
+            let mut kids = Vec::new();
+            for j in 0..*count {
+                a.ident = t.ident.clone();
+                a.ident.extend([st.line as u64, seq, j as u64]);
+                // The same program, in this process's cgroup (inherited).
+                let c = Command::new(&exe)
+                    .args(["oracle", "__scenario-proc"])
+                    .args(a.to_args())
+                    .stdin(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("fork: {e}"))?;
+                kids.push(c);
+            }
+            if *wait {
+                for mut c in kids {
+                    let s = c.wait().map_err(|e| format!("waitpid: {e}"))?;
+                    // Killed (the OOM killer) is an outcome; an error is ours.
+                    if s.code().is_some_and(|c| c != 0) {
+                        return Err(format!("a forked worker failed ({s})"));
+                    }
+                }
+            }
+        }
+        Op::Exit => return Ok(Flow::Exit),
+    }
+    Ok(Flow::Next)
+}
+
+fn insert_map(t: &ThreadCtx, map: &str, r: Region) -> Result<(), String> {
+    let mut m = t.p.maps.lock().unwrap();
+    if let Some(old) = m.insert(map.to_string(), r) {
+        // A remap of the same name replaces the old mapping.
+        // SAFETY: exactly a mapping this process made and held.
+        unsafe { libc::munmap(old.addr as *mut _, old.len) };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_the_model_drivers() {
+        // The driver's seed for thread (process 0, instance 0, thread 0,
+        // copy 0) and a step on line 5.
+        let seed = stream_seed(1, &[0, 0, 0, 0, 5]);
+        let mut a = AccessGen::new(&Pattern::Random, 1000, seed).unwrap();
+        let want: Vec<u64> = (0..9).map(|_| a.next_index()).collect();
+        let sc = Scenario::default();
+        let args =
+            ChildArgs::parse(&["--spec".into(), "x".into(), "--sock".into(), "y".into()]).unwrap();
+        let p = Proc {
+            sc,
+            args,
+            maps: Mutex::new(HashMap::new()),
+            seed: 1,
+        };
+        let mut t = ThreadCtx {
+            p: &p,
+            ident: vec![0, 0, 0, 0],
+            gens: HashMap::new(),
+            forks: 0,
+            sock: None,
+            path: vec![0],
+        };
+        let st = Step {
+            line: 5,
+            op: Op::Exit,
+        };
+        let g = access_gen(&mut t, &st, &Pattern::Random, 1000).unwrap();
+        let got: Vec<u64> = (0..8).map(|_| g.next_index()).collect();
+        assert_eq!(got, want[..8]);
+        // Again (a loop): the random stream goes on, not over.
+        let g = access_gen(&mut t, &st, &Pattern::Random, 1000).unwrap();
+        assert_eq!(g.next_index(), want[8]);
+        let mut s = access_gen(
+            &mut t,
+            &Step {
+                line: 6,
+                op: Op::Exit,
+            },
+            &Pattern::Seq,
+            3,
+        )
+        .unwrap()
+        .clone();
+        assert_eq!(
+            [
+                s.next_index(),
+                s.next_index(),
+                s.next_index(),
+                s.next_index()
+            ],
+            [0, 1, 2, 0]
+        );
+    }
+
+    #[test]
+    fn budget_counts_passes_and_accesses() {
+        let mut b = Budget::new(&Amount::Passes(2), 5);
+        assert_eq!((0..20).filter(|&i| b.take(i)).count(), 10);
+        let mut b = Budget::new(&Amount::Accesses(3), 5);
+        assert_eq!((0..20).filter(|&i| b.take(i)).count(), 3);
+    }
+
+    #[test]
+    fn child_args_round_trip() {
+        let a = ChildArgs {
+            spec: "/s/x.json".into(),
+            process: 2,
+            instance: 3,
+            sock: "/s/sock".into(),
+            files: "/s/files".into(),
+            tmpfs: "/s/tmpfs".into(),
+            fork: vec![0, 4, 1],
+            ident: vec![1, 0, 0, 0, 12, 0, 1],
+        };
+        assert_eq!(ChildArgs::parse(&a.to_args()).unwrap(), a);
+        assert!(ChildArgs::parse(&["--spec".into()])
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(ChildArgs::parse(&["--bogus".into(), "1".into()])
+            .unwrap_err()
+            .contains("unknown option"));
+    }
+}

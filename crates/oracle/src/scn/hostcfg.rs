@@ -1,0 +1,351 @@
+//! Host changes a scenario run needs, each journaled before it is made and
+//! undone on drop (and by `foliosim oracle restore` after a kill -9): a zram
+//! swap device, a tmpfs mounted in scratch, sysctl values.
+
+use crate::journal::{self, Kind, Token};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The zram device the oracle uses. It is only taken when unused (disksize
+/// 0); hot_add is not needed on this host.
+pub const ZRAM_SYSFS: &str = "/sys/block/zram0";
+pub const ZRAM_NODE: &str = "/dev/zram0";
+/// zram's default compressor on 6.x kernels.
+pub const ZRAM_COMP: &str = "lzo-rle";
+
+fn read_trim(p: &Path) -> Result<String, String> {
+    fs::read_to_string(p)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// The swap areas active now (the first column of /proc/swaps).
+pub fn active_swaps() -> Vec<String> {
+    fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect()
+}
+
+/// Why /dev/zram0 cannot be used as the run's swap, or None.
+pub fn zram_unusable() -> Option<String> {
+    let d = Path::new(ZRAM_SYSFS);
+    if !d.exists() || !Path::new(ZRAM_NODE).exists() {
+        return Some(format!("no zram device ({ZRAM_SYSFS}; modprobe zram)"));
+    }
+    match read_trim(&d.join("disksize")) {
+        Ok(s) if s == "0" => {}
+        Ok(s) => return Some(format!("{ZRAM_SYSFS} is in use (disksize {s})")),
+        Err(e) => return Some(e),
+    }
+    if active_swaps().iter().any(|s| s == ZRAM_NODE) {
+        return Some(format!("{ZRAM_NODE} is already swapped on"));
+    }
+    None
+}
+
+/// A swap header (version 1) for a `size`-byte area of 4 KiB pages: the
+/// kernel's `union swap_header` layout (sys_swapon reads version, last_page
+/// and nr_badpages after the 1024-byte boot block, and the magic in the
+/// last 10 bytes of the first page).
+pub fn swap_header(size: u64) -> Vec<u8> {
+    let mut page = vec![0u8; 4096];
+    let last_page = (size / 4096).saturating_sub(1) as u32;
+    page[1024..1028].copy_from_slice(&1u32.to_ne_bytes());
+    page[1028..1032].copy_from_slice(&last_page.to_ne_bytes());
+    // nr_badpages 0, uuid and label left zero.
+    page[4096 - 10..].copy_from_slice(b"SWAPSPACE2");
+    page
+}
+
+fn swapon(p: &Path) -> Result<(), String> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{}: NUL in path", p.display()))?;
+    // SAFETY: a NUL-terminated path; flags 0 (default priority).
+    if unsafe { libc::swapon(c.as_ptr(), 0) } == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "swapon {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// zram0 set up as a swap device of `size` bytes; swapoff and reset on drop.
+pub struct ZramSwap {
+    zram: Option<Token>,
+    swap: Option<Token>,
+}
+
+impl ZramSwap {
+    pub fn setup(size: u64) -> Result<ZramSwap, String> {
+        if let Some(why) = zram_unusable() {
+            return Err(why);
+        }
+        let d = Path::new(ZRAM_SYSFS);
+        let mut z = ZramSwap {
+            zram: Some(journal::record(Kind::Zram, d, "")?),
+            swap: None,
+        };
+        // The compressor can only be chosen before disksize is set.
+        write(&d.join("comp_algorithm"), ZRAM_COMP)?;
+        write(&d.join("disksize"), &size.to_string())?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .open(ZRAM_NODE)
+            .map_err(|e| format!("{ZRAM_NODE}: {e}"))?;
+        f.write_all(&swap_header(size))
+            .and_then(|_| f.sync_all())
+            .map_err(|e| format!("writing a swap header to {ZRAM_NODE}: {e}"))?;
+        drop(f);
+        let t = journal::record(Kind::Swap, Path::new(ZRAM_NODE), "")?;
+        if let Err(e) = swapon(Path::new(ZRAM_NODE)) {
+            t.done();
+            return Err(e);
+        }
+        z.swap = Some(t);
+        Ok(z)
+    }
+}
+
+impl Drop for ZramSwap {
+    fn drop(&mut self) {
+        if let Some(t) = self.swap.take() {
+            match journal::swapoff(Path::new(ZRAM_NODE)) {
+                Ok(()) => t.done(),
+                Err(e) if journal::is_not_swap(&e) => t.done(),
+                Err(e) => {
+                    eprintln!("foliosim oracle: swapoff {ZRAM_NODE}: {e}");
+                    return; // both records stay for the next oracle start
+                }
+            }
+        }
+        if let Some(t) = self.zram.take() {
+            match fs::write(Path::new(ZRAM_SYSFS).join("reset"), "1") {
+                Ok(()) => t.done(),
+                Err(e) => eprintln!("foliosim oracle: resetting {ZRAM_SYSFS}: {e}"),
+            }
+        }
+    }
+}
+
+/// A swap file in scratch (disk swap); swapoff and removal on drop.
+pub struct SwapFile {
+    path: PathBuf,
+    file: Option<Token>,
+    swap: Option<Token>,
+}
+
+impl SwapFile {
+    pub fn setup(path: &Path, size: u64) -> Result<SwapFile, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut s = SwapFile {
+            path: path.to_path_buf(),
+            file: Some(journal::record(Kind::Path, path, "")?),
+            swap: None,
+        };
+        // Written, not sparse: swapon refuses a file with holes.
+        crate::probe::create_file(path, size)?;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        f.write_all(&swap_header(size))
+            .and_then(|_| f.sync_all())
+            .map_err(|e| format!("writing a swap header to {}: {e}", path.display()))?;
+        drop(f);
+        let t = journal::record(Kind::Swap, path, "")?;
+        if let Err(e) = swapon(path) {
+            t.done();
+            return Err(e);
+        }
+        s.swap = Some(t);
+        Ok(s)
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        if let Some(t) = self.swap.take() {
+            match journal::swapoff(&self.path) {
+                Ok(()) => t.done(),
+                Err(e) if journal::is_not_swap(&e) => t.done(),
+                Err(e) => {
+                    eprintln!("foliosim oracle: swapoff {}: {e}", self.path.display());
+                    return;
+                }
+            }
+        }
+        if let Some(t) = self.file.take() {
+            match fs::remove_file(&self.path) {
+                Ok(()) => t.done(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => t.done(),
+                Err(e) => eprintln!("foliosim oracle: {}: {e}", self.path.display()),
+            }
+        }
+    }
+}
+
+fn write(p: &Path, v: &str) -> Result<(), String> {
+    fs::write(p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
+}
+
+/// A tmpfs mounted on a directory inside scratch (made for it); unmounted
+/// and removed on drop.
+pub struct TmpfsMount {
+    pub dir: PathBuf,
+    dir_token: Option<Token>,
+    mount_token: Option<Token>,
+}
+
+impl TmpfsMount {
+    pub fn mount(dir: &Path, size: u64) -> Result<TmpfsMount, String> {
+        let mut m = TmpfsMount {
+            dir: dir.to_path_buf(),
+            dir_token: Some(journal::record(Kind::Path, dir, "")?),
+            mount_token: None,
+        };
+        fs::create_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let t = journal::record(Kind::Mount, dir, "")?;
+        let c = |s: &[u8]| std::ffi::CString::new(s).expect("no NUL");
+        let target = c(dir.as_os_str().as_encoded_bytes());
+        let opts = c(format!("size={size},mode=0700").as_bytes());
+        // SAFETY: NUL-terminated strings; a fresh tmpfs, no exec/suid/dev.
+        let r = unsafe {
+            libc::mount(
+                c(b"foliosim-tmpfs").as_ptr(),
+                target.as_ptr(),
+                c(b"tmpfs").as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                opts.as_ptr().cast(),
+            )
+        };
+        if r != 0 {
+            t.done();
+            return Err(format!(
+                "mounting a tmpfs on {}: {}",
+                dir.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        m.mount_token = Some(t);
+        Ok(m)
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        if let Some(t) = self.mount_token.take() {
+            let target = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes());
+            // SAFETY: a NUL-terminated path.
+            let ok =
+                target.is_ok_and(|c| unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0);
+            if !ok {
+                eprintln!(
+                    "foliosim oracle: unmounting {}: {}",
+                    self.dir.display(),
+                    std::io::Error::last_os_error()
+                );
+                return;
+            }
+            t.done();
+        }
+        if let Some(t) = self.dir_token.take() {
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => t.done(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => t.done(),
+                Err(e) => eprintln!("foliosim oracle: {}: {e}", self.dir.display()),
+            }
+        }
+    }
+}
+
+/// The sysctls a scenario may set for its run (restored after). Ratios
+/// only for dirty limits: writing dirty_bytes zeroes dirty_ratio, and 0
+/// cannot be written back to dirty_bytes.
+pub const SYSCTLS: &[&str] = &[
+    "vm.swappiness",
+    "vm.page-cluster",
+    "vm.dirty_ratio",
+    "vm.dirty_background_ratio",
+    "vm.dirty_expire_centisecs",
+    "vm.dirty_writeback_centisecs",
+];
+
+pub fn sysctl_path(key: &str) -> Option<PathBuf> {
+    SYSCTLS
+        .contains(&key)
+        .then(|| Path::new("/proc/sys").join(key.replace('.', "/")))
+}
+
+/// A value written to a file, the old one put back on drop.
+pub struct ValueGuard {
+    path: PathBuf,
+    old: String,
+    token: Option<Token>,
+}
+
+impl ValueGuard {
+    pub fn set(path: &Path, v: &str) -> Result<ValueGuard, String> {
+        let old = read_trim(path)?;
+        let token = journal::record(Kind::Value, path, &old)?;
+        if let Err(e) = write(path, v) {
+            token.done();
+            return Err(e);
+        }
+        Ok(ValueGuard {
+            path: path.to_path_buf(),
+            old,
+            token: Some(token),
+        })
+    }
+}
+
+impl Drop for ValueGuard {
+    fn drop(&mut self) {
+        match fs::write(&self.path, &self.old) {
+            Ok(()) => self.token.take().map_or((), Token::done),
+            Err(e) => eprintln!(
+                "foliosim oracle: could not restore {} to {}: {e}",
+                self.path.display(),
+                self.old
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swap_header_layout() {
+        let h = swap_header(64 << 20);
+        assert_eq!(h.len(), 4096);
+        assert_eq!(&h[4086..], b"SWAPSPACE2");
+        assert_eq!(u32::from_ne_bytes(h[1024..1028].try_into().unwrap()), 1);
+        assert_eq!(
+            u32::from_ne_bytes(h[1028..1032].try_into().unwrap()),
+            (64 << 20) / 4096 - 1
+        );
+        assert!(h[..1024].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn only_listed_sysctls() {
+        assert_eq!(
+            sysctl_path("vm.page-cluster").unwrap(),
+            PathBuf::from("/proc/sys/vm/page-cluster")
+        );
+        assert!(sysctl_path("kernel.core_pattern").is_none());
+        assert!(sysctl_path("vm/../../etc").is_none());
+        assert!(sysctl_path("vm.dirty_bytes").is_none());
+    }
+}

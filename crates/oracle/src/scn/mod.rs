@@ -1,0 +1,868 @@
+//! Scenarios on the real host: the scenario's cgroup hierarchy (v1 knobs)
+//! under a fresh oracle group, its swap (zram0), its files (on the scratch
+//! disk, or on a tmpfs mounted in scratch), its sysctls; then one child per
+//! process instance (`foliosim oracle __scenario-proc`, [`exec`]) started
+//! inside its cgroup, barriers coordinated here, and the counters read:
+//! /proc/vmstat deltas, each cgroup's memory.stat and oom_control, and
+//! which instances the kernel killed. Every host change is journaled before
+//! it is made and undone on drop (see [`hostcfg`]).
+//!
+//! Counter names (besides the crate-level contract): the scenario's root
+//! group's hierarchical memory.stat under the plain v2 names (`anon`,
+//! `file`, `swap`, `shmem`, `pgmajfault`, ...); each declared cgroup's as
+//! `memcg[PATH].NAME`; `memcg[PATH].oom_kill` (v1 oom_control, local to
+//! the group) and `oom_kill` (their sum); `killed[PROCESS]`: instances of
+//! the process that ended by SIGKILL.
+
+pub mod builtin;
+pub mod exec;
+pub mod hostcfg;
+
+use crate::cgroup::{make_group, read_vmstat, sweep_stale, PREFIX};
+use crate::host::{CgroupFlavor, HostInfo};
+use crate::journal::{self, Token};
+use crate::run::{drop_caches, warm_executable, RunOpts, Scratch};
+use foliosim_workload::scenario::{FileFs, Op, Scenario, Step};
+use foliosim_workload::units::parse_size;
+use hostcfg::{SwapFile, TmpfsMount, ValueGuard, ZramSwap};
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// A run that takes longer is killed and reported failed (a barrier that
+/// never fills, a group with oom_kill_disable stuck under OOM).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// /proc/vmstat events a scenario run reports (as `vmstat.NAME` deltas).
+pub const VMSTAT_EVENTS: &[&str] = &[
+    "pgpgin",
+    "pgpgout",
+    "pswpin",
+    "pswpout",
+    "pgfault",
+    "pgmajfault",
+    "pgactivate",
+    "pgdeactivate",
+    "pgscan_kswapd",
+    "pgscan_direct",
+    "pgsteal_kswapd",
+    "pgsteal_direct",
+    "pgscan_anon",
+    "pgscan_file",
+    "pgsteal_anon",
+    "pgsteal_file",
+    "workingset_refault_anon",
+    "workingset_refault_file",
+    "workingset_activate_anon",
+    "workingset_activate_file",
+    "workingset_restore_anon",
+    "workingset_restore_file",
+    "oom_kill",
+    "nr_dirtied",
+    "nr_written",
+    "swpin_zero",
+    "swpout_zero",
+];
+
+/// Parses a scenario file's text (`file:line: key: msg` errors) and
+/// refuses names that could reach outside scratch or the oracle's groups.
+pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, String> {
+    let sc = foliosim_workload::scenario::parse(text, file).map_err(|e| e.to_string())?;
+    check_safe(&sc)?;
+    Ok(sc)
+}
+
+/// A scenario file's `# about: text` comment (the suite's description).
+pub fn about(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("about:"))
+        .map(|a| a.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Checks a name used as one path component in scratch or in the cgroup
+/// tree: not empty, no '/', not '.' or '..', no leading '-', no NUL or
+/// control characters.
+pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("{what} '{}': {why}", name.escape_debug()));
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.contains('/') {
+        return bad("a name, not a path ('/' refused)");
+    }
+    if name == "." || name == ".." {
+        return bad("'.' and '..' are refused");
+    }
+    if name.starts_with('-') {
+        return bad("a leading '-' is refused");
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return bad("control characters are refused");
+    }
+    Ok(())
+}
+
+fn walk<'a>(steps: &'a [Step], f: &mut dyn FnMut(&'a Step)) {
+    for s in steps {
+        f(s);
+        match &s.op {
+            Op::Loop { steps, .. } | Op::Fork { steps, .. } => walk(steps, f),
+            _ => {}
+        }
+    }
+}
+
+fn all_steps(sc: &Scenario) -> Vec<&Step> {
+    let mut v = Vec::new();
+    for p in &sc.processes {
+        for t in &p.threads {
+            walk(&t.steps, &mut |s| v.push(s));
+        }
+    }
+    v
+}
+
+/// Refuses a scenario whose names could reach outside scratch or the
+/// oracle's cgroups. Nothing has been changed when this fails.
+pub fn check_safe(sc: &Scenario) -> Result<(), String> {
+    let at = |line: usize, e: String| format!("{}:{line}: {e}", sc.file);
+    for f in &sc.files {
+        check_name("file", &f.name).map_err(|e| at(f.line, e))?;
+    }
+    for c in &sc.cgroups {
+        for part in c.path.split('/') {
+            check_name("cgroup path component", part)
+                .map_err(|e| at(c.line, format!("cgroup '{}': {e}", c.path)))?;
+        }
+    }
+    for b in &sc.barriers {
+        if b.name.is_empty() || b.name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "{}: barrier '{}': no spaces or control characters",
+                sc.file,
+                b.name.escape_debug()
+            ));
+        }
+    }
+    for s in all_steps(sc) {
+        let file = match &s.op {
+            Op::MmapFile { file, .. }
+            | Op::Io { file, .. }
+            | Op::Fsync { file }
+            | Op::Fadvise { file, .. }
+            | Op::Truncate { file, .. } => file,
+            _ => continue,
+        };
+        check_name("file", file).map_err(|e| at(s.line, e))?;
+        if !sc.files.iter().any(|f| &f.name == file) {
+            return Err(at(
+                s.line,
+                format!("file '{file}': no [[file]] of that name"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The scenario's swap, from `[machine] swap`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SwapSpec {
+    None,
+    Zram(u64),
+    Disk(u64),
+}
+
+pub fn parse_swap(s: Option<&str>) -> Result<SwapSpec, String> {
+    let Some(s) = s else {
+        return Ok(SwapSpec::None);
+    };
+    if s == "none" {
+        return Ok(SwapSpec::None);
+    }
+    let (kind, size) = s
+        .split_once(':')
+        .ok_or_else(|| format!("swap '{s}': expected zram:SIZE, disk:SIZE or none"))?;
+    let size = parse_size(size).map_err(|e| format!("swap '{s}': {e}"))?;
+    match kind {
+        "zram" => Ok(SwapSpec::Zram(size)),
+        "disk" => Ok(SwapSpec::Disk(size)),
+        _ => Err(format!("swap '{s}': expected zram:SIZE, disk:SIZE or none")),
+    }
+}
+
+/// Why this host cannot run `sc` for real, or None.
+pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
+    if !host.is_root {
+        return Some("needs root (cgroups, zram, swapon, drop_caches)".into());
+    }
+    let CgroupFlavor::V1 { mount } = &host.cgroup else {
+        return Some(match &host.cgroup {
+            CgroupFlavor::None { reason } => reason.clone(),
+            _ => "scenario cases run on a cgroup v1 host only (the v2 setup is not written)".into(),
+        });
+    };
+    for c in &sc.cgroups {
+        let v2 = [
+            ("memory.high", c.high.is_some()),
+            ("memory.low", c.low.is_some()),
+            ("memory.min", c.min.is_some()),
+            ("memory.swap.max", c.swap_max.is_some()),
+            ("memory.oom.group", c.oom_group),
+        ];
+        if let Some((k, _)) = v2.iter().find(|(_, set)| *set) {
+            return Some(format!(
+                "{}:{}: cgroup '{}': {k} is cgroup v2 only; this host has v1",
+                sc.file, c.line, c.path
+            ));
+        }
+        if c.memsw_limit.is_some() && !mount.join("memory.memsw.limit_in_bytes").exists() {
+            return Some("memsw_limit: this kernel has no memsw accounting (swapaccount=1)".into());
+        }
+    }
+    // [machine] memory, device and zram_ratio describe the model's machine:
+    // the real run has the host's (the oracle configures the model from it).
+    let m = &sc.machine;
+    let mglru = host.lru_gen.is_some_and(|v| v != 0);
+    match m.lru.as_deref() {
+        Some("mglru") if !mglru => {
+            return Some("lru = mglru: this host runs the classic LRU".into())
+        }
+        Some("classic") if mglru => return Some("lru = classic: this host runs MGLRU".into()),
+        _ => {}
+    }
+    for (k, _) in &m.sysctl {
+        if hostcfg::sysctl_path(k).is_none() {
+            return Some(format!(
+                "sysctl {k}: the oracle sets only {}",
+                hostcfg::SYSCTLS.join(", ")
+            ));
+        }
+    }
+    let others = hostcfg::active_swaps();
+    match parse_swap(m.swap.as_deref()) {
+        Err(e) => return Some(e),
+        Ok(_) if !others.is_empty() => {
+            return Some(format!(
+                "swap {} is active on the host: the run's swap would not be the scenario's",
+                others.join(", ")
+            ))
+        }
+        Ok(SwapSpec::Zram(_)) => {
+            if let Some(why) = hostcfg::zram_unusable() {
+                return Some(why);
+            }
+        }
+        Ok(SwapSpec::Disk(_)) if host.read_ahead_path.as_os_str().is_empty() => {
+            return Some("disk swap: the scratch directory is not on a block device".into())
+        }
+        Ok(SwapSpec::Disk(_)) | Ok(SwapSpec::None) => {}
+    }
+    if sc.files.iter().any(|f| f.fs == FileFs::Disk) && host.read_ahead_path.as_os_str().is_empty()
+    {
+        return Some("the scratch directory is not on a block device (disk files)".into());
+    }
+    for s in all_steps(sc) {
+        let why = match &s.op {
+            Op::Fio { .. } => Some("fio steps are not run by the oracle's scenario executor yet"),
+            _ => None,
+        };
+        if let Some(w) = why {
+            return Some(format!("{}:{}: {w}", sc.file, s.line));
+        }
+    }
+    None
+}
+
+/// The scenario's groups, created fresh for a run; emptied and removed on drop.
+struct Groups {
+    root: PathBuf,
+    /// (scenario path, directory), root first ("").
+    dirs: Vec<(String, PathBuf)>,
+    made: Vec<(PathBuf, Token)>,
+}
+
+static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn write_knob(dir: &Path, f: &str, v: &str) -> Result<(), String> {
+    let p = dir.join(f);
+    fs::write(&p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
+}
+
+impl Groups {
+    fn create(mount: &Path, sc: &Scenario) -> Result<Groups, String> {
+        sweep_stale(mount);
+        let root = mount.join(format!(
+            "{PREFIX}{}-scn{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut g = Groups {
+            root: root.clone(),
+            dirs: vec![(String::new(), root.clone())],
+            made: vec![],
+        };
+        g.made.push(make_group(&root)?);
+        // Children take their parent's swappiness when created (v1).
+        if let Some(s) = sc.machine.swappiness {
+            write_knob(&root, "memory.swappiness", &s.to_string())?;
+        }
+        for c in &sc.cgroups {
+            let d = root.join(&c.path);
+            g.made.push(make_group(&d)?);
+            g.dirs.push((c.path.clone(), d.clone()));
+            // memsw may not go below the memory limit: the limit first.
+            if let Some(m) = c.max {
+                write_knob(&d, "memory.limit_in_bytes", &m.to_string())?;
+            }
+            if let Some(m) = c.memsw_limit {
+                write_knob(&d, "memory.memsw.limit_in_bytes", &m.to_string())?;
+            }
+            if let Some(s) = c.swappiness {
+                write_knob(&d, "memory.swappiness", &s.to_string())?;
+            }
+            if c.oom_kill_disable {
+                write_knob(&d, "memory.oom_control", "1")?;
+            }
+        }
+        Ok(g)
+    }
+
+    fn dir(&self, path: &str) -> Result<&Path, String> {
+        self.dirs
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, d)| d.as_path())
+            .ok_or_else(|| format!("cgroup '{path}' is not declared"))
+    }
+
+    fn procs_left(&self) -> usize {
+        self.dirs
+            .iter()
+            .map(|(_, d)| {
+                fs::read_to_string(d.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Counters of every group (see the module docs).
+    fn read(&self, m: &mut BTreeMap<String, f64>) -> Result<(), String> {
+        let mut ooms = 0.0;
+        for (path, d) in &self.dirs {
+            let p = d.join("memory.stat");
+            let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let stat = parse_total_stat(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            let oc = fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default();
+            let oom = oc
+                .lines()
+                .find_map(|l| l.strip_prefix("oom_kill "))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0);
+            ooms += oom;
+            let mut stat = stat;
+            // Peak usage (v2's memory.peak; memsw: memory + swap), since
+            // the sizes above are read after the processes exited.
+            for (f, k) in [
+                ("memory.max_usage_in_bytes", "peak"),
+                ("memory.memsw.max_usage_in_bytes", "memsw_peak"),
+            ] {
+                if let Some(v) = fs::read_to_string(d.join(f))
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                {
+                    stat.insert(k.to_string(), v);
+                }
+            }
+            if path.is_empty() {
+                m.extend(stat.iter().map(|(k, v)| (k.clone(), *v as f64)));
+            } else {
+                m.extend(
+                    stat.iter()
+                        .map(|(k, v)| (format!("memcg[{path}].{k}"), *v as f64)),
+                );
+                m.insert(format!("memcg[{path}].oom_kill"), oom);
+            }
+        }
+        m.insert("oom_kill".into(), ooms);
+        Ok(())
+    }
+}
+
+impl Drop for Groups {
+    fn drop(&mut self) {
+        // Children before parents.
+        for (d, t) in self.made.drain(..).rev() {
+            match journal::empty_and_remove_cgroup(&d) {
+                Ok(_) => t.done(),
+                Err(e) => eprintln!("foliosim oracle: {e}"),
+            }
+        }
+        let _ = &self.root;
+    }
+}
+
+/// A v1 memory.stat's hierarchical (`total_*`) fields under the contract's
+/// v2 names (v2's memory.stat is hierarchical); v1-only names kept.
+pub fn parse_total_stat(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    let all = crate::cgroup::parse_memory_stat(&text.replace("total_", "TOTAL."), false)?;
+    let renames: BTreeMap<&str, &str> = [
+        ("cache", "file"),
+        ("rss", "anon"),
+        ("rss_huge", "anon_thp"),
+        ("mapped_file", "file_mapped"),
+        ("dirty", "file_dirty"),
+        ("writeback", "file_writeback"),
+    ]
+    .into_iter()
+    .collect();
+    Ok(all
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let k = k.strip_prefix("TOTAL.")?;
+            Some((renames.get(k).copied().unwrap_or(k).to_string(), v))
+        })
+        .collect())
+}
+
+/// The oracle side of barriers: "arrived NAME" lines from the children's
+/// threads, "go" to all of a round once `parties` have arrived. Once an
+/// instance is killed, rounds can no longer fill: every barrier then lets
+/// each arrival through at once (`broken`).
+struct Barriers {
+    stop: Arc<AtomicBool>,
+    pub broken: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Barriers {
+    fn start(sock: &Path, parties: HashMap<String, u32>) -> Result<Barriers, String> {
+        let _ = fs::remove_file(sock);
+        let l = UnixListener::bind(sock).map_err(|e| format!("{}: {e}", sock.display()))?;
+        l.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let broken = Arc::new(AtomicBool::new(false));
+        let (s2, b2) = (stop.clone(), broken.clone());
+        let handle = std::thread::spawn(move || {
+            let (tx, rx) = mpsc::channel::<(usize, String)>();
+            let mut conns: Vec<UnixStream> = Vec::new();
+            let mut waiting: HashMap<String, Vec<usize>> = HashMap::new();
+            while !s2.load(Ordering::Relaxed) {
+                while let Ok((c, _)) = l.accept() {
+                    let _ = c.set_nonblocking(false);
+                    let id = conns.len();
+                    if let Ok(r) = c.try_clone() {
+                        let tx = tx.clone();
+                        std::thread::spawn(move || {
+                            for line in BufReader::new(r).lines() {
+                                let Ok(line) = line else { break };
+                                if let Some(n) = line.strip_prefix("arrived ") {
+                                    if tx.send((id, n.to_string())).is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        });
+                    }
+                    conns.push(c);
+                }
+                let release = |ids: Vec<usize>, conns: &mut Vec<UnixStream>| {
+                    for i in ids {
+                        let _ = conns[i].write_all(b"go\n");
+                    }
+                };
+                if b2.load(Ordering::Relaxed) {
+                    let all: Vec<usize> = waiting.drain().flat_map(|(_, v)| v).collect();
+                    release(all, &mut conns);
+                }
+                if let Ok((id, name)) = rx.recv_timeout(Duration::from_millis(10)) {
+                    let w = waiting.entry(name.clone()).or_default();
+                    w.push(id);
+                    let need = parties.get(&name).copied().unwrap_or(1).max(1) as usize;
+                    if w.len() >= need || b2.load(Ordering::Relaxed) {
+                        let ids = std::mem::take(w);
+                        release(ids, &mut conns);
+                    }
+                }
+            }
+        });
+        Ok(Barriers {
+            stop,
+            broken,
+            handle: Some(handle),
+        })
+    }
+}
+
+impl Drop for Barriers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Where a scenario's things live in scratch.
+struct Layout {
+    base: PathBuf,
+    files: PathBuf,
+    tmpfs: PathBuf,
+    spec: PathBuf,
+    sock: PathBuf,
+}
+
+fn lay_out_files(sc: &Scenario, l: &Layout) -> Result<(), String> {
+    for f in &sc.files {
+        let (dir, fresh) = match f.fs {
+            FileFs::Disk => (&l.files, !f.prefill),
+            FileFs::Tmpfs => (&l.tmpfs, true),
+        };
+        let p = dir.join(&f.name);
+        if fresh {
+            let _ = fs::remove_file(&p);
+            let h = fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            // A tmpfs file is sized but holds no pages until written.
+            if f.fs == FileFs::Tmpfs {
+                h.set_len(f.size)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+        } else {
+            crate::probe::create_file(&p, f.size)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `sc` for real `opts.repeat` times; one counter map per run.
+pub fn run_real(
+    sc: &Scenario,
+    host: &HostInfo,
+    opts: &RunOpts,
+    scratch: &mut Scratch,
+) -> Result<Vec<BTreeMap<String, f64>>, String> {
+    check_safe(sc)?;
+    if let Some(why) = skip_reason(sc, host) {
+        return Err(why);
+    }
+    let CgroupFlavor::V1 { mount } = &host.cgroup else {
+        unreachable!("skip_reason")
+    };
+    let exe = opts
+        .probe_cmd
+        .first()
+        .ok_or("no child command configured")?
+        .clone();
+    let base = scratch.dir.join(format!("scn-{}", std::process::id()));
+    let l = Layout {
+        files: base.join("files"),
+        tmpfs: base.join("tmpfs"),
+        spec: base.join("scenario.json"),
+        sock: base.join("barrier.sock"),
+        base,
+    };
+    scratch.track(l.base.clone())?;
+    fs::create_dir_all(&l.files).map_err(|e| format!("{}: {e}", l.files.display()))?;
+    fs::write(
+        &l.spec,
+        serde_json::to_string(sc).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", l.spec.display()))?;
+    // Guards, dropped in reverse: tmpfs, sysctls, read-ahead, swap.
+    let tmpfs_bytes: u64 = sc
+        .files
+        .iter()
+        .filter(|f| f.fs == FileFs::Tmpfs)
+        .map(|f| f.size)
+        .sum();
+    let _tmpfs = if tmpfs_bytes > 0 {
+        Some(TmpfsMount::mount(&l.tmpfs, tmpfs_bytes + (16 << 20))?)
+    } else {
+        None
+    };
+    let mut _values = Vec::new();
+    for (k, v) in &sc.machine.sysctl {
+        let p = hostcfg::sysctl_path(k).expect("checked by skip_reason");
+        _values.push(ValueGuard::set(&p, v)?);
+    }
+    if let Some(kb) = sc.machine.read_ahead_kb {
+        if kb != host.read_ahead_kb as u64 {
+            _values.push(ValueGuard::set(&host.read_ahead_path, &kb.to_string())?);
+        }
+    }
+    let (_zram, _swapfile) = match parse_swap(sc.machine.swap.as_deref())? {
+        SwapSpec::Zram(size) => (Some(ZramSwap::setup(size)?), None),
+        // A swap file on the scratch disk.
+        SwapSpec::Disk(size) => (None, Some(SwapFile::setup(&l.base.join("swapfile"), size)?)),
+        SwapSpec::None => (None, None),
+    };
+    let parties: HashMap<String, u32> = sc
+        .barriers
+        .iter()
+        .map(|b| (b.name.clone(), b.parties))
+        .collect();
+    let mut runs = Vec::new();
+    for i in 0..opts.repeat {
+        lay_out_files(sc, &l)?;
+        drop_caches()?;
+        warm_executable(Path::new(&exe));
+        let g = Groups::create(mount, sc)?;
+        let bar = Barriers::start(&l.sock, parties.clone())?;
+        let t0 = Instant::now();
+        let before = read_vmstat()?;
+        let r = run_instances(sc, &g, &bar, &l, &exe);
+        let after = read_vmstat()?;
+        let wall = t0.elapsed().as_secs_f64();
+        drop(bar);
+        let mut m = r?;
+        g.read(&mut m)?;
+        // tmpfs pages stay charged to the group until their file goes.
+        for f in sc.files.iter().filter(|f| f.fs == FileFs::Tmpfs) {
+            let _ = fs::remove_file(l.tmpfs.join(&f.name));
+        }
+        drop(g);
+        for k in VMSTAT_EVENTS {
+            if let (Some(a), Some(b)) = (after.get(*k), before.get(*k)) {
+                m.insert(format!("vmstat.{k}"), a.saturating_sub(*b) as f64);
+            }
+        }
+        m.insert("elapsed_s".into(), wall);
+        if opts.verbose {
+            eprintln!(
+                "  run {}/{}: {wall:.1}s, pswpout {} pswpin {} pgmajfault {} oom_kill {}",
+                i + 1,
+                opts.repeat,
+                m["vmstat.pswpout"],
+                m["vmstat.pswpin"],
+                m["vmstat.pgmajfault"],
+                m["oom_kill"]
+            );
+        }
+        runs.push(m);
+    }
+    Ok(runs)
+}
+
+/// Starts every process instance in its group, waits for them (and for
+/// their unwaited forks to leave the groups); the per-process kill counts.
+fn run_instances(
+    sc: &Scenario,
+    g: &Groups,
+    bar: &Barriers,
+    l: &Layout,
+    exe: &std::ffi::OsStr,
+) -> Result<BTreeMap<String, f64>, String> {
+    let mut kids: Vec<(usize, Child, std::thread::JoinHandle<String>)> = Vec::new();
+    let mut m = BTreeMap::new();
+    for (pi, p) in sc.processes.iter().enumerate() {
+        m.insert(format!("killed[{}]", p.name), 0.0);
+        for k in 0..p.count {
+            let a = exec::ChildArgs {
+                spec: l.spec.clone(),
+                process: pi,
+                instance: k,
+                sock: l.sock.clone(),
+                files: l.files.clone(),
+                tmpfs: l.tmpfs.clone(),
+                fork: vec![],
+                ident: vec![],
+            };
+            let mut c = Command::new(exe);
+            c.args(["oracle", "__scenario-proc"])
+                .args(a.to_args())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            crate::cgroup::enter_on_spawn(&mut c, &[g.dir(&p.cgroup)?.to_path_buf()])?;
+            let mut child = c.spawn().map_err(|e| format!("starting {}: {e}", p.name))?;
+            let mut err = child.stderr.take().expect("piped");
+            let h = std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = err.read_to_string(&mut s);
+                s
+            });
+            kids.push((pi, child, h));
+        }
+    }
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let mut errors = Vec::new();
+    let mut left: Vec<_> = kids.into_iter().map(Some).collect();
+    while left.iter().any(Option::is_some) {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the scenario ran past {}s; killed",
+                RUN_TIMEOUT.as_secs()
+            ));
+        }
+        for slot in left.iter_mut() {
+            let Some((pi, c, _)) = slot.as_mut() else {
+                continue;
+            };
+            let pi = *pi;
+            let Some(st) = c.try_wait().map_err(|e| e.to_string())? else {
+                continue;
+            };
+            let (_, _, h) = slot.take().expect("some");
+            let stderr = h.join().unwrap_or_default();
+            let name = &sc.processes[pi].name;
+            if st.signal() == Some(libc::SIGKILL) {
+                *m.get_mut(&format!("killed[{name}]")).expect("inserted") += 1.0;
+                bar.broken.store(true, Ordering::Relaxed);
+            } else if !st.success() {
+                bar.broken.store(true, Ordering::Relaxed);
+                errors.push(format!(
+                    "process {name}: {st}: {}",
+                    stderr.lines().last().unwrap_or("").trim()
+                ));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while g.procs_left() > 0 {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "forked workers ran past {}s; killed",
+                RUN_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim_workload::scenario::{Cgroup, FileSpec, Process, Thread};
+
+    #[test]
+    fn hostile_names_are_refused() {
+        for n in ["", "a/b", "..", ".", "-rf", "/etc/passwd", "x\ny"] {
+            assert!(check_name("file", n).is_err(), "{n:?}");
+        }
+        check_name("file", "data.db").unwrap();
+        let mut sc = Scenario {
+            file: "s.toml".into(),
+            ..Default::default()
+        };
+        sc.files.push(FileSpec {
+            name: "../../etc/shadow".into(),
+            line: 7,
+            size: 4096,
+            ..Default::default()
+        });
+        let e = check_safe(&sc).unwrap_err();
+        assert!(
+            e.starts_with("s.toml:7: file '../../etc/shadow': a name, not a path"),
+            "{e}"
+        );
+        sc.files[0].name = "ok".into();
+        sc.cgroups.push(Cgroup {
+            path: "a/../../system.slice".into(),
+            line: 3,
+            ..Default::default()
+        });
+        let e = check_safe(&sc).unwrap_err();
+        assert!(
+            e.starts_with("s.toml:3: cgroup 'a/../../system.slice'"),
+            "{e}"
+        );
+        sc.cgroups[0].path = "a".into();
+        sc.processes.push(Process {
+            name: "p".into(),
+            count: 1,
+            threads: vec![Thread {
+                count: 1,
+                steps: vec![Step {
+                    line: 12,
+                    op: Op::Loop {
+                        count: Some(1),
+                        duration_ns: None,
+                        steps: vec![Step {
+                            line: 13,
+                            op: Op::Fsync { file: "-x".into() },
+                        }],
+                    },
+                }],
+            }],
+            ..Default::default()
+        });
+        let e = check_safe(&sc).unwrap_err();
+        assert!(e.starts_with("s.toml:13: file '-x': a leading '-'"), "{e}");
+    }
+
+    #[test]
+    fn v2_knobs_and_other_hosts_skip_with_a_reason() {
+        let h = crate::cases::fake_host();
+        let mut sc = Scenario {
+            file: "s.toml".into(),
+            ..Default::default()
+        };
+        sc.cgroups.push(Cgroup {
+            path: "db".into(),
+            line: 4,
+            high: Some(1 << 20),
+            ..Default::default()
+        });
+        assert_eq!(
+            skip_reason(&sc, &h).unwrap(),
+            "s.toml:4: cgroup 'db': memory.high is cgroup v2 only; this host has v1"
+        );
+        sc.cgroups[0].high = None;
+        sc.machine.sysctl = vec![("kernel.core_pattern".into(), "|x".into())];
+        assert!(skip_reason(&sc, &h)
+            .unwrap()
+            .starts_with("sysctl kernel.core_pattern"));
+        sc.machine.sysctl.clear();
+        sc.machine.swap = Some("nvme:1G".into());
+        assert!(skip_reason(&sc, &h).unwrap().starts_with("swap 'nvme:1G'"));
+        sc.machine.swap = Some("disk:1G".into());
+        let mut h3 = h.clone();
+        h3.read_ahead_path = PathBuf::new();
+        assert!(skip_reason(&sc, &h3)
+            .unwrap()
+            .starts_with("disk swap: the scratch"));
+        let mut h2 = h.clone();
+        h2.is_root = false;
+        assert!(skip_reason(&sc, &h2).unwrap().starts_with("needs root"));
+    }
+
+    #[test]
+    fn swap_specs() {
+        assert_eq!(parse_swap(None).unwrap(), SwapSpec::None);
+        assert_eq!(
+            parse_swap(Some("zram:1G")).unwrap(),
+            SwapSpec::Zram(1 << 30)
+        );
+        assert_eq!(
+            parse_swap(Some("disk:8M")).unwrap(),
+            SwapSpec::Disk(8 << 20)
+        );
+        assert!(parse_swap(Some("nvme:1G")).is_err());
+        assert!(parse_swap(Some("zram")).is_err());
+    }
+
+    #[test]
+    fn total_stat_is_hierarchical_under_v2_names() {
+        let t = "cache 1\nrss 2\nswap 3\nhierarchical_memory_limit 9\ntotal_cache 10\ntotal_rss 20\ntotal_swap 30\ntotal_shmem 5\ntotal_pgmajfault 7\n";
+        let m = parse_total_stat(t).unwrap();
+        assert_eq!(m["file"], 10);
+        assert_eq!(m["anon"], 20);
+        assert_eq!(m["swap"], 30);
+        assert_eq!(m["shmem"], 5);
+        assert_eq!(m["pgmajfault"], 7);
+        assert_eq!(m.len(), 5);
+    }
+}
