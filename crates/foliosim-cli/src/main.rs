@@ -678,12 +678,107 @@ fn oracle_model(
                 foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
             sim::run_fio(cfg, &jobs)
         }
-        // Wired to the model's scenario driver (h/scn-driver) at merge.
-        foliosim_oracle::CaseKind::Scenario { .. } => {
-            return Err("the model's scenario driver is not wired into the oracle yet".into())
+        foliosim_oracle::CaseKind::Scenario { scenario } => {
+            return oracle_scenario(host, case, scenario)
         }
     };
     Ok(oracle_counters(&r))
+}
+
+/// The model side of a scenario case: the host's RAM, read-ahead, LRU,
+/// fault_around_bytes and swappiness, then the scenario's `[machine]`
+/// mapped as `foliosim run` maps it; no --memcg-limit (the limits are the
+/// scenario's cgroups'). The oracle's own group, the real scenario's root,
+/// is the model's root memcg: it has no limit and nothing outside the
+/// scenario is charged in the model, and the real side writes `[machine]
+/// swappiness` into that group, which its children inherit (v1), as the
+/// model's cgroups take the global vm.swappiness.
+fn oracle_scenario(
+    host: &foliosim_oracle::HostInfo,
+    case: &foliosim_oracle::Case,
+    sc: &foliosim_workload::scenario::Scenario,
+) -> Result<BTreeMap<String, f64>, String> {
+    let cli = MachineArgs {
+        memory: Some(host.ram_bytes.to_string()),
+        read_ahead_kb: Some(case.effective_read_ahead_kb(host) as u64),
+        lru: Some(
+            match host.lru_gen {
+                Some(v) if v != 0 => "mglru",
+                _ => "classic",
+            }
+            .into(),
+        ),
+        sysctl: vec![format!("fault_around_bytes={}", host.fault_around_bytes)],
+        ..MachineArgs::default()
+    };
+    let mut m = run_cmd::with_scenario_defaults(&cli, sc)?;
+    // The host's swappiness, unless the scenario gives its own (first:
+    // later entries win).
+    m.sysctl
+        .insert(0, format!("vm.swappiness={}", host.swappiness));
+    let r = foliosim::scenario::run_scenario(m.config()?, sc)?;
+    Ok(oracle_scenario_counters(sc, &r))
+}
+
+/// memory.stat names of a model memcg map as the oracle reads them (v1's
+/// charge events are memory.stat's pgpgin/pgpgout).
+fn oracle_memstat_names<'a>(
+    map: &'a BTreeMap<&'static str, u64>,
+) -> impl Iterator<Item = (&'static str, u64)> + 'a {
+    map.iter().filter_map(|(k, v)| {
+        let name = match *k {
+            "memcg_pgpgin_events" => "pgpgin",
+            "memcg_pgpgout_events" => "pgpgout",
+            "pgpgin" | "pgpgout" => return None,
+            // v1's memory.max_usage_in_bytes, read as `peak`.
+            "max_usage_in_bytes" => "peak",
+            k if k.starts_with("foliosim_") => return None,
+            k => k,
+        };
+        Some((name, *v))
+    })
+}
+
+/// A scenario report under the names `foliosim_oracle::scn` gives the
+/// real run: the root's memory.stat under plain names, `vmstat.*`, each
+/// cgroup's as `memcg[PATH].NAME`, `killed[PROCESS]` (instances killed,
+/// forked children counted under their process as the real side counts
+/// only the instances it started), `oom_kill` (the sum of the groups').
+fn oracle_scenario_counters(
+    sc: &foliosim_workload::scenario::Scenario,
+    r: &foliosim::scenario::ScenarioReport,
+) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for (k, v) in oracle_memstat_names(&r.run.memcg) {
+        m.insert(k.to_string(), v as f64);
+    }
+    for (k, v) in &r.run.vmstat {
+        if !k.starts_with("foliosim_") && !k.starts_with("memcg_") {
+            m.insert(format!("vmstat.{k}"), *v as f64);
+        }
+    }
+    m.insert("elapsed_s".into(), r.run.elapsed_ns as f64 / 1e9);
+    for (path, map) in &r.cgroups {
+        for (k, v) in oracle_memstat_names(map) {
+            m.insert(format!("memcg[{path}].{k}"), v as f64);
+        }
+    }
+    for p in &sc.processes {
+        // ProcessReport names are "NAME[i]" for instances, and
+        // "NAME[i]/fork@LINE[j]" for forked children.
+        let prefix = format!("{}[", p.name);
+        let killed = r
+            .processes
+            .iter()
+            .filter(|q| q.oom_killed && q.name.starts_with(&prefix) && !q.name.contains('/'))
+            .count();
+        m.insert(format!("killed[{}]", p.name), killed as f64);
+    }
+    m.insert(
+        "oom_kill".into(),
+        r.run.vmstat.get("oom_kill").copied().unwrap_or(0) as f64,
+    );
+    m
 }
 
 /// A model report under the oracle's counter names.

@@ -50,8 +50,9 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
 
 /// The command line's machine options over the scenario's `[machine]`
 /// values (the scenario's are defaults; sysctls from the scenario come
-/// first, so the command line's win).
-fn with_scenario_defaults(cli: &MachineArgs, sc: &Scenario) -> Result<MachineArgs, String> {
+/// first, so the command line's win). Also the oracle's model side of a
+/// scenario case (`oracle_model`), so both read `[machine]` alike.
+pub(crate) fn with_scenario_defaults(cli: &MachineArgs, sc: &Scenario) -> Result<MachineArgs, String> {
     let d = &sc.machine;
     let mut m = cli.clone();
     if d.zram_ratio.is_some() {
