@@ -900,3 +900,121 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> foliosim_oracle::HostInfo {
+        foliosim_oracle::HostInfo {
+            kernel_release: "6.18.0".into(),
+            ram_bytes: 1 << 30,
+            page_size: 4096,
+            block_device: "vda".into(),
+            fs_type: "ext4".into(),
+            read_ahead_kb: 128,
+            read_ahead_path: "/sys/block/vda/queue/read_ahead_kb".into(),
+            swappiness: 60,
+            fault_around_bytes: 65536,
+            fault_around_source: "kernel default".into(),
+            thp_enabled: "madvise".into(),
+            lru_gen: None,
+            swap_total_bytes: 0,
+            cgroup: foliosim_oracle::CgroupFlavor::V1 {
+                mount: "/sys/fs/cgroup/memory".into(),
+            },
+            disk_devno: "254:0".into(),
+            io_accounting: foliosim_oracle::host::IoAccounting::Blkio {
+                mount: "/sys/fs/cgroup/blkio".into(),
+            },
+            is_root: true,
+            fio_version: None,
+        }
+    }
+
+    /// The real side's names for one group: a v1 memory.stat as 6.18
+    /// prints it (memcg1_stat_format: memcg1_stats, memcg1_events, the
+    /// LRU lists, then their total_* forms) through the oracle's parser.
+    fn real_memstat_names() -> Vec<String> {
+        let local = [
+            "cache", "rss", "rss_huge", "shmem", "mapped_file", "dirty", "writeback",
+            "workingset_refault_anon", "workingset_refault_file", "swap", "swapcached",
+            "pgpgin", "pgpgout", "pgfault", "pgmajfault", "inactive_anon", "active_anon",
+            "inactive_file", "active_file", "unevictable",
+        ];
+        let mut text = String::new();
+        for k in local {
+            text.push_str(&format!("{k} 1\n"));
+        }
+        text.push_str("hierarchical_memory_limit 1\nhierarchical_memsw_limit 1\n");
+        for k in local {
+            text.push_str(&format!("total_{k} 1\n"));
+        }
+        let mut v: Vec<String> = foliosim_oracle::scn::parse_total_stat(&text)
+            .unwrap()
+            .into_keys()
+            .collect();
+        // Read from memory.max_usage_in_bytes beside memory.stat.
+        v.push("peak".into());
+        v
+    }
+
+    #[test]
+    fn a_scenario_case_gives_the_real_sides_counter_names() {
+        let text = "[machine]\nswap = \"zram:256M\"\n\n\
+            [[cgroup]]\npath = \"app\"\nmemory.limit_in_bytes = \"8M\"\n\n\
+            [[process]]\nname = \"hog\"\ncgroup = \"app\"\nsteps = [\n  \
+            { op = \"mmap_anon\", map = \"heap\", size = \"16M\" },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\", write = true },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\" },\n]\n";
+        let sc = foliosim_workload::scenario::parse(text, "t.toml").unwrap();
+        let case = foliosim_oracle::cases::scenario_case("t", "test", sc);
+        let m = oracle_model(&host(), &case).unwrap();
+        // Names the model does not have: THP (none in the model), the swap
+        // cache's size, the memsw peak.
+        let lacks = ["anon_thp", "swapcached"];
+        for n in real_memstat_names() {
+            if lacks.contains(&n.as_str()) {
+                continue;
+            }
+            assert!(m.contains_key(&n), "plain {n}");
+            assert!(m.contains_key(&format!("memcg[app].{n}")), "memcg[app].{n}");
+        }
+        // The model counts no dirtied/written pages in vmstat and has no
+        // zero-filled swap slots (swpin_zero/swpout_zero).
+        let lacks = ["nr_dirtied", "nr_written", "swpin_zero", "swpout_zero"];
+        for n in foliosim_oracle::scn::VMSTAT_EVENTS {
+            let has = m.contains_key(&format!("vmstat.{n}"));
+            assert_eq!(has, !lacks.contains(n), "vmstat.{n}");
+        }
+        assert!(m.contains_key("memcg[app].oom_kill"));
+        assert_eq!(m["killed[hog]"], 0.0);
+        assert_eq!(m["oom_kill"], 0.0);
+        // 16M of anon through an 8M group with swap: swapped out and read
+        // back, counted in the group as in vmstat.
+        assert!(m["vmstat.pswpout"] >= 1024.0, "{}", m["vmstat.pswpout"]);
+        assert!(m["vmstat.pswpin"] > 0.0);
+        assert!(m["memcg[app].pgmajfault"] > 0.0);
+        // Nothing fio-shaped or model-internal under the real side's names.
+        assert!(!m.keys().any(|k| k.starts_with("fio.") || k.starts_with("io.")));
+        assert!(!m.keys().any(|k| k.contains("foliosim_") || k.contains("memcg_pgpg")));
+    }
+
+    #[test]
+    fn an_oom_kill_is_counted_per_process_name() {
+        let text = "[machine]\nswap = \"none\"\n\n\
+            [[cgroup]]\npath = \"app\"\nmemory.limit_in_bytes = \"8M\"\n\n\
+            [[process]]\nname = \"hog\"\ncgroup = \"app\"\nsteps = [\n  \
+            { op = \"mmap_anon\", map = \"heap\", size = \"32M\" },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\", write = true },\n]\n\n\
+            [[process]]\nname = \"small\"\ncgroup = \"app\"\nsteps = [\n  \
+            { op = \"mmap_anon\", map = \"heap\", size = \"1M\" },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\", write = true },\n]\n";
+        let sc = foliosim_workload::scenario::parse(text, "t.toml").unwrap();
+        let case = foliosim_oracle::cases::scenario_case("t", "test", sc);
+        let m = oracle_model(&host(), &case).unwrap();
+        assert_eq!(m["killed[hog]"], 1.0);
+        assert_eq!(m["killed[small]"], 0.0);
+        assert_eq!(m["oom_kill"], 1.0);
+    }
+}
