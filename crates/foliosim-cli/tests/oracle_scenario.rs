@@ -96,9 +96,22 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // The model side is not wired yet: the run still prints its JSON.
     let v: serde_json::Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+    // The model ran the same scenario, its counters beside the real ones.
+    let outcome = &v["case"]["outcome"];
+    assert!(outcome["model_error"].is_null(), "{}", outcome["model_error"]);
+    let model = |k: &str| {
+        outcome["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["counter"] == k)
+            .and_then(|r| r["model"].as_f64())
+            .unwrap_or_else(|| panic!("no model figure for {k}"))
+    };
+    assert!(model("vmstat.pswpout") >= (32 << 20) as f64 / 4096.0);
+    assert_eq!(model("killed[smoke]"), 0.0);
     let run = &v["case"]["outcome"]["runs"][0];
     let f = |k: &str| run[k].as_f64().unwrap_or_else(|| panic!("no {k} in {run}"));
     // 96 MiB written through a 64 MiB limit: at least 32 MiB went out.
