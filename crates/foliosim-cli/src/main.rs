@@ -937,10 +937,26 @@ mod tests {
     /// LRU lists, then their total_* forms) through the oracle's parser.
     fn real_memstat_names() -> Vec<String> {
         let local = [
-            "cache", "rss", "rss_huge", "shmem", "mapped_file", "dirty", "writeback",
-            "workingset_refault_anon", "workingset_refault_file", "swap", "swapcached",
-            "pgpgin", "pgpgout", "pgfault", "pgmajfault", "inactive_anon", "active_anon",
-            "inactive_file", "active_file", "unevictable",
+            "cache",
+            "rss",
+            "rss_huge",
+            "shmem",
+            "mapped_file",
+            "dirty",
+            "writeback",
+            "workingset_refault_anon",
+            "workingset_refault_file",
+            "swap",
+            "swapcached",
+            "pgpgin",
+            "pgpgout",
+            "pgfault",
+            "pgmajfault",
+            "inactive_anon",
+            "active_anon",
+            "inactive_file",
+            "active_file",
+            "unevictable",
         ];
         let mut text = String::new();
         for k in local {
@@ -996,8 +1012,12 @@ mod tests {
         assert!(m["vmstat.pswpin"] > 0.0);
         assert!(m["memcg[app].pgmajfault"] > 0.0);
         // Nothing fio-shaped or model-internal under the real side's names.
-        assert!(!m.keys().any(|k| k.starts_with("fio.") || k.starts_with("io.")));
-        assert!(!m.keys().any(|k| k.contains("foliosim_") || k.contains("memcg_pgpg")));
+        assert!(!m
+            .keys()
+            .any(|k| k.starts_with("fio.") || k.starts_with("io.")));
+        assert!(!m
+            .keys()
+            .any(|k| k.contains("foliosim_") || k.contains("memcg_pgpg")));
     }
 
     #[test]

@@ -100,7 +100,11 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
         .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
     // The model ran the same scenario, its counters beside the real ones.
     let outcome = &v["case"]["outcome"];
-    assert!(outcome["model_error"].is_null(), "{}", outcome["model_error"]);
+    assert!(
+        outcome["model_error"].is_null(),
+        "{}",
+        outcome["model_error"]
+    );
     let model = |k: &str| {
         outcome["rows"]
             .as_array()
