@@ -54,26 +54,15 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     });
     let mut run = sim.report(Vec::new());
     run.elapsed_ns = procs.iter().map(|p| p.end).max().unwrap_or(0);
+    if root != 0 {
+        run.memcg = hierarchical_map(&mut sim, root);
+    }
     let mut maps = BTreeMap::new();
     for (path, id) in &cgroups {
-        sim.memcg = *id;
-        let mut m = sim.report(Vec::new()).memcg;
+        let mut m = hierarchical_map(&mut sim, *id);
         with_kernel!(&sim.k, k => {
-            // The event counters hierarchical (v1 total_*), under the
-            // plain names, as the oracle reads each group (v2's memory.stat
-            // is hierarchical); a leaf's are its own.
-            let total = k.core.memcg_stat_total(*id);
-            for (i, name) in crate::mm::vmstat::NAMES.iter().enumerate() {
-                if m.contains_key(name) {
-                    m.insert(name, total.0[i]);
-                }
-            }
-            // v1 memory.stat's swap: the cgroup's data only on swap (anon
-            // and shmem).
-            m.insert("swap", k.core.memcg1_swap(*id) * PAGE_SIZE);
-            m.insert("shmem", k.core.memcg_nr_shmem(*id) * PAGE_SIZE);
             // memory.events (hierarchical), v1 memory.oom_control (local:
-            // oom_kill is the group's own kills), failcnt, max_usage.
+            // oom_kill is the group's own kills), failcnt.
             let mc = &k.core.memcgs[*id as usize];
             for (i, (_, v)) in mc.memory_events(false).into_iter().enumerate() {
                 m.insert(EVENT_KEYS[i], v);
@@ -82,7 +71,6 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
                 m.insert(key, v);
             }
             m.insert("failcnt", mc.failcnt);
-            m.insert("max_usage_in_bytes", mc.watermark * PAGE_SIZE);
         });
         maps.insert(path.clone(), m);
     }
@@ -111,6 +99,28 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
         cgroups: maps,
         processes,
     })
+}
+
+/// A group's memory.stat over its subtree, as the oracle reads each
+/// group (v1 total_* under the plain names; v2's memory.stat is
+/// hierarchical): the sizes and counters of every memcg in it summed, the
+/// usage and its watermark the group's own page counter's (hierarchical
+/// already). v1 `swap` is memcg1_swap(): data only on swap.
+fn hierarchical_map(sim: &mut Sim, id: MemcgId) -> BTreeMap<&'static str, u64> {
+    let ids: Vec<MemcgId> = with_kernel!(&sim.k, k => k.core.memcg_subtree(id).collect());
+    let keep = sim.memcg;
+    sim.memcg = id;
+    let mut out = sim.report(Vec::new()).memcg;
+    for &c in ids.iter().filter(|&&c| c != id) {
+        sim.memcg = c;
+        for (key, v) in sim.report(Vec::new()).memcg {
+            if key != "usage_in_bytes" && key != "max_usage_in_bytes" {
+                *out.entry(key).or_insert(0) += v;
+            }
+        }
+    }
+    sim.memcg = keep;
+    out
 }
 
 /// memory.events keys in a cgroup's map, by MemcgEvent (MEMCG_EVENT_NAMES
