@@ -1028,9 +1028,9 @@ fn shrink(sc: &mut Scenario, dur: u64, div: u64) {
     }
 }
 
-// ~10 min with invariants checked at this size (passed at 9e9 commit
-// time): run with `cargo test --release -- --ignored`; shrinking further
-// is the follow-up.
+// ~10 min with invariants checked at this size (it passed, 576 s, at
+// commit 1613e70): run with `cargo test --release -- --ignored`; shrinking
+// it further is the follow-up.
 #[test]
 #[ignore]
 fn every_example_and_oracle_case_runs_with_invariants() {
