@@ -75,7 +75,10 @@ fn target_with_plenty_of_inactive_file_trims_only_file_in_every_child() {
         Some(8192 * PAGE_SIZE)
     );
     check(&k);
-    assert!(k.core.vm.get(Item::PGSTEAL_FILE) >= 4096, "the file was trimmed");
+    assert!(
+        k.core.vm.get(Item::PGSTEAL_FILE) >= 4096,
+        "the file was trimmed"
+    );
     assert_eq!(k.core.vm.get(Item::PGSCAN_ANON), 0, "anon left alone");
     assert_eq!(k.core.vm.get(Item::PSWPOUT), 0);
 }
@@ -105,7 +108,10 @@ fn refaults_are_snapshotted_for_the_target_once_per_reclaim() {
     let mut g = open(&mut k, 768, c);
     k.filemap_read(&mut g, 0, 768 * PAGE_SIZE).unwrap();
     k.filemap_read(&mut f, 0, 768 * PAGE_SIZE).unwrap();
-    assert!(k.core.vm.get(Item::WORKINGSET_ACTIVATE_FILE) > 0, "refaults activated");
+    assert!(
+        k.core.vm.get(Item::WORKINGSET_ACTIVATE_FILE) > 0,
+        "refaults activated"
+    );
     k.try_to_free_mem_cgroup_pages(p, 32);
     assert_eq!(
         k.core.memcgs[p as usize].refaults_snapshot,
@@ -135,7 +141,10 @@ fn limit_reclaim_waits_for_its_own_swap_writes() {
     let out = k.core.vm.get(Item::PSWPOUT);
     let resident = k.core.memcgs[m as usize].nr_anon;
     let bound = 3 * steal + 2 * (out - steal) + resident;
-    assert!(scan <= bound, "scanned {scan} > {bound} (freed {steal}, written {out})");
+    assert!(
+        scan <= bound,
+        "scanned {scan} > {bound} (freed {steal}, written {out})"
+    );
     // No folio under writeback was moved to the active list.
     assert_eq!(k.core.vm.get(Item::PGACTIVATE), 0);
     assert!(k.core.io_wait > 0, "reclaim waited for the disk");
@@ -157,5 +166,8 @@ fn global_reclaim_activates_folios_under_writeback() {
     }
     check(&k);
     assert!(k.core.vm.get(Item::PSWPOUT) > 0);
-    assert!(k.core.vm.get(Item::PGACTIVATE) > 0, "writeback folios activated");
+    assert!(
+        k.core.vm.get(Item::PGACTIVATE) > 0,
+        "writeback folios activated"
+    );
 }

@@ -686,10 +686,18 @@ mod tests {
             ],
         );
         let r = build_report(fake_host(), 1, vec![c]);
-        let file = r.criteria.iter().find(|c| c.name == "workingset_refault_file").unwrap();
+        let file = r
+            .criteria
+            .iter()
+            .find(|c| c.name == "workingset_refault_file")
+            .unwrap();
         assert_eq!(file.counter, "workingset_refault_file");
         assert!(file.considered.is_empty(), "the group had no file refault");
-        let anon = r.criteria.iter().find(|c| c.name == "workingset_refault_anon").unwrap();
+        let anon = r
+            .criteria
+            .iter()
+            .find(|c| c.name == "workingset_refault_anon")
+            .unwrap();
         assert_eq!(anon.counter, "workingset_refault_anon");
         assert_eq!(anon.within, ["scn"]);
         assert!(anon.pass);
