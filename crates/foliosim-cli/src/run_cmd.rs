@@ -34,7 +34,12 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         (None, None) => return Err("run: give a scenario file or --usemem".into()),
     };
     let m = with_scenario_defaults(&a.machine, &sc)?;
-    let cfg = m.config()?;
+    let mut cfg = m.config()?;
+    // The ratio the zram device compresses the scenario's data at (the
+    // oracle fills anon memory so that zram reaches it).
+    if let Some(r) = sc.machine.zram_ratio {
+        cfg.mm.zram_comp_ratio = r;
+    }
     crate::check_footprint(&cfg, &footprint_sizes(&sc))?;
     let r = foliosim::scenario::run_scenario(cfg, &sc)?;
     if m.json {
@@ -55,12 +60,6 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
 pub(crate) fn with_scenario_defaults(cli: &MachineArgs, sc: &Scenario) -> Result<MachineArgs, String> {
     let d = &sc.machine;
     let mut m = cli.clone();
-    if d.zram_ratio.is_some() {
-        return Err(format!(
-            "{}: [machine] zram_ratio: the model's zram has no compression ratio in this build",
-            sc.file
-        ));
-    }
     if m.memory.is_none() {
         m.memory = d.memory.map(|b| b.to_string());
     }

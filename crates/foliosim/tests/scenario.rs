@@ -564,11 +564,12 @@ fn refusals_name_file_line_and_key() {
         }],
         ..Scenario::default()
     };
+    // A tmpfs file runs now; a cgroup whose parent comes later does not.
+    sc.cgroups = vec![cgroup("a/b", None), cgroup("a", None)];
+    sc.cgroups[0].line = 4;
     let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
-    assert!(
-        e.starts_with("bad.toml:4: fs: file 'shm': tmpfs files need"),
-        "{e}"
-    );
+    assert_eq!(e, "bad.toml:4: path: parent 'a' is not declared before it");
+    sc.cgroups.clear();
     sc.files.clear();
     sc.processes = vec![process(
         "p",
@@ -611,14 +612,6 @@ fn refusals_name_file_line_and_key() {
         e.starts_with("bad.toml:3: advice: MADV_COLD / MADV_PAGEOUT"),
         "{e}"
     );
-    sc.processes.clear();
-    sc.cgroups = vec![Cgroup {
-        high: Some(M),
-        line: 11,
-        ..cgroup("c", None)
-    }];
-    let e = run_scenario(cfg(128 * M, None), &sc).unwrap_err();
-    assert!(e.starts_with("bad.toml:11: high: cgroup 'c'"), "{e}");
 }
 
 #[test]
@@ -920,28 +913,11 @@ fn generated_scenarios_run_with_invariants() {
     for seed in 0..cases {
         let text = random_scenario(seed, Limits::default());
         let mut sc = parse(&text, "gen.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
-        // What the model refuses in this build (cgroup knobs other than
-        // max, tmpfs) is taken out: the rest must run.
+        // Every cgroup knob and tmpfs run; an oom_kill_disable group
+        // whose tasks all wait is the kernel's hang, reported: the
+        // generator's limits are random, so the knob is taken out.
         for c in &mut sc.cgroups {
-            *c = Cgroup {
-                path: c.path.clone(),
-                line: c.line,
-                max: c.max.filter(|_| !c.path.contains('/')),
-                ..Cgroup::default()
-            };
-        }
-        let parents: Vec<String> = sc
-            .cgroups
-            .iter()
-            .filter_map(|c| c.path.rsplit_once('/').map(|(p, _)| p.to_string()))
-            .collect();
-        for c in &mut sc.cgroups {
-            if parents.contains(&c.path) {
-                c.max = None;
-            }
-        }
-        for f in &mut sc.files {
-            f.fs = FileFs::Disk;
+            c.oom_kill_disable = false;
         }
         for p in &mut sc.processes {
             for t in &mut p.threads {
@@ -969,4 +945,369 @@ fn generated_scenarios_run_with_invariants() {
             "seed {seed}"
         );
     }
+}
+
+/// A scenario file cut down to run in well under a second: durations of
+/// touch/I/O steps and loops capped at `dur`, loop counts at 2, sizes
+/// (machine, cgroups, files, maps) divided by `div` (the 64M memory floor
+/// kept). Whatever the scenario's cgroups and knobs are stays as it is.
+fn shrink(sc: &mut Scenario, dur: u64, div: u64) {
+    fn pg(b: u64, div: u64) -> u64 {
+        (b / div / 4096).max(1) * 4096
+    }
+    fn steps(v: &mut [Step], dur: u64, div: u64) {
+        for s in v {
+            match &mut s.op {
+                Op::MmapAnon { size, .. } => *size = pg(*size, div),
+                Op::MmapFile { offset, len, .. } => {
+                    if *offset > 0 {
+                        *offset = pg(*offset, div);
+                    }
+                    if *len > 0 {
+                        *len = pg(*len, div);
+                    }
+                }
+                Op::Truncate { size, .. } => {
+                    if *size > 0 {
+                        *size = pg(*size, div)
+                    }
+                }
+                Op::Touch { amount, .. } | Op::Io { amount, .. } => {
+                    if let Amount::Duration(d) = amount {
+                        *d = (*d).min(dur);
+                    }
+                }
+                Op::Loop {
+                    count,
+                    duration_ns,
+                    steps: inner,
+                } => {
+                    if let Some(c) = count {
+                        *c = (*c).min(2);
+                    }
+                    if let Some(d) = duration_ns {
+                        *d = (*d).min(dur);
+                    }
+                    steps(inner, dur, div);
+                }
+                Op::Fork { steps: inner, .. } => steps(inner, dur, div),
+                _ => {}
+            }
+        }
+    }
+    if let Some(m) = &mut sc.machine.memory {
+        *m = pg(*m, div).max(64 * M);
+    }
+    if let Some(s) = &mut sc.machine.swap {
+        if let Some((kind, size)) = s.split_once(':') {
+            let b = foliosim_workload::units::parse_size(size).unwrap();
+            *s = format!("{kind}:{}", pg(b, div));
+        }
+    }
+    for c in &mut sc.cgroups {
+        for k in [
+            &mut c.max,
+            &mut c.high,
+            &mut c.low,
+            &mut c.min,
+            &mut c.swap_max,
+            &mut c.memsw_limit,
+        ] {
+            if let Some(b) = k {
+                *b = pg(*b, div);
+            }
+        }
+    }
+    for f in &mut sc.files {
+        f.size = pg(f.size, div);
+    }
+    for p in &mut sc.processes {
+        for t in &mut p.threads {
+            steps(&mut t.steps, dur, div);
+        }
+    }
+}
+
+// ~10 min with invariants checked at this size (it passed, 576 s, at
+// commit 1613e70): run with `cargo test --release -- --ignored`; shrinking
+// it further is the follow-up.
+#[test]
+#[ignore]
+fn every_example_and_oracle_case_runs_with_invariants() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
+    for (dir, prefix) in [("examples", ""), ("oracle/cases", "scn-")] {
+        for e in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with(prefix) && name.ends_with(".toml") {
+                paths.push(p);
+            }
+        }
+    }
+    paths.sort();
+    assert!(paths.len() >= 18, "{paths:?}");
+    for p in &paths {
+        let text = std::fs::read_to_string(p).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let mut sc = parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+        // The big examples at 1/4 size and 20 ms of each timed step.
+        shrink(&mut sc, 20 * MS, if name.starts_with("scn-") { 1 } else { 4 });
+        let mut c = machine_cfg(&sc.machine);
+        if let Some(r) = sc.machine.zram_ratio {
+            c.mm.zram_comp_ratio = r;
+        }
+        let r = run_scenario(c, &sc).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let oom = vm(&r, "oom_kill");
+        let killed = r.processes.iter().filter(|p| p.oom_killed).count() as u64;
+        // Every kill stops a process (oom.group kills more than one).
+        assert!(killed >= oom, "{name}: {killed} killed, oom_kill {oom}");
+        for (path, m) in &r.cgroups {
+            assert!(
+                m["max_usage_in_bytes"]
+                    <= sc
+                        .cgroups
+                        .iter()
+                        .find(|c| c.path == *path)
+                        .and_then(|c| c.max)
+                        .unwrap_or(u64::MAX),
+                "{name}: {path} over its max"
+            );
+        }
+    }
+}
+
+fn mixed_cfg() -> SimConfig {
+    cfg(512 * M, Some(512 * M))
+}
+
+#[test]
+fn memory_low_keeps_the_protected_sibling_larger() {
+    // Two siblings under a 96M parent each touch 64M: reclaim at the
+    // parent's limit spares the one below its memory.low.
+    let mk = |low: Option<u64>| Scenario {
+        file: "low.toml".into(),
+        cgroups: vec![
+            cgroup("p", Some(96 * M)),
+            Cgroup {
+                low,
+                ..cgroup("p/a", None)
+            },
+            cgroup("p/b", None),
+        ],
+        processes: ["a", "b"]
+            .iter()
+            .map(|c| {
+                process(
+                    c,
+                    &format!("p/{c}"),
+                    1,
+                    vec![
+                        mmap(2, "m", 64 * M),
+                        touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                        touch(4, "m", Pattern::Random, true, Amount::Passes(2), 2000),
+                    ],
+                )
+            })
+            .collect(),
+        ..Scenario::default()
+    };
+    let r = run_scenario(mixed_cfg(), &mk(Some(56 * M))).unwrap();
+    let (a, b) = (proc_named(&r, "a[0]"), proc_named(&r, "b[0]"));
+    assert!(
+        a.rss_anon > b.rss_anon + 8 * M,
+        "protected {} unprotected {}",
+        a.rss_anon,
+        b.rss_anon
+    );
+    assert!(a.swapents < b.swapents);
+    // Without the protection the two are alike (same work, same clocks).
+    let r = run_scenario(mixed_cfg(), &mk(None)).unwrap();
+    let (a, b) = (proc_named(&r, "a[0]"), proc_named(&r, "b[0]"));
+    assert!(a.rss_anon.abs_diff(b.rss_anon) < 8 * M, "{} {}", a.rss_anon, b.rss_anon);
+}
+
+#[test]
+fn memory_high_throttles_the_process() {
+    let mk = |high: Option<u64>| Scenario {
+        file: "high.toml".into(),
+        cgroups: vec![Cgroup {
+            high,
+            ..cgroup("h", None)
+        }],
+        processes: vec![process(
+            "p",
+            "h",
+            1,
+            vec![
+                mmap(2, "m", 96 * M),
+                touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                touch(4, "m", Pattern::Random, true, Amount::Passes(1), 0),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let free = run_scenario(mixed_cfg(), &mk(None)).unwrap();
+    let high = run_scenario(mixed_cfg(), &mk(Some(32 * M))).unwrap();
+    let (pf, ph) = (proc_named(&free, "p[0]"), proc_named(&high, "p[0]"));
+    assert_eq!(free.cgroups["h"]["events.high"], 0);
+    assert!(high.cgroups["h"]["events.high"] > 0, "{:?}", high.cgroups["h"]);
+    assert!(ph.elapsed_ns > pf.elapsed_ns, "{} vs {}", ph.elapsed_ns, pf.elapsed_ns);
+    assert!(!ph.oom_killed);
+    // Reclaimed back toward memory.high, not to a hard limit.
+    assert!(ph.swapents > 0);
+}
+
+#[test]
+fn oom_group_kills_every_process_of_the_group() {
+    let mk = |group: bool| Scenario {
+        file: "group.toml".into(),
+        cgroups: vec![Cgroup {
+            oom_group: group,
+            ..cgroup("g", Some(64 * M))
+        }],
+        processes: vec![
+            process(
+                "small",
+                "g",
+                2,
+                vec![
+                    mmap(2, "m", 8 * M),
+                    touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                    st(4, Op::Sleep { ns: 200 * MS }),
+                ],
+            ),
+            process(
+                "hog",
+                "g",
+                1,
+                vec![
+                    st(6, Op::Sleep { ns: 10 * MS }),
+                    mmap(7, "m", 128 * M),
+                    touch(8, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                ],
+            ),
+        ],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(256 * M, None), &mk(false)).unwrap();
+    assert!(proc_named(&r, "hog[0]").oom_killed);
+    assert!(!proc_named(&r, "small[0]").oom_killed);
+    let r = run_scenario(cfg(256 * M, None), &mk(true)).unwrap();
+    for p in &r.processes {
+        assert!(p.oom_killed, "{} survived", p.name);
+        // Killed together, at the hog's failed charge.
+        assert_eq!(p.killed_at_ns, proc_named(&r, "hog[0]").killed_at_ns);
+    }
+    assert_eq!(r.cgroups["g"]["events.oom_group_kill"], 1);
+    assert_eq!(r.cgroups["g"]["anon"], 0);
+}
+
+#[test]
+fn tmpfs_file_over_the_limit_swaps() {
+    let sc = Scenario {
+        file: "shm.toml".into(),
+        cgroups: vec![cgroup("s", Some(32 * M))],
+        files: vec![FileSpec {
+            name: "shm".into(),
+            line: 2,
+            size: 64 * M,
+            fs: FileFs::Tmpfs,
+            prefill: false,
+        }],
+        processes: vec![process(
+            "w",
+            "s",
+            1,
+            vec![
+                st(
+                    5,
+                    Op::Io {
+                        file: "shm".into(),
+                        pattern: Pattern::Seq,
+                        write: true,
+                        bs: 64 << 10,
+                        amount: Amount::Passes(1),
+                        direct: false,
+                        think_ns: 0,
+                    },
+                ),
+                st(
+                    6,
+                    Op::Io {
+                        file: "shm".into(),
+                        pattern: Pattern::Seq,
+                        write: false,
+                        bs: 64 << 10,
+                        amount: Amount::Passes(1),
+                        direct: false,
+                        think_ns: 0,
+                    },
+                ),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(256 * M, Some(256 * M)), &sc).unwrap();
+    let s = &r.cgroups["s"];
+    assert!(!proc_named(&r, "w[0]").oom_killed);
+    assert!(vm(&r, "pswpout") > 0 && vm(&r, "pswpin") > 0, "{:?}", r.run.vmstat);
+    // The file outlives its writer: its pages stay charged, part on swap.
+    assert!(s["shmem"] > 0 && s["shmem"] <= 32 * M, "{s:?}");
+    assert!(s["swap"] > 0);
+    assert!(s["shmem"] + s["swap"] >= 64 * M - 4 * M, "{s:?}");
+}
+
+#[test]
+fn cgroup_swappiness_moves_the_anon_file_split() {
+    // Anon and a file cache of the same size in one group: its own
+    // memory.swappiness decides how much of the reclaim is anon.
+    let mk = |sw: u32| Scenario {
+        file: "sw.toml".into(),
+        cgroups: vec![Cgroup {
+            swappiness: Some(sw),
+            ..cgroup("m", Some(64 * M))
+        }],
+        files: vec![FileSpec {
+            name: "f".into(),
+            line: 2,
+            size: 48 * M,
+            fs: FileFs::Disk,
+            prefill: true,
+        }],
+        processes: vec![process(
+            "p",
+            "m",
+            1,
+            vec![
+                mmap(4, "a", 48 * M),
+                touch(5, "a", Pattern::Seq, true, Amount::Passes(1), 0),
+                st(
+                    6,
+                    Op::Io {
+                        file: "f".into(),
+                        pattern: Pattern::Random,
+                        write: false,
+                        bs: 4096,
+                        amount: Amount::Passes(2),
+                        direct: false,
+                        think_ns: 0,
+                    },
+                ),
+                touch(7, "a", Pattern::Random, false, Amount::Passes(1), 0),
+            ],
+        )],
+        ..Scenario::default()
+    };
+    let share = |sw: u32| {
+        let r = run_scenario(cfg(512 * M, Some(512 * M)), &mk(sw)).unwrap();
+        let m = &r.cgroups["m"];
+        let (a, f) = (m["pgscan_anon"], m["pgscan_file"]);
+        assert!(a + f > 0, "{m:?}");
+        a as f64 / (a + f) as f64
+    };
+    let (s0, s60, s200) = (share(0), share(60), share(200));
+    assert!(s0 < s60 && s60 < s200, "{s0} {s60} {s200}");
+    // swappiness 0 scans anon only when the file LRU cannot cover it.
+    assert!(s0 < 0.05, "{s0}");
 }

@@ -32,7 +32,7 @@ impl Core {
         let off = self.swap.folio_swap[id as usize];
         let memcg = self.folios.get(id).memcg;
         if self.swap.zram.is_some() {
-            if !self.zram_write() {
+            if !self.zram_write(off) {
                 return SwapWrite::Failed;
             }
             if !in_kswapd {
@@ -136,8 +136,13 @@ impl Core {
     /// zram_write(): store one compressed page, growing the zsmalloc pool
     /// from free memory (reclaim may dip below the min watermark for it,
     /// as PF_MEMALLOC allocations do). False when no page is free.
-    fn zram_write(&mut self) -> bool {
+    fn zram_write(&mut self, off: SwapOffset) -> bool {
         let z = self.swap.zram.as_ref().unwrap();
+        if z.stored[off as usize] {
+            // Rewritten (redirtied in the swap cache): the new copy
+            // replaces the old one, the same size in the model.
+            return true;
+        }
         let need = (z.stored_bytes + z.comp_bytes).div_ceil(PAGE_SIZE) as usize;
         if need > z.pool.len() {
             let Some(frame) = self.folios.alloc() else {
@@ -150,16 +155,21 @@ impl Core {
         let z = self.swap.zram.as_mut().unwrap();
         z.stored_bytes += z.comp_bytes;
         z.stored_pages += 1;
+        z.stored[off as usize] = true;
         true
     }
 
     /// zram_slot_free_notify(): the slot's compressed copy is freed and
     /// zsmalloc gives back pages it no longer needs (the model compacts at
     /// once; zsmalloc does it lazily).
-    pub fn zram_slot_free_notify(&mut self) {
+    pub fn zram_slot_free_notify(&mut self, off: SwapOffset) {
         let Some(z) = self.swap.zram.as_mut() else {
             return;
         };
+        // A slot freed before its folio was written out holds nothing.
+        if !std::mem::take(&mut z.stored[off as usize]) {
+            return;
+        }
         z.stored_bytes -= z.comp_bytes;
         z.stored_pages -= 1;
         let need = z.stored_bytes.div_ceil(PAGE_SIZE) as usize;

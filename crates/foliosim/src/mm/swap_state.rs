@@ -95,7 +95,7 @@ impl Core {
         if *m == 0 {
             let memcg = self.swap.swap_entry_free(off);
             self.mem_cgroup_uncharge_swap(memcg, 1);
-            self.zram_slot_free_notify();
+            self.zram_slot_free_notify(off);
         }
     }
 

@@ -52,6 +52,10 @@ pub struct Zram {
     pub stored_pages: u64,
     /// zsmalloc's pages (mem_used_total / PAGE_SIZE).
     pub pool: Vec<FolioId>,
+    /// Slots holding a compressed copy (zram's per-slot handle): a slot
+    /// freed before it was ever written has nothing to free, a slot
+    /// written again replaces its copy (zram_write_page frees the old one).
+    pub stored: Vec<bool>,
 }
 
 /// struct swap_info_struct for the single swap device.
@@ -151,6 +155,7 @@ impl SwapInfo {
                 si.zram = Some(Zram {
                     comp_bytes: ((super::PAGE_SIZE as f64 / comp_ratio).round() as u64)
                         .clamp(1, super::PAGE_SIZE),
+                    stored: vec![false; max as usize],
                     ..Default::default()
                 });
             }

@@ -17,7 +17,7 @@ use foliosim_workload::access::{stream_seed, AccessGen};
 use foliosim_workload::scenario::{Amount, FileFs, Op, Pattern, Scenario, Step};
 
 use crate::mm::filemap::OpenFile;
-use crate::mm::memcontrol::MemcgId;
+use crate::mm::memcontrol::{MemcgId, MemcgKnobs};
 use crate::mm::mmap::{MmId, MM_ANONPAGES, MM_FILEPAGES, MM_SHMEMPAGES, MM_SWAPENTS};
 use crate::mm::readahead::FileRaState;
 use crate::mm::vmscan::ReclaimPolicy;
@@ -36,6 +36,12 @@ pub use setup::setup_cgroups;
 /// Runs `sc` on a machine configured by `cfg`.
 pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, String> {
     let mut sim = Sim::new(cfg);
+    // The scenario's cgroups live under one group of their own, as the
+    // oracle makes one (setup_cgroups): `--memcg-limit`'s when given, an
+    // unlimited one otherwise.
+    if sim.memcg == 0 && !sc.cgroups.is_empty() {
+        sim.memcg = with_kernel!(&mut sim.k, k => k.add_memcg_child(0, "foliosim", MemcgKnobs::default()));
+    }
     let root = sim.memcg;
     let seed = sim.cfg.seed;
     let ra_kb = sim.cfg.mm.read_ahead_kb;
@@ -48,16 +54,23 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     });
     let mut run = sim.report(Vec::new());
     run.elapsed_ns = procs.iter().map(|p| p.end).max().unwrap_or(0);
+    if root != 0 {
+        run.memcg = hierarchical_map(&mut sim, root);
+    }
     let mut maps = BTreeMap::new();
     for (path, id) in &cgroups {
-        sim.memcg = *id;
-        let mut m = sim.report(Vec::new()).memcg;
+        let mut m = hierarchical_map(&mut sim, *id);
         with_kernel!(&sim.k, k => {
-            // Swap entries held by the cgroup's processes (memory.stat's
-            // swap, v1); shmem is 0 until the model has tmpfs.
-            let swap: u64 = k.core.mms.iter().filter(|mm| mm.memcg == *id).map(|mm| mm.rss[MM_SWAPENTS]).sum();
-            m.insert("swap", swap * PAGE_SIZE);
-            m.insert("shmem", 0);
+            // memory.events (hierarchical), v1 memory.oom_control (local:
+            // oom_kill is the group's own kills), failcnt.
+            let mc = &k.core.memcgs[*id as usize];
+            for (i, (_, v)) in mc.memory_events(false).into_iter().enumerate() {
+                m.insert(EVENT_KEYS[i], v);
+            }
+            for (key, v) in mc.memcg1_oom_control() {
+                m.insert(key, v);
+            }
+            m.insert("failcnt", mc.failcnt);
         });
         maps.insert(path.clone(), m);
     }
@@ -87,6 +100,39 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
         processes,
     })
 }
+
+/// A group's memory.stat over its subtree, as the oracle reads each
+/// group (v1 total_* under the plain names; v2's memory.stat is
+/// hierarchical): the sizes and counters of every memcg in it summed, the
+/// usage and its watermark the group's own page counter's (hierarchical
+/// already). v1 `swap` is memcg1_swap(): data only on swap.
+fn hierarchical_map(sim: &mut Sim, id: MemcgId) -> BTreeMap<&'static str, u64> {
+    let ids: Vec<MemcgId> = with_kernel!(&sim.k, k => k.core.memcg_subtree(id).collect());
+    let keep = sim.memcg;
+    sim.memcg = id;
+    let mut out = sim.report(Vec::new()).memcg;
+    for &c in ids.iter().filter(|&&c| c != id) {
+        sim.memcg = c;
+        for (key, v) in sim.report(Vec::new()).memcg {
+            if key != "usage_in_bytes" && key != "max_usage_in_bytes" {
+                *out.entry(key).or_insert(0) += v;
+            }
+        }
+    }
+    sim.memcg = keep;
+    out
+}
+
+/// memory.events keys in a cgroup's map, by MemcgEvent (MEMCG_EVENT_NAMES
+/// prefixed: "max", "low" alone would read as limits).
+const EVENT_KEYS: [&str; crate::mm::memcontrol::MEMCG_NR_MEMORY_EVENTS] = [
+    "events.low",
+    "events.high",
+    "events.max",
+    "events.oom",
+    "events.oom_kill",
+    "events.oom_group_kill",
+];
 
 /// "file:line: key: msg", the scenario's error form.
 fn err(sc: &Scenario, line: usize, key: &str, msg: impl std::fmt::Display) -> String {
@@ -189,6 +235,9 @@ struct Thread {
     forks: u64,
     /// One of `count > 1` identical threads: the maps it creates are its own.
     own_maps: bool,
+    /// Waiting in mem_cgroup_oom_synchronize() (v1 oom_kill_disable): the
+    /// OOM domain, and the index whose access is retried once it has room.
+    oom_wait: Option<(MemcgId, u64)>,
 }
 
 enum MapKind {
@@ -294,17 +343,6 @@ impl<'a> Driver<'a> {
             oom_seen: k.core.vm.get(Item::OOM_KILL),
         };
         for f in &sc.files {
-            if f.fs == FileFs::Tmpfs {
-                return Err(err(
-                    sc,
-                    f.line,
-                    "fs",
-                    format!(
-                        "file '{}': tmpfs files need shmem in the kernel model (not in this build)",
-                        f.name
-                    ),
-                ));
-            }
             if f.size == 0 {
                 return Err(err(
                     sc,
@@ -315,7 +353,12 @@ impl<'a> Driver<'a> {
             }
             // Laid out on disk, nothing cached; a file that is not
             // prefilled starts empty and grows back to `size` at most.
-            let mapping = k.core.add_file(f.size);
+            // A tmpfs file (never prefilled) starts as empty as a disk
+            // file that is not.
+            let mapping = match f.fs {
+                FileFs::Disk => k.core.add_file(f.size),
+                FileFs::Tmpfs => k.core.shmem_file_setup(f.size),
+            };
             if !f.prefill {
                 k.truncate_setsize(mapping, 0);
             }
@@ -545,6 +588,7 @@ impl<'a> Driver<'a> {
             children_end: 0,
             forks: 0,
             own_maps: false,
+            oom_wait: None,
         });
         self.procs[proc].threads.push(id);
         self.procs[proc].live += 1;
@@ -990,9 +1034,16 @@ impl<'a> Driver<'a> {
     fn access<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize) -> Result<Flow, String> {
         let th = &mut self.threads[id];
         let mut cur = th.cur.expect("a step in progress");
-        let idx = th.gens[cur.gen].as_mut().expect("generator").next_index();
         let proc = th.proc;
         k.core.now = th.t;
+        k.core.current = self.procs[proc].mm;
+        let idx = match th.oom_wait {
+            Some(w) => match self.oom_synchronize(k, id, w)? {
+                Some(idx) => idx,
+                None => return Ok(Flow::Continue),
+            },
+            None => th.gens[cur.gen].as_mut().expect("generator").next_index(),
+        };
         let ok = match cur.what {
             Target::Map(mid) => {
                 let p = &mut self.procs[proc];
@@ -1040,6 +1091,29 @@ impl<'a> Driver<'a> {
                 }
             }
         };
+        // The return to user space: memory.high reclaim and its penalty
+        // sleep, which the thread's clock takes from the kernel's.
+        k.mem_cgroup_handle_over_high();
+        if !ok && !k.core.mms[self.procs[proc].mm as usize].oom_killed {
+            if let Some(domain) = k.core.memcg_in_oom.take() {
+                // The access is retried when the domain has room; the
+                // wait is per task, the kernel's flag the current one's.
+                let th = &mut self.threads[id];
+                th.oom_wait = Some((domain, idx));
+                th.t = k.core.now;
+                return self.after_slice(k, id, true);
+            }
+            let line = self.step_line(&self.threads[id]);
+            return Err(err(
+                self.sc,
+                line,
+                "oom",
+                format!(
+                    "process {}: a charge failed and the OOM killer found no task to kill (the kernel would retry the fault forever)",
+                    self.procs[proc].name
+                ),
+            ));
+        }
         let th = &mut self.threads[id];
         th.t = k.core.now + cur.think;
         let finished = match &mut cur.left {
@@ -1078,27 +1152,59 @@ impl<'a> Driver<'a> {
         })
     }
 
-    /// The OOM killer chose: an mm marked oom_killed is the victim; with
-    /// none marked, the task whose charge failed is (the model's
-    /// mem_cgroup_oom kills the charging task). Once the victims are gone
-    /// the memcgs may charge again: the model's per-memcg oom_killed flag
-    /// stands for "the victim has not exited yet".
+    /// The OOM killer chose: every live process whose mm it marked
+    /// oom_killed stops (the faulting one or others, a whole oom.group),
+    /// its memory freed by exit_mmap.
     #[cold]
-    fn oom_kill<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize, ok: bool) {
+    fn oom_kill<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, _id: usize, _ok: bool) {
         let t = k.core.now;
-        let mut victims: Vec<usize> = (0..self.procs.len())
+        let victims: Vec<usize> = (0..self.procs.len())
             .filter(|&p| !self.procs[p].done && k.core.mms[self.procs[p].mm as usize].oom_killed)
             .collect();
-        if victims.is_empty() && !ok {
-            victims.push(self.threads[id].proc);
-        }
         for p in victims {
             self.end_proc(k, p, t, true);
         }
-        for m in k.core.memcgs.iter_mut() {
-            m.oom_killed = false;
-        }
         self.oom_seen = k.core.vm.get(Item::OOM_KILL);
+    }
+
+    /// A task waiting under OOM (oom_kill_disable) gets its turn:
+    /// mem_cgroup_oom_synchronize() lets it retry its access once the
+    /// domain has room (returns the index), or it sleeps a jiffy more.
+    /// With no other task able to run, nothing will ever uncharge: that
+    /// is the kernel's hang, reported.
+    #[cold]
+    fn oom_synchronize<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        id: usize,
+        (domain, idx): (MemcgId, u64),
+    ) -> Result<Option<u64>, String> {
+        k.core.memcg_in_oom = Some(domain);
+        if k.mem_cgroup_oom_synchronize() {
+            self.threads[id].oom_wait = None;
+            return Ok(Some(idx));
+        }
+        k.core.memcg_in_oom = None;
+        let others = self
+            .threads
+            .iter()
+            .enumerate()
+            .any(|(i, t)| i != id && t.st == St::Run && t.oom_wait.is_none());
+        if !others {
+            let line = self.step_line(&self.threads[id]);
+            return Err(err(
+                self.sc,
+                line,
+                "deadlock",
+                format!(
+                    "process {} waits under OOM in cgroup '{}' (oom_kill_disable) and no other task can free memory",
+                    self.procs[self.threads[id].proc].name,
+                    k.core.memcgs[domain as usize].name
+                ),
+            ));
+        }
+        self.threads[id].t += 1_000_000_000 / crate::mm::memcontrol::HZ;
+        Ok(None)
     }
 
     /// The process ends at `t`: exit(2), or SIGKILL from the OOM killer.
