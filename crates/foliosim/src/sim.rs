@@ -265,10 +265,7 @@ impl Sim {
         with_kernel!(&self.k, k => {
             let core = &k.core;
             let m = &core.memcgs[self.memcg as usize];
-            // v1's total_* (what the oracle reads): the memcg's events with
-            // its descendants'; the root's are the node's.
-            let total = if self.memcg == 0 { core.vm.clone() } else { core.memcg_stat_total(self.memcg) };
-            let mut memcg = counters_map(&total);
+            let mut memcg = counters_map(if self.memcg == 0 { &core.vm } else { &m.stat });
             if self.memcg == 0 {
                 // The root's memcg-only events (v1 charge counts).
                 for it in [Item::MEMCG_PGPGIN, Item::MEMCG_PGPGOUT] {
