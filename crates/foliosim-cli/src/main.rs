@@ -1011,6 +1011,14 @@ mod tests {
         assert!(m["vmstat.pswpout"] >= 1024.0, "{}", m["vmstat.pswpout"]);
         assert!(m["vmstat.pswpin"] > 0.0);
         assert!(m["memcg[app].pgmajfault"] > 0.0);
+        // The scored refaults are the oracle group's (hierarchical): here
+        // its only child's, and the model has no host background, so
+        // vmstat's agree.
+        let r = m["workingset_refault_anon"];
+        assert!(r > 0.0);
+        assert_eq!(r, m["memcg[app].workingset_refault_anon"]);
+        assert_eq!(r, m["vmstat.workingset_refault_anon"]);
+        assert_eq!(m["pgmajfault"], m["memcg[app].pgmajfault"]);
         // Nothing fio-shaped or model-internal under the real side's names.
         assert!(!m
             .keys()

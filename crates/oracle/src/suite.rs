@@ -200,12 +200,16 @@ pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Repo
             true,
         ),
         // Issue 9 (scenarios): swap traffic, anon refaults, OOM outcomes.
+        // pswpin/pswpout have no per-group counter in v1's memory.stat
+        // (memcg1_stats): vmstat's. The refaults (like pgmajfault above)
+        // are the oracle group's own, hierarchical (total_*): vmstat's have
+        // the host's background in them (vmstat.* rows stay as extras).
         criterion(&cases, "pswpout", "vmstat.pswpout", 15.0, true),
         criterion(&cases, "pswpin", "vmstat.pswpin", 15.0, true),
         criterion(
             &cases,
             "workingset_refault_anon",
-            "vmstat.workingset_refault_anon",
+            "workingset_refault_anon",
             25.0,
             true,
         ),
@@ -660,6 +664,43 @@ mod tests {
         assert_eq!(js["cases"][3]["outcome"]["reason"], "fio is not installed");
         assert_eq!(js["host"]["kernel_release"], "6.18.0");
         assert_eq!(js["criteria"][2]["pass"], false);
+    }
+
+    #[test]
+    fn refaults_are_scored_from_the_group_not_vmstat() {
+        // The host's background refaults show in vmstat only: the group's
+        // own figures decide.
+        let c = ran(
+            "scn",
+            &[
+                ("workingset_refault_file", 0.0),
+                ("vmstat.workingset_refault_file", 10.0),
+                ("workingset_refault_anon", 1000.0),
+                ("vmstat.workingset_refault_anon", 1500.0),
+            ],
+            &[
+                ("workingset_refault_file", 0.0),
+                ("vmstat.workingset_refault_file", 0.0),
+                ("workingset_refault_anon", 1000.0),
+                ("vmstat.workingset_refault_anon", 1000.0),
+            ],
+        );
+        let r = build_report(fake_host(), 1, vec![c]);
+        let file = r
+            .criteria
+            .iter()
+            .find(|c| c.name == "workingset_refault_file")
+            .unwrap();
+        assert_eq!(file.counter, "workingset_refault_file");
+        assert!(file.considered.is_empty(), "the group had no file refault");
+        let anon = r
+            .criteria
+            .iter()
+            .find(|c| c.name == "workingset_refault_anon")
+            .unwrap();
+        assert_eq!(anon.counter, "workingset_refault_anon");
+        assert_eq!(anon.within, ["scn"]);
+        assert!(anon.pass);
     }
 
     #[test]

@@ -358,6 +358,9 @@ impl Groups {
     /// Counters of every group (see the module docs).
     fn read(&self, m: &mut BTreeMap<String, f64>) -> Result<(), String> {
         let mut ooms = 0.0;
+        // Each group's own (local) event counts, by path: the hierarchical
+        // events are summed from them (subtree_events).
+        let mut locals: Vec<(String, BTreeMap<String, u64>)> = Vec::new();
         // Children before their parents: reading a group's memory.stat
         // flushes its subtree's pending stats into it, so a parent read
         // first shows stale totals (measured: the root's total_pgmajfault
@@ -365,7 +368,10 @@ impl Groups {
         for (path, d) in self.dirs.iter().rev() {
             let p = d.join("memory.stat");
             let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let stat = parse_total_stat(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            let mut stat = parse_total_stat(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            let local = local_events(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            locals.push((path.clone(), local));
+            subtree_events(path, &locals, &mut stat);
             let oc = fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default();
             let oom = oc
                 .lines()
@@ -373,7 +379,6 @@ impl Groups {
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .unwrap_or(0.0);
             ooms += oom;
-            let mut stat = stat;
             // Peak usage (v2's memory.peak; memsw: memory + swap), since
             // the sizes above are read after the processes exited.
             for (f, k) in [
@@ -412,6 +417,48 @@ impl Drop for Groups {
             }
         }
         let _ = &self.root;
+    }
+}
+
+/// The event counters whose hierarchical figure is summed from the groups'
+/// own ones: a group's `total_*` can lag its children's (memcg stats are
+/// flushed lazily: reading a group flushes it only past an update threshold;
+/// measured: the root's total_workingset_refault_anon 36274 against its only
+/// child's 98399 in scn-anon-seq-disk), where each group's own figure is
+/// fresh once its memory.stat was read.
+const SUMMED_EVENTS: &[&str] = &[
+    "pgfault",
+    "pgmajfault",
+    "workingset_refault_anon",
+    "workingset_refault_file",
+];
+
+/// A v1 memory.stat's local (non-`total_`) event counters of SUMMED_EVENTS.
+fn local_events(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    let all = crate::cgroup::parse_memory_stat(text, false)?;
+    Ok(SUMMED_EVENTS
+        .iter()
+        .filter_map(|k| all.get(*k).map(|v| (k.to_string(), *v)))
+        .collect())
+}
+
+/// Replaces `stat`'s SUMMED_EVENTS with the sum of the local figures of
+/// `path` and every group under it read so far (children are read first).
+fn subtree_events(
+    path: &str,
+    locals: &[(String, BTreeMap<String, u64>)],
+    stat: &mut BTreeMap<String, u64>,
+) {
+    let under = |p: &str| path.is_empty() || p == path || p.starts_with(&format!("{path}/"));
+    for k in SUMMED_EVENTS {
+        let sum: u64 = locals
+            .iter()
+            .filter(|(p, _)| under(p))
+            .filter_map(|(_, l)| l.get(*k))
+            .sum();
+        if locals.iter().any(|(p, l)| under(p) && l.contains_key(*k)) {
+            stat.insert(k.to_string(), sum);
+        }
     }
 }
 
@@ -856,6 +903,34 @@ mod tests {
         );
         assert!(parse_swap(Some("nvme:1G")).is_err());
         assert!(parse_swap(Some("zram")).is_err());
+    }
+
+    #[test]
+    fn subtree_events_sum_the_groups_own_figures() {
+        // The root's total lags (a stale flush); its own and its children's
+        // local figures are summed instead. Sizes keep the total_ figure.
+        let leaf = "pgmajfault 100\nworkingset_refault_anon 900\ntotal_pgmajfault 100\ntotal_workingset_refault_anon 900\ntotal_rss 4096\n";
+        let mid = "pgmajfault 0\nworkingset_refault_anon 0\ntotal_pgmajfault 40\ntotal_workingset_refault_anon 300\ntotal_rss 4096\n";
+        let root = "pgmajfault 1\nworkingset_refault_anon 0\ntotal_pgmajfault 41\ntotal_workingset_refault_anon 300\ntotal_rss 4096\n";
+        let mut locals = Vec::new();
+        let mut out = Vec::new();
+        for (path, text) in [("a/b", leaf), ("a", mid), ("c", mid), ("", root)] {
+            let mut stat = parse_total_stat(text).unwrap();
+            locals.push((path.to_string(), local_events(text).unwrap()));
+            subtree_events(path, &locals, &mut stat);
+            out.push(stat);
+        }
+        assert_eq!(out[0]["pgmajfault"], 100);
+        assert_eq!(out[1]["pgmajfault"], 100, "a: its own 0 + a/b's 100");
+        assert_eq!(out[1]["workingset_refault_anon"], 900);
+        assert_eq!(out[2]["pgmajfault"], 0, "c has nothing under it");
+        assert_eq!(out[3]["pgmajfault"], 101);
+        assert_eq!(out[3]["workingset_refault_anon"], 900);
+        assert_eq!(out[3]["anon"], 4096, "sizes stay total_");
+        assert!(
+            !out[3].contains_key("pgfault"),
+            "absent locally: not made up"
+        );
     }
 
     #[test]

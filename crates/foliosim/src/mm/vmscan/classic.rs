@@ -84,18 +84,19 @@ impl ClassicLru {
     /// lru_note_cost(): the cost of reclaiming from one LRU type (I/O
     /// counts SWAP_CLUSTER_MAX per folio, a rotation 1), on the lruvec and
     /// its ancestors, halving both costs once they pass a quarter of the
-    /// LRU size so old events fade.
-    fn lru_note_cost(&mut self, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
+    /// lruvec's size (lruvec_page_state: its subtree's folios) so old
+    /// events fade.
+    fn lru_note_cost(&mut self, core: &Core, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
-        let mut m = memcg as usize;
+        let mut m = memcg;
         loop {
-            let lv = &mut self.lruvecs[m];
+            let lrusize: u64 = (0..4).map(|lru| self.lru_size_total(core, m, lru)).sum();
+            let lv = &mut self.lruvecs[m as usize];
             if file {
                 lv.file_cost += cost;
             } else {
                 lv.anon_cost += cost;
             }
-            let lrusize = lv.lists.iter().take(4).map(|l| l.len).sum::<u64>();
             if lv.file_cost + lv.anon_cost > lrusize / 4 {
                 lv.file_cost /= 2;
                 lv.anon_cost /= 2;
@@ -103,8 +104,16 @@ impl ClassicLru {
             if m == 0 {
                 break;
             }
-            m = 0; // parent_lruvec(): the root, in this two-level hierarchy
+            m = core.memcgs[m as usize].parent; // parent_lruvec()
         }
+    }
+
+    /// lruvec_page_state(NR_LRU_BASE + lru) of a memcg's lruvec: memcg
+    /// lruvec stats are hierarchical (its own folios and its descendants').
+    fn lru_size_total(&self, core: &Core, memcg: MemcgId, lru: usize) -> u64 {
+        core.memcg_subtree(memcg)
+            .map(|m| self.lruvecs.get(m as usize).map_or(0, |lv| lv.lists[lru].len))
+            .sum()
     }
 
     #[inline]
@@ -116,14 +125,53 @@ impl ClassicLru {
     }
 
     /// inactive_is_low(): the inactive list is smaller than
-    /// active / sqrt(10 * size in GiB).
-    fn inactive_is_low(&self, memcg: MemcgId, inactive_lru: usize) -> bool {
-        let l = &self.lruvecs[memcg as usize].lists;
-        let inactive = l[inactive_lru].len;
-        let active = l[inactive_lru + 1].len;
+    /// active / sqrt(10 * size in GiB), sizes hierarchical
+    /// (lruvec_page_state).
+    fn inactive_is_low(&self, core: &Core, memcg: MemcgId, inactive_lru: usize) -> bool {
+        let inactive = self.lru_size_total(core, memcg, inactive_lru);
+        let active = self.lru_size_total(core, memcg, inactive_lru + 1);
         let gb = (inactive + active) >> (30 - 12);
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
+    }
+
+    /// prepare_scan_control(): once per shrink_node, from the *target*
+    /// memcg's lruvec (the root's for global reclaim): the cost balance,
+    /// which active lists may be deactivated, cache_trim_mode and, for
+    /// global reclaim, file_is_tiny.
+    fn prepare_scan_control(&self, core: &Core, sc: &mut ScanControl) {
+        let target = sc.target_memcg.unwrap_or(0);
+        let lv = &self.lruvecs[target as usize];
+        sc.anon_cost = lv.anon_cost;
+        sc.file_cost = lv.file_cost;
+        if sc.force_deactivate {
+            sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
+        } else {
+            // New refaults since snapshot_refaults(): a new workingset is
+            // forming, so deactivate stale active folios.
+            let act = core.workingset_activations(target);
+            let snap = core.memcgs[target as usize].refaults_snapshot;
+            sc.may_deactivate = 0;
+            if act[0] != snap[0] || self.inactive_is_low(core, target, LRU_INACTIVE_ANON) {
+                sc.may_deactivate |= DEACTIVATE_ANON;
+            }
+            if act[1] != snap[1] || self.inactive_is_low(core, target, LRU_INACTIVE_FILE) {
+                sc.may_deactivate |= DEACTIVATE_FILE;
+            }
+        }
+        let inactive_file = self.lru_size_total(core, target, LRU_INACTIVE_FILE);
+        sc.cache_trim_mode =
+            (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+        if !sc.cgroup_reclaim() {
+            // The cache trap: file (with free pages) down to the high
+            // watermark while anon is not refaulting and still sizeable.
+            let file = self.lru_size_total(core, 0, LRU_ACTIVE_FILE)
+                + self.lru_size_total(core, 0, LRU_INACTIVE_FILE);
+            let anon = self.lru_size_total(core, 0, LRU_INACTIVE_ANON);
+            sc.file_is_tiny = file + core.folios.nr_free <= core.wmark.high
+                && sc.may_deactivate & DEACTIVATE_ANON == 0
+                && (anon >> sc.priority) > 0;
+        }
     }
 
     /// isolate_lru_folios(): take up to `nr` folios from the list's tail.
@@ -210,7 +258,7 @@ impl ClassicLru {
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
         self.move_folios_to_lru(core, &list);
         core.count_pgsteal(memcg, file, nr_reclaimed, sc);
-        self.lru_note_cost(memcg, file, sc.nr_pageout, nr_scanned - nr_reclaimed);
+        self.lru_note_cost(core, memcg, file, sc.nr_pageout, nr_scanned - nr_reclaimed);
         list.clear();
         self.scratch = list;
         nr_reclaimed
@@ -241,9 +289,11 @@ impl ClassicLru {
         } else {
             Balance::Fract
         };
-        let total_cost = lv.anon_cost + lv.file_cost;
-        let anon_cost = total_cost + lv.anon_cost;
-        let file_cost = total_cost + lv.file_cost;
+        // calculate_pressure_balance(): the reclaim root's costs
+        // (prepare_scan_control), the same for every lruvec of the walk.
+        let total_cost = sc.anon_cost + sc.file_cost;
+        let anon_cost = total_cost + sc.anon_cost;
+        let file_cost = total_cost + sc.file_cost;
         let total_cost = anon_cost + file_cost;
         let ap = swappiness * (total_cost + 1) / (anon_cost + 1);
         let fp = (200 - swappiness) * (total_cost + 1) / (file_cost + 1);
@@ -303,6 +353,8 @@ impl ClassicLru {
                     };
                     if sc.may_deactivate & bit != 0 {
                         self.shrink_active_list(core, memcg, n, sc, lru);
+                    } else {
+                        sc.skipped_deactivate = true;
                     }
                 } else {
                     sc.nr_reclaimed += self.shrink_inactive_list(core, memcg, n, sc, lru);
@@ -336,7 +388,7 @@ impl ClassicLru {
         }
         // Age the active anon list even without anon scanning.
         if core.mem_cgroup_get_nr_swap_pages(memcg) > 0
-            && self.inactive_is_low(memcg, LRU_INACTIVE_ANON)
+            && self.inactive_is_low(core, memcg, LRU_INACTIVE_ANON)
         {
             self.shrink_active_list(core, memcg, SWAP_CLUSTER_MAX, sc, LRU_ACTIVE_ANON);
         }
@@ -392,40 +444,13 @@ impl ReclaimPolicy for ClassicLru {
     /// shrink_node() -> shrink_node_memcgs(): every memcg under the target
     /// that memory.min/low lets reclaim, each lruvec shrunk in turn.
     fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl) {
+        self.prepare_scan_control(core, sc);
         let mut it = core.reclaim_memcgs(sc);
         while let Some(memcg) = it.next() {
             if !core.mem_cgroup_reclaim_allowed(memcg, sc) {
                 continue;
             }
-            // prepare_scan_control(): deactivate file folios only when the
-            // workingset is refaulting or the inactive list is too small.
-            let m = &core.memcgs[memcg as usize];
-            let act_file = if memcg == 0 {
-                core.vm.get(Item::WORKINGSET_ACTIVATE_FILE)
-            } else {
-                m.stat.get(Item::WORKINGSET_ACTIVATE_FILE)
-            };
-            let act_anon = if memcg == 0 {
-                core.vm.get(Item::WORKINGSET_ACTIVATE_ANON)
-            } else {
-                m.stat.get(Item::WORKINGSET_ACTIVATE_ANON)
-            };
-            sc.may_deactivate = 0;
-            if act_anon != m.refaults_snapshot[0] || self.inactive_is_low(memcg, LRU_INACTIVE_ANON)
-            {
-                sc.may_deactivate |= DEACTIVATE_ANON;
-            }
-            if act_file != m.refaults_snapshot[1] || self.inactive_is_low(memcg, LRU_INACTIVE_FILE)
-            {
-                sc.may_deactivate |= DEACTIVATE_FILE;
-            }
-            let inactive_file = self.lruvecs[memcg as usize].lists[LRU_INACTIVE_FILE].len;
-            sc.cache_trim_mode =
-                (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
             self.shrink_lruvec(core, memcg, sc);
-            // snapshot_refaults()
-            let m = &mut core.memcgs[memcg as usize];
-            m.refaults_snapshot = [act_anon, act_file];
             // A partial walk stops once the goal is met.
             if sc.partial_walk() && sc.nr_reclaimed >= sc.nr_to_reclaim {
                 core.mem_cgroup_iter_break(sc, Some(&it));
@@ -459,7 +484,7 @@ impl ReclaimPolicy for ClassicLru {
             // lru_note_cost_refault(): a restored workingset folio cost an I/O.
             let f = core.folios.get(id);
             let (memcg, file) = (f.memcg, f.is_file_lru());
-            self.lru_note_cost(memcg, file, 1, 0);
+            self.lru_note_cost(core, memcg, file, 1, 0);
         }
     }
 

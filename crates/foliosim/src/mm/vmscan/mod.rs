@@ -28,8 +28,17 @@ pub struct ScanControl {
     pub may_unmap: bool,
     pub may_swap: bool,
     pub may_deactivate: u8,
+    /// Deactivate both types regardless of refaults (the retry after a
+    /// round that skipped deactivation reclaimed nothing).
+    pub force_deactivate: bool,
+    /// shrink_list() left an active list alone for may_deactivate.
+    pub skipped_deactivate: bool,
     pub cache_trim_mode: bool,
     pub file_is_tiny: bool,
+    /// The target lruvec's anon_cost/file_cost, read once per shrink_node
+    /// (prepare_scan_control) and used for every lruvec's balance.
+    pub anon_cost: u64,
+    pub file_cost: u64,
     pub is_kswapd: bool,
     /// memory.low is ignored on this pass (the retry after every memcg
     /// was skipped for it).
@@ -64,6 +73,12 @@ impl ScanControl {
     }
     pub fn cgroup_reclaim(&self) -> bool {
         self.target_memcg.is_some()
+    }
+    /// writeback_throttling_sane(): global reclaim, or cgroup v2 reclaim.
+    /// The model's memcg is v1's (this host's, as its memory.stat `swap`),
+    /// where limit reclaim cannot rely on dirty throttling.
+    pub fn writeback_throttling_sane(&self) -> bool {
+        !self.cgroup_reclaim()
     }
     /// shrink_node_memcgs()'s `partial`: a walk that stops at the goal and
     /// resumes where it stopped.
@@ -337,8 +352,10 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     sc.nr_immediate = 0;
     sc.nr_pageout = 0;
     sc.nr_activate = [0; 2];
-    for i in 0..folios.len() {
+    let mut i = 0;
+    while i < folios.len() {
         let id = folios[i];
+        i += 1;
         let (file, writeback, dirty) = {
             let f = core.folios.get(id);
             (f.is_file_lru(), f.test(pg::WRITEBACK), f.test(pg::DIRTY))
@@ -352,14 +369,33 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             continue;
         }
         if writeback {
-            // Case 2/3 of the writeback handling: mark for immediate
-            // reclaim on completion and keep it.
+            let f = core.folios.get(id);
+            if !sc.writeback_throttling_sane()
+                && f.test(pg::RECLAIM)
+                && may_enter_fs(core, id)
+                && folio_wait_writeback(core, policy, id)
+            {
+                // Case 3 (shrink_folio_list): legacy memcg reclaim has no
+                // dirty throttling, so it waits for the write of a folio it
+                // already sent to pageout, then looks at it again.
+                i -= 1;
+                continue;
+            }
+            // Case 1/2: mark it for reclaim when the write completes
+            // (folio_end_writeback rotates it to the inactive tail) and
+            // move it out of the way: activate_locked.
             sc.nr_writeback += 1;
             let f = core.folios.get_mut(id);
-            if f.test(pg::RECLAIM) {
+            if sc.is_kswapd && f.test(pg::RECLAIM) {
                 sc.nr_immediate += 1;
             }
             f.set(pg::RECLAIM);
+            if !file && core.folios.get(id).test(pg::SWAPCACHE) && core.mem_cgroup_swap_full(memcg) {
+                core.folio_free_swap(id);
+            }
+            core.folios.get_mut(id).set(pg::ACTIVE);
+            sc.nr_activate[file as usize] += 1;
+            core.count(memcg, Item::PGACTIVATE, 1);
             folios[keep] = id;
             keep += 1;
             continue;
@@ -452,6 +488,42 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     // blk_finish_plug(): the batch's swap writes go to the device.
     core.swap_write_unplug();
     nr_reclaimed
+}
+
+/// may_enter_fs() for reclaim's allocations (GFP_KERNEL-like: __GFP_FS
+/// and __GFP_IO set): a file folio may; a swap-cache folio may unless its
+/// swap device writes through a filesystem's swap_rw (SWP_FS_OPS: none in
+/// the model: zram and block-mapped swap files).
+fn may_enter_fs(core: &Core, id: FolioId) -> bool {
+    let f = core.folios.get(id);
+    f.is_file_lru() || f.test(pg::SWAPCACHE)
+}
+
+/// folio_wait_writeback(): the reclaimer sleeps until the folio's write
+/// completes; writes queued before it complete too (end_page_writeback,
+/// with the PG_reclaim rotation of those still on an LRU).
+/// False when the write is not queued to the device (nothing to wait on).
+fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P, id: FolioId) -> bool {
+    let Some(&(_, done)) = core.wb.inflight.iter().find(|(f, _)| *f == id) else {
+        return false;
+    };
+    core.wait_until(done);
+    while let Some(&(wid, d)) = core.wb.inflight.front() {
+        if d > core.now {
+            break;
+        }
+        core.wb.inflight.pop_front();
+        let f = core.folios.get_mut(wid);
+        f.clear(pg::WRITEBACK);
+        let m = f.memcg;
+        let rotate = f.test_clear(pg::RECLAIM);
+        core.memcgs[m as usize].nr_writeback -= 1;
+        core.wb.nr_writeback -= 1;
+        if rotate {
+            policy.folio_rotate_reclaimable(core, wid);
+        }
+    }
+    !core.folios.get(id).test(pg::WRITEBACK)
 }
 
 /// What shrink_folio_list() does with an anonymous folio it decided to
@@ -558,6 +630,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     sc.memcg_full_walk = true;
                     continue;
                 }
+                // Nothing reclaimed while active lists were left alone
+                // (prepare_scan_control's estimate was wrong): retry
+                // deactivating both types.
+                if sc.nr_reclaimed == 0 && sc.skipped_deactivate {
+                    sc.priority = initial_priority;
+                    sc.force_deactivate = true;
+                    sc.skipped_deactivate = false;
+                    continue;
+                }
                 // Nothing reclaimed because memory.low protected every
                 // memcg: retry ignoring memory.low before giving up.
                 if sc.nr_reclaimed == 0 && sc.memcg_low_skipped && !sc.memcg_low_reclaim {
@@ -570,6 +651,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             sc.priority -= 1;
         }
+        // snapshot_refaults(): once per call, for the target only.
+        self.core.snapshot_refaults(sc.target_memcg.unwrap_or(0));
         self.core.in_reclaim = was;
         sc.nr_reclaimed
     }
@@ -637,7 +720,33 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 priority -= 1;
             }
         }
+        // balance_pgdat()'s end: snapshot_refaults() for the root.
+        self.core.snapshot_refaults(0);
         self.core.in_reclaim = was.0;
         self.core.in_kswapd = was.1;
+    }
+}
+
+impl Core {
+    /// The memcg's hierarchical workingset activations [anon, file]
+    /// (lruvec_page_state(WORKINGSET_ACTIVATE_*) of its lruvec); the
+    /// root's are the node's.
+    pub fn workingset_activations(&self, memcg: MemcgId) -> [u64; 2] {
+        let t = if memcg == 0 {
+            self.vm.clone()
+        } else {
+            self.memcg_stat_total(memcg)
+        };
+        [
+            t.get(Item::WORKINGSET_ACTIVATE_ANON),
+            t.get(Item::WORKINGSET_ACTIVATE_FILE),
+        ]
+    }
+
+    /// snapshot_refaults(): remember the target's activations, against
+    /// which the next reclaim's prepare_scan_control() looks for refaults.
+    pub fn snapshot_refaults(&mut self, target: MemcgId) {
+        let a = self.workingset_activations(target);
+        self.memcgs[target as usize].refaults_snapshot = a;
     }
 }
