@@ -56,8 +56,22 @@ fn write_anon(k: &mut Kernel<ClassicLru>, m: MemcgId, n: u64) -> u64 {
 fn child_swap_counts_in_its_parent() {
     let mut k = kernel();
     let p = k.add_memcg("p", None);
-    let a = k.add_memcg_child(p, "a", MemcgKnobs { max: Some(500), ..Default::default() });
-    let b = k.add_memcg_child(p, "b", MemcgKnobs { max: Some(500), ..Default::default() });
+    let a = k.add_memcg_child(
+        p,
+        "a",
+        MemcgKnobs {
+            max: Some(500),
+            ..Default::default()
+        },
+    );
+    let b = k.add_memcg_child(
+        p,
+        "b",
+        MemcgKnobs {
+            max: Some(500),
+            ..Default::default()
+        },
+    );
     assert_eq!(write_anon(&mut k, a, 1500), 1500);
     assert_eq!(write_anon(&mut k, b, 1200), 1200);
     check(&k);
@@ -82,15 +96,35 @@ fn child_swap_counts_in_its_parent() {
 #[test]
 fn parent_swap_max_stops_child_swap_out() {
     let mut k = kernel();
-    let p = k.add_memcg_child(0, "p", MemcgKnobs { swap_max: Some(100), ..Default::default() });
-    let c = k.add_memcg_child(p, "c", MemcgKnobs { max: Some(500), ..Default::default() });
+    let p = k.add_memcg_child(
+        0,
+        "p",
+        MemcgKnobs {
+            swap_max: Some(100),
+            ..Default::default()
+        },
+    );
+    let c = k.add_memcg_child(
+        p,
+        "c",
+        MemcgKnobs {
+            max: Some(500),
+            ..Default::default()
+        },
+    );
     let (done, peak, _) = write_anon_peak(&mut k, c, 2000, p);
     check(&k);
     assert!(done < 2000, "500 pages + 100 of swap cannot hold 2000");
-    assert!((50..=100).contains(&peak), "the child swapped up to the parent's max: {peak}");
+    assert!(
+        (50..=100).contains(&peak),
+        "the child swapped up to the parent's max: {peak}"
+    );
     assert!(k.core.memcg_swap_usage(p) <= 100);
     assert_eq!(k.core.memcg_swap_usage(p), k.core.memcg_swap_usage(c));
-    assert_eq!(k.core.mem_cgroup_get_nr_swap_pages(c), 100 - k.core.memcg_swap_usage(p));
+    assert_eq!(
+        k.core.mem_cgroup_get_nr_swap_pages(c),
+        100 - k.core.memcg_swap_usage(p)
+    );
     // swap.events max at the failing level (and above), not the child.
     assert!(k.core.memcg_swap[p as usize].events_max > 0);
     assert_eq!(k.core.memcg_swap[c as usize].events_max, 0);
@@ -102,12 +136,23 @@ fn v1_memsw_equal_to_limit_ooms_without_swapping() {
     let m = k.add_memcg_child(
         0,
         "t",
-        MemcgKnobs { max: Some(1000), memsw_limit: Some(1000), ..Default::default() },
+        MemcgKnobs {
+            max: Some(1000),
+            memsw_limit: Some(1000),
+            ..Default::default()
+        },
     );
     let done = write_anon(&mut k, m, 2000);
     check(&k);
-    assert!(done < 1000 + 64, "no swap headroom: OOM near the limit, wrote {done}");
-    assert_eq!(k.core.vm.get(Item::PSWPOUT), 0, "memsw-limited reclaim never swaps");
+    assert!(
+        done < 1000 + 64,
+        "no swap headroom: OOM near the limit, wrote {done}"
+    );
+    assert_eq!(
+        k.core.vm.get(Item::PSWPOUT),
+        0,
+        "memsw-limited reclaim never swaps"
+    );
     assert_eq!(k.core.memcg_swap_usage(m), 0);
     assert!(k.core.memcg_swap[m as usize].memsw_failcnt > 0);
     assert!(k.core.memcg_swap[m as usize].memsw_watermark <= 1000);
@@ -119,15 +164,25 @@ fn v1_memsw_above_limit_swaps_up_to_the_difference() {
     let m = k.add_memcg_child(
         0,
         "t",
-        MemcgKnobs { max: Some(1000), memsw_limit: Some(1300), ..Default::default() },
+        MemcgKnobs {
+            max: Some(1000),
+            memsw_limit: Some(1300),
+            ..Default::default()
+        },
     );
     let (done, _, swapped) = write_anon_peak(&mut k, m, 3000, m);
     check(&k);
     assert!(done < 3000, "1300 pages of memsw cannot hold 3000");
     // Reclaim frees a charge batch (64 pages) at a time, so memory may sit
     // that far under its limit while the entries hold the rest of memsw.
-    assert!(swapped <= 300 + 64, "swap-only slots {swapped} within memsw - limit");
-    assert!(swapped >= 250, "it did swap up to near memsw - limit: {swapped}");
+    assert!(
+        swapped <= 300 + 64,
+        "swap-only slots {swapped} within memsw - limit"
+    );
+    assert!(
+        swapped >= 250,
+        "it did swap up to near memsw - limit: {swapped}"
+    );
     assert!(done >= 1200, "memory + swap held {done}");
     assert!(k.core.memcg_memsw_usage(m) <= 1300);
     assert!(k.core.memcg_swap[m as usize].memsw_watermark <= 1300);
@@ -140,7 +195,11 @@ fn v1_memsw_limit_on_parent_applies_to_children() {
     let p = k.add_memcg_child(
         0,
         "p",
-        MemcgKnobs { max: Some(800), memsw_limit: Some(1000), ..Default::default() },
+        MemcgKnobs {
+            max: Some(800),
+            memsw_limit: Some(1000),
+            ..Default::default()
+        },
     );
     let c = k.add_memcg_child(p, "c", MemcgKnobs::default());
     let done = write_anon(&mut k, c, 3000);

@@ -149,7 +149,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let wrote = (self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
                 || (reclaimed == 0 && self.reclaim_throttle_writeback());
             // mem_cgroup_margin(): memsw's headroom too.
-            let margin = self.core.memcgs[over as usize].margin().min(self.core.memsw_margin(over));
+            let margin = self.core.memcgs[over as usize]
+                .margin()
+                .min(self.core.memsw_margin(over));
             if margin >= nr {
                 continue;
             }
@@ -603,7 +605,9 @@ impl super::Core {
         let mut c = memcg;
         while c != ROOT_MEMCG && c != NO_PARENT {
             let m = &self.memcgs[c as usize];
-            if m.swap_max.is_some_and(|max| self.memcg_swap[c as usize].usage * 2 >= max) {
+            if m.swap_max
+                .is_some_and(|max| self.memcg_swap[c as usize].usage * 2 >= max)
+            {
                 return true;
             }
             c = m.parent;
@@ -639,7 +643,10 @@ impl super::Core {
         let mut c = memcg;
         while c != NO_PARENT {
             let s = &mut self.memcg_swap[c as usize];
-            s.memsw_swap = s.memsw_swap.checked_add_signed(delta).expect("memsw swap underflow");
+            s.memsw_swap = s
+                .memsw_swap
+                .checked_add_signed(delta)
+                .expect("memsw swap underflow");
             c = self.memcgs[c as usize].parent;
         }
     }

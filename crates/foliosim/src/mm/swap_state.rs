@@ -517,7 +517,9 @@ impl Core {
         for (m, s) in self.memcg_swap.iter().enumerate() {
             let (want, want1) = self
                 .memcg_subtree(m as super::memcontrol::MemcgId)
-                .fold((0, 0), |(a, b), c| (a + charged[c as usize], b + swap_only[c as usize]));
+                .fold((0, 0), |(a, b), c| {
+                    (a + charged[c as usize], b + swap_only[c as usize])
+                });
             if s.usage != want || s.memsw_swap != want1 {
                 return Err(format!(
                     "memcg {m}: swap usage {} / memsw swap {} but its subtree charged {want} / {want1}",
@@ -528,7 +530,12 @@ impl Core {
             if m != 0 && mc.swap_max.is_some_and(|l| s.usage > l) {
                 return Err(format!("memcg {m}: swap usage {} over swap.max", s.usage));
             }
-            if m != 0 && !mc.limit_overrun && mc.memsw_limit.is_some_and(|l| self.memcg_memsw_usage(m as _) > l) {
+            if m != 0
+                && !mc.limit_overrun
+                && mc
+                    .memsw_limit
+                    .is_some_and(|l| self.memcg_memsw_usage(m as _) > l)
+            {
                 return Err(format!(
                     "memcg {m}: memsw usage {} over memsw.limit",
                     self.memcg_memsw_usage(m as _)
