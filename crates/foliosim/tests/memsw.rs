@@ -125,9 +125,14 @@ fn parent_swap_max_stops_child_swap_out() {
         k.core.mem_cgroup_get_nr_swap_pages(c),
         100 - k.core.memcg_swap_usage(p)
     );
-    // swap.events max at the failing level (and above), not the child.
-    assert!(k.core.memcg_swap[p as usize].events_max > 0);
-    assert_eq!(k.core.memcg_swap[c as usize].events_max, 0);
+    // swap.events max at the charging child, propagated to the parent.
+    let (ep, ec) = (
+        k.core.memcg_swap[p as usize].events_max,
+        k.core.memcg_swap[c as usize].events_max,
+    );
+    assert!(ec > 0);
+    assert_eq!(ep, ec);
+    assert_eq!(k.core.memcg_swap[0].events_max, ec);
 }
 
 #[test]

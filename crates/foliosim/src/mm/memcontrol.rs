@@ -543,8 +543,8 @@ pub struct MemcgSwap {
     /// memory.memsw.max_usage_in_bytes (pages) and memory.memsw.failcnt.
     pub memsw_watermark: u64,
     pub memsw_failcnt: u64,
-    /// memory.swap.events: max (charge failed at the limit), fail; counted
-    /// at the level whose swap.max failed the charge and its ancestors.
+    /// memory.swap.events: max (charge failed at a swap.max), fail;
+    /// counted at the charging memcg and its ancestors.
     pub events_max: u64,
     pub events_fail: u64,
     /// NR_SHMEM: tmpfs folios in page caches charged here (memory.stat
@@ -555,9 +555,9 @@ pub struct MemcgSwap {
 impl super::Core {
     /// __mem_cgroup_try_charge_swap(): charge `nr` slots to the swap
     /// counter of `memcg` and every ancestor. The first level over its
-    /// memory.swap.max fails the charge (lower levels uncharged again) and
-    /// gets MEMCG_SWAP_MAX and MEMCG_SWAP_FAIL (swap.events, hierarchical);
-    /// the caller keeps the folio in memory.
+    /// memory.swap.max fails the charge (lower levels uncharged again);
+    /// `memcg` counts MEMCG_SWAP_MAX and MEMCG_SWAP_FAIL (swap.events,
+    /// hierarchical); the caller keeps the folio in memory.
     pub fn mem_cgroup_try_charge_swap(&mut self, memcg: MemcgId, nr: u64) -> bool {
         let mut c = memcg;
         while c != NO_PARENT {
@@ -570,7 +570,10 @@ impl super::Core {
                     self.memcg_swap[u as usize].usage -= nr;
                     u = self.memcgs[u as usize].parent;
                 }
-                let mut e = c;
+                // The charging memcg, not the failing level, gets the
+                // event (6.18; a patch to move it was never merged), and
+                // memcg_memory_event() propagates it up.
+                let mut e = memcg;
                 while e != NO_PARENT {
                     let s = &mut self.memcg_swap[e as usize];
                     s.events_max += 1;
