@@ -260,7 +260,7 @@ fn read_faults_map_the_zero_page() {
 #[test]
 fn swap_max_keeps_folios_in_memory() {
     let (mut k, m, mm) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 1000);
-    k.core.memcg_swap[m as usize].max = Some(100);
+    k.core.memcgs[m as usize].swap_max = Some(100);
     let space = k.mmap_anon(mm, 2000 * PAGE_SIZE);
     let mut ok = true;
     for i in 0..2000 {

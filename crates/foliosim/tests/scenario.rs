@@ -1311,3 +1311,45 @@ fn cgroup_swappiness_moves_the_anon_file_split() {
     // swappiness 0 scans anon only when the file LRU cannot cover it.
     assert!(s0 < 0.05, "{s0}");
 }
+
+#[test]
+fn memsw_limit_ooms_at_memory_limit_and_swaps_within_the_difference() {
+    let memsw = |path: &str, limit: u64| Cgroup {
+        memsw_limit: Some(limit),
+        ..cgroup(path, Some(32 * M))
+    };
+    let writer = |name: &str, cg: &str, size: u64| {
+        process(
+            name,
+            cg,
+            1,
+            vec![
+                mmap(2, "m", size),
+                touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+            ],
+        )
+    };
+    let sc = Scenario {
+        file: "memsw.toml".into(),
+        cgroups: vec![memsw("tight", 32 * M), memsw("loose", 48 * M)],
+        processes: vec![writer("t", "tight", 64 * M), writer("l", "loose", 40 * M)],
+        ..Scenario::default()
+    };
+    let r = run_scenario(cfg(256 * M, Some(256 * M)), &sc).unwrap();
+    // memsw == memory limit: no swap headroom, the OOM killer instead.
+    assert!(proc_named(&r, "t[0]").oom_killed);
+    let t = &r.cgroups["tight"];
+    assert_eq!(t["pswpout"], 0, "{t:?}");
+    assert!(t["memsw.failcnt"] > 0);
+    assert!(t["memsw.max_usage_in_bytes"] <= 32 * M);
+    // 40M fits in 32M of memory plus 16M of memsw headroom: it swaps.
+    assert!(!proc_named(&r, "l[0]").oom_killed);
+    let l = &r.cgroups["loose"];
+    assert!(l["pswpout"] >= (8 * M) / 4096, "{l:?}");
+    let peak = l["memsw.max_usage_in_bytes"];
+    assert!(peak > 32 * M && peak <= 48 * M, "memsw peak {peak}");
+    // Everything exited: no swap left, memsw is memory alone (the
+    // charge stock may remain).
+    assert_eq!(l["memsw.usage_in_bytes"], l["usage_in_bytes"]);
+    assert_eq!(l["swap.current"], 0);
+}

@@ -105,9 +105,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
             if self.current_is_dying() || self.core.memcgs[memcg as usize].oom_killed {
                 return false;
             }
-            let over = match self.core.page_counter_try_charge(memcg, batch) {
-                Ok(()) => break,
-                Err(over) => over,
+            // memsw first (v1 memory.memsw.limit_in_bytes), then memory.
+            let (over, memsw_over) = match self.core.memsw_try_charge(memcg, batch) {
+                Err(over) => (over, true),
+                Ok(()) => match self.core.page_counter_try_charge(memcg, batch) {
+                    Ok(()) => break,
+                    Err(over) => (over, false),
+                },
             };
             if batch > nr {
                 batch = nr;
@@ -126,7 +130,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // The model reclaims a charge batch (not the kernel's nr_pages,
             // raised to SWAP_CLUSTER_MAX): kept as calibrated before the
             // hierarchy was modelled.
-            let reclaimed = self.try_to_free_mem_cgroup_pages(over, MEMCG_CHARGE_BATCH.max(nr));
+            // At the memsw limit swapping cannot help (reclaim_options
+            // without MEMCG_RECLAIM_MAY_SWAP).
+            let reclaimed = self.try_to_free_mem_cgroup_pages_opts(
+                over,
+                MEMCG_CHARGE_BATCH.max(nr),
+                !memsw_over,
+            );
             // Reclaim that met only dirty folios woke the flusher
             // (wakeup_flusher_threads(WB_REASON_VMSCAN) writes everything
             // dirty) and then waits for writeback to finish, as memcg v1
@@ -138,7 +148,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // declaring OOM.
             let wrote = (self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
                 || (reclaimed == 0 && self.reclaim_throttle_writeback());
-            if self.core.memcgs[over as usize].margin() >= nr {
+            // mem_cgroup_margin(): memsw's headroom too.
+            let margin = self.core.memcgs[over as usize]
+                .margin()
+                .min(self.core.memsw_margin(over));
+            if margin >= nr {
                 continue;
             }
             if !may_retry {
@@ -164,6 +178,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return false;
         }
         self.core.memcgs[memcg as usize].stock += batch - nr;
+        self.core.memsw_update_watermark(memcg);
         // The first level over memory.high makes the task pay on its way
         // back to user space; past a batch it pays at once.
         let mut c = memcg;
@@ -500,21 +515,36 @@ impl MemCgroup {
     }
 }
 
-// ---- Swap accounting (mm/memcontrol.c, Linux 6.18) ----
+// ---- Swap accounting (mm/memcontrol.c, memcontrol-v1.c, Linux 6.18) ----
 // Kept apart from MemCgroup so the hierarchy work on the rest of this file
 // merges cleanly; Core::memcg_swap is indexed by memcg id.
+//
+// v1 or v2: the scenario's knob names say which one is meant. v2's
+// memory.swap.max (MemCgroup::swap_max) limits the swap counter
+// (`usage`); v1's memory.memsw.limit_in_bytes (MemCgroup::memsw_limit)
+// limits the memsw counter, memory + swap. Both counters are always
+// tracked (so either file can be reported); a limit acts only where set.
+// The memsw counter is not stored: it is the memory page counter plus
+// `memsw_swap`, the memsw charge the swap entries hold (memcg1_swapout()
+// moved it off the folio: memory uncharged, memsw kept), so it follows
+// every memory charge and uncharge (stock included) for free.
 
-/// A memcg's swap counter: memory.swap.current / memory.swap.max (v2), the
-/// slots charged to it (swap_cgroup). On v1 the memsw counter charges swap
-/// together with memory at page-charge time, so mem_cgroup_try_charge_swap()
-/// never fails there; `max` then stays None.
+/// A memcg's swap counters. All are hierarchical (page_counter levels: the
+/// memcg's own slots plus its descendants'); unlike the memory counter
+/// the root's are charged too, so the root's `usage` is every slot in use.
 #[derive(Clone, Debug, Default)]
 pub struct MemcgSwap {
-    /// Slots charged (page_counter swap usage), swap-cache slots included.
+    /// v2 swap page counter (memory.swap.current): slots charged,
+    /// swap-cache slots included.
     pub usage: u64,
-    /// memory.swap.max in pages; None = max.
-    pub max: Option<u64>,
-    /// memory.swap.events: max (charge failed at the limit), fail.
+    /// v1: slots whose data is only on swap (no swap-cache folio): the
+    /// swap part of the memsw counter (memcg1_swapout/memcg1_swapin).
+    pub memsw_swap: u64,
+    /// memory.memsw.max_usage_in_bytes (pages) and memory.memsw.failcnt.
+    pub memsw_watermark: u64,
+    pub memsw_failcnt: u64,
+    /// memory.swap.events: max (charge failed at a swap.max), fail;
+    /// counted at the charging memcg and its ancestors.
     pub events_max: u64,
     pub events_fail: u64,
     /// NR_SHMEM: tmpfs folios in page caches charged here (memory.stat
@@ -523,61 +553,152 @@ pub struct MemcgSwap {
 }
 
 impl super::Core {
-    /// mem_cgroup_try_charge_swap(): charge `nr` slots to the memcg's swap
-    /// counter; false at memory.swap.max (MEMCG_SWAP_MAX and
-    /// MEMCG_SWAP_FAIL counted), and the caller keeps the folio in memory.
+    /// __mem_cgroup_try_charge_swap(): charge `nr` slots to the swap
+    /// counter of `memcg` and every ancestor. The first level over its
+    /// memory.swap.max fails the charge (lower levels uncharged again);
+    /// `memcg` counts MEMCG_SWAP_MAX and MEMCG_SWAP_FAIL (swap.events,
+    /// hierarchical); the caller keeps the folio in memory.
     pub fn mem_cgroup_try_charge_swap(&mut self, memcg: MemcgId, nr: u64) -> bool {
-        let s = &mut self.memcg_swap[memcg as usize];
-        if let Some(max) = s.max {
-            if s.usage + nr > max {
-                s.events_max += 1;
-                s.events_fail += 1;
+        let mut c = memcg;
+        while c != NO_PARENT {
+            let over = c != ROOT_MEMCG
+                && matches!(self.memcgs[c as usize].swap_max,
+                            Some(max) if self.memcg_swap[c as usize].usage + nr > max);
+            if over {
+                let mut u = memcg;
+                while u != c {
+                    self.memcg_swap[u as usize].usage -= nr;
+                    u = self.memcgs[u as usize].parent;
+                }
+                // The charging memcg, not the failing level, gets the
+                // event (6.18; a patch to move it was never merged), and
+                // memcg_memory_event() propagates it up.
+                let mut e = memcg;
+                while e != NO_PARENT {
+                    let s = &mut self.memcg_swap[e as usize];
+                    s.events_max += 1;
+                    s.events_fail += 1;
+                    e = self.memcgs[e as usize].parent;
+                }
                 return false;
             }
+            self.memcg_swap[c as usize].usage += nr;
+            c = self.memcgs[c as usize].parent;
         }
-        s.usage += nr;
         true
     }
 
-    /// mem_cgroup_uncharge_swap(): the slots were freed.
+    /// __mem_cgroup_uncharge_swap(): the slots were freed; every level.
     pub fn mem_cgroup_uncharge_swap(&mut self, memcg: MemcgId, nr: u64) {
-        let s = &mut self.memcg_swap[memcg as usize];
-        debug_assert!(s.usage >= nr);
-        s.usage -= nr;
+        let mut c = memcg;
+        while c != NO_PARENT {
+            let s = &mut self.memcg_swap[c as usize];
+            debug_assert!(s.usage >= nr);
+            s.usage -= nr;
+            c = self.memcgs[c as usize].parent;
+        }
     }
 
-    /// mem_cgroup_swap_full(): vm_swap_full(), or the memcg at half its
-    /// swap limit.
+    /// mem_cgroup_swap_full(): vm_swap_full(), or any level below the root
+    /// at half its swap.max.
     pub fn mem_cgroup_swap_full(&self, memcg: MemcgId) -> bool {
         if self.swap.vm_swap_full() {
             return true;
         }
-        let s = &self.memcg_swap[memcg as usize];
-        s.max.is_some_and(|m| s.usage * 2 >= m)
+        let mut c = memcg;
+        while c != ROOT_MEMCG && c != NO_PARENT {
+            let m = &self.memcgs[c as usize];
+            if m.swap_max
+                .is_some_and(|max| self.memcg_swap[c as usize].usage * 2 >= max)
+            {
+                return true;
+            }
+            c = m.parent;
+        }
+        false
     }
 
-    /// memory.swap.current (v2) / memory.stat `swap` (v1), in pages.
+    /// memory.swap.current (v2), in pages: hierarchical.
     pub fn memcg_swap_usage(&self, memcg: MemcgId) -> u64 {
-        if memcg == 0 {
-            self.memcg_swap.iter().map(|s| s.usage).sum()
-        } else {
-            self.memcg_swap[memcg as usize].usage
+        self.memcg_swap[memcg as usize].usage
+    }
+
+    /// mem_cgroup_get_nr_swap_pages(): the free slots, capped by the least
+    /// swap.max headroom of the memcg and its ancestors.
+    pub fn mem_cgroup_get_nr_swap_pages(&self, memcg: MemcgId) -> u64 {
+        let mut room = self.swap.nr_free();
+        let mut c = memcg;
+        while c != ROOT_MEMCG && (c as usize) < self.memcgs.len() {
+            let m = &self.memcgs[c as usize];
+            if let Some(max) = m.swap_max {
+                room = room.min(max.saturating_sub(self.memcg_swap[c as usize].usage));
+            }
+            c = m.parent;
+        }
+        room
+    }
+
+    /// memcg1_swapout() (a folio left memory, its slot stays: the memsw
+    /// charge moves to the entry) with `delta` = 1; memcg1_swapin() or
+    /// the freeing of a slot holding data only on swap with `delta` = -1
+    /// (mem_cgroup_uncharge_swap()'s memsw uncharge). Every level.
+    pub fn memcg1_swap_account(&mut self, memcg: MemcgId, delta: i64) {
+        let mut c = memcg;
+        while c != NO_PARENT {
+            let s = &mut self.memcg_swap[c as usize];
+            s.memsw_swap = s
+                .memsw_swap
+                .checked_add_signed(delta)
+                .expect("memsw swap underflow");
+            c = self.memcgs[c as usize].parent;
         }
     }
-}
 
-impl super::Core {
-    /// mem_cgroup_get_nr_swap_pages(): the swap slots the memcg may still
-    /// use: the free slots, capped by its swap.max headroom.
-    pub fn mem_cgroup_get_nr_swap_pages(&self, memcg: MemcgId) -> u64 {
-        let free = self.swap.nr_free();
-        match self
-            .memcg_swap
-            .get(memcg as usize)
-            .and_then(|s| s.max.map(|m| m.saturating_sub(s.usage)))
-        {
-            Some(room) => free.min(room),
-            None => free,
+    /// The v1 memsw counter (memory.memsw.usage_in_bytes, pages): memory
+    /// plus the swap entries' share.
+    #[inline]
+    pub fn memcg_memsw_usage(&self, memcg: MemcgId) -> u64 {
+        self.memcgs[memcg as usize].usage + self.memcg_swap[memcg as usize].memsw_swap
+    }
+
+    /// The memsw part of mem_cgroup_margin(): what memsw.limit leaves.
+    pub fn memsw_margin(&self, memcg: MemcgId) -> u64 {
+        match self.memcgs[memcg as usize].memsw_limit {
+            Some(l) => l.saturating_sub(self.memcg_memsw_usage(memcg)),
+            None => u64::MAX,
+        }
+    }
+
+    /// try_charge_memcg()'s first step under memsw accounting: charging
+    /// `nr` pages of memory charges memsw too, so each level below the root
+    /// with a memsw.limit must have room; the first that has none fails
+    /// (its memsw failcnt counted) and is mem_over_limit, reclaimed without
+    /// swapping (swap-out would not lower memsw).
+    pub fn memsw_try_charge(&mut self, memcg: MemcgId, nr: u64) -> Result<(), MemcgId> {
+        let mut c = memcg;
+        while c != ROOT_MEMCG {
+            let m = &self.memcgs[c as usize];
+            let parent = m.parent;
+            if let Some(l) = m.memsw_limit {
+                if self.memcg_memsw_usage(c) + nr > l {
+                    self.memcg_swap[c as usize].memsw_failcnt += 1;
+                    return Err(c);
+                }
+            }
+            c = parent;
+        }
+        Ok(())
+    }
+
+    /// memsw watermarks after a successful charge.
+    #[inline]
+    pub fn memsw_update_watermark(&mut self, memcg: MemcgId) {
+        let mut c = memcg;
+        while c != ROOT_MEMCG {
+            let u = self.memcg_memsw_usage(c);
+            let s = &mut self.memcg_swap[c as usize];
+            s.memsw_watermark = s.memsw_watermark.max(u);
+            c = self.memcgs[c as usize].parent;
         }
     }
 }

@@ -95,6 +95,11 @@ impl Core {
         if *m == 0 {
             let memcg = self.swap.swap_entry_free(off);
             self.mem_cgroup_uncharge_swap(memcg, 1);
+            if !cache {
+                // The last reference to data only on swap: its memsw
+                // charge goes with it.
+                self.memcg1_swap_account(memcg, -1);
+            }
             self.zram_slot_free_notify(off);
         }
     }
@@ -146,6 +151,12 @@ impl Core {
         self.folios.get_mut(id).clear(pg::SWAPCACHE);
         self.swap.table[off as usize] = shadow.map_or(0, |s| s.0 | TABLE_SHADOW);
         self.swap_put(off, true);
+        if self.swap.swap_map[off as usize] != 0 {
+            // memcg1_swapout(): the data is now only on swap; the entry
+            // keeps the memsw charge the folio had.
+            let memcg = self.swap.swap_cgroup[off as usize];
+            self.memcg1_swap_account(memcg, 1);
+        }
     }
 }
 
@@ -192,6 +203,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.swap.swap_map[off as usize] |= SWAP_HAS_CACHE;
         let shadow = self.core.swap.swap_cache_shadow(off);
         self.core.swap.swap_cache_add(off, id);
+        // memcg1_swapin(): the new folio carries the memsw charge now.
+        let slot_memcg = self.core.swap.swap_cgroup[off as usize];
+        self.core.memcg1_swap_account(slot_memcg, -1);
         self.core.memcgs[memcg as usize].nr_anon += 1;
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
@@ -491,11 +505,40 @@ impl Core {
                 }
             }
         }
+        // Each level's counters: its own slots plus its children's. Own
+        // swap-only slots (no cache folio) hold the v1 memsw charge.
+        let mut swap_only = vec![0u64; self.memcg_swap.len()];
+        for o in 1..si.max {
+            let m = si.swap_map[o as usize];
+            if m != 0 && m != super::swapfile::SWAP_MAP_BAD && si.swap_cache_folio(o).is_none() {
+                swap_only[si.swap_cgroup[o as usize] as usize] += 1;
+            }
+        }
         for (m, s) in self.memcg_swap.iter().enumerate() {
-            if s.usage != charged[m] {
+            let (want, want1) = self
+                .memcg_subtree(m as super::memcontrol::MemcgId)
+                .fold((0, 0), |(a, b), c| {
+                    (a + charged[c as usize], b + swap_only[c as usize])
+                });
+            if s.usage != want || s.memsw_swap != want1 {
                 return Err(format!(
-                    "memcg {m}: swap usage {} but {} slots charged",
-                    s.usage, charged[m]
+                    "memcg {m}: swap usage {} / memsw swap {} but its subtree charged {want} / {want1}",
+                    s.usage, s.memsw_swap
+                ));
+            }
+            let mc = &self.memcgs[m];
+            if m != 0 && mc.swap_max.is_some_and(|l| s.usage > l) {
+                return Err(format!("memcg {m}: swap usage {} over swap.max", s.usage));
+            }
+            if m != 0
+                && !mc.limit_overrun
+                && mc
+                    .memsw_limit
+                    .is_some_and(|l| self.memcg_memsw_usage(m as _) > l)
+            {
+                return Err(format!(
+                    "memcg {m}: memsw usage {} over memsw.limit",
+                    self.memcg_memsw_usage(m as _)
                 ));
             }
         }

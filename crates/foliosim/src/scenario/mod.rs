@@ -71,6 +71,13 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
                 m.insert(key, v);
             }
             m.insert("failcnt", mc.failcnt);
+            // Swap counters, hierarchical already: v1 memsw, v2 swap.
+            let sw = &k.core.memcg_swap[*id as usize];
+            m.insert("memsw.usage_in_bytes", k.core.memcg_memsw_usage(*id) * PAGE_SIZE);
+            m.insert("memsw.max_usage_in_bytes", sw.memsw_watermark * PAGE_SIZE);
+            m.insert("memsw.failcnt", sw.memsw_failcnt);
+            m.insert("swap.current", sw.usage * PAGE_SIZE);
+            m.insert("swap.events.max", sw.events_max);
         });
         maps.insert(path.clone(), m);
     }

@@ -668,8 +668,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// try_to_free_mem_cgroup_pages(): limit reclaim by the charging task.
     pub fn try_to_free_mem_cgroup_pages(&mut self, memcg: MemcgId, nr_pages: u64) -> u64 {
+        self.try_to_free_mem_cgroup_pages_opts(memcg, nr_pages, true)
+    }
+
+    /// try_to_free_mem_cgroup_pages() with reclaim_options: `may_swap`
+    /// false is MEMCG_RECLAIM_MAY_SWAP left out (a memsw limit was hit).
+    pub fn try_to_free_mem_cgroup_pages_opts(
+        &mut self,
+        memcg: MemcgId,
+        nr_pages: u64,
+        may_swap: bool,
+    ) -> u64 {
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), Some(memcg), false);
-        sc.may_swap = true;
+        sc.may_swap = may_swap;
         self.do_try_to_free_pages(&mut sc)
     }
 
