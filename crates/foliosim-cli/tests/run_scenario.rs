@@ -97,17 +97,16 @@ fn the_command_line_overrides_the_scenarios_machine() {
 
 #[test]
 fn bad_scenarios_exit_2_with_one_line() {
+    // A process in a cgroup the scenario does not declare: refused at the
+    // process's line, before anything runs.
     let f = scenario_file(
-        "tmpfs.toml",
-        "[[file]]\nname = \"s\"\nsize = \"1M\"\nfs = \"tmpfs\"\n\n[[process]]\nname = \"p\"\nsteps = [\n  { op = \"read\", file = \"s\", bs = \"4k\" },\n]\n",
+        "nocg.toml",
+        "[[cgroup]]\npath = \"a\"\n\n[[process]]\nname = \"p\"\ncgroup = \"b\"\nsteps = [\n  { op = \"sleep\", time = \"1ms\" },\n]\n",
     );
     let (code, out, err) = foliosim(&["run", &f]);
     assert_eq!(code, 2, "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("tmpfs.toml:1: fs: file 's': tmpfs files need"),
-        "{err}"
-    );
+    assert!(err.contains("nocg.toml:6: cgroup:"), "{err}");
     let g = scenario_file("typo.toml", "[[process]]\nname = \"p\"\nstepz = []\n");
     let (code, _, err) = foliosim(&["run", &g]);
     assert_eq!(code, 2);
