@@ -110,7 +110,9 @@ fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or(file);
         let about = foliosim_oracle::scn::about(&text);
-        return Ok(Some(foliosim_oracle::cases::scenario_case(&name, &about, sc)));
+        return Ok(Some(foliosim_oracle::cases::scenario_case(
+            &name, &about, sc,
+        )));
     }
     Ok(None)
 }

@@ -57,7 +57,10 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
 /// values (the scenario's are defaults; sysctls from the scenario come
 /// first, so the command line's win). Also the oracle's model side of a
 /// scenario case (`oracle_model`), so both read `[machine]` alike.
-pub(crate) fn with_scenario_defaults(cli: &MachineArgs, sc: &Scenario) -> Result<MachineArgs, String> {
+pub(crate) fn with_scenario_defaults(
+    cli: &MachineArgs,
+    sc: &Scenario,
+) -> Result<MachineArgs, String> {
     let d = &sc.machine;
     let mut m = cli.clone();
     if m.memory.is_none() {

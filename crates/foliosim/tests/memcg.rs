@@ -2,7 +2,7 @@
 //! Sizes are pages; the machine is large enough that only memcg limits
 //! reclaim.
 
-use foliosim::mm::memcontrol::{MemcgEvent, MemcgId, MemcgKnobs, MEMCG_MAX_HIGH_DELAY_JIFFIES, HZ};
+use foliosim::mm::memcontrol::{MemcgEvent, MemcgId, MemcgKnobs, HZ, MEMCG_MAX_HIGH_DELAY_JIFFIES};
 use foliosim::mm::mmap::{MmId, MM_ANONPAGES};
 use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmscan::lru_gen::LruGen;
@@ -33,7 +33,12 @@ fn knobs(max: Option<u64>) -> MemcgKnobs {
 }
 
 /// A process in `memcg` with one anonymous VMA of `pages`.
-fn process<P: ReclaimPolicy>(k: &mut Kernel<P>, memcg: MemcgId, adj: i32, pages: u64) -> (MmId, u32) {
+fn process<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    memcg: MemcgId,
+    adj: i32,
+    pages: u64,
+) -> (MmId, u32) {
     let mm = k.mm_alloc(memcg, adj);
     let space = k.mmap_anon(mm, pages * PAGE_SIZE);
     (mm, space)
@@ -72,14 +77,23 @@ fn child_usage_counts_in_parent_and_peaks_per_level() {
     assert_eq!(touch(&mut k, ma, sa, 0, 200), 200);
     assert_eq!(touch(&mut k, mb, sb, 0, 100), 100);
     let m = &k.core.memcgs;
-    assert_eq!(m[p as usize].usage, m[a as usize].usage + m[b as usize].usage);
+    assert_eq!(
+        m[p as usize].usage,
+        m[a as usize].usage + m[b as usize].usage
+    );
     // Charged in batches: each child's usage is its pages plus its stock.
     assert_eq!(m[a as usize].usage - m[a as usize].stock, 200);
     assert_eq!(m[b as usize].usage - m[b as usize].stock, 100);
     k.exit_mm(ma);
     let m = &k.core.memcgs;
-    assert_eq!(m[p as usize].usage, m[a as usize].usage + m[b as usize].usage);
-    assert_eq!(m[a as usize].usage, m[a as usize].stock, "a's pages uncharged");
+    assert_eq!(
+        m[p as usize].usage,
+        m[a as usize].usage + m[b as usize].usage
+    );
+    assert_eq!(
+        m[a as usize].usage, m[a as usize].stock,
+        "a's pages uncharged"
+    );
     // Peaks stay where each level was highest.
     assert!(m[a as usize].watermark >= 200);
     assert!(m[p as usize].watermark >= 300);
@@ -131,10 +145,18 @@ fn memory_low_child_keeps_its_pages_while_sibling_is_reclaimed() {
     assert_eq!(touch(&mut k, ma, sa, 0, 200), 200);
     assert_eq!(touch(&mut k, mb, sb, 0, 500), 500);
     let m = &k.core.memcgs;
-    assert_eq!(m[a as usize].stat.get(Item::PSWPOUT), 0, "a is below memory.low");
+    assert_eq!(
+        m[a as usize].stat.get(Item::PSWPOUT),
+        0,
+        "a is below memory.low"
+    );
     assert_eq!(k.core.mms[ma as usize].rss[MM_ANONPAGES], 200);
     assert!(m[b as usize].stat.get(Item::PSWPOUT) >= 300);
-    assert_eq!(ev(&k, a, MemcgEvent::MEMCG_LOW), 0, "protection never breached");
+    assert_eq!(
+        ev(&k, a, MemcgEvent::MEMCG_LOW),
+        0,
+        "protection never breached"
+    );
     assert!(m[a as usize].elow >= 200);
 }
 
@@ -199,11 +221,19 @@ fn memory_high_throttles_the_task_and_counts_high_events() {
     assert_eq!(touch(&mut k, mf, sf, 0, 300), 300);
     let unthrottled = k.core.now - t0;
     let t1 = k.core.now;
-    assert_eq!(touch(&mut k, mh, sh, 0, 300), 300, "memory.high never fails a charge");
+    assert_eq!(
+        touch(&mut k, mh, sh, 0, 300),
+        300,
+        "memory.high never fails a charge"
+    );
     let throttled = k.core.now - t1;
     let m = &k.core.memcgs[h as usize];
     let max_sleep = MEMCG_MAX_HIGH_DELAY_JIFFIES * 1_000_000_000 / HZ;
-    assert!(m.high_throttle_ns >= max_sleep, "slept {}", m.high_throttle_ns);
+    assert!(
+        m.high_throttle_ns >= max_sleep,
+        "slept {}",
+        m.high_throttle_ns
+    );
     assert!(throttled >= unthrottled + m.high_throttle_ns);
     assert!(ev(&k, h, MemcgEvent::MEMCG_HIGH) > 0);
     assert_eq!(k.core.memcgs[free as usize].high_throttle_ns, 0);
@@ -260,7 +290,10 @@ fn oom_kills_the_largest_task_in_the_domain_and_frees_it() {
     assert_eq!(touch(&mut k, m3, s3, 0, 120), 120, "the charger survives");
     let mms = &k.core.mms;
     assert!(mms[m2 as usize].oom_killed && mms[m2 as usize].exited);
-    assert_eq!(mms[m2 as usize].rss[MM_ANONPAGES], 0, "victim's memory freed");
+    assert_eq!(
+        mms[m2 as usize].rss[MM_ANONPAGES], 0,
+        "victim's memory freed"
+    );
     assert!(!mms[m1 as usize].oom_killed && !mms[m3 as usize].oom_killed);
     assert_eq!(k.core.vm.get(Item::OOM_KILL), 1);
     assert_eq!(ev(&k, p, MemcgEvent::MEMCG_OOM), 1);
@@ -330,7 +363,10 @@ fn oom_group_kills_every_task_of_the_group_but_adj_min() {
     assert_eq!(touch(&mut k, m3, s3, 0, 100), 100);
     let mms = &k.core.mms;
     assert!(mms[m1 as usize].oom_killed && mms[m5 as usize].oom_killed);
-    assert!(!mms[m4 as usize].oom_killed, "OOM_SCORE_ADJ_MIN survives its group");
+    assert!(
+        !mms[m4 as usize].oom_killed,
+        "OOM_SCORE_ADJ_MIN survives its group"
+    );
     assert!(!mms[m2 as usize].oom_killed && !mms[m3 as usize].oom_killed);
     assert_eq!(ev(&k, a, MemcgEvent::MEMCG_OOM_GROUP_KILL), 1);
     assert_eq!(ev(&k, p, MemcgEvent::MEMCG_OOM_GROUP_KILL), 0);
@@ -463,7 +499,10 @@ fn mglru_limit_reclaim_walks_the_subtree_and_respects_low() {
     assert!(m[p as usize].usage <= 400);
     assert_eq!(m[a as usize].stat.get(Item::PSWPOUT), 0);
     assert!(m[b as usize].stat.get(Item::PSWPOUT) > 0);
-    assert!(m[c as usize].stat.get(Item::PSWPOUT) > 0, "c reclaimed for its parent");
+    assert!(
+        m[c as usize].stat.get(Item::PSWPOUT) > 0,
+        "c reclaimed for its parent"
+    );
     k.check_invariants().unwrap();
 }
 

@@ -1052,7 +1052,11 @@ fn every_example_and_oracle_case_runs_with_invariants() {
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
         let mut sc = parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
         // The big examples at 1/4 size and 20 ms of each timed step.
-        shrink(&mut sc, 20 * MS, if name.starts_with("scn-") { 1 } else { 4 });
+        shrink(
+            &mut sc,
+            20 * MS,
+            if name.starts_with("scn-") { 1 } else { 4 },
+        );
         let mut c = machine_cfg(&sc.machine);
         if let Some(r) = sc.machine.zram_ratio {
             c.mm.zram_comp_ratio = r;
@@ -1124,7 +1128,12 @@ fn memory_low_keeps_the_protected_sibling_larger() {
     // Without the protection the two are alike (same work, same clocks).
     let r = run_scenario(mixed_cfg(), &mk(None)).unwrap();
     let (a, b) = (proc_named(&r, "a[0]"), proc_named(&r, "b[0]"));
-    assert!(a.rss_anon.abs_diff(b.rss_anon) < 8 * M, "{} {}", a.rss_anon, b.rss_anon);
+    assert!(
+        a.rss_anon.abs_diff(b.rss_anon) < 8 * M,
+        "{} {}",
+        a.rss_anon,
+        b.rss_anon
+    );
 }
 
 #[test]
@@ -1151,8 +1160,17 @@ fn memory_high_throttles_the_process() {
     let high = run_scenario(mixed_cfg(), &mk(Some(32 * M))).unwrap();
     let (pf, ph) = (proc_named(&free, "p[0]"), proc_named(&high, "p[0]"));
     assert_eq!(free.cgroups["h"]["events.high"], 0);
-    assert!(high.cgroups["h"]["events.high"] > 0, "{:?}", high.cgroups["h"]);
-    assert!(ph.elapsed_ns > pf.elapsed_ns, "{} vs {}", ph.elapsed_ns, pf.elapsed_ns);
+    assert!(
+        high.cgroups["h"]["events.high"] > 0,
+        "{:?}",
+        high.cgroups["h"]
+    );
+    assert!(
+        ph.elapsed_ns > pf.elapsed_ns,
+        "{} vs {}",
+        ph.elapsed_ns,
+        pf.elapsed_ns
+    );
     assert!(!ph.oom_killed);
     // Reclaimed back toward memory.high, not to a hard limit.
     assert!(ph.swapents > 0);
@@ -1251,7 +1269,11 @@ fn tmpfs_file_over_the_limit_swaps() {
     let r = run_scenario(cfg(256 * M, Some(256 * M)), &sc).unwrap();
     let s = &r.cgroups["s"];
     assert!(!proc_named(&r, "w[0]").oom_killed);
-    assert!(vm(&r, "pswpout") > 0 && vm(&r, "pswpin") > 0, "{:?}", r.run.vmstat);
+    assert!(
+        vm(&r, "pswpout") > 0 && vm(&r, "pswpin") > 0,
+        "{:?}",
+        r.run.vmstat
+    );
     // The file outlives its writer: its pages stay charged, part on swap.
     assert!(s["shmem"] > 0 && s["shmem"] <= 32 * M, "{s:?}");
     assert!(s["swap"] > 0);

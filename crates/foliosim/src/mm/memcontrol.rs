@@ -480,7 +480,11 @@ impl MemCgroup {
 
     /// memory.events (v2, hierarchical) or memory.events.local, by key.
     pub fn memory_events(&self, local: bool) -> [(&'static str, u64); MEMCG_NR_MEMORY_EVENTS] {
-        let v = if local { &self.events_local } else { &self.events };
+        let v = if local {
+            &self.events_local
+        } else {
+            &self.events
+        };
         std::array::from_fn(|i| (MEMCG_EVENT_NAMES[i], v[i]))
     }
 
@@ -490,7 +494,10 @@ impl MemCgroup {
         [
             ("oom_kill_disable", self.oom_kill_disable as u64),
             ("under_oom", (self.under_oom > 0) as u64),
-            ("oom_kill", self.events_local[MemcgEvent::MEMCG_OOM_KILL as usize]),
+            (
+                "oom_kill",
+                self.events_local[MemcgEvent::MEMCG_OOM_KILL as usize],
+            ),
         ]
     }
 

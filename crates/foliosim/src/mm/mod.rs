@@ -506,7 +506,11 @@ impl Core {
         for m in &self.memcgs[1..] {
             // Each level's usage is its own folios, page tables and stock
             // plus its children's usage (hierarchical page counters).
-            let children: u64 = m.children.iter().map(|&c| self.memcgs[c as usize].usage).sum();
+            let children: u64 = m
+                .children
+                .iter()
+                .map(|&c| self.memcgs[c as usize].usage)
+                .sum();
             let charged = (m.usage as i128) - (m.stock + m.nr_pagetables + children) as i128;
             if charged != per_memcg[m.id as usize] as i128 {
                 return Err(format!(
@@ -517,7 +521,11 @@ impl Core {
             // memory.events is hierarchical below the root: a level's
             // count is its own events plus its children's.
             for e in 0..memcontrol::MEMCG_NR_MEMORY_EVENTS {
-                let below: u64 = m.children.iter().map(|&c| self.memcgs[c as usize].events[e]).sum();
+                let below: u64 = m
+                    .children
+                    .iter()
+                    .map(|&c| self.memcgs[c as usize].events[e])
+                    .sum();
                 if m.events[e] != m.events_local[e] + below {
                     return Err(format!(
                         "memcg {}: memory.events {} is {} but local {} + children {}",
@@ -530,7 +538,10 @@ impl Core {
                 }
             }
             if m.watermark < m.usage {
-                return Err(format!("memcg {}: peak {} below usage {}", m.name, m.watermark, m.usage));
+                return Err(format!(
+                    "memcg {}: peak {} below usage {}",
+                    m.name, m.watermark, m.usage
+                ));
             }
             if let Some(l) = m.limit {
                 if m.usage > l && !m.limit_overrun {

@@ -79,7 +79,11 @@ impl Core {
 
     /// mem_cgroup_get_oom_group(): the highest memcg with memory.oom.group
     /// set between the victim's memcg and the OOM domain (or the root).
-    pub fn mem_cgroup_get_oom_group(&self, victim: MmId, domain: Option<MemcgId>) -> Option<MemcgId> {
+    pub fn mem_cgroup_get_oom_group(
+        &self,
+        victim: MmId,
+        domain: Option<MemcgId>,
+    ) -> Option<MemcgId> {
         let domain = domain.unwrap_or(ROOT_MEMCG);
         let mut memcg = self.mms[victim as usize].memcg;
         if memcg == ROOT_MEMCG || !self.mem_cgroup_is_descendant(memcg, domain) {
@@ -144,7 +148,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// killer. Returns whether something was killed (the charge retries).
     pub fn mem_cgroup_oom(&mut self, domain: MemcgId, charging: MemcgId) -> bool {
         self.core.memcg_memory_event(domain, MemcgEvent::MEMCG_OOM);
-        self.core.memcgs[domain as usize].stat.add(Item::MEMCG_OOM, 1);
+        self.core.memcgs[domain as usize]
+            .stat
+            .add(Item::MEMCG_OOM, 1);
         if self.core.memcgs[domain as usize].oom_kill_disable {
             if self.core.memcg_in_oom.is_none() {
                 self.core.memcg_in_oom = Some(domain);
@@ -184,7 +190,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             m.oom_killed = true;
             self.core.count(charging, Item::OOM_KILL, 1);
-            self.core.memcg_memory_event(charging, MemcgEvent::MEMCG_OOM_KILL);
+            self.core
+                .memcg_memory_event(charging, MemcgEvent::MEMCG_OOM_KILL);
             return false;
         }
         let total = self.core.mem_cgroup_get_max(domain).max(1);
@@ -203,7 +210,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 m.oom_killed = true;
                 self.core.count(victim, Item::OOM_KILL, 1);
                 if victim != ROOT_MEMCG {
-                    self.core.memcg_memory_event(victim, MemcgEvent::MEMCG_OOM_KILL);
+                    self.core
+                        .memcg_memory_event(victim, MemcgEvent::MEMCG_OOM_KILL);
                 }
             }
             return false;
@@ -224,7 +232,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let group = self.core.mem_cgroup_get_oom_group(victim, domain);
         self.core.__oom_kill_process(victim);
         if let Some(g) = group {
-            self.core.memcg_memory_event(g, MemcgEvent::MEMCG_OOM_GROUP_KILL);
+            self.core
+                .memcg_memory_event(g, MemcgEvent::MEMCG_OOM_GROUP_KILL);
             for memcg in self.core.memcg_subtree(g) {
                 for mm in 0..self.core.mms.len() {
                     let m = &self.core.mms[mm];

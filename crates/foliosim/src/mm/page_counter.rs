@@ -89,7 +89,8 @@ impl Core {
         m.level = self.memcgs[parent as usize].level + 1;
         m.swappiness = self.memcgs[parent as usize].swappiness;
         self.memcgs.push(m);
-        self.memcg_swap.push(super::memcontrol::MemcgSwap::default());
+        self.memcg_swap
+            .push(super::memcontrol::MemcgSwap::default());
         self.memcgs[parent as usize].children.push(id);
         self.mem_cgroup_set_knobs(id, knobs);
         self.rebuild_memcg_tree();

@@ -40,7 +40,8 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     // oracle makes one (setup_cgroups): `--memcg-limit`'s when given, an
     // unlimited one otherwise.
     if sim.memcg == 0 && !sc.cgroups.is_empty() {
-        sim.memcg = with_kernel!(&mut sim.k, k => k.add_memcg_child(0, "foliosim", MemcgKnobs::default()));
+        sim.memcg =
+            with_kernel!(&mut sim.k, k => k.add_memcg_child(0, "foliosim", MemcgKnobs::default()));
     }
     let root = sim.memcg;
     let seed = sim.cfg.seed;

@@ -211,7 +211,10 @@ pub enum Madvice {
 pub enum Op {
     /// mmap(MAP_PRIVATE|MAP_ANONYMOUS) of `size` bytes, named `map`
     /// (process-wide). Nothing is faulted until touched.
-    MmapAnon { map: String, size: u64 },
+    MmapAnon {
+        map: String,
+        size: u64,
+    },
     /// mmap of a `[[file]]` (MAP_SHARED, or MAP_PRIVATE when `private`),
     /// named `map`, over [offset, offset+len) (len 0: to the end).
     MmapFile {
@@ -233,9 +236,14 @@ pub enum Op {
     },
     /// munmap (or free(3) of a malloc'ed region) of a mapping: anon pages
     /// and their swap entries are freed.
-    Munmap { map: String },
+    Munmap {
+        map: String,
+    },
     /// madvise of a mapping.
-    Madvise { map: String, advice: Madvice },
+    Madvise {
+        map: String,
+        advice: Madvice,
+    },
     /// pread (or pwrite when `write`) of `bs` blocks of a file.
     Io {
         file: String,
@@ -247,7 +255,9 @@ pub enum Op {
         direct: bool,
         think_ns: u64,
     },
-    Fsync { file: String },
+    Fsync {
+        file: String,
+    },
     Fadvise {
         file: String,
         advice: Advice,
@@ -256,16 +266,27 @@ pub enum Op {
         len: u64,
     },
     /// ftruncate to `size`.
-    Truncate { file: String, size: u64 },
+    Truncate {
+        file: String,
+        size: u64,
+    },
     /// A fio job file (path relative to the scenario file) run by this
     /// thread in the process's cgroup; its jobs run as fio's threads would.
-    Fio { job: String },
+    Fio {
+        job: String,
+    },
     /// nanosleep.
-    Sleep { ns: u64 },
+    Sleep {
+        ns: u64,
+    },
     /// Spin on the CPU (computation between memory phases).
-    Compute { ns: u64 },
+    Compute {
+        ns: u64,
+    },
     /// Wait at a named barrier.
-    Barrier { name: String },
+    Barrier {
+        name: String,
+    },
     /// Repeat the inner steps `count` times, or until `duration_ns` of
     /// simulated time has passed since the loop began (checked at the top
     /// of each iteration); with both, whichever ends it first.
@@ -289,7 +310,7 @@ pub enum Op {
 
 mod check;
 pub mod gen;
-pub mod usemem;
 mod parse;
+pub mod usemem;
 
 pub use parse::{parse, parse_file};

@@ -86,7 +86,14 @@ impl ClassicLru {
     /// its ancestors, halving both costs once they pass a quarter of the
     /// lruvec's size (lruvec_page_state: its subtree's folios) so old
     /// events fade.
-    fn lru_note_cost(&mut self, core: &Core, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
+    fn lru_note_cost(
+        &mut self,
+        core: &Core,
+        memcg: MemcgId,
+        file: bool,
+        nr_io: u64,
+        nr_rotated: u64,
+    ) {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         let mut m = memcg;
         loop {
@@ -112,7 +119,11 @@ impl ClassicLru {
     /// lruvec stats are hierarchical (its own folios and its descendants').
     fn lru_size_total(&self, core: &Core, memcg: MemcgId, lru: usize) -> u64 {
         core.memcg_subtree(memcg)
-            .map(|m| self.lruvecs.get(m as usize).map_or(0, |lv| lv.lists[lru].len))
+            .map(|m| {
+                self.lruvecs
+                    .get(m as usize)
+                    .map_or(0, |lv| lv.lists[lru].len)
+            })
             .sum()
     }
 
@@ -266,7 +277,12 @@ impl ClassicLru {
 
     /// get_scan_count(): how many folios of each list to scan at this
     /// priority, balancing anon against file by swappiness and cost.
-    fn get_scan_count(&self, core: &Core, memcg: MemcgId, sc: &mut ScanControl) -> [u64; NR_LRU_LISTS] {
+    fn get_scan_count(
+        &self,
+        core: &Core,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+    ) -> [u64; NR_LRU_LISTS] {
         #[derive(PartialEq)]
         enum Balance {
             Equal,

@@ -244,7 +244,12 @@ impl Core {
     /// apply_proportional_protection(): a protected memcg's scan target
     /// shrinks by the protected share of its size (memory.low only on the
     /// first pass), but stays at least SWAP_CLUSTER_MAX.
-    pub fn apply_proportional_protection(&self, memcg: MemcgId, sc: &mut ScanControl, scan: u64) -> u64 {
+    pub fn apply_proportional_protection(
+        &self,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+        scan: u64,
+    ) -> u64 {
         let (min, low) = self.mem_cgroup_protection(sc.target_memcg.unwrap_or(0), memcg);
         if min == 0 && low == 0 {
             return scan;
@@ -390,7 +395,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 sc.nr_immediate += 1;
             }
             f.set(pg::RECLAIM);
-            if !file && core.folios.get(id).test(pg::SWAPCACHE) && core.mem_cgroup_swap_full(memcg) {
+            if !file && core.folios.get(id).test(pg::SWAPCACHE) && core.mem_cgroup_swap_full(memcg)
+            {
                 core.folio_free_swap(id);
             }
             core.folios.get_mut(id).set(pg::ACTIVE);
@@ -503,7 +509,11 @@ fn may_enter_fs(core: &Core, id: FolioId) -> bool {
 /// completes; writes queued before it complete too (end_page_writeback,
 /// with the PG_reclaim rotation of those still on an LRU).
 /// False when the write is not queued to the device (nothing to wait on).
-fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P, id: FolioId) -> bool {
+fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    id: FolioId,
+) -> bool {
     let Some(&(_, done)) = core.wb.inflight.iter().find(|(f, _)| *f == id) else {
         return false;
     };
