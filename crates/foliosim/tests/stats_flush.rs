@@ -17,6 +17,7 @@ fn cfg(phase_ns: u64) -> MmConfig {
         swap_bytes: 64 << 20,
         check_invariants: true,
         stats_flush_phase_ns: phase_ns,
+        memcg_stats_lazy_flush: true,
         ..MmConfig::default()
     }
 }

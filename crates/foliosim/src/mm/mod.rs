@@ -183,6 +183,13 @@ pub struct MmConfig {
     /// at a phase set by boot time, so a user may vary this to see how
     /// much a result hangs on it.
     pub stats_flush_phase_ns: u64,
+    /// Classic reclaim and workingset_test_recent() read memcg LRU sizes
+    /// and WORKINGSET_ACTIVATE_* as last flushed (rstat), as 6.18 does.
+    /// Off by default for now: on, a group that fills its limit within
+    /// its first 2 s sees empty flushed sizes, never ages its active anon
+    /// list and can OOM (scn-shmem-over-limit does; see
+    /// docs/fidelity/scenarios.md). Off: exact sizes and counters.
+    pub memcg_stats_lazy_flush: bool,
 }
 
 impl Default for MmConfig {
@@ -208,6 +215,7 @@ impl Default for MmConfig {
             variants: Variants::newest(),
             check_invariants: false,
             stats_flush_phase_ns: 0,
+            memcg_stats_lazy_flush: false,
         }
     }
 }

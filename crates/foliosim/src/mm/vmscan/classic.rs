@@ -107,7 +107,7 @@ impl ClassicLru {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         let mut m = memcg;
         loop {
-            let lrusize: u64 = self.flushed(m).lru[..LRU_UNEVICTABLE].iter().sum();
+            let lrusize: u64 = self.flushed(core, m).lru[..LRU_UNEVICTABLE].iter().sum();
             let lv = &mut self.lruvecs[m as usize];
             if file {
                 lv.file_cost += cost;
@@ -145,8 +145,8 @@ impl ClassicLru {
     /// inactive_is_low(): the inactive list is smaller than
     /// active / sqrt(10 * size in GiB), sizes hierarchical and as last
     /// flushed (lruvec_page_state).
-    fn inactive_is_low(&self, memcg: MemcgId, inactive_lru: usize) -> bool {
-        let f = self.flushed(memcg);
+    fn inactive_is_low(&self, core: &Core, memcg: MemcgId, inactive_lru: usize) -> bool {
+        let f = self.flushed(core, memcg);
         let inactive = f.lru[inactive_lru];
         let active = f.lru[inactive_lru + 1];
         let gb = (inactive + active) >> (30 - 12);
@@ -171,17 +171,17 @@ impl ClassicLru {
             // forming, so deactivate stale active folios.
             // Both sides are flushed values: a refault after the last flush
             // goes unseen until the next one.
-            let act = self.flushed(target).activate;
+            let act = self.flushed(core, target).activate;
             let snap = core.memcgs[target as usize].refaults_snapshot;
             sc.may_deactivate = 0;
-            if act[0] != snap[0] || self.inactive_is_low(target, LRU_INACTIVE_ANON) {
+            if act[0] != snap[0] || self.inactive_is_low(core, target, LRU_INACTIVE_ANON) {
                 sc.may_deactivate |= DEACTIVATE_ANON;
             }
-            if act[1] != snap[1] || self.inactive_is_low(target, LRU_INACTIVE_FILE) {
+            if act[1] != snap[1] || self.inactive_is_low(core, target, LRU_INACTIVE_FILE) {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
-        let inactive_file = self.flushed(target).lru[LRU_INACTIVE_FILE];
+        let inactive_file = self.flushed(core, target).lru[LRU_INACTIVE_FILE];
         sc.cache_trim_mode =
             (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         if !sc.cgroup_reclaim() {
@@ -412,7 +412,7 @@ impl ClassicLru {
         }
         // Age the active anon list even without anon scanning.
         if core.mem_cgroup_get_nr_swap_pages(memcg) > 0
-            && self.inactive_is_low(memcg, LRU_INACTIVE_ANON)
+            && self.inactive_is_low(core, memcg, LRU_INACTIVE_ANON)
         {
             self.shrink_active_list(core, memcg, SWAP_CLUSTER_MAX, sc, LRU_ACTIVE_ANON);
         }
@@ -423,9 +423,21 @@ impl ClassicLru {
 /// the workingset code read lruvec_page_state(), the values as of the last
 /// flush; get_scan_count() reads the exact per-list sizes.
 impl ClassicLru {
+    /// lruvec_page_state() of the LRU sizes and activations: the flushed
+    /// copy, or the exact values without MmConfig::memcg_stats_lazy_flush.
     #[inline]
-    fn flushed(&self, memcg: MemcgId) -> FlushedStats {
-        self.flushed.get(memcg as usize).copied().unwrap_or_default()
+    fn flushed(&self, core: &Core, memcg: MemcgId) -> FlushedStats {
+        if core.cfg.memcg_stats_lazy_flush {
+            return self.flushed.get(memcg as usize).copied().unwrap_or_default();
+        }
+        let mut f = FlushedStats {
+            activate: core.workingset_activations(memcg),
+            ..Default::default()
+        };
+        for (lru, n) in f.lru.iter_mut().enumerate() {
+            *n = self.lru_size_total(core, memcg, lru);
+        }
+        f
     }
 
     /// Catches up with the periodic flushes (flush_memcg_stats_dwork, on
@@ -434,7 +446,7 @@ impl ClassicLru {
     /// state at the flush's instant.
     #[inline]
     fn stats_sync(&mut self, core: &Core) {
-        if self.flushed_seq != core.stats_flush_seq {
+        if self.flushed_seq != core.stats_flush_seq && core.cfg.memcg_stats_lazy_flush {
             self.flushed_seq = core.stats_flush_seq;
             self.do_flush_stats(core, 0);
         }
@@ -467,6 +479,9 @@ impl ClassicLru {
     /// memcg_vmstats_needs_flush() (more than MEMCG_CHARGE_BATCH * nr_cpus
     /// pending updates) is taken as met: reclaim leaves far more.
     fn mem_cgroup_flush_stats_ratelimited(&mut self, core: &mut Core, memcg: MemcgId) {
+        if !core.cfg.memcg_stats_lazy_flush {
+            return;
+        }
         self.stats_sync(core);
         if core.now > core.flush_last_time + 2 * FLUSH_TIME_NS {
             self.do_flush_stats(core, memcg);
@@ -476,16 +491,6 @@ impl ClassicLru {
         }
     }
 
-    /// memory_stat_show() flushes the reader's subtree before printing.
-    /// The model's reports read exact counters, so this only refreshes
-    /// the copies the reclaim paths read.
-    pub fn memory_stat_flush(&mut self, core: &mut Core, memcg: MemcgId) {
-        self.stats_sync(core);
-        self.do_flush_stats(core, memcg);
-        if memcg == 0 {
-            core.flush_last_time = core.now;
-        }
-    }
 }
 
 impl ReclaimPolicy for ClassicLru {
@@ -574,9 +579,11 @@ impl ReclaimPolicy for ClassicLru {
         let (evict_memcg, _, _) = crate::mm::workingset::unpack_shadow(shadow);
         // workingset_test_recent(): a ratelimited flush, then the eviction
         // lruvec's flushed, hierarchical sizes (lruvec_page_state).
-        let sizes = if (evict_memcg as usize) < core.memcgs.len() {
+        let sizes = if !core.cfg.memcg_stats_lazy_flush {
+            self.lru_sizes(evict_memcg)
+        } else if (evict_memcg as usize) < core.memcgs.len() {
             self.mem_cgroup_flush_stats_ratelimited(core, evict_memcg);
-            let f = self.flushed(evict_memcg).lru;
+            let f = self.flushed(core, evict_memcg).lru;
             LruSizes {
                 inactive_anon: f[LRU_INACTIVE_ANON],
                 active_anon: f[LRU_ACTIVE_ANON],
@@ -599,7 +606,7 @@ impl ReclaimPolicy for ClassicLru {
     /// flushed value, the one prepare_scan_control() compares with.
     fn snapshot_refaults(&mut self, core: &mut Core, target: MemcgId) {
         self.stats_sync(core);
-        core.memcgs[target as usize].refaults_snapshot = self.flushed(target).activate;
+        core.memcgs[target as usize].refaults_snapshot = self.flushed(core, target).activate;
     }
 
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {
