@@ -176,6 +176,20 @@ pub struct MmConfig {
     pub device: blkdev::DeviceProfile,
     pub variants: Variants,
     pub check_invariants: bool,
+    /// When the periodic memcg stats flush (flush_memcg_stats_dwork, every
+    /// FLUSH_TIME = 2 s) runs, in ns of the model's clock: at
+    /// 2 s + phase mod 2 s, then every 2 s (0: at 2 s, 4 s, ...), its phase
+    /// against the workload. The kernel's worker runs
+    /// at a phase set by boot time, so a user may vary this to see how
+    /// much a result hangs on it.
+    pub stats_flush_phase_ns: u64,
+    /// Classic reclaim and workingset_test_recent() read memcg LRU sizes
+    /// and WORKINGSET_ACTIVATE_* as last flushed (rstat), as 6.18 does.
+    /// Off by default for now: on, a group that fills its limit within
+    /// its first 2 s sees empty flushed sizes, never ages its active anon
+    /// list and can OOM (scn-shmem-over-limit does; see
+    /// docs/fidelity/scenarios.md). Off: exact sizes and counters.
+    pub memcg_stats_lazy_flush: bool,
 }
 
 impl Default for MmConfig {
@@ -200,9 +214,14 @@ impl Default for MmConfig {
             device: blkdev::DeviceProfile::by_name("virtio").unwrap(),
             variants: Variants::newest(),
             check_invariants: false,
+            stats_flush_phase_ns: 0,
+            memcg_stats_lazy_flush: false,
         }
     }
 }
+
+/// FLUSH_TIME (mm/memcontrol.c): the memcg stats flusher's period, 2 s.
+pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
 
 /// CPU time charged to the task for kernel work, in ns (the model's clock
 /// advances by these and by I/O waits).
@@ -319,6 +338,16 @@ pub struct Core {
     /// Per-second counter snapshots for --timeline.
     pub timeline: Option<Vec<(u64, Counters, Counters)>>,
     next_tick: u64,
+    /// The earlier of next_tick and next_stats_flush: when tick() has work.
+    next_event: u64,
+    /// When flush_memcg_stats_dwork() runs next (ns).
+    next_stats_flush: u64,
+    /// flush_last_time: the last flush of the whole tree (the periodic
+    /// one or a root mem_cgroup_flush_stats()), ns.
+    pub flush_last_time: u64,
+    /// Periodic flushes so far: a policy keeping flushed copies of its
+    /// LRU sizes refreshes them when this moves (vmscan/classic.rs).
+    pub stats_flush_seq: u64,
     /// The memcg whose events the timeline records.
     pub timeline_memcg: MemcgId,
     /// The memcg tree's walk order (page_counter.rs).
@@ -384,6 +413,11 @@ impl Core {
             wb_wakeup_flusher: false,
             timeline: None,
             next_tick: 1_000_000_000,
+            next_event: (cfg.stats_flush_phase_ns % FLUSH_TIME_NS + FLUSH_TIME_NS)
+                .min(1_000_000_000),
+            next_stats_flush: cfg.stats_flush_phase_ns % FLUSH_TIME_NS + FLUSH_TIME_NS,
+            flush_last_time: 0,
+            stats_flush_seq: 0,
             timeline_memcg: 0,
             memcg_tree: Default::default(),
             current: mmap::NO_MM,
@@ -421,7 +455,7 @@ impl Core {
     #[inline]
     pub fn cpu(&mut self, ns: u64) {
         self.now += ns;
-        if self.now >= self.next_tick {
+        if self.now >= self.next_event {
             self.tick();
         }
     }
@@ -432,7 +466,7 @@ impl Core {
         if t > self.now {
             self.io_wait += t - self.now;
             self.now = t;
-            if self.now >= self.next_tick {
+            if self.now >= self.next_event {
                 self.tick();
             }
         }
@@ -441,7 +475,7 @@ impl Core {
     /// schedule_timeout(): the task sleeps `ns` (not waiting on I/O).
     pub fn schedule_timeout(&mut self, ns: u64) {
         self.now += ns;
-        if self.now >= self.next_tick {
+        if self.now >= self.next_event {
             self.tick();
         }
     }
@@ -456,6 +490,14 @@ impl Core {
             }
             self.next_tick += 1_000_000_000;
         }
+        // flush_memcg_stats_dwork(): flush the whole tree, whatever the
+        // number of pending updates, and queue itself FLUSH_TIME later.
+        while self.now >= self.next_stats_flush {
+            self.flush_last_time = self.next_stats_flush;
+            self.stats_flush_seq += 1;
+            self.next_stats_flush += FLUSH_TIME_NS;
+        }
+        self.next_event = self.next_tick.min(self.next_stats_flush);
     }
 
     pub fn nr_free(&self) -> u64 {

@@ -6,7 +6,7 @@ use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
 use crate::mm::workingset::{LruSizes, Shadow};
-use crate::mm::{Core, SWAP_CLUSTER_MAX};
+use crate::mm::{Core, FLUSH_TIME_NS, SWAP_CLUSTER_MAX};
 
 /// enum lru_list.
 pub const LRU_INACTIVE_ANON: usize = 0;
@@ -29,6 +29,21 @@ pub struct Lruvec {
 pub struct ClassicLru {
     pub lruvecs: Vec<Lruvec>,
     scratch: Vec<FolioId>,
+    /// Per memcg, the rstat-backed values reclaim and workingset read
+    /// (lruvec_page_state): as of the last flush, not the live lists.
+    flushed: Vec<FlushedStats>,
+    /// core.stats_flush_seq when `flushed` was last refreshed.
+    flushed_seq: u64,
+}
+
+/// A memcg lruvec's flushed rstat state (memcg_vmstats.state after
+/// cgroup_rstat_flush()): hierarchical, its subtree's.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlushedStats {
+    /// NR_INACTIVE_ANON .. NR_UNEVICTABLE.
+    pub lru: [u64; NR_LRU_LISTS],
+    /// WORKINGSET_ACTIVATE_ANON, WORKINGSET_ACTIVATE_FILE.
+    pub activate: [u64; 2],
 }
 
 /// folio_lru_list().
@@ -68,6 +83,7 @@ impl ClassicLru {
 
     #[inline]
     fn lruvec_add(&mut self, core: &mut Core, id: FolioId, tail: bool) {
+        self.stats_sync(core);
         let f = core.folios.get_mut(id);
         let lru = folio_lru_list(f.flags);
         f.lru = lru as u8;
@@ -84,8 +100,8 @@ impl ClassicLru {
     /// lru_note_cost(): the cost of reclaiming from one LRU type (I/O
     /// counts SWAP_CLUSTER_MAX per folio, a rotation 1), on the lruvec and
     /// its ancestors, halving both costs once they pass a quarter of the
-    /// lruvec's size (lruvec_page_state: its subtree's folios) so old
-    /// events fade.
+    /// lruvec's size (lruvec_page_state: its subtree's folios, as last
+    /// flushed) so old events fade.
     fn lru_note_cost(
         &mut self,
         core: &Core,
@@ -94,10 +110,11 @@ impl ClassicLru {
         nr_io: u64,
         nr_rotated: u64,
     ) {
+        self.stats_sync(core);
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         let mut m = memcg;
         loop {
-            let lrusize: u64 = (0..4).map(|lru| self.lru_size_total(core, m, lru)).sum();
+            let lrusize: u64 = self.flushed(core, m).lru[..LRU_UNEVICTABLE].iter().sum();
             let lv = &mut self.lruvecs[m as usize];
             if file {
                 lv.file_cost += cost;
@@ -129,6 +146,7 @@ impl ClassicLru {
 
     #[inline]
     fn lruvec_del_folio(&mut self, core: &mut Core, id: FolioId) {
+        self.stats_sync(core);
         let f = core.folios.get(id);
         let (lru, m) = (f.lru as usize, f.memcg as usize);
         self.lruvecs[m].lists[lru].del(&mut core.folios, id);
@@ -136,11 +154,12 @@ impl ClassicLru {
     }
 
     /// inactive_is_low(): the inactive list is smaller than
-    /// active / sqrt(10 * size in GiB), sizes hierarchical
-    /// (lruvec_page_state).
+    /// active / sqrt(10 * size in GiB), sizes hierarchical and as last
+    /// flushed (lruvec_page_state).
     fn inactive_is_low(&self, core: &Core, memcg: MemcgId, inactive_lru: usize) -> bool {
-        let inactive = self.lru_size_total(core, memcg, inactive_lru);
-        let active = self.lru_size_total(core, memcg, inactive_lru + 1);
+        let f = self.flushed(core, memcg);
+        let inactive = f.lru[inactive_lru];
+        let active = f.lru[inactive_lru + 1];
         let gb = (inactive + active) >> (30 - 12);
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
@@ -150,8 +169,9 @@ impl ClassicLru {
     /// memcg's lruvec (the root's for global reclaim): the cost balance,
     /// which active lists may be deactivated, cache_trim_mode and, for
     /// global reclaim, file_is_tiny.
-    fn prepare_scan_control(&self, core: &Core, sc: &mut ScanControl) {
+    fn prepare_scan_control(&mut self, core: &mut Core, sc: &mut ScanControl) {
         let target = sc.target_memcg.unwrap_or(0);
+        self.mem_cgroup_flush_stats_ratelimited(core, target);
         let lv = &self.lruvecs[target as usize];
         sc.anon_cost = lv.anon_cost;
         sc.file_cost = lv.file_cost;
@@ -160,7 +180,9 @@ impl ClassicLru {
         } else {
             // New refaults since snapshot_refaults(): a new workingset is
             // forming, so deactivate stale active folios.
-            let act = core.workingset_activations(target);
+            // Both sides are flushed values: a refault after the last flush
+            // goes unseen until the next one.
+            let act = self.flushed(core, target).activate;
             let snap = core.memcgs[target as usize].refaults_snapshot;
             sc.may_deactivate = 0;
             if act[0] != snap[0] || self.inactive_is_low(core, target, LRU_INACTIVE_ANON) {
@@ -170,10 +192,11 @@ impl ClassicLru {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
-        let inactive_file = self.lru_size_total(core, target, LRU_INACTIVE_FILE);
+        let inactive_file = self.flushed(core, target).lru[LRU_INACTIVE_FILE];
         sc.cache_trim_mode =
             (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         if !sc.cgroup_reclaim() {
+            // node_page_state(), not memcg rstat: exact here.
             // The cache trap: file (with free pages) down to the high
             // watermark while anon is not refaulting and still sizeable.
             let file = self.lru_size_total(core, 0, LRU_ACTIVE_FILE)
@@ -187,6 +210,7 @@ impl ClassicLru {
 
     /// isolate_lru_folios(): take up to `nr` folios from the list's tail.
     fn isolate_lru_folios(&mut self, core: &mut Core, memcg: MemcgId, lru: usize, nr: u64) {
+        self.stats_sync(core);
         self.scratch.clear();
         let list = &mut self.lruvecs[memcg as usize].lists[lru];
         for _ in 0..nr {
@@ -411,6 +435,84 @@ impl ClassicLru {
     }
 }
 
+/// Lazily flushed memcg statistics (mm/memcontrol.c, rstat): reclaim and
+/// the workingset code read lruvec_page_state(), the values as of the last
+/// flush; get_scan_count() reads the exact per-list sizes.
+impl ClassicLru {
+    /// lruvec_page_state() of the LRU sizes and activations: the flushed
+    /// copy, or the exact values without MmConfig::memcg_stats_lazy_flush.
+    #[inline]
+    fn flushed(&self, core: &Core, memcg: MemcgId) -> FlushedStats {
+        if core.cfg.memcg_stats_lazy_flush {
+            return self
+                .flushed
+                .get(memcg as usize)
+                .copied()
+                .unwrap_or_default();
+        }
+        let mut f = FlushedStats {
+            activate: core.workingset_activations(memcg),
+            ..Default::default()
+        };
+        for (lru, n) in f.lru.iter_mut().enumerate() {
+            *n = self.lru_size_total(core, memcg, lru);
+        }
+        f
+    }
+
+    /// Catches up with the periodic flushes (flush_memcg_stats_dwork, on
+    /// Core's tick) that ran since the last call. Called before anything
+    /// changes the lists or the activation counters, so the copy is the
+    /// state at the flush's instant.
+    #[inline]
+    fn stats_sync(&mut self, core: &Core) {
+        if self.flushed_seq != core.stats_flush_seq && core.cfg.memcg_stats_lazy_flush {
+            self.flushed_seq = core.stats_flush_seq;
+            self.do_flush_stats(core, 0);
+        }
+    }
+
+    /// cgroup_rstat_flush() of `root`'s subtree: each memcg's copy gets
+    /// its subtree's sums.
+    #[cold]
+    fn do_flush_stats(&mut self, core: &Core, root: MemcgId) {
+        if self.flushed.len() < core.memcgs.len() {
+            self.flushed
+                .resize(core.memcgs.len(), FlushedStats::default());
+        }
+        for m in core.memcg_subtree(root) {
+            let mut f = FlushedStats::default();
+            for c in core.memcg_subtree(m) {
+                if let Some(lv) = self.lruvecs.get(c as usize) {
+                    for (sum, list) in f.lru.iter_mut().zip(lv.lists.iter()) {
+                        *sum += list.len;
+                    }
+                }
+            }
+            f.activate = core.workingset_activations(m);
+            self.flushed[m as usize] = f;
+        }
+    }
+
+    /// mem_cgroup_flush_stats_ratelimited(): flushes only when the periodic
+    /// flusher is a full cycle late (2 * FLUSH_TIME since flush_last_time),
+    /// which in the model, whose flusher is never delayed, does not happen.
+    /// memcg_vmstats_needs_flush() (more than MEMCG_CHARGE_BATCH * nr_cpus
+    /// pending updates) is taken as met: reclaim leaves far more.
+    fn mem_cgroup_flush_stats_ratelimited(&mut self, core: &mut Core, memcg: MemcgId) {
+        if !core.cfg.memcg_stats_lazy_flush {
+            return;
+        }
+        self.stats_sync(core);
+        if core.now > core.flush_last_time + 2 * FLUSH_TIME_NS {
+            self.do_flush_stats(core, memcg);
+            if memcg == 0 {
+                core.flush_last_time = core.now;
+            }
+        }
+    }
+}
+
 impl ReclaimPolicy for ClassicLru {
     fn name(&self) -> &'static str {
         "classic"
@@ -495,13 +597,36 @@ impl ReclaimPolicy for ClassicLru {
 
     fn workingset_refault(&mut self, core: &mut Core, id: FolioId, shadow: Shadow) {
         let (evict_memcg, _, _) = crate::mm::workingset::unpack_shadow(shadow);
-        let sizes = self.lru_sizes(evict_memcg);
+        // workingset_test_recent(): a ratelimited flush, then the eviction
+        // lruvec's flushed, hierarchical sizes (lruvec_page_state).
+        let sizes = if !core.cfg.memcg_stats_lazy_flush {
+            self.lru_sizes(evict_memcg)
+        } else if (evict_memcg as usize) < core.memcgs.len() {
+            self.mem_cgroup_flush_stats_ratelimited(core, evict_memcg);
+            let f = self.flushed(core, evict_memcg).lru;
+            LruSizes {
+                inactive_anon: f[LRU_INACTIVE_ANON],
+                active_anon: f[LRU_ACTIVE_ANON],
+                inactive_file: f[LRU_INACTIVE_FILE],
+                active_file: f[LRU_ACTIVE_FILE],
+                unevictable: f[LRU_UNEVICTABLE],
+            }
+        } else {
+            LruSizes::default()
+        };
         if core.workingset_refault_classic(id, shadow, sizes) {
             // lru_note_cost_refault(): a restored workingset folio cost an I/O.
             let f = core.folios.get(id);
             let (memcg, file) = (f.memcg, f.is_file_lru());
             self.lru_note_cost(core, memcg, file, 1, 0);
         }
+    }
+
+    /// snapshot_refaults(): lruvec_page_state(WORKINGSET_ACTIVATE_*), the
+    /// flushed value, the one prepare_scan_control() compares with.
+    fn snapshot_refaults(&mut self, core: &mut Core, target: MemcgId) {
+        self.stats_sync(core);
+        core.memcgs[target as usize].refaults_snapshot = self.flushed(core, target).activate;
     }
 
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {

@@ -130,6 +130,10 @@ pub trait ReclaimPolicy {
     /// folio_rotate_reclaimable(): writeback of a PG_reclaim folio
     /// completed; move it to the inactive tail so it goes next.
     fn folio_rotate_reclaimable(&mut self, _core: &mut Core, _id: FolioId) {}
+    /// snapshot_refaults() at the end of a reclaim, for `target`.
+    fn snapshot_refaults(&mut self, core: &mut Core, target: MemcgId) {
+        core.snapshot_refaults(target);
+    }
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes;
     /// lruvec_lru_size() of a memcg's lruvec summed over the lists, as
     /// count_shadow_nodes() reads it.
@@ -662,7 +666,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
             sc.priority -= 1;
         }
         // snapshot_refaults(): once per call, for the target only.
-        self.core.snapshot_refaults(sc.target_memcg.unwrap_or(0));
+        self.policy
+            .snapshot_refaults(&mut self.core, sc.target_memcg.unwrap_or(0));
         self.core.in_reclaim = was;
         sc.nr_reclaimed
     }
@@ -742,7 +747,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
         }
         // balance_pgdat()'s end: snapshot_refaults() for the root.
-        self.core.snapshot_refaults(0);
+        self.policy.snapshot_refaults(&mut self.core, 0);
         self.core.in_reclaim = was.0;
         self.core.in_kswapd = was.1;
     }

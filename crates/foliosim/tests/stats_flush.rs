@@ -1,0 +1,123 @@
+//! Lazily flushed memcg statistics (mm/memcontrol.c, 6.18): the periodic
+//! flusher runs every FLUSH_TIME (2 s); classic reclaim and the workingset
+//! code read lruvec_page_state(), i.e. the values as of the last flush.
+
+use foliosim::mm::filemap::OpenFile;
+use foliosim::mm::memcontrol::{MemcgId, MemcgKnobs};
+use foliosim::mm::readahead::FileRaState;
+use foliosim::mm::vmscan::classic::ClassicLru;
+use foliosim::mm::vmstat::Item;
+use foliosim::mm::{Kernel, MmConfig, SwapKind, FLUSH_TIME_NS, PAGE_SIZE};
+
+fn cfg(phase_ns: u64) -> MmConfig {
+    MmConfig {
+        ram_bytes: 256 << 20,
+        reserved_bytes: 4 << 20,
+        swap: SwapKind::Zram,
+        swap_bytes: 64 << 20,
+        check_invariants: true,
+        stats_flush_phase_ns: phase_ns,
+        memcg_stats_lazy_flush: true,
+        ..MmConfig::default()
+    }
+}
+
+fn open(k: &mut Kernel<ClassicLru>, pages: u64, memcg: MemcgId) -> OpenFile {
+    OpenFile {
+        mapping: k.core.add_file(pages * PAGE_SIZE),
+        ra: FileRaState::new(128),
+        fmode_random: false,
+        vm_rand_read: false,
+        vm_seq_read: false,
+        memcg,
+    }
+}
+
+#[test]
+fn periodic_flush_every_flush_time_from_its_phase() {
+    for (phase, first) in [
+        (0, FLUSH_TIME_NS),
+        (500_000_000, FLUSH_TIME_NS + 500_000_000),
+    ] {
+        let mut k = Kernel::new(cfg(phase), ClassicLru::new());
+        k.core.schedule_timeout(first - 1);
+        assert_eq!(
+            k.core.stats_flush_seq, 0,
+            "phase {phase}: none before {first}"
+        );
+        k.core.schedule_timeout(1);
+        assert_eq!(k.core.stats_flush_seq, 1);
+        assert_eq!(k.core.flush_last_time, first);
+        // A long sleep runs every flush it crosses; the last one is the
+        // ratelimit's reference.
+        k.core.schedule_timeout(3 * FLUSH_TIME_NS + 1);
+        assert_eq!(k.core.stats_flush_seq, 4);
+        assert_eq!(k.core.flush_last_time, first + 3 * FLUSH_TIME_NS);
+    }
+}
+
+/// 1024 anon pages and a 768-page file F in a 2048-page group, optionally a
+/// sleep across a flush, then a 512-page file G that pushes part of F out,
+/// then F read again. Returns (file refaults, file activations, clock).
+fn refault_after(sleep_ns: u64) -> (u64, u64, u64) {
+    let mut k = Kernel::new(cfg(0), ClassicLru::new());
+    let m = k.add_memcg_child(
+        0,
+        "m",
+        MemcgKnobs {
+            max: Some(2048),
+            ..Default::default()
+        },
+    );
+    let mm = k.mm_alloc(m, 0);
+    k.core.current = mm;
+    let space = k.mmap_anon(mm, 1024 * PAGE_SIZE);
+    for i in 0..1024 {
+        assert!(k.anon_access(space, i, m, true));
+    }
+    let mut f = open(&mut k, 768, m);
+    let mut g = open(&mut k, 512, m);
+    assert_eq!(
+        k.filemap_read(&mut f, 0, 768 * PAGE_SIZE),
+        Some(768 * PAGE_SIZE)
+    );
+    k.core.schedule_timeout(sleep_ns);
+    assert_eq!(
+        k.filemap_read(&mut g, 0, 512 * PAGE_SIZE),
+        Some(512 * PAGE_SIZE)
+    );
+    assert_eq!(
+        k.filemap_read(&mut f, 0, 768 * PAGE_SIZE),
+        Some(768 * PAGE_SIZE)
+    );
+    if let Err(e) = k.check_invariants() {
+        panic!("{e}");
+    }
+    let s = k.core.memcg_stat_total(m);
+    (
+        s.get(Item::WORKINGSET_REFAULT_FILE),
+        s.get(Item::WORKINGSET_ACTIVATE_FILE),
+        k.core.now,
+    )
+}
+
+#[test]
+fn refaults_before_the_first_flush_see_an_empty_workingset() {
+    // Before any flush the group's flushed LRU sizes are 0, so
+    // workingset_test_recent() finds no refault distance small enough.
+    let (refaults, activations, now) = refault_after(0);
+    assert!(
+        now < FLUSH_TIME_NS,
+        "the run must end before the first flush ({now} ns)"
+    );
+    assert!(refaults > 0, "F must refault");
+    assert_eq!(activations, 0);
+    // The same run with a flush after F was read: the flushed sizes hold
+    // the anon and F, and the refaults of F fit in them.
+    let (refaults, activations, _) = refault_after(FLUSH_TIME_NS);
+    assert!(refaults > 0, "F must refault");
+    assert!(
+        activations > 0,
+        "{activations} of {refaults} refaults activated"
+    );
+}
