@@ -852,14 +852,14 @@ impl Sim {
                     let last = (io.offset + io.len - 1) >> PAGE_SHIFT;
                     let mut ok = true;
                     for p in first..=last {
-                        if !k.mmap_access(&mut s.file, p) {
+                        let hit = if write {
+                            k.mmap_write_access(&mut s.file, p).0
+                        } else {
+                            k.mmap_access(&mut s.file, p)
+                        };
+                        if !hit {
                             ok = false;
                             break;
-                        }
-                        if write {
-                            if let Some(id) = k.core.files[s.file.mapping as usize].folio(p) {
-                                k.folio_mark_dirty(id);
-                            }
                         }
                         k.core.cpu(k.core.cost.copy_page);
                     }

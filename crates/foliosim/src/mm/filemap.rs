@@ -563,6 +563,23 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.dev.submit(self.core.now, bytes, write)
     }
 
+    /// A store through a shared file mapping: the access, then, for a
+    /// folio still clean, the write-protect fault's dirtying
+    /// (wp_page_shared -> folio_mark_dirty); a store to a folio already
+    /// dirty goes through its writable PTE without entering the kernel.
+    /// Returns (access ok, folio newly dirtied: the caller then runs
+    /// balance_dirty_pages, as fault_dirty_shared_page does).
+    pub fn mmap_write_access(&mut self, file: &mut OpenFile, index: u64) -> (bool, bool) {
+        if !self.mmap_access(file, index) {
+            return (false, false);
+        }
+        let dirtied = match self.core.files[file.mapping as usize].folio(index) {
+            Some(id) => self.folio_mark_dirty(id),
+            None => false,
+        };
+        (true, dirtied)
+    }
+
     /// One user access to page `index` of a file mapping: a TLB-level hit on
     /// a mapped page just sets the PTE's accessed bit; anything else is a
     /// page fault (handle_mm_fault with the VM_FAULT_RETRY loop).

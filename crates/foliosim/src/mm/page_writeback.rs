@@ -33,11 +33,11 @@ pub struct WbState {
 }
 
 impl<P: ReclaimPolicy> Kernel<P> {
-    /// folio_mark_dirty().
-    pub fn folio_mark_dirty(&mut self, id: FolioId) {
+    /// folio_mark_dirty(). Returns whether the folio was clean before.
+    pub fn folio_mark_dirty(&mut self, id: FolioId) -> bool {
         let f = self.core.folios.get_mut(id);
         if f.test(pg::DIRTY) {
-            return;
+            return false;
         }
         f.set(pg::DIRTY);
         let m = f.memcg;
@@ -45,6 +45,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.wb.nr_dirty += 1;
         let now = self.core.now;
         self.core.wb.dirty.push_back((id, now));
+        true
     }
 
     /// Thresholds of domain_dirty_limits() over global dirtyable memory

@@ -1069,14 +1069,15 @@ impl<'a> Driver<'a> {
                     MapKind::Anon { space } => k.anon_access(*space, idx, p.memcg, cur.write),
                     MapKind::File { open, first, .. } => {
                         let index = *first + idx;
-                        let ok = k.mmap_access(open, index);
-                        if ok && cur.write {
-                            if let Some(f) = k.core.files[open.mapping as usize].folio(index) {
-                                k.folio_mark_dirty(f);
+                        if cur.write {
+                            let (ok, dirtied) = k.mmap_write_access(open, index);
+                            if dirtied {
+                                k.balance_dirty_pages();
                             }
-                            k.balance_dirty_pages();
+                            ok
+                        } else {
+                            k.mmap_access(open, index)
                         }
-                        ok
                     }
                 }
             }
