@@ -1,0 +1,483 @@
+//! MGLRU eviction (mm/vmscan.c): sort_folio, isolate_folios, evict_folios
+//! and the reclaim loop around them (try_to_shrink_lruvec,
+//! lru_gen_shrink_node), with seed 003's rework as a variant.
+
+use super::*;
+
+impl LruGen {
+    /// sort_folio(): folios that must not be evicted from the oldest
+    /// generation are moved on (promoted, protected by tier, or waiting for
+    /// writeback). Returns true if `id` was sorted.
+    pub(super) fn sort_folio(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        id: FolioId,
+        tier_idx: usize,
+    ) -> bool {
+        let rework = Self::rework(core);
+        let reclaim_rework = core.cfg.variants.mglru_reclaim_rework;
+        let f = *core.folios.get(id);
+        let gen = f.lru as usize - 1;
+        let type_ = f.is_file_lru() as usize;
+        let refs = Self::folio_lru_refs(f.flags, f.refs, rework);
+        let ws = f.test(pg::WORKINGSET);
+        let tier = Self::lru_tier_from_refs(refs, ws, rework);
+        // promoted
+        if gen != lru_gen_from_seq(self.lrugen[m].min_seq[type_]) {
+            self.move_folio(core, id, gen, false);
+            self.lrugen[m].stats.sort_promoted += 1;
+            return true;
+        }
+        // protected
+        let saturated = if rework {
+            refs + ws as u32 == REFS_FULL + 1
+        } else {
+            refs == REFS_FULL
+        };
+        if tier > tier_idx || saturated {
+            let new_gen = Self::folio_inc_gen(&self.lrugen[m], core, id, false, rework);
+            // The rework puts them at the head of the next generation.
+            self.move_folio(core, id, new_gen, !rework);
+            let lv = &mut self.lrugen[m];
+            if !(rework && saturated) {
+                lv.protected[type_][tier] += 1;
+            }
+            lv.stats.sort_protected += 1;
+            return true;
+        }
+        let dirty = f.test(pg::DIRTY);
+        let writeback = f.test(pg::WRITEBACK);
+        if type_ == LRU_GEN_FILE && dirty {
+            self.file_taken += 1;
+            if !writeback {
+                self.unqueued_dirty += 1;
+            }
+        }
+        // waiting for writeback (before seed 003's rework, which leaves
+        // dirty and writeback folios to shrink_folio_list())
+        if !reclaim_rework && (writeback || (type_ == LRU_GEN_FILE && dirty)) {
+            let new_gen = Self::folio_inc_gen(&self.lrugen[m], core, id, true, rework);
+            self.move_folio(core, id, new_gen, false);
+            self.lrugen[m].stats.sort_writeback += 1;
+            return true;
+        }
+        false
+    }
+
+    /// isolate_folio(): take it off the LRU for shrink_folio_list().
+    pub(super) fn isolate_folio(&mut self, core: &mut Core, id: FolioId) {
+        let rework = Self::rework(core);
+        {
+            let f = core.folios.get_mut(id);
+            if !f.test(pg::REFERENCED) {
+                f.refs = 0;
+                if !rework {
+                    f.clear(pg::WORKINGSET);
+                }
+            }
+            f.clear(pg::RECLAIM);
+            if !rework {
+                f.clear(pg::REFERENCED);
+            }
+        }
+        self.lru_gen_del_folio(core, id);
+        core.folios.get_mut(id).set(pg::ISOLATED);
+    }
+
+    /// scan_folios(): sort or isolate from the tail of the oldest generation
+    /// of `type_`, up to `nr_to_scan` (at most MAX_LRU_BATCH) or until
+    /// MIN_LRU_BATCH are isolated. Returns (scanned, isolated).
+    pub(super) fn scan_folios(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        nr_to_scan: u64,
+        sc: &ScanControl,
+        type_: usize,
+        tier: usize,
+    ) -> (u64, u64) {
+        let lv = &self.lrugen[m];
+        if lv.get_nr_gens(type_) == MIN_NR_GENS {
+            return (0, 0);
+        }
+        let gen = lru_gen_from_seq(lv.min_seq[type_]);
+        let scan_batch = nr_to_scan.min(MAX_LRU_BATCH);
+        let mut remaining = scan_batch;
+        let (mut scanned, mut sorted, mut isolated) = (0u64, 0u64, 0u64);
+        while remaining > 0 {
+            let id = self.lrugen[m].folios[gen][type_].tail;
+            if id == NIL {
+                break;
+            }
+            scanned += 1;
+            if self.sort_folio(core, m, id, tier) {
+                sorted += 1;
+            } else {
+                self.isolate_folio(core, id);
+                self.scratch.push(id);
+                isolated += 1;
+            }
+            remaining -= 1;
+            if isolated >= MIN_LRU_BATCH {
+                break;
+            }
+        }
+        let memcg = m as MemcgId;
+        core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
+        core.cpu_reclaim(core.cost.scan_folio * sorted, sc);
+        if isolated > 0 {
+            core.count_pgscan(memcg, type_ == LRU_GEN_FILE, isolated, sc);
+        }
+        if type_ == LRU_GEN_FILE {
+            self.file_taken += isolated;
+        }
+        // Before seed 003's rework a pass that isolated nothing and did not
+        // use up its budget reported no progress.
+        if core.cfg.variants.mglru_reclaim_rework || isolated > 0 || remaining == 0 {
+            (scanned, isolated)
+        } else {
+            (0, 0)
+        }
+    }
+
+    /// isolate_folios(): scan the type get_type_to_scan() picks, falling
+    /// back to the other. Returns (scanned, type scanned).
+    pub(super) fn isolate_folios(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        nr_to_scan: u64,
+        sc: &ScanControl,
+        swappiness: u32,
+    ) -> (u64, usize) {
+        let rework = core.cfg.variants.mglru_reclaim_rework;
+        let fix = core.cfg.variants.mglru_isolate_fallback_fix;
+        let mut type_ = self.lrugen[m].get_type_to_scan(swappiness);
+        let mut total = 0;
+        for _ in evictable_types(swappiness) {
+            let tier = self.lrugen[m].get_tier_idx(type_);
+            let (scanned, isolated) = self.scan_folios(core, m, nr_to_scan, sc, type_, tier);
+            total += scanned;
+            if !rework {
+                if scanned > 0 {
+                    return (scanned, type_);
+                }
+            } else {
+                if isolated > 0 {
+                    return (total, type_);
+                }
+                // Barry Song's fix: a round that only sorted does not mean
+                // this type is exhausted; scan it again instead of undoing
+                // get_type_to_scan()'s choice.
+                if fix && scanned > 0 {
+                    continue;
+                }
+            }
+            type_ = 1 - type_;
+        }
+        (total, type_)
+    }
+
+    /// evict_folios(): isolate a batch, run shrink_folio_list() on it, put
+    /// back what was kept (retrying clean ones once). Returns the number
+    /// scanned (0: no progress).
+    pub(super) fn evict_folios(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        nr_to_scan: u64,
+        sc: &mut ScanControl,
+        swappiness: u32,
+    ) -> u64 {
+        let rework = Self::rework(core);
+        let reclaim_rework = core.cfg.variants.mglru_reclaim_rework;
+        let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
+        let memcg = m as MemcgId;
+        self.scratch.clear();
+        let (mut scanned, type_) = self.isolate_folios(core, m, nr_to_scan, sc, swappiness);
+        scanned += self.try_to_inc_min_seq(m, swappiness) as u64;
+        let lv = &self.lrugen[m];
+        if !reclaim_rework && evictable_min_seq(&lv.min_seq, swappiness) + MIN_NR_GENS > lv.max_seq
+        {
+            scanned = 0;
+        }
+        if self.scratch.is_empty() {
+            return scanned;
+        }
+        let mut list = std::mem::take(&mut self.scratch);
+        let mut skip_retry = false;
+        loop {
+            sc.nr_scanned += list.len() as u64;
+            let reclaimed = shrink_folio_list(core, self, &mut list, sc);
+            sc.nr_reclaimed += reclaimed;
+            core.count_pgsteal(memcg, type_ == LRU_GEN_FILE, reclaimed, sc);
+            if reclaim_rework && !sc.is_kswapd && sc.nr_immediate > 0 {
+                self.reclaim_throttle(core, m);
+            }
+            self.clean.clear();
+            let min_seq = self.lrugen[m].min_seq;
+            let mut keep = 0;
+            for i in 0..list.len() {
+                let id = list[i];
+                let f = *core.folios.get(id);
+                let t = |b: u32| f.test(b);
+                let retry = if rework {
+                    !skip_retry
+                        && !t(pg::ACTIVE)
+                        && !t(pg::MAPPED)
+                        && !t(pg::DIRTY)
+                        && !t(pg::WRITEBACK)
+                } else {
+                    !(t(pg::RECLAIM) && (t(pg::DIRTY) || t(pg::WRITEBACK)))
+                        && !(skip_retry
+                            || t(pg::ACTIVE)
+                            || t(pg::REFERENCED)
+                            || t(pg::MAPPED)
+                            || t(pg::DIRTY)
+                            || t(pg::WRITEBACK))
+                };
+                if retry {
+                    self.clean.push(id);
+                    continue;
+                }
+                let fm = core.folios.get_mut(id);
+                if rework {
+                    // Don't add rejected folios to the oldest generation.
+                    let ftype = fm.is_file_lru() as usize;
+                    if Self::lru_gen_folio_seq(&self.lrugen[m], fm.flags, false, true, merged)
+                        == min_seq[ftype]
+                    {
+                        fm.refs = 0;
+                        fm.clear(pg::REFERENCED);
+                        fm.set(pg::ACTIVE);
+                    }
+                } else if fm.test(pg::RECLAIM) && (fm.test(pg::DIRTY) || fm.test(pg::WRITEBACK)) {
+                    if fm.test(pg::WORKINGSET) {
+                        fm.set(pg::REFERENCED);
+                    }
+                } else {
+                    fm.refs = 0;
+                    fm.clear(pg::REFERENCED | pg::WORKINGSET);
+                    fm.set(pg::ACTIVE);
+                }
+                list[keep] = id;
+                keep += 1;
+            }
+            list.truncate(keep);
+            // move_folios_to_lru()
+            for &id in &list {
+                self.lru_gen_add_folio(core, id, false);
+            }
+            list.clear();
+            if self.clean.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut list, &mut self.clean);
+            skip_retry = true;
+        }
+        self.scratch = list;
+        scanned
+    }
+
+    /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): the rework's unified
+    /// writeback throttling; the task sleeps until the oldest writeback
+    /// completes, at most HZ/10.
+    pub(super) fn reclaim_throttle(&mut self, core: &mut Core, m: usize) {
+        let limit = core.now + THROTTLE_WRITEBACK_NS;
+        let until = core
+            .wb
+            .inflight
+            .front()
+            .map_or(limit, |&(_, done)| done.min(limit));
+        core.wait_until(until);
+        self.lrugen[m].stats.nr_throttled += 1;
+    }
+
+    /// get_swappiness(): 0 without may_swap or fewer than MIN_LRU_BATCH
+    /// swap slots left to the memcg (mem_cgroup_get_nr_swap_pages), else
+    /// the memcg's (mem_cgroup_swappiness()).
+    pub(super) fn get_swappiness(core: &Core, m: usize, sc: &ScanControl) -> u32 {
+        if !sc.may_swap || core.mem_cgroup_get_nr_swap_pages(m as MemcgId) < MIN_LRU_BATCH {
+            return 0;
+        }
+        core.mem_cgroup_swappiness(m as MemcgId)
+    }
+
+    /// should_abort_scan(): never for memcg reclaim; once the target is met
+    /// for root reclaim; kswapd also once free pages clear the high
+    /// watermark.
+    pub(super) fn should_abort_scan(core: &Core, sc: &ScanControl) -> bool {
+        if matches!(sc.target_memcg, Some(t) if t != 0) {
+            return false;
+        }
+        if sc.nr_reclaimed >= sc.nr_to_reclaim {
+            return true;
+        }
+        if !sc.is_kswapd {
+            return false;
+        }
+        core.nr_free() >= core.wmark.high + MIN_LRU_BATCH
+    }
+
+    /// get_nr_to_scan() before seed 003: evictable size >> priority, or, when
+    /// aging is due below DEF_PRIORITY, age and stop (-1).
+    pub(super) fn get_nr_to_scan(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        sc: &ScanControl,
+        swappiness: u32,
+    ) -> i64 {
+        let max_seq = self.lrugen[m].max_seq;
+        let (need_aging, nr_to_scan) = self.lrugen[m].should_run_aging(swappiness);
+        if !need_aging || sc.priority == DEF_PRIORITY {
+            return (nr_to_scan >> sc.priority) as i64;
+        }
+        if self.try_to_inc_max_seq(core, m, max_seq, swappiness, false) {
+            -1
+        } else {
+            0
+        }
+    }
+
+    /// Wakes the flusher when every dirty file folio taken was unqueued.
+    pub(super) fn maybe_wakeup_flusher(&mut self, core: &mut Core) {
+        if self.unqueued_dirty > 0 && self.unqueued_dirty == self.file_taken {
+            core.wb_wakeup_flusher = true;
+        }
+    }
+
+    /// try_to_shrink_lruvec(). Returns whether the lruvec should be rotated
+    /// (it aged).
+    pub(super) fn try_to_shrink_lruvec(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        sc: &mut ScanControl,
+    ) -> bool {
+        let swappiness = Self::get_swappiness(core, m, sc);
+        self.file_taken = 0;
+        self.unqueued_dirty = 0;
+        if core.cfg.variants.mglru_reclaim_rework {
+            // Seed 003: the scan budget is computed once; aging happens in
+            // the loop without ending it; batches are smaller; dirty folios
+            // wake the flusher from inside the loop.
+            let size = self.lrugen[m].evictable_size(swappiness);
+            let mut budget = (size >> sc.priority).max(size.min(SWAP_CLUSTER_MAX));
+            let mut aged = false;
+            while budget > 0 {
+                let max_seq = self.lrugen[m].max_seq;
+                if self.lrugen[m].should_run_aging(swappiness).0 {
+                    aged |= self.try_to_inc_max_seq(core, m, max_seq, swappiness, false);
+                }
+                let delta = self.evict_folios(core, m, budget.min(MIN_LRU_BATCH), sc, swappiness);
+                if delta == 0 {
+                    break;
+                }
+                budget = budget.saturating_sub(delta);
+                self.maybe_wakeup_flusher(core);
+                if Self::should_abort_scan(core, sc) {
+                    break;
+                }
+            }
+            return aged;
+        }
+        let mut scanned = 0u64;
+        let mut nr_to_scan;
+        loop {
+            nr_to_scan = self.get_nr_to_scan(core, m, sc, swappiness);
+            if nr_to_scan <= 0 {
+                break;
+            }
+            let delta = self.evict_folios(core, m, nr_to_scan as u64, sc, swappiness);
+            if delta == 0 {
+                break;
+            }
+            scanned += delta;
+            if scanned >= nr_to_scan as u64 {
+                break;
+            }
+            if Self::should_abort_scan(core, sc) {
+                break;
+            }
+        }
+        self.maybe_wakeup_flusher(core);
+        nr_to_scan < 0
+    }
+
+    /// set_initial_priority(): at DEF_PRIORITY, start where
+    /// (inactive >> priority) roughly equals nr_to_reclaim.
+    pub(super) fn set_initial_priority(&self, core: &Core, sc: &mut ScanControl) {
+        if sc.priority != DEF_PRIORITY || sc.nr_to_reclaim < MIN_LRU_BATCH {
+            return;
+        }
+        let mut reclaimable = 0;
+        for m in 0..self.lrugen.len() {
+            let s = self.lru_sizes(m as MemcgId);
+            reclaimable += s.inactive_file;
+            if core.mem_cgroup_get_nr_swap_pages(m as MemcgId) > 0 {
+                reclaimable += s.inactive_anon;
+            }
+        }
+        let priority = fls_long(reclaimable) - 1 - fls_long(sc.nr_to_reclaim - 1);
+        sc.priority = priority.clamp(DEF_PRIORITY as i64 / 2, DEF_PRIORITY as i64) as i32;
+    }
+
+    /// lru_gen_shrink_node(): root reclaim over every memcg (shrink_many),
+    /// starting where the last pass left off.
+    pub(super) fn lru_gen_shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl) {
+        self.mm_walk = sc.is_kswapd;
+        if sc.is_kswapd {
+            self.lru_gen_age_node(core, sc);
+        }
+        self.set_initial_priority(core, sc);
+        let reclaimed = sc.nr_reclaimed;
+        if sc.is_kswapd {
+            sc.nr_reclaimed = 0;
+        }
+        let n = self.lrugen.len();
+        let start = self.memcg_cursor % n.max(1);
+        for k in 0..n {
+            let m = (start + k) % n;
+            // shrink_one(): memory.min protects a memcg; memory.low first
+            // moves it to the memcg LRU's tail, and it is reclaimed (a
+            // MEMCG_LOW event) only when reached there.
+            let memcg = m as MemcgId;
+            core.mem_cgroup_calculate_protection(0, memcg);
+            if core.mem_cgroup_below_min(0, memcg) {
+                self.lrugen[m].seg_tail = false;
+                continue;
+            }
+            if core.mem_cgroup_below_low(0, memcg) {
+                if !self.lrugen[m].seg_tail {
+                    self.lrugen[m].seg_tail = true;
+                    continue;
+                }
+                core.memcg_memory_event(memcg, crate::mm::memcontrol::MemcgEvent::MEMCG_LOW);
+            }
+            self.lrugen[m].seg_tail = false;
+            self.try_to_shrink_lruvec(core, m, sc);
+            if Self::should_abort_scan(core, sc) {
+                self.memcg_cursor = m + 1;
+                break;
+            }
+        }
+        if sc.is_kswapd {
+            sc.nr_reclaimed += reclaimed;
+        }
+        self.mm_walk = false;
+    }
+
+    /// lru_gen_shrink_lruvec(): memcg limit reclaim.
+    pub(super) fn lru_gen_shrink_lruvec(
+        &mut self,
+        core: &mut Core,
+        m: usize,
+        sc: &mut ScanControl,
+    ) {
+        self.mm_walk = sc.is_kswapd;
+        self.try_to_shrink_lruvec(core, m, sc);
+        self.mm_walk = false;
+    }
+}

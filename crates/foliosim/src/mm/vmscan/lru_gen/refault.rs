@@ -1,0 +1,173 @@
+//! MGLRU refault feedback: the PID controller over tiers that picks the
+//! type to scan and protects tiers (mm/vmscan.c read_ctrl_pos,
+//! get_type_to_scan, get_tier_idx), and the shadow entries of
+//! mm/workingset.c (lru_gen_eviction, lru_gen_refault,
+//! lru_gen_test_recent).
+
+use super::*;
+
+impl LruGenFolio {
+    /// read_ctrl_pos(): refaulted and total (evicted + protected) of tiers
+    /// [tier % MAX_NR_TIERS, min(tier, MAX_NR_TIERS - 1)].
+    pub(super) fn read_ctrl_pos(&self, type_: usize, tier: usize, gain: u64) -> CtrlPos {
+        let mut pos = CtrlPos {
+            refaulted: 0,
+            total: 0,
+            gain,
+        };
+        for i in (tier % MAX_NR_TIERS)..=tier.min(MAX_NR_TIERS - 1) {
+            pos.refaulted += self.avg_refaulted[type_][i] + self.refaulted[type_][i];
+            pos.total +=
+                self.avg_total[type_][i] + self.protected[type_][i] + self.evicted[type_][i];
+        }
+        pos
+    }
+
+    /// reset_ctrl_pos() with carryover (NR_HIST_GENS == 1: fold the current
+    /// generation's counts into the moving averages and clear them).
+    pub(super) fn reset_ctrl_pos(&mut self, type_: usize) {
+        for tier in 0..MAX_NR_TIERS {
+            self.avg_refaulted[type_][tier] =
+                (self.avg_refaulted[type_][tier] + self.refaulted[type_][tier]) / 2;
+            self.avg_total[type_][tier] = (self.avg_total[type_][tier]
+                + self.protected[type_][tier]
+                + self.evicted[type_][tier])
+                / 2;
+            self.refaulted[type_][tier] = 0;
+            self.evicted[type_][tier] = 0;
+            self.protected[type_][tier] = 0;
+        }
+    }
+
+    /// get_tier_idx(): the first tier whose refault rate exceeds tier 0's
+    /// (gains 2:3 leave a margin) is where protection starts.
+    pub(super) fn get_tier_idx(&self, type_: usize) -> usize {
+        let sp = self.read_ctrl_pos(type_, 0, 2);
+        let mut tier = 1;
+        while tier < MAX_NR_TIERS {
+            let pv = self.read_ctrl_pos(type_, tier, 3);
+            if !positive_ctrl_err(&sp, &pv) {
+                break;
+            }
+            tier += 1;
+        }
+        tier - 1
+    }
+
+    /// get_type_to_scan(): compare all tiers of anon (gain swappiness) with
+    /// all tiers of file (gain MAX_SWAPPINESS - swappiness).
+    pub(super) fn get_type_to_scan(&self, swappiness: u32) -> usize {
+        if swappiness <= MIN_SWAPPINESS + 1 {
+            return LRU_GEN_FILE;
+        }
+        if swappiness >= MAX_SWAPPINESS {
+            return LRU_GEN_ANON;
+        }
+        let sp = self.read_ctrl_pos(LRU_GEN_ANON, MAX_NR_TIERS, swappiness as u64);
+        let pv = self.read_ctrl_pos(
+            LRU_GEN_FILE,
+            MAX_NR_TIERS,
+            (MAX_SWAPPINESS - swappiness) as u64,
+        );
+        positive_ctrl_err(&sp, &pv) as usize
+    }
+}
+
+/// struct ctrl_pos.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CtrlPos {
+    pub(super) refaulted: u64,
+    pub(super) total: u64,
+    pub(super) gain: u64,
+}
+
+/// positive_ctrl_err(): the PV has few refaults or a refault rate no higher
+/// than the SP's.
+pub(super) fn positive_ctrl_err(sp: &CtrlPos, pv: &CtrlPos) -> bool {
+    pv.refaulted < MIN_LRU_BATCH
+        || pv.refaulted as u128 * (sp.total + MIN_LRU_BATCH) as u128 * sp.gain as u128
+            <= (sp.refaulted + 1) as u128 * pv.total as u128 * pv.gain as u128
+}
+
+impl LruGen {
+    /// lru_gen_eviction(): the token is min_seq of the folio's type and its
+    /// refs; the eviction counts toward its tier.
+    pub(super) fn lru_gen_eviction(&mut self, core: &mut Core, id: FolioId) -> Shadow {
+        if !self.enabled() {
+            return self.classic.workingset_eviction(core, id);
+        }
+        let rework = Self::rework(core);
+        let f = core.folios.get(id);
+        let memcg = f.memcg;
+        let type_ = f.is_file_lru() as usize;
+        let refs = Self::folio_lru_refs(f.flags, f.refs, rework);
+        let ws = f.test(pg::WORKINGSET);
+        let tier = Self::lru_tier_from_refs(refs, ws, rework);
+        let lv = &mut self.lrugen[memcg as usize];
+        let min_seq = lv.min_seq[type_];
+        let token = (min_seq << LRU_REFS_WIDTH) | refs.saturating_sub(1) as u64;
+        lv.evicted[type_][tier] += 1;
+        pack_shadow(memcg, token, if rework { ws } else { refs != 0 })
+    }
+
+    /// lru_gen_refault(): count the refault; if the shadow is recent
+    /// (lru_gen_test_recent), credit its tier and restore its state.
+    pub(super) fn lru_gen_refault(&mut self, core: &mut Core, id: FolioId, shadow: Shadow) {
+        if !self.enabled() {
+            return self.classic.workingset_refault(core, id, shadow);
+        }
+        let rework = Self::rework(core);
+        let (evict_memcg, token, workingset) = unpack_shadow(shadow);
+        let f = core.folios.get(id);
+        let memcg = f.memcg;
+        let type_ = f.is_file_lru() as usize;
+        if evict_memcg != memcg || evict_memcg as usize >= self.lrugen.len() {
+            return;
+        }
+        let (refault_item, activate_item, restore_item) =
+            crate::mm::workingset::workingset_items(type_ == LRU_GEN_FILE);
+        core.count(memcg, refault_item, 1);
+        if !self.lru_gen_test_recent(evict_memcg, token) {
+            return;
+        }
+        let in_fault = core.in_lru_fault;
+        let lv = &mut self.lrugen[memcg as usize];
+        let mask = (REFS_FULL - 1) as u64;
+        if rework {
+            let refs = (token & mask) as u32 + 1;
+            let tier = Self::lru_tier_from_refs(refs, workingset, true);
+            lv.refaulted[type_][tier] += 1;
+            // As merged, only refaulted workingset folios are activated in
+            // the fault path, and only they count as activations.
+            let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
+            if in_fault && (workingset || !merged) {
+                core.count(memcg, activate_item, 1);
+            }
+            let f = core.folios.get_mut(id);
+            if workingset {
+                f.set(pg::WORKINGSET);
+                core.count(memcg, restore_item, 1);
+            } else {
+                f.refs = (refs - 1) as u8;
+            }
+        } else {
+            let refs = (token & mask) as u32 + workingset as u32;
+            let tier = Self::lru_tier_from_refs(refs, false, false);
+            lv.refaulted[type_][tier] += 1;
+            core.count(memcg, activate_item, 1);
+            if in_fault || refs >= REFS_FULL - 1 {
+                let f = core.folios.get_mut(id);
+                f.refs = LRU_REFS_MASK;
+                f.set(pg::WORKINGSET);
+                core.count(memcg, restore_item, 1);
+            }
+        }
+    }
+
+    /// lru_gen_test_recent(): the eviction's min_seq is within MAX_NR_GENS of
+    /// the lruvec's max_seq now.
+    pub(super) fn lru_gen_test_recent(&self, memcg: MemcgId, token: u64) -> bool {
+        let max_seq = self.lrugen[memcg as usize].max_seq & (EVICTION_MASK >> LRU_REFS_WIDTH);
+        max_seq.abs_diff(token >> LRU_REFS_WIDTH) < MAX_NR_GENS
+    }
+}
