@@ -280,6 +280,15 @@ enum ReproduceCmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Seed 003: the swappiness dispute (kernel build proxy with zram,
+    /// swappiness 35..175) on mainline MGLRU, mm-new with and without the
+    /// isolate_folios() fallback fix, and the classic LRU.
+    ReclaimLoop {
+        #[arg(long, default_value = "table")]
+        format: String,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
 }
 
 /// How a workload's report is printed.
@@ -857,6 +866,29 @@ fn run(cli: Cli) -> Result<(), String> {
                     );
                 } else {
                     print!("{}", reproduce::render_strided(&rows));
+                }
+                Ok(())
+            }
+            ReproduceCmd::ReclaimLoop { format, jobs } => {
+                use foliosim::reproduce::reclaim_loop;
+                if format != "table" && format != "json" {
+                    return Err(format!("--format: '{format}' is not table or json"));
+                }
+                let sc = foliosim_workload::scenario::parse(
+                    reclaim_loop::KERNEL_BUILD_TOML,
+                    "examples/kernel-build.toml",
+                )
+                .map_err(|e| e.to_string())?;
+                let base =
+                    run_cmd::with_scenario_defaults(&MachineArgs::default(), &sc)?.config()?;
+                let rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
+                if format == "json" {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).expect("rows serialise")
+                    );
+                } else {
+                    print!("{}", reclaim_loop::render(&rows));
                 }
                 Ok(())
             }

@@ -1,6 +1,8 @@
 //! The seeds' experiments, each runnable with one command and printed
 //! beside the seed's own figures.
 
+pub mod reclaim_loop;
+
 use serde::Serialize;
 
 use crate::mm::{MmConfig, Variants};

@@ -59,7 +59,11 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
         run.memcg = hierarchical_map(&mut sim, root);
     }
     let mut maps = BTreeMap::new();
+    let mut cgroup_lru_gen = BTreeMap::new();
     for (path, id) in &cgroups {
+        if let Some(v) = with_kernel!(&sim.k, k => k.policy.debug_view(&k.core, *id)) {
+            cgroup_lru_gen.insert(path.clone(), v);
+        }
         let mut m = hierarchical_map(&mut sim, *id);
         with_kernel!(&sim.k, k => {
             // memory.events (hierarchical), v1 memory.oom_control (local:
@@ -105,6 +109,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     Ok(ScenarioReport {
         run,
         cgroups: maps,
+        cgroup_lru_gen,
         processes,
     })
 }

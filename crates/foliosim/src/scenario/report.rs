@@ -40,6 +40,11 @@ pub struct ScenarioReport {
     /// memory.stat-style maps keyed by cgroup path (the scenario root's is
     /// `memcg`).
     pub cgroups: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    /// Under MGLRU, each cgroup's /sys/kernel/debug/lru_gen view with the
+    /// PID controller's tiers and the aging/eviction statistics, keyed by
+    /// cgroup path: why reclaim took what it took.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cgroup_lru_gen: BTreeMap<String, serde_json::Value>,
     pub processes: Vec<ProcessReport>,
 }
 

@@ -153,9 +153,14 @@ impl LruGen {
     ) -> (u64, usize) {
         let rework = core.cfg.variants.mglru_reclaim_rework;
         let fix = core.cfg.variants.mglru_isolate_fallback_fix;
-        let mut type_ = self.lrugen[m].get_type_to_scan(swappiness);
+        let chosen = self.lrugen[m].get_type_to_scan(swappiness);
+        self.lrugen[m].stats.type_chosen[chosen] += 1;
+        let mut type_ = chosen;
         let mut total = 0;
         for _ in evictable_types(swappiness) {
+            if type_ != chosen {
+                self.lrugen[m].stats.type_fallback[type_] += 1;
+            }
             let tier = self.lrugen[m].get_tier_idx(type_);
             let (scanned, isolated) = self.scan_folios(core, m, nr_to_scan, sc, type_, tier);
             total += scanned;

@@ -143,6 +143,14 @@ pub struct LruGenStats {
     pub sort_writeback: u64,
     /// Direct or limit reclaim throttled on writeback (seed 003 rework).
     pub nr_throttled: u64,
+    /// isolate_folios() rounds, by the type get_type_to_scan() chose
+    /// ([anon, file]): how swappiness and the refault feedback steered.
+    pub type_chosen: [u64; 2],
+    /// isolate_folios() rounds that fell back to the other type because the
+    /// chosen one gave nothing, by the type fallen back to: when these
+    /// dominate, what reclaim takes is decided by which type has folios in
+    /// its oldest generation, not by swappiness.
+    pub type_fallback: [u64; 2],
 }
 
 /// struct lru_gen_folio: the generations of one lruvec (one memcg on the

@@ -1,0 +1,315 @@
+//! Seed 003 (the MGLRU reclaim-loop rework): the swappiness dispute.
+//!
+//! Barry Song's kernel build in a 1G memcg with zram, swept over
+//! swappiness 35..175 on four kernels: mainline MGLRU (`reclaim-legacy`),
+//! mm-new MGLRU (`reclaim-rework` without his isolate_folios() fallback
+//! fix), mm-new with the fix (`reclaim-rework`) and the classic LRU. Run
+//! on the kernel-build proxy (examples/kernel-build.toml, scaled 1/8), each
+//! cell averaged over three seeds, printed beside the seed's figures with
+//! MGLRU's own account of why reclaim took what it took: how often
+//! get_type_to_scan() chose each type and how often isolate_folios() fell
+//! back to the other.
+
+use serde::Serialize;
+
+use crate::scenario::run_scenario;
+use crate::sim::{LruKind, SimConfig};
+use foliosim_workload::scenario::Scenario;
+
+/// The proxy, as shipped in examples/.
+pub const KERNEL_BUILD_TOML: &str = include_str!("../../../../examples/kernel-build.toml");
+/// Its cgroup, whose counters are reported.
+const CGROUP: &str = "kbuild";
+/// What the proxy scales: memory by 1/8 (the seed's memcg is 1G).
+pub const SCALE_NOTE: &str = "memory scaled 1/8 (1G memcg -> 128M; counters are not rescaled)";
+
+pub const SWAPPINESS: [u32; 5] = [35, 70, 105, 140, 175];
+pub const SEEDS: [u64; 3] = [1, 2, 3];
+
+/// The kernels of the dispute: name in the JSON, LRU, variants.
+pub const KERNELS: &[(&str, LruKind, &str)] = &[
+    ("reclaim-legacy", LruKind::Mglru, "reclaim-legacy"),
+    (
+        "reclaim-rework+no-isolate-fallback-fix",
+        LruKind::Mglru,
+        "reclaim-rework,no-isolate-fallback-fix",
+    ),
+    ("reclaim-rework", LruKind::Mglru, "reclaim-rework"),
+    ("classic", LruKind::Classic, ""),
+];
+
+/// The metrics, as the seed's script prints them.
+pub const METRICS: [&str; 6] = [
+    "pswpin",
+    "pswpout",
+    "pgpgin",
+    "pgpgout",
+    "refault_file",
+    "refault_anon",
+];
+
+/// Barry Song's tables (seed 003), swappiness 35, 70, 105, 140, 175, in
+/// METRICS order. The seed gives no table for mm-new with the fix.
+fn seed_table(kernel: &str) -> Option<[[f64; 6]; 5]> {
+    match kernel {
+        "reclaim-legacy" => Some([
+            [
+                933731.0, 3365968.0, 5649320.0, 13786572.0, 354998.0, 944323.0,
+            ],
+            [
+                1049052.0, 3565887.0, 5694288.0, 14582200.0, 242973.0, 1061033.0,
+            ],
+            [
+                981095.0, 3396069.0, 5283940.0, 13898988.0, 202432.0, 992295.0,
+            ],
+            [
+                1222881.0, 3935186.0, 6165024.0, 16056664.0, 191564.0, 1236083.0,
+            ],
+            [
+                1343139.0, 4256014.0, 6557152.0, 17341452.0, 175795.0, 1358782.0,
+            ],
+        ]),
+        "reclaim-rework+no-isolate-fallback-fix" => Some([
+            [
+                1587728.0, 4932011.0, 8788688.0, 20062761.0, 487923.0, 1605670.0,
+            ],
+            [
+                1743890.0, 5214587.0, 8676728.0, 21178716.0, 317993.0, 1763904.0,
+            ],
+            [
+                1687517.0, 5073825.0, 8173036.0, 20608932.0, 249769.0, 1707538.0,
+            ],
+            [
+                1671678.0, 5118895.0, 7929960.0, 20790468.0, 193421.0, 1691228.0,
+            ],
+            [
+                1506888.0, 4789793.0, 7270448.0, 19479188.0, 187304.0, 1523585.0,
+            ],
+        ]),
+        "classic" => Some([
+            [
+                476994.0, 2258185.0, 5247280.0, 9354640.0, 750021.0, 483334.0,
+            ],
+            [
+                515470.0, 2306901.0, 4265500.0, 9547436.0, 459740.0, 522381.0,
+            ],
+            [
+                519540.0, 2343897.0, 3628788.0, 9696500.0, 303701.0, 527273.0,
+            ],
+            [
+                605537.0, 2615227.0, 3470540.0, 10776312.0, 173236.0, 614544.0,
+            ],
+            [
+                698228.0, 2908292.0, 3602884.0, 11945332.0, 117625.0, 708478.0,
+            ],
+        ]),
+        _ => None,
+    }
+}
+
+/// One figure: the issue's JSON fields.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub experiment: String,
+    pub variant: String,
+    pub swappiness: u32,
+    pub metric: String,
+    pub value: f64,
+    pub seed_value: Option<f64>,
+}
+
+/// One cell's figures, averaged over SEEDS.
+#[derive(Clone, Debug, Default)]
+struct Cell {
+    metrics: [f64; 6],
+    /// MGLRU's isolate_folios() rounds: chosen anon, chosen file, fell back
+    /// to anon, fell back to file.
+    rounds: [f64; 4],
+}
+
+fn run_cell(base: &SimConfig, sc: &Scenario, lru: LruKind, variants: &str, swp: u32) -> Cell {
+    let mut cell = Cell::default();
+    for seed in SEEDS {
+        let mut cfg = base.clone();
+        cfg.lru = lru;
+        cfg.seed = seed;
+        cfg.mm.swappiness = swp;
+        cfg.mm
+            .variants
+            .apply(variants)
+            .expect("the dispute's variants are known");
+        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+        let m = &r.cgroups[CGROUP];
+        let v = &r.run.vmstat;
+        let get = |k: &str| *v.get(k).unwrap_or(&0) as f64;
+        // pgpgin/pgpgout as /proc/vmstat (KiB), the refaults the memcg's.
+        let vals = [
+            get("pswpin"),
+            get("pswpout"),
+            get("pgpgin"),
+            get("pgpgout"),
+            *m.get("workingset_refault_file").unwrap_or(&0) as f64,
+            *m.get("workingset_refault_anon").unwrap_or(&0) as f64,
+        ];
+        for (a, b) in cell.metrics.iter_mut().zip(vals) {
+            *a += b / SEEDS.len() as f64;
+        }
+        if let Some(g) = r.cgroup_lru_gen.get(CGROUP) {
+            let st = &g["stats"];
+            let n = |k: &str, i: usize| st[k][i].as_u64().unwrap_or(0) as f64;
+            let rounds = [
+                n("type_chosen", 0),
+                n("type_chosen", 1),
+                n("type_fallback", 0),
+                n("type_fallback", 1),
+            ];
+            for (a, b) in cell.rounds.iter_mut().zip(rounds) {
+                *a += b / SEEDS.len() as f64;
+            }
+        }
+    }
+    cell
+}
+
+/// The whole sweep: every kernel at every swappiness. `base` is the
+/// proxy's machine (memory, swap) as `foliosim run` builds it.
+pub fn swappiness_sweep(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+    let cells: Vec<(usize, usize)> = (0..KERNELS.len())
+        .flat_map(|k| (0..SWAPPINESS.len()).map(move |s| (k, s)))
+        .collect();
+    let out = super::run_parallel(&cells, threads, |&(k, s)| {
+        let (_, lru, v) = KERNELS[k];
+        run_cell(base, sc, lru, v, SWAPPINESS[s])
+    });
+    let mut rows = Vec::new();
+    for (&(k, s), cell) in cells.iter().zip(&out) {
+        let (name, lru, _) = KERNELS[k];
+        let seed = seed_table(name);
+        for (i, metric) in METRICS.iter().enumerate() {
+            rows.push(Row {
+                experiment: "swappiness".into(),
+                variant: name.into(),
+                swappiness: SWAPPINESS[s],
+                metric: (*metric).into(),
+                value: cell.metrics[i],
+                seed_value: seed.map(|t| t[s][i]),
+            });
+        }
+        if lru == LruKind::Mglru {
+            for (i, metric) in [
+                "foliosim_type_chosen_anon",
+                "foliosim_type_chosen_file",
+                "foliosim_type_fallback_anon",
+                "foliosim_type_fallback_file",
+            ]
+            .iter()
+            .enumerate()
+            {
+                rows.push(Row {
+                    experiment: "swappiness".into(),
+                    variant: name.into(),
+                    swappiness: SWAPPINESS[s],
+                    metric: (*metric).into(),
+                    value: cell.rounds[i],
+                    seed_value: None,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// How a series moves as swappiness rises: "rises", "falls" (strictly,
+/// cell to cell) or "up and down".
+pub fn trend(values: &[f64]) -> &'static str {
+    let w: Vec<_> = values.windows(2).collect();
+    if w.iter().all(|p| p[1] > p[0]) {
+        "rises"
+    } else if w.iter().all(|p| p[1] < p[0]) {
+        "falls"
+    } else {
+        "up and down"
+    }
+}
+
+/// Kendall's tau of a series against its index (swappiness rising): 1
+/// rises everywhere, -1 falls everywhere; "roughly linear" series such as
+/// mainline MGLRU's pswpout in the seed (one dip) score 0.8.
+pub fn kendall_tau(values: &[f64]) -> f64 {
+    let n = values.len();
+    let mut score = 0i64;
+    for i in 0..n {
+        for j in i + 1..n {
+            score += (values[j] - values[i]).signum() as i64;
+        }
+    }
+    let pairs = (n * n.saturating_sub(1) / 2).max(1);
+    score as f64 / pairs as f64
+}
+
+/// The series of one kernel and metric over SWAPPINESS: (model, seed).
+pub fn series(rows: &[Row], variant: &str, metric: &str) -> (Vec<f64>, Option<Vec<f64>>) {
+    let sel: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.variant == variant && r.metric == metric)
+        .collect();
+    let model = sel.iter().map(|r| r.value).collect();
+    let seed = sel
+        .iter()
+        .map(|r| r.seed_value)
+        .collect::<Option<Vec<f64>>>();
+    (model, seed)
+}
+
+/// The tables for people: per kernel, the seed's metrics by swappiness,
+/// model beside seed, each series' trend, and MGLRU's type choices.
+pub fn render(rows: &[Row]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "tau: Kendall's rank correlation with swappiness (+1 rises at every step, -1 falls at every step).\n\
+         chosen/fallback: MGLRU isolate_folios() rounds by the type get_type_to_scan() chose, and rounds that fell\n\
+         back to the other type because the chosen one had nothing to isolate (foliosim's counters, per run)."
+    );
+    let _ = writeln!(
+        s,
+        "seed 003 swappiness dispute: kernel build proxy (examples/kernel-build.toml), {SCALE_NOTE}; \
+         each cell the mean of seeds {SEEDS:?}; seed = Barry Song's tables"
+    );
+    for (name, lru, _) in KERNELS {
+        let _ = writeln!(s, "\n{name}:");
+        let _ = write!(s, "{:<14}", "metric");
+        for swp in SWAPPINESS {
+            let _ = write!(s, " {:>21}", format!("swappiness {swp}"));
+        }
+        let _ = writeln!(s, "  {:<18} {:<18}", "model (tau)", "seed (tau)");
+        let mut metrics: Vec<&str> = METRICS.to_vec();
+        if *lru == LruKind::Mglru {
+            metrics.extend([
+                "foliosim_type_chosen_anon",
+                "foliosim_type_chosen_file",
+                "foliosim_type_fallback_anon",
+                "foliosim_type_fallback_file",
+            ]);
+        }
+        for metric in metrics {
+            let (model, seed) = series(rows, name, metric);
+            let short = metric.trim_start_matches("foliosim_type_");
+            let _ = write!(s, "{short:<14}");
+            for (i, v) in model.iter().enumerate() {
+                let cell = match &seed {
+                    Some(sv) => format!("{:.0} / {:.0}", v, sv[i]),
+                    None => format!("{v:.0}"),
+                };
+                let _ = write!(s, " {cell:>21}");
+            }
+            let seed_trend = seed.as_deref().map_or("-".to_string(), |v| {
+                format!("{} ({:+.1})", trend(v), kendall_tau(v))
+            });
+            let model_trend = format!("{} ({:+.1})", trend(&model), kendall_tau(&model));
+            let _ = writeln!(s, "  {model_trend:<18} {seed_trend:<18}");
+        }
+    }
+    s
+}
