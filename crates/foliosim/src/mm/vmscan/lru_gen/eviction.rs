@@ -102,7 +102,14 @@ impl LruGen {
             return (0, 0);
         }
         let gen = lru_gen_from_seq(lv.min_seq[type_]);
-        let scan_batch = nr_to_scan.min(MAX_LRU_BATCH);
+        // Seed 003's rework bounds a round by the caller's budget ("relocate
+        // the LRU scan batch limit to callers"); before it, every round may
+        // scan MAX_LRU_BATCH folios whatever the caller's nr_to_scan.
+        let scan_batch = if core.cfg.variants.mglru_reclaim_rework {
+            nr_to_scan.min(MAX_LRU_BATCH)
+        } else {
+            MAX_LRU_BATCH
+        };
         let mut remaining = scan_batch;
         let (mut scanned, mut sorted, mut isolated) = (0u64, 0u64, 0u64);
         while remaining > 0 {
