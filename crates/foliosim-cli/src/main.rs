@@ -881,7 +881,15 @@ fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
                 let base =
                     run_cmd::with_scenario_defaults(&MachineArgs::default(), &sc)?.config()?;
-                let rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
+                let mut rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
+                let oom = foliosim_workload::scenario::parse(
+                    reclaim_loop::AGING_OOM_TOML,
+                    "examples/seed003-aging-oom-small.toml",
+                )
+                .map_err(|e| e.to_string())?;
+                let oom_base =
+                    run_cmd::with_scenario_defaults(&MachineArgs::default(), &oom)?.config()?;
+                rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
                 if format == "json" {
                     println!(
                         "{}",

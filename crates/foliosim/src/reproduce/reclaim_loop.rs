@@ -16,6 +16,9 @@ use crate::scenario::run_scenario;
 use crate::sim::{LruKind, SimConfig};
 use foliosim_workload::scenario::Scenario;
 
+/// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
+pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
+
 /// The proxy, as shipped in examples/.
 pub const KERNEL_BUILD_TOML: &str = include_str!("../../../../examples/kernel-build.toml");
 /// Its cgroup, whose counters are reported.
@@ -219,6 +222,47 @@ pub fn swappiness_sweep(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<
     rows
 }
 
+/// The aging OOM: whether the pressure process finished its rounds (1) or
+/// was OOM-killed (0), and the memcg's oom_kill events, on mainline MGLRU,
+/// mm-new MGLRU and the classic LRU. Seed: classic finishes, MGLRU before
+/// the series OOMs after 10-20 rounds, after the series it finishes.
+pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+    const CELLS: &[(&str, LruKind, &str, f64)] = &[
+        ("reclaim-legacy", LruKind::Mglru, "reclaim-legacy", 0.0),
+        ("reclaim-rework", LruKind::Mglru, "reclaim-rework", 1.0),
+        ("classic", LruKind::Classic, "", 1.0),
+    ];
+    let out = super::run_parallel(CELLS, threads, |&(_, lru, v, _)| {
+        let mut cfg = base.clone();
+        cfg.lru = lru;
+        cfg.mm
+            .variants
+            .apply(v)
+            .expect("the dispute's variants are known");
+        let r = run_scenario(cfg, sc).expect("the shipped reproducer runs");
+        let killed = r
+            .processes
+            .iter()
+            .any(|p| p.name.starts_with("pressure") && p.oom_killed);
+        let kills = *r.cgroups["demo"].get("oom_kill").unwrap_or(&0);
+        (!killed as u64 as f64, kills as f64)
+    });
+    let mut rows = Vec::new();
+    for (&(name, _, _, seed_finished), (finished, kills)) in CELLS.iter().zip(out) {
+        let row = |metric: &str, value, seed_value| Row {
+            experiment: "aging-oom".into(),
+            variant: name.into(),
+            swappiness: 0,
+            metric: metric.into(),
+            value,
+            seed_value,
+        };
+        rows.push(row("pressure_finished", finished, Some(seed_finished)));
+        rows.push(row("oom_kill", kills, None));
+    }
+    rows
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -251,7 +295,7 @@ pub fn kendall_tau(values: &[f64]) -> f64 {
 pub fn series(rows: &[Row], variant: &str, metric: &str) -> (Vec<f64>, Option<Vec<f64>>) {
     let sel: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.variant == variant && r.metric == metric)
+        .filter(|r| r.experiment == "swappiness" && r.variant == variant && r.metric == metric)
         .collect();
     let model = sel.iter().map(|r| r.value).collect();
     let seed = sel
@@ -266,6 +310,30 @@ pub fn series(rows: &[Row], variant: &str, metric: &str) -> (Vec<f64>, Option<Ve
 pub fn render(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
+    let aging: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.experiment == "aging-oom")
+        .collect();
+    if !aging.is_empty() {
+        let _ = writeln!(
+            s,
+            "seed 003 aging OOM: examples/seed003-aging-oom-small.toml (1/64 of the reproducer, 32 rounds, no swap)"
+        );
+        let _ = writeln!(
+            s,
+            "{:<16} {:<18} {:>8} {:>8}",
+            "kernel", "metric", "model", "seed"
+        );
+        for r in aging {
+            let seed = r.seed_value.map_or("-".to_string(), |v| format!("{v:.0}"));
+            let _ = writeln!(
+                s,
+                "{:<16} {:<18} {:>8.0} {:>8}",
+                r.variant, r.metric, r.value, seed
+            );
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(
         s,
         "tau: Kendall's rank correlation with swappiness (+1 rises at every step, -1 falls at every step).\n\
