@@ -135,12 +135,13 @@ fn shipped_scenarios_run_and_only_the_oom_cases_kill() {
         "anon-oom",
         "anon-over-limit-zram",
         "dirty-writer",
+        "kernel-build",
         "shmem-over-limit",
     ] {
         files.push(format!("{root}/examples/{ex}.toml"));
     }
     files.sort();
-    assert!(files.len() >= 17, "{files:?}");
+    assert!(files.len() >= 18, "{files:?}");
     for f in &files {
         let (code, out, err) = foliosim(&["run", f, "--json"]);
         assert_eq!(code, 0, "{f}: {err}");
