@@ -168,3 +168,42 @@ fn refaults_before_the_first_flush_see_an_empty_workingset() {
         "{activations} of {refaults} refaults activated"
     );
 }
+
+/// scn-mix-swappiness-200 (an anon pass beside random 4k preads of a
+/// file, 256 MiB group, zram) with the first flush at 1.5 s: here a read
+/// batch's folio is reclaimed under the async readahead of the same
+/// read and its id reused for another index (the kernel's batch holds
+/// references; the model re-checks). Taking the stale folio for the
+/// read's page made the copied length wrap and the clock jump by ~2^52 ns.
+/// The run's CPU time (elapsed less I/O wait) stays that of its work.
+#[test]
+fn a_read_never_copies_from_a_folio_freed_under_its_readahead() {
+    use foliosim::scenario::run_scenario;
+    use foliosim::sim::{LruKind, SimConfig};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../oracle/cases/scn-mix-swappiness-200.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let sc = foliosim_workload::scenario::parse(&text, path).unwrap();
+    let c = SimConfig {
+        mm: MmConfig {
+            ram_bytes: 24 << 30,
+            read_ahead_kb: 8192,
+            swap: SwapKind::Zram,
+            swap_bytes: 1 << 30,
+            stats_flush_phase_ns: 1_500_000_000,
+            memcg_stats_lazy_flush: true,
+            ..MmConfig::default()
+        },
+        lru: LruKind::Classic,
+        memcg_limit: None,
+        seed: 1,
+        timeline: false,
+        lru_gen_sysctl: vec![],
+    };
+    let r = run_scenario(c, &sc).unwrap();
+    let cpu = r.run.elapsed_ns - r.run.io_wait_ns;
+    assert!(cpu < 20 * FLUSH_TIME_NS, "cpu time {cpu} ns");
+    assert!(r.run.vmstat["pswpin"] > 0);
+}
