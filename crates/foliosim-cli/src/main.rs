@@ -59,7 +59,10 @@ struct MachineArgs {
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
-    /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N.
+    /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N;
+    /// model switches: foliosim.memcg_stats_lazy_flush=0|1 (classic reclaim
+    /// reads memcg stats as last flushed), foliosim.stats_flush_phase_ms=1..2000
+    /// (when the first periodic flush runs).
     #[arg(long)]
     sysctl: Vec<String>,
     /// Seed of every random choice (default 1).
@@ -163,6 +166,11 @@ impl MachineArgs {
                     mm.watermark_scale_factor = n
                 }
                 "fault_around_bytes" if n.is_power_of_two() || n == 0 => mm.fault_around_bytes = n,
+                // Model switches, not kernel knobs (MmConfig docs).
+                "foliosim.memcg_stats_lazy_flush" if n <= 1 => mm.memcg_stats_lazy_flush = n == 1,
+                "foliosim.stats_flush_phase_ms" if (1..=2000).contains(&n) => {
+                    mm.stats_flush_phase_ns = n * 1_000_000
+                }
                 _ => {
                     return Err(format!(
                         "--sysctl: unknown key or value out of range: '{kv}'"
@@ -1013,6 +1021,36 @@ mod tests {
         // Read from memory.max_usage_in_bytes beside memory.stat.
         v.push("peak".into());
         v
+    }
+
+    #[test]
+    fn sysctl_sets_the_stats_flush_switches_and_rejects_bad_values() {
+        let args = |kv: &[&str]| MachineArgs {
+            sysctl: kv.iter().map(|s| s.to_string()).collect(),
+            ..MachineArgs::default()
+        };
+        let d = args(&[]).config().unwrap().mm;
+        assert!(!d.memcg_stats_lazy_flush);
+        let c = args(&[
+            "foliosim.memcg_stats_lazy_flush=1",
+            "foliosim.stats_flush_phase_ms=250",
+        ])
+        .config()
+        .unwrap()
+        .mm;
+        assert!(c.memcg_stats_lazy_flush);
+        assert_eq!(c.stats_flush_phase_ns, 250_000_000);
+        for bad in [
+            "foliosim.memcg_stats_lazy_flush=2",
+            "foliosim.stats_flush_phase_ms=0",
+            "foliosim.stats_flush_phase_ms=2001",
+        ] {
+            let e = args(&[bad]).config().map(|_| ()).unwrap_err();
+            assert_eq!(
+                e,
+                format!("--sysctl: unknown key or value out of range: '{bad}'")
+            );
+        }
     }
 
     #[test]

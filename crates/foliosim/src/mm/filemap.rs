@@ -417,6 +417,18 @@ impl<P: ReclaimPolicy> Kernel<P> {
             if lf.test(pg::READAHEAD) && !lf.test(pg::WRITEBACK) {
                 let li = lf.index as u64;
                 self.page_cache_async_ra(file, last, li, last_index - li);
+                // The kernel's batch holds folio references, so reclaim
+                // under the readahead's allocations cannot free them; the
+                // model has no refcounts, so keep only the prefix still
+                // cached where it was (a freed id may already hold another
+                // index) and look the rest up again.
+                let a = &self.core.files[mapping as usize];
+                n = (0..n)
+                    .take_while(|&i| a.folio(index + i as u64) == Some(batch[i]))
+                    .count();
+                if n == 0 {
+                    continue;
+                }
             }
             for (i, &id) in batch[..n].iter().enumerate() {
                 let fi = self.core.folios.get(id).index as u64;

@@ -230,6 +230,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return false;
         };
         let group = self.core.mem_cgroup_get_oom_group(victim, domain);
+        // dump_header(): a memcg OOM prints the domain's memory.stat
+        // (mem_cgroup_print_oom_meminfo), and formatting it flushes the
+        // subtree's stats first.
+        if let Some(d) = domain {
+            self.policy.mem_cgroup_flush_stats(&mut self.core, d);
+        }
         self.core.__oom_kill_process(victim);
         if let Some(g) = group {
             self.core

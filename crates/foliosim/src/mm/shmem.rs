@@ -207,7 +207,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.memcg_swap[m].nr_shmem += 1;
         // swap_free_nr(): the file's reference to the slot.
         self.core.swap_put(off, false);
-        self.policy.folio_mark_accessed(&mut self.core, id);
+        // No folio_mark_accessed() here: the kernel marks a swapped-in
+        // folio only for SGP_WRITE (shmem_write_begin), which
+        // shmem_file_write_iter() does itself, as shmem_file_read_iter()
+        // does for a read; a fault (SGP_CACHE) leaves only the young PTE,
+        // so reclaim's first look keeps the folio and its second, if it
+        // was not touched again, swaps it out.
         Some(id)
     }
 

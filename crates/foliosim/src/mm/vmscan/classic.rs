@@ -112,6 +112,11 @@ impl ClassicLru {
     ) {
         self.stats_sync(core);
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        // No event, no decay: with a stale (small) flushed size a decay
+        // on every call would halve the costs at each shrink_list().
+        if cost == 0 {
+            return;
+        }
         let mut m = memcg;
         loop {
             let lrusize: u64 = self.flushed(core, m).lru[..LRU_UNEVICTABLE].iter().sum();
@@ -624,6 +629,17 @@ impl ReclaimPolicy for ClassicLru {
 
     /// snapshot_refaults(): lruvec_page_state(WORKINGSET_ACTIVATE_*), the
     /// flushed value, the one prepare_scan_control() compares with.
+    fn mem_cgroup_flush_stats(&mut self, core: &mut Core, memcg: MemcgId) {
+        if !core.cfg.memcg_stats_lazy_flush {
+            return;
+        }
+        self.stats_sync(core);
+        self.do_flush_stats(core, memcg);
+        if memcg == 0 {
+            core.flush_last_time = core.now;
+        }
+    }
+
     fn snapshot_refaults(&mut self, core: &mut Core, target: MemcgId) {
         self.stats_sync(core);
         core.memcgs[target as usize].refaults_snapshot = self.flushed(core, target).activate;

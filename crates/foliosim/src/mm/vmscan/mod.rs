@@ -142,6 +142,11 @@ pub trait ReclaimPolicy {
         s.inactive_anon + s.active_anon + s.inactive_file + s.active_file + s.unevictable
     }
     fn check_invariants(&self, core: &Core) -> Result<(), String>;
+    /// mem_cgroup_flush_stats() of `memcg`'s subtree (the OOM report's
+    /// memory.stat): a policy keeping flushed copies of rstat refreshes
+    /// them. memcg_vmstats_needs_flush() (more than MEMCG_CHARGE_BATCH *
+    /// nr_cpus pending updates) is taken as met.
+    fn mem_cgroup_flush_stats(&mut self, _core: &mut Core, _memcg: MemcgId) {}
     /// A debugfs-like view of the policy's state (MGLRU's lru_gen file).
     fn debug_view(&self, _core: &Core, _memcg: MemcgId) -> Option<serde_json::Value> {
         None
