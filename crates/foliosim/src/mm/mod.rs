@@ -50,6 +50,11 @@ pub struct Variants {
     pub pf_activation: PfActivation,
     /// Seed 004: workingset protection rework (true = after, the default).
     pub mglru_wsprot_rework: bool,
+    /// Seed 004: the fix Yu Zhao asked to fold into the rework (LULESH):
+    /// folio_check_references() keeps a mapped folio on its first young PTE
+    /// (lru_gen_set_refs() false) instead of activating it. Off = v2 of the
+    /// rework as posted. Only matters with `mglru_wsprot_rework`.
+    pub mglru_wsprot_fold_fix: bool,
     /// Seed 003: the reclaim loop rework (true = after the 14-patch series).
     pub mglru_reclaim_rework: bool,
     /// Seed 003: the isolate_folios() type-fallback fix on top.
@@ -75,7 +80,7 @@ pub enum PfActivation {
 }
 
 pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | x86 (old or young prefaulted PTEs); \
-pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy (seed 004); \
+pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy, wsprot-fold-fix | no-wsprot-fold-fix (seed 004); \
 reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); baseline (none of the seed 002 patches)";
 
 impl Variants {
@@ -87,6 +92,7 @@ impl Variants {
             old_prefaulted_ptes: false,
             pf_activation: PfActivation::MarkAccessed,
             mglru_wsprot_rework: true,
+            mglru_wsprot_fold_fix: true,
             mglru_reclaim_rework: true,
             mglru_isolate_fallback_fix: true,
         }
@@ -113,6 +119,8 @@ impl Variants {
                 "pf-merged" => self.pf_activation = PfActivation::Merged,
                 "wsprot-rework" => self.mglru_wsprot_rework = true,
                 "wsprot-legacy" => self.mglru_wsprot_rework = false,
+                "wsprot-fold-fix" => self.mglru_wsprot_fold_fix = true,
+                "no-wsprot-fold-fix" => self.mglru_wsprot_fold_fix = false,
                 "reclaim-rework" => self.mglru_reclaim_rework = true,
                 "reclaim-legacy" => self.mglru_reclaim_rework = false,
                 "isolate-fallback-fix" => self.mglru_isolate_fallback_fix = true,

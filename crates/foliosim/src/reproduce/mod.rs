@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+pub mod workingset_protection;
+
 use crate::mm::{MmConfig, Variants};
 use crate::sim::{run_probe, LruKind, SimConfig};
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
