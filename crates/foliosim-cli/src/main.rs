@@ -292,6 +292,10 @@ enum ReproduceCmd {
         /// Seed of the TPC-C run and of the first LULESH sample.
         #[arg(long, default_value_t = 4)]
         seed: u64,
+        /// The other variants: seed (the kernel the seed measured:
+        /// pf-set-active, reclaim-legacy) or newest (the defaults).
+        #[arg(long, default_value = "seed")]
+        base: String,
     },
 }
 
@@ -873,12 +877,20 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 Ok(())
             }
-            ReproduceCmd::WorkingsetProtection { format, jobs, seed } => {
+            ReproduceCmd::WorkingsetProtection {
+                format,
+                jobs,
+                seed,
+                base,
+            } => {
                 use reproduce::workingset_protection as wp;
                 if format != "text" && format != "json" {
                     return Err(format!("--format: '{format}' is not text or json"));
                 }
-                let size = wp::Size::default();
+                let size = wp::Size {
+                    base: base.parse().map_err(|e| format!("--base: {e}"))?,
+                    ..wp::Size::default()
+                };
                 let rows = wp::workingset_protection(*seed, size, *jobs)?;
                 if format == "json" {
                     println!(

@@ -9,9 +9,14 @@
 //! fix included). The LULESH figures of the seed compare v2 of the rework
 //! without and with the fold fix, so that experiment also runs
 //! `wsprot-rework+no-wsprot-fold-fix` and takes it as the seed's before.
-//! Every other variant is at its default (`Variants::newest()`: x86 PTEs,
-//! pf-mark-accessed, reclaim-rework, isolate-fallback-fix, no seed 002
-//! patches).
+//! The other variants are the kernel the seed measured (mm-unstable of
+//! December 2024, `BASE_SEED`): x86 PTEs and no seed 002 patches as
+//! `Variants::newest()`, but folio_set_active() in the fault path
+//! (pf-set-active: seed 000's change came later) and the reclaim loop
+//! before seed 003 (reclaim-legacy). The fold fix only acts on a folio
+//! whose first young PTE eviction sees, which pf-mark-accessed pre-empts by
+//! setting PG_referenced at the fault. `Base::Newest` runs everything else
+//! at the defaults instead.
 
 use serde::Serialize;
 
@@ -75,6 +80,7 @@ pub struct Size {
     pub lulesh_timesteps: Option<u64>,
     /// LULESH: samples (seeds seed..seed+samples-1); the seed took 10.
     pub lulesh_samples: u64,
+    pub base: Base,
 }
 
 impl Default for Size {
@@ -83,6 +89,45 @@ impl Default for Size {
             tpcc_duration_ns: None,
             lulesh_timesteps: None,
             lulesh_samples: 10,
+            base: Base::Seed,
+        }
+    }
+}
+
+/// The variants everything else runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// The seed's kernel: `BASE_SEED` over `Variants::newest()`.
+    Seed,
+    /// `Variants::newest()` as it is.
+    Newest,
+}
+
+pub const BASE_SEED: &str = "pf-set-active,reclaim-legacy";
+
+impl Base {
+    pub fn variants(self) -> &'static str {
+        match self {
+            Base::Seed => BASE_SEED,
+            Base::Newest => "",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Base::Seed => "the seed's kernel: pf-set-active, reclaim-legacy, x86, no seed 002 patches",
+            Base::Newest => "the defaults: pf-mark-accessed, reclaim-rework, isolate-fallback-fix, x86, no seed 002 patches",
+        }
+    }
+}
+
+impl std::str::FromStr for Base {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "seed" => Ok(Base::Seed),
+            "newest" => Ok(Base::Newest),
+            _ => Err(format!("'{s}' is not seed or newest")),
         }
     }
 }
@@ -92,11 +137,16 @@ pub const AFTER: &str = "wsprot-rework";
 /// v2 of the rework as posted, the seed's LULESH before.
 pub const REWORK_V2: &str = "wsprot-rework+no-wsprot-fold-fix";
 
-/// The machine of a scenario's `[machine]` under MGLRU with `variant`
-/// over `Variants::newest()`. Keys `foliosim run` takes from the command
+/// The machine of a scenario's `[machine]` under MGLRU with `base` then
+/// `variant` over `Variants::newest()`. Keys `foliosim run` takes from the command
 /// line only (sysctls) are refused: the reproduction has no command line
 /// for them.
-pub fn machine_config(sc: &Scenario, variant: &str, seed: u64) -> Result<SimConfig, String> {
+pub fn machine_config(
+    sc: &Scenario,
+    base: Base,
+    variant: &str,
+    seed: u64,
+) -> Result<SimConfig, String> {
     let d = &sc.machine;
     let mut mm = MmConfig::default();
     if let Some(m) = d.memory {
@@ -137,6 +187,7 @@ pub fn machine_config(sc: &Scenario, variant: &str, seed: u64) -> Result<SimConf
         return Err(format!("{}: lru: seed 004 is about MGLRU; the scenario must say lru = \"mglru\"", sc.file));
     }
     let mut variants = Variants::newest();
+    variants.apply(base.variants())?;
     variants.apply(variant)?;
     mm.variants = variants;
     Ok(SimConfig {
@@ -272,6 +323,7 @@ pub struct Scenarios {
     reads: u64,
     tpcc_duration_ns: u64,
     timesteps: u64,
+    base: Base,
 }
 
 pub fn scenarios(size: Size) -> Result<Scenarios, String> {
@@ -292,6 +344,7 @@ pub fn scenarios(size: Size) -> Result<Scenarios, String> {
         reads,
         tpcc_duration_ns,
         timesteps,
+        base: size.base,
     })
 }
 
@@ -325,11 +378,11 @@ pub fn cells(seed: u64, size: Size) -> Vec<Cell> {
 pub fn run_cell(s: &Scenarios, c: &Cell) -> Result<Measured, String> {
     match c.experiment {
         "tpcc" => {
-            let r = run_scenario(machine_config(&s.tpcc, c.variant, c.seed)?, &s.tpcc)?;
+            let r = run_scenario(machine_config(&s.tpcc, s.base, c.variant, c.seed)?, &s.tpcc)?;
             Ok(Measured::Tpcc(tpcc_metrics(&r, s.reads, s.tpcc_duration_ns)))
         }
         _ => {
-            let r = run_scenario(machine_config(&s.lulesh, c.variant, c.seed)?, &s.lulesh)?;
+            let r = run_scenario(machine_config(&s.lulesh, s.base, c.variant, c.seed)?, &s.lulesh)?;
             if let Some(p) = r.processes.iter().find(|p| p.oom_killed) {
                 return Err(format!("LULESH proxy: {} was OOM-killed", p.name));
             }
@@ -455,7 +508,7 @@ pub fn reproduces(model_pct: f64, seed_pct: f64) -> bool {
 pub fn render(rows: &[Row], size: Size) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "seed 004: MGLRU workingset protection rework; before {BEFORE}, after {AFTER}; other variants at their defaults (x86, pf-mark-accessed, reclaim-rework, isolate-fallback-fix)");
+    let _ = writeln!(s, "seed 004: MGLRU workingset protection rework; before {BEFORE}, after {AFTER}; other variants: {}", size.base.describe());
     for (exp, title, before, metrics) in [
         ("tpcc", "TPC-C proxy (examples/seed004-tpcc.toml): 32G VM / 64 = 512M, 3 mongod cgroups, WiredTiger cache 5G/64 anon, data 640M per replica read with NURand(8191), zram", BEFORE, TPCC_METRICS),
         ("lulesh", "LULESH proxy (examples/seed004-lulesh.toml): 128G / 256 = 512M, 640M anon mesh, 8 threads, zram as the fast swap; seed's before = v2 of the rework without the fold fix", REWORK_V2, LULESH_METRICS),
