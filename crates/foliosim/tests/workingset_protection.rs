@@ -105,7 +105,6 @@ fn mapped_loop_activations(variants: &str) -> u64 {
     use foliosim::mm::filemap::OpenFile;
     use foliosim::mm::readahead::FileRaState;
     use foliosim::mm::vmscan::lru_gen::LruGen;
-    use foliosim::mm::vmscan::ReclaimPolicy;
     use foliosim::mm::vmstat::Item;
     use foliosim::mm::{Kernel, MmConfig, Variants, PAGE_SIZE};
     let mut cfg = MmConfig {
