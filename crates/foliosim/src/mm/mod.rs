@@ -55,6 +55,12 @@ pub struct Variants {
     /// (lru_gen_set_refs() false) instead of activating it. Off = v2 of the
     /// rework as posted. Only matters with `mglru_wsprot_rework`.
     pub mglru_wsprot_fold_fix: bool,
+    /// count_shadow_nodes() sizes a memcg with lruvec_lru_size() (Qi Zheng,
+    /// "mm: workingset: use lruvec_lru_size() to get the number of lru
+    /// pages", 2026, 7.1+), which reads lru_zone_size that MGLRU does not
+    /// maintain: an MGLRU memcg's shadow nodes are reclaimed early. Off: the
+    /// NR_LRU_BASE vmstat counters of 6.1-7.0, which MGLRU keeps.
+    pub shadow_lru_size: bool,
     /// Seed 003: the reclaim loop rework (true = after the 14-patch series).
     pub mglru_reclaim_rework: bool,
     /// Seed 003: the isolate_folios() type-fallback fix on top.
@@ -81,7 +87,8 @@ pub enum PfActivation {
 
 pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | x86 (old or young prefaulted PTEs); \
 pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy, wsprot-fold-fix | no-wsprot-fold-fix (seed 004); \
-reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); baseline (none of the seed 002 patches)";
+reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); \
+shadow-lru-size | shadow-vmstat (count_shadow_nodes() of 7.1+ or of 6.1-7.0); baseline (none of the seed 002 patches)";
 
 impl Variants {
     /// The newest behaviour the seeds describe, on x86.
@@ -93,6 +100,7 @@ impl Variants {
             pf_activation: PfActivation::MarkAccessed,
             mglru_wsprot_rework: true,
             mglru_wsprot_fold_fix: true,
+            shadow_lru_size: true,
             mglru_reclaim_rework: true,
             mglru_isolate_fallback_fix: true,
         }
@@ -121,6 +129,8 @@ impl Variants {
                 "wsprot-legacy" => self.mglru_wsprot_rework = false,
                 "wsprot-fold-fix" => self.mglru_wsprot_fold_fix = true,
                 "no-wsprot-fold-fix" => self.mglru_wsprot_fold_fix = false,
+                "shadow-lru-size" => self.shadow_lru_size = true,
+                "shadow-vmstat" => self.shadow_lru_size = false,
                 "reclaim-rework" => self.mglru_reclaim_rework = true,
                 "reclaim-legacy" => self.mglru_reclaim_rework = false,
                 "isolate-fallback-fix" => self.mglru_isolate_fallback_fix = true,

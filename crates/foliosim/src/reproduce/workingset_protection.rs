@@ -12,8 +12,10 @@
 //! The other variants are the kernel the seed measured (mm-unstable of
 //! December 2024, `BASE_SEED`): x86 PTEs and no seed 002 patches as
 //! `Variants::newest()`, but folio_set_active() in the fault path
-//! (pf-set-active: seed 000's change came later) and the reclaim loop
-//! before seed 003 (reclaim-legacy). The fold fix only acts on a folio
+//! (pf-set-active: seed 000's change came later), the reclaim loop
+//! before seed 003 (reclaim-legacy), and count_shadow_nodes() reading the
+//! NR_LRU_BASE counters (shadow-vmstat: the lruvec_lru_size() form is a
+//! 2026 patch, docs/findings/shadow-nodes-mglru.md). The fold fix only acts on a folio
 //! whose first young PTE eviction sees, which pf-mark-accessed pre-empts by
 //! setting PG_referenced at the fault. `Base::Newest` runs everything else
 //! at the defaults instead.
@@ -103,7 +105,7 @@ pub enum Base {
     Newest,
 }
 
-pub const BASE_SEED: &str = "pf-set-active,reclaim-legacy";
+pub const BASE_SEED: &str = "pf-set-active,reclaim-legacy,shadow-vmstat";
 
 impl Base {
     pub fn variants(self) -> &'static str {
@@ -115,8 +117,8 @@ impl Base {
 
     pub fn describe(self) -> &'static str {
         match self {
-            Base::Seed => "the seed's kernel: pf-set-active, reclaim-legacy, x86, no seed 002 patches",
-            Base::Newest => "the defaults: pf-mark-accessed, reclaim-rework, isolate-fallback-fix, x86, no seed 002 patches",
+            Base::Seed => "the seed's kernel: pf-set-active, reclaim-legacy, shadow-vmstat, x86, no seed 002 patches",
+            Base::Newest => "the defaults: pf-mark-accessed, reclaim-rework, isolate-fallback-fix, shadow-lru-size, x86, no seed 002 patches",
         }
     }
 }

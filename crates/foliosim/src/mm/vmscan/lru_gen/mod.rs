@@ -687,9 +687,11 @@ impl ReclaimPolicy for LruGen {
 
     /// Under MGLRU, lru_gen_update_size() maintains the lruvec's node
     /// counters but not the memcg's per-zone lru_zone_size that
-    /// lruvec_lru_size() reads, so count_shadow_nodes() sees a memcg with no
-    /// LRU pages and lets it keep shadow nodes only for its slab: shadow
-    /// entries of a memcg under MGLRU are reclaimed early.
+    /// lruvec_lru_size() reads, so count_shadow_nodes() of 7.1+ (which reads
+    /// lruvec_lru_size(): `Variants::shadow_lru_size`) sees a memcg with no LRU pages
+    /// and lets it keep shadow nodes only for its slab: shadow entries of a
+    /// memcg under MGLRU are reclaimed early. 6.1-7.0 read the NR_LRU_BASE
+    /// counters, which MGLRU keeps (docs/findings/shadow-nodes-mglru.md).
     fn lruvec_lru_pages(&self, memcg: MemcgId) -> u64 {
         if !self.enabled() {
             return self.classic.lruvec_lru_pages(memcg);
