@@ -3,7 +3,7 @@
 //! rows, determinism, and the fold-fix variant's one behaviour change.
 
 use foliosim::reproduce::workingset_protection::{
-    change_pct, reproduces, Base, workingset_protection, Row, Size, AFTER, BEFORE, LULESH_METRICS,
+    change_pct, reproduces, workingset_protection, Base, Row, Size, AFTER, BEFORE, LULESH_METRICS,
     REWORK_V2, SEED_LULESH, SEED_TPCC, TPCC_METRICS,
 };
 
@@ -30,10 +30,17 @@ fn rows_have_the_issues_fields_and_consistent_changes() {
     for r in json.as_array().unwrap() {
         let mut keys: Vec<&str> = r.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         keys.sort();
-        assert_eq!(keys, ["experiment", "metric", "seed_value", "value", "variant"]);
+        assert_eq!(
+            keys,
+            ["experiment", "metric", "seed_value", "value", "variant"]
+        );
     }
-    assert!(find(&rows, "tpcc", BEFORE, "throughput").seed_value.is_none());
-    assert!(find(&rows, "lulesh", BEFORE, "throughput").seed_value.is_none());
+    assert!(find(&rows, "tpcc", BEFORE, "throughput")
+        .seed_value
+        .is_none());
+    assert!(find(&rows, "lulesh", BEFORE, "throughput")
+        .seed_value
+        .is_none());
     for (m, b, a) in SEED_TPCC {
         assert_eq!(find(&rows, "tpcc", BEFORE, m).seed_value, Some(*b));
         assert_eq!(find(&rows, "tpcc", AFTER, m).seed_value, Some(*a));
@@ -44,17 +51,28 @@ fn rows_have_the_issues_fields_and_consistent_changes() {
     }
     // Change rows: the percent from before to after, model and seed.
     for m in TPCC_METRICS {
-        let (b, a) = (find(&rows, "tpcc", BEFORE, m), find(&rows, "tpcc", AFTER, m));
+        let (b, a) = (
+            find(&rows, "tpcc", BEFORE, m),
+            find(&rows, "tpcc", AFTER, m),
+        );
         let c = find(&rows, "tpcc", "change", m);
         assert_eq!(c.value, change_pct(b.value, a.value), "{m}");
         assert_eq!(
             c.seed_value,
-            b.seed_value.zip(a.seed_value).map(|(x, y)| change_pct(x, y))
+            b.seed_value
+                .zip(a.seed_value)
+                .map(|(x, y)| change_pct(x, y))
         );
     }
     for m in LULESH_METRICS {
-        let (b, a) = (find(&rows, "lulesh", REWORK_V2, m), find(&rows, "lulesh", AFTER, m));
-        assert_eq!(find(&rows, "lulesh", "change", m).value, change_pct(b.value, a.value));
+        let (b, a) = (
+            find(&rows, "lulesh", REWORK_V2, m),
+            find(&rows, "lulesh", AFTER, m),
+        );
+        assert_eq!(
+            find(&rows, "lulesh", "change", m).value,
+            change_pct(b.value, a.value)
+        );
     }
     // The measurements are real: queries ran, the file thrashed, the
     // transactions are the reads over 8, the time is the loop's.
@@ -89,7 +107,14 @@ fn rows_move_in_the_seeds_direction() {
     for r in rows.iter().filter(|r| r.variant == "change") {
         if let Some(s) = r.seed_value {
             if s != 0.0 {
-                assert_eq!(r.value.signum(), s.signum(), "{} {}: {} vs seed {s}", r.experiment, r.metric, r.value);
+                assert_eq!(
+                    r.value.signum(),
+                    s.signum(),
+                    "{} {}: {} vs seed {s}",
+                    r.experiment,
+                    r.metric,
+                    r.value
+                );
             }
         }
     }

@@ -161,7 +161,12 @@ pub fn machine_config(
             None if s == "none" => (SwapKind::None, 0),
             Some(("zram", sz)) => (SwapKind::Zram, size_of(sc, "swap", sz)?),
             Some(("disk", sz)) => (SwapKind::Disk, size_of(sc, "swap", sz)?),
-            _ => return Err(format!("{}: swap: '{s}' is not none, zram:SIZE or disk:SIZE", sc.file)),
+            _ => {
+                return Err(format!(
+                    "{}: swap: '{s}' is not none, zram:SIZE or disk:SIZE",
+                    sc.file
+                ))
+            }
         };
         mm.swap = kind;
         mm.swap_bytes = size;
@@ -186,7 +191,10 @@ pub fn machine_config(
         ));
     }
     if d.lru.as_deref().is_some_and(|l| l != "mglru") {
-        return Err(format!("{}: lru: seed 004 is about MGLRU; the scenario must say lru = \"mglru\"", sc.file));
+        return Err(format!(
+            "{}: lru: seed 004 is about MGLRU; the scenario must say lru = \"mglru\"",
+            sc.file
+        ));
     }
     let mut variants = Variants::newest();
     variants.apply(base.variants())?;
@@ -381,10 +389,17 @@ pub fn run_cell(s: &Scenarios, c: &Cell) -> Result<Measured, String> {
     match c.experiment {
         "tpcc" => {
             let r = run_scenario(machine_config(&s.tpcc, s.base, c.variant, c.seed)?, &s.tpcc)?;
-            Ok(Measured::Tpcc(tpcc_metrics(&r, s.reads, s.tpcc_duration_ns)))
+            Ok(Measured::Tpcc(tpcc_metrics(
+                &r,
+                s.reads,
+                s.tpcc_duration_ns,
+            )))
         }
         _ => {
-            let r = run_scenario(machine_config(&s.lulesh, s.base, c.variant, c.seed)?, &s.lulesh)?;
+            let r = run_scenario(
+                machine_config(&s.lulesh, s.base, c.variant, c.seed)?,
+                &s.lulesh,
+            )?;
             if let Some(p) = r.processes.iter().find(|p| p.oom_killed) {
                 return Err(format!("LULESH proxy: {} was OOM-killed", p.name));
             }
@@ -413,7 +428,14 @@ fn mean_dev(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
     let mean = xs.iter().sum::<f64>() / n;
     let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
-    (mean, if mean == 0.0 { 0.0 } else { var.sqrt() / mean * 100.0 })
+    (
+        mean,
+        if mean == 0.0 {
+            0.0
+        } else {
+            var.sqrt() / mean * 100.0
+        },
+    )
 }
 
 fn seed_of(table: &[(&str, f64, f64)], metric: &str) -> Option<(f64, f64)> {
@@ -475,8 +497,20 @@ pub fn rows(cells: &[Cell], measured: &[Measured]) -> Vec<Row> {
                 _ => None,
             })
         };
-        out.push(row("lulesh", variant, "throughput", *mean, pick("throughput")));
-        out.push(row("lulesh", variant, "deviation_pct", *dev, pick("deviation_pct")));
+        out.push(row(
+            "lulesh",
+            variant,
+            "throughput",
+            *mean,
+            pick("throughput"),
+        ));
+        out.push(row(
+            "lulesh",
+            variant,
+            "deviation_pct",
+            *dev,
+            pick("deviation_pct"),
+        ));
     }
     let get = |v: &str| per_variant.iter().find(|p| p.0 == v).map(|p| p.1);
     if let (Some(b), Some(a)) = (get(REWORK_V2), get(AFTER)) {
@@ -536,9 +570,14 @@ pub fn render(rows: &[Row], size: Size) -> String {
         for m in metrics.iter() {
             let ch = find("change", m);
             let ok = match ch.and_then(|c| c.seed_value.map(|sv| (c.value, sv))) {
-                Some((_, sv)) if sv == 0.0 => "-",
-                Some((v, sv)) => if reproduces(v, sv) { "yes" } else { "no" },
-                None => "-",
+                Some((v, sv)) if sv != 0.0 => {
+                    if reproduces(v, sv) {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                }
+                _ => "-",
             };
             let _ = writeln!(
                 s,
