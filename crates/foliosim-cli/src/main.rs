@@ -297,6 +297,23 @@ enum ReproduceCmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
+    /// Seed 004: MGLRU's workingset protection rework on the TPC-C and
+    /// LULESH proxies (examples/seed004-*.toml), wsprot-legacy vs
+    /// wsprot-rework, beside the seed's figures.
+    WorkingsetProtection {
+        /// text or json (rows: experiment, variant, metric, value, seed_value).
+        #[arg(long, default_value = "text")]
+        format: String,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Seed of the TPC-C run and of the first LULESH sample.
+        #[arg(long, default_value_t = 4)]
+        seed: u64,
+        /// The other variants: seed (the kernel the seed measured:
+        /// pf-set-active, reclaim-legacy) or newest (the defaults).
+        #[arg(long, default_value = "seed")]
+        base: String,
+    },
 }
 
 /// How a workload's report is printed.
@@ -905,6 +922,31 @@ fn run(cli: Cli) -> Result<(), String> {
                     );
                 } else {
                     print!("{}", reclaim_loop::render(&rows));
+                }
+                Ok(())
+            }
+            ReproduceCmd::WorkingsetProtection {
+                format,
+                jobs,
+                seed,
+                base,
+            } => {
+                use reproduce::workingset_protection as wp;
+                if format != "text" && format != "json" {
+                    return Err(format!("--format: '{format}' is not text or json"));
+                }
+                let size = wp::Size {
+                    base: base.parse().map_err(|e| format!("--base: {e}"))?,
+                    ..wp::Size::default()
+                };
+                let rows = wp::workingset_protection(*seed, size, *jobs)?;
+                if format == "json" {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).expect("rows serialise")
+                    );
+                } else {
+                    print!("{}", wp::render(&rows, size));
                 }
                 Ok(())
             }

@@ -308,13 +308,20 @@ impl Sim {
             let timeline = core.timeline.as_ref().map(|tl| {
                 tl.iter().map(|(s, v, mc)| TimelineSample { second: *s, vmstat: counters_map(v), memcg: counters_map(if self.memcg == 0 { v } else { mc }) }).collect()
             });
+            let mut vmstat = counters_map(&core.vm);
+            // /proc/vmstat's workingset_nodes, a gauge: xa_nodes holding only
+            // shadow entries (on the shadow_nodes list_lru), all memcgs.
+            vmstat.insert(
+                "workingset_nodes",
+                (0..core.memcgs.len()).map(|m| core.shadow_nodes.count(m as crate::mm::memcontrol::MemcgId)).sum(),
+            );
             RunReport {
                 lru: self.cfg.lru,
                 variants: self.cfg.mm.variants.clone(),
                 elapsed_ns: core.now,
                 io_wait_ns: core.io_wait,
                 jobs,
-                vmstat: counters_map(&core.vm),
+                vmstat,
                 memcg,
                 timeline,
                 lru_gen: k.policy.debug_view(core, self.memcg),

@@ -50,6 +50,17 @@ pub struct Variants {
     pub pf_activation: PfActivation,
     /// Seed 004: workingset protection rework (true = after, the default).
     pub mglru_wsprot_rework: bool,
+    /// Seed 004: the fix Yu Zhao asked to fold into the rework (LULESH):
+    /// folio_check_references() keeps a mapped folio on its first young PTE
+    /// (lru_gen_set_refs() false) instead of activating it. Off = v2 of the
+    /// rework as posted. Only matters with `mglru_wsprot_rework`.
+    pub mglru_wsprot_fold_fix: bool,
+    /// count_shadow_nodes() sizes a memcg with lruvec_lru_size() (Qi Zheng,
+    /// "mm: workingset: use lruvec_lru_size() to get the number of lru
+    /// pages", 2026, 7.1+), which reads lru_zone_size that MGLRU does not
+    /// maintain: an MGLRU memcg's shadow nodes are reclaimed early. Off: the
+    /// NR_LRU_BASE vmstat counters of 6.1-7.0, which MGLRU keeps.
+    pub shadow_lru_size: bool,
     /// Seed 003: the reclaim loop rework (true = after the 14-patch series).
     pub mglru_reclaim_rework: bool,
     /// Seed 003: the isolate_folios() type-fallback fix on top.
@@ -75,8 +86,9 @@ pub enum PfActivation {
 }
 
 pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | x86 (old or young prefaulted PTEs); \
-pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy (seed 004); \
-reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); baseline (none of the seed 002 patches)";
+pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy, wsprot-fold-fix | no-wsprot-fold-fix (seed 004); \
+reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); \
+shadow-lru-size | shadow-vmstat (count_shadow_nodes() of 7.1+ or of 6.1-7.0); baseline (none of the seed 002 patches)";
 
 impl Variants {
     /// The newest behaviour the seeds describe, on x86.
@@ -87,6 +99,8 @@ impl Variants {
             old_prefaulted_ptes: false,
             pf_activation: PfActivation::MarkAccessed,
             mglru_wsprot_rework: true,
+            mglru_wsprot_fold_fix: true,
+            shadow_lru_size: true,
             mglru_reclaim_rework: true,
             mglru_isolate_fallback_fix: true,
         }
@@ -113,6 +127,10 @@ impl Variants {
                 "pf-merged" => self.pf_activation = PfActivation::Merged,
                 "wsprot-rework" => self.mglru_wsprot_rework = true,
                 "wsprot-legacy" => self.mglru_wsprot_rework = false,
+                "wsprot-fold-fix" => self.mglru_wsprot_fold_fix = true,
+                "no-wsprot-fold-fix" => self.mglru_wsprot_fold_fix = false,
+                "shadow-lru-size" => self.shadow_lru_size = true,
+                "shadow-vmstat" => self.shadow_lru_size = false,
                 "reclaim-rework" => self.mglru_reclaim_rework = true,
                 "reclaim-legacy" => self.mglru_reclaim_rework = false,
                 "isolate-fallback-fix" => self.mglru_isolate_fallback_fix = true,

@@ -5,6 +5,8 @@ pub mod reclaim_loop;
 
 use serde::Serialize;
 
+pub mod workingset_protection;
+
 use crate::mm::{MmConfig, Variants};
 use crate::sim::{run_probe, LruKind, SimConfig};
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};

@@ -681,7 +681,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// is the page cache's shadow nodes.
     fn shrink_slab(&mut self, sc: &ScanControl) {
         for memcg in self.core.memcg_subtree(sc.target_memcg.unwrap_or(0)) {
-            let pages = self.policy.lruvec_lru_pages(memcg);
+            // 7.1+ reads lruvec_lru_size(); 6.1-7.0 the NR_LRU_BASE
+            // counters, which every LRU keeps (the sizes themselves).
+            let pages = if self.core.cfg.variants.shadow_lru_size {
+                self.policy.lruvec_lru_pages(memcg)
+            } else {
+                let s = self.policy.lru_sizes(memcg);
+                s.inactive_anon + s.active_anon + s.inactive_file + s.active_file + s.unevictable
+            };
             self.core.shrink_shadow_nodes(memcg, sc.priority, pages);
         }
     }

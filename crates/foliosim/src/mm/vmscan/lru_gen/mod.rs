@@ -5,8 +5,9 @@
 //! - seed 004 (`mglru_wsprot_rework`): workingset protection after the rework
 //!   (lru_gen_folio_seq / lru_gen_distance placement, PG_workingset as the last
 //!   tier, LRU_REFS only valid under PG_referenced, lru_gen_set_refs with the
-//!   LULESH fix) or before it (PG_active always to max_seq, PG_workingset as
-//!   the second access, refs cleared on every promotion);
+//!   LULESH fix folded in, or as v2 posted it without: `mglru_wsprot_fold_fix`)
+//!   or before it (PG_active always to max_seq, PG_workingset as the second
+//!   access, refs cleared on every promotion);
 //! - seed 000 (`pf_activation`): folio_add_lru() in the fault path calls
 //!   folio_mark_accessed() instead of folio_set_active() (the seed's v1), or
 //!   as merged for 7.2: folio_set_active() for refaulted workingset folios,
@@ -643,7 +644,10 @@ impl ReclaimPolicy for LruGen {
             if referenced_ptes == 0 {
                 return FolioRef::Reclaim;
             }
-            return if Self::lru_gen_set_refs(core, id) {
+            // v2 of the rework activated on any young PTE; the fix folded
+            // into it (seed 004, LULESH) keeps the folio on its first one.
+            let promote = Self::lru_gen_set_refs(core, id);
+            return if promote || !core.cfg.variants.mglru_wsprot_fold_fix {
                 FolioRef::Activate
             } else {
                 FolioRef::Keep
@@ -691,9 +695,11 @@ impl ReclaimPolicy for LruGen {
 
     /// Under MGLRU, lru_gen_update_size() maintains the lruvec's node
     /// counters but not the memcg's per-zone lru_zone_size that
-    /// lruvec_lru_size() reads, so count_shadow_nodes() sees a memcg with no
-    /// LRU pages and lets it keep shadow nodes only for its slab: shadow
-    /// entries of a memcg under MGLRU are reclaimed early.
+    /// lruvec_lru_size() reads, so count_shadow_nodes() of 7.1+ (which reads
+    /// lruvec_lru_size(): `Variants::shadow_lru_size`) sees a memcg with no LRU pages
+    /// and lets it keep shadow nodes only for its slab: shadow entries of a
+    /// memcg under MGLRU are reclaimed early. 6.1-7.0 read the NR_LRU_BASE
+    /// counters, which MGLRU keeps (docs/findings/shadow-nodes-mglru.md).
     fn lruvec_lru_pages(&self, memcg: MemcgId) -> u64 {
         if !self.enabled() {
             return self.classic.lruvec_lru_pages(memcg);
