@@ -14,7 +14,8 @@
 # (/var/tmp/foliosim-qemu). Where qemu, busybox-static, a C compiler or the
 # kernel package cannot be had, prints "skipped: <why>", writes
 # {"skipped": "<why>"} to DIR/summary.json and stdout, and exits 0.
-# FSIM_QEMU_NO_INSTALL=1 forbids apt-get install (tests use it).
+# FSIM_QEMU_NO_INSTALL=1 forbids apt-get install, FSIM_QEMU_BIN names the
+# qemu binary (tests use both for the skip path).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=results/qemu-seed003
@@ -43,8 +44,9 @@ skip() {
 }
 
 # ---- tools ----
+QEMU=${FSIM_QEMU_BIN:-qemu-system-x86_64}
 need_pkgs=()
-command -v qemu-system-x86_64 >/dev/null || need_pkgs+=(qemu-system-x86)
+command -v "$QEMU" >/dev/null || need_pkgs+=(qemu-system-x86)
 bb=$(command -v busybox || true)
 is_static() { case $(ldd "$1" 2>&1 || true) in *"not a dynamic"*) return 0 ;; esac; return 1; }
 { [ -n "$bb" ] && is_static "$bb"; } || need_pkgs+=(busybox-static)
@@ -54,7 +56,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need_pkgs[@]}" >&2 || \
 		skip "apt-get install ${need_pkgs[*]} failed"
 fi
-QEMU=$(command -v qemu-system-x86_64) || skip "no qemu-system-x86_64"
+QEMU=$(command -v "$QEMU") || skip "no $QEMU after installing qemu-system-x86"
 BUSYBOX=$(command -v busybox) || skip "no busybox"
 is_static "$BUSYBOX" || skip "$BUSYBOX is not static (busybox-static)"
 for t in gcc mkfs.ext4 xz gzip; do command -v $t >/dev/null || skip "no $t"; done
