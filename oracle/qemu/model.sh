@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The model's side of oracle/qemu/run.sh: the same two experiments at the
+# guest's scale (model-aging.toml, model-swapmix.toml) through foliosim, on
+# the kernel the guest runs (Debian's 6.12: before seeds 000, 003 and 004,
+# so pf-set-active, wsprot-legacy, reclaim-legacy) and, for MGLRU, with seed
+# 003's series applied (reclaim-rework). One JSON object per line on stdout.
+#
+#   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${1:-target/release/foliosim}
+SWAPPINESS=${2:-35,70,105,140,175}
+command -v jq >/dev/null || { echo "model.sh: needs jq" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "model.sh: $BIN: no foliosim binary (cargo build --release -p foliosim-cli)" >&2; exit 2; }
+K612=pf-set-active,wsprot-legacy,reclaim-legacy
+# lru, variant label, --variant value
+CELLS="classic 6.12 $K612
+mglru 6.12 $K612
+mglru 6.12+seed003 $K612,reclaim-rework"
+# The pressure process's touches per round: 448M of 4 KiB pages.
+ROUND_PAGES=$((448 << 8))
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+while read -r lru label var; do
+	nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
+	jq -c --arg lru "$lru" --arg label "$label" --argjson rp $ROUND_PAGES '
+		(.processes | map(select(.name | startswith("pressure"))) | .[0]) as $p
+		| {exp: "aging", model: true, lru: $lru, kernel: $label,
+		   run: {rounds: 32, rounds_done: (($p.touches / $rp) | floor), pressure_oom_killed: $p.oom_killed,
+		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
+		   memory_stat: (.cgroups.demo | {oom_kill, pgscan, pgsteal, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
+	for s in ${SWAPPINESS//,/ }; do
+		nice "$BIN" run "$HERE/model-swapmix.toml" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
+		jq -c --arg lru "$lru" --arg label "$label" --argjson s $s '
+			{exp: "swapmix", model: true, lru: $lru, kernel: $label, swappiness: $s,
+			 memory_stat: (.cgroups.mix | {oom_kill, pswpin, pswpout, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file,
+			                                workingset_refault_anon, workingset_refault_file})}' "$tmp"
+	done
+done <<< "$CELLS"
