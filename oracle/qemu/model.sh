@@ -28,7 +28,7 @@ while read -r lru label var; do
 		| {exp: "aging", model: true, lru: $lru, kernel: $label,
 		   run: {rounds: 32, rounds_done: (($p.touches / $rp) | floor), pressure_oom_killed: $p.oom_killed,
 		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
-		   memory_stat: (.cgroups.demo | {oom_kill, pgscan, pgsteal, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
+		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
 	for s in ${SWAPPINESS//,/ }; do
 		nice "$BIN" run "$HERE/model-swapmix.toml" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
 		jq -c --arg lru "$lru" --arg label "$label" --argjson s $s '
