@@ -23,16 +23,16 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 while read -r lru label var; do
 	nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
-	jq -c --arg lru "$lru" --arg label "$label" --argjson rp $ROUND_PAGES '
+	jq -c --arg lru "$lru" --arg kern "$label" --argjson rp $ROUND_PAGES '
 		(.processes | map(select(.name | startswith("pressure"))) | .[0]) as $p
-		| {exp: "aging", model: true, lru: $lru, kernel: $label,
+		| {exp: "aging", model: true, lru: $lru, kernel: $kern,
 		   run: {rounds: 32, rounds_done: (($p.touches / $rp) | floor), pressure_oom_killed: $p.oom_killed,
 		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
 		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
 	for s in ${SWAPPINESS//,/ }; do
 		nice "$BIN" run "$HERE/model-swapmix.toml" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
-		jq -c --arg lru "$lru" --arg label "$label" --argjson s $s '
-			{exp: "swapmix", model: true, lru: $lru, kernel: $label, swappiness: $s,
+		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s '
+			{exp: "swapmix", model: true, lru: $lru, kernel: $kern, swappiness: $s,
 			 memory_stat: (.cgroups.mix | {oom_kill, pswpin, pswpout, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file,
 			                                workingset_refault_anon, workingset_refault_file})}' "$tmp"
 	done
