@@ -5,12 +5,13 @@
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
 #   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix] [--lru y,n] [--quick]
+#                      [--rounds N] [--threads N] [--readers N]
 #
 # Fetches the kernel with `apt-get download`, builds an initramfs (busybox +
 # mixpress.c, static + init-seed003 + the kernel modules the experiments
 # need), an ext4 data disk, boots one guest per (experiment, LRU) and writes
-# DIR/<exp>-lru_<y|n>.json (one JSON object per line, as the guest printed
-# them) and DIR/summary.json. Work files go to $FSIM_QEMU_WORK
+# DIR/<exp>[-t<threads>r<readers>]-lru_<y|n>.json (one JSON object per
+# line, as the guest printed them) and DIR/summary.json. Work files go to $FSIM_QEMU_WORK
 # (/var/tmp/foliosim-qemu). Where qemu, busybox-static, a C compiler or the
 # kernel package cannot be had, prints "skipped: <why>", writes
 # {"skipped": "<why>"} to DIR/summary.json and stdout, and exits 0.
@@ -22,17 +23,27 @@ OUT=results/qemu-seed003
 EXPS=aging,swapmix
 LRUS=y,n
 QUICK=0
+ROUNDS=
+THREADS=4
+READERS=4
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) OUT=$2; shift 2 ;;
 	--exp) EXPS=$2; shift 2 ;;
 	--lru) LRUS=$2; shift 2 ;;
 	--quick) QUICK=1; shift ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--threads) THREADS=$2; shift 2 ;;
+	--readers) READERS=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 for e in ${EXPS//,/ }; do case $e in aging|swapmix) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix)" >&2; exit 2 ;; esac; done
 for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
+for o in "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
+	IFS=: read -r name v max <<< "$o"
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 WORK=${FSIM_QEMU_WORK:-/var/tmp/foliosim-qemu}
 
@@ -143,24 +154,27 @@ fi
 # used when asked for (FSIM_QEMU_ACCEL=kvm).
 ACCEL=${FSIM_QEMU_ACCEL:-tcg}
 CPU=max; [ $ACCEL = kvm ] && CPU=host
-if [ $QUICK = 1 ]; then ROUNDS=4; SECS=10; SWAPPINESS=35,175; else ROUNDS=32; SECS=30; SWAPPINESS=35,70,105,140,175; fi
+if [ $QUICK = 1 ]; then R=4; SECS=10; SWAPPINESS=35,175; else R=32; SECS=30; SWAPPINESS=35,70,105,140,175; fi
+ROUNDS=${ROUNDS:-$R}
 
 boot() { # exp lru args...
 	local exp=$1 lru=$2; shift 2
 	local log="$OUT/$exp-lru_$lru.log"
+	[ "$exp" = aging ] && log="$OUT/$exp-t${THREADS}r${READERS}-lru_$lru.log"
 	echo "run.sh: booting $KVER ($ACCEL) exp=$exp lru_gen=$lru" >&2
 	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp 2 -m 1024 \
 		-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
 		-drive file="$WORK/disk-$FILE_MB.img",if=virtio,format=raw,readonly=on \
 		-append "console=ttyS0 quiet panic=-1 fsim_exp=$exp fsim_lru=$lru $*" \
 		-nographic -no-reboot > "$log" 2>&1 || echo "run.sh: qemu exited with $? (see $log)" >&2
-	tr -d '\r' < "$log" | sed -n 's/^FSIM_JSON //p' > "$OUT/$exp-lru_$lru.json"
-	[ -s "$OUT/$exp-lru_$lru.json" ] || echo "{\"exp\":\"$exp\",\"error\":\"no result, see $log\"}" > "$OUT/$exp-lru_$lru.json"
+	local json=${log%.log}.json
+	tr -d '\r' < "$log" | sed -n 's/^FSIM_JSON //p' > "$json"
+	[ -s "$json" ] || echo "{\"exp\":\"$exp\",\"error\":\"no result, see $log\"}" > "$json"
 }
 for e in ${EXPS//,/ }; do
 	for l in ${LRUS//,/ }; do
 		case $e in
-		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=4 fsim_readers=4 \
+		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=$THREADS fsim_readers=$READERS \
 			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * 20 + 60)) ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=256 fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=20 fsim_file_think_us=50 fsim_swappiness=$SWAPPINESS ;;

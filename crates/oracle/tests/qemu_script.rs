@@ -49,6 +49,9 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         (vec!["--exp", "aging,bogus"], "--exp: unknown experiment 'bogus'"),
         (vec!["--lru", "maybe"], "--lru: 'maybe' is not y or n"),
         (vec!["--frobnicate"], "unknown argument '--frobnicate'"),
+        (vec!["--threads", "0"], "--threads: '0' is not 1..64"),
+        (vec!["--readers", "8x"], "--readers: '8x' is not 1..256"),
+        (vec!["--rounds", "-3"], "--rounds: '-3' is not 1..1000"),
     ] {
         let r = Command::new("bash")
             .arg(qemu_dir().join("run.sh"))
