@@ -52,6 +52,7 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         (vec!["--threads", "0"], "--threads: '0' is not 1..64"),
         (vec!["--readers", "8x"], "--readers: '8x' is not 1..256"),
         (vec!["--rounds", "-3"], "--rounds: '-3' is not 1..1000"),
+        (vec!["--think", "20"], "--think: '20' is not A_US,F_US"),
     ] {
         let r = Command::new("bash")
             .arg(qemu_dir().join("run.sh"))
