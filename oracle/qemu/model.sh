@@ -5,11 +5,17 @@
 # so pf-set-active, wsprot-legacy, reclaim-legacy) and, for MGLRU, with seed
 # 003's series applied (reclaim-rework). One JSON object per line on stdout.
 #
-#   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...]
+#   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...] [ANON_US,FILE_US]
+#
+# The third argument replaces the swappiness mix's think times (20us, 50us,
+# the model's own): TCG runs the guest's workers far slower, so the model
+# can also be run at the access rates the guest reached.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-target/release/foliosim}
 SWAPPINESS=${2:-35,70,105,140,175}
+THINK=${3:-20,50}
+[[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "model.sh: think times: '$THINK' is not ANON_US,FILE_US" >&2; exit 2; }
 command -v jq >/dev/null || { echo "model.sh: needs jq" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "model.sh: $BIN: no foliosim binary (cargo build --release -p foliosim-cli)" >&2; exit 2; }
 K612=pf-set-active,wsprot-legacy,reclaim-legacy
@@ -20,7 +26,11 @@ mglru 6.12+seed003 $K612,reclaim-rework"
 # The pressure process's touches per round: 448M of 4 KiB pages.
 ROUND_PAGES=$((448 << 8))
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+swapmix=$(mktemp --suffix=.toml)
+trap 'rm -f "$tmp" "$swapmix"' EXIT
+sed -e "/op = \"touch\", map = \"heap\", pattern = \"zipf/s/think = \"[0-9]*us\"/think = \"${THINK%,*}us\"/" \
+    -e "/op = \"read\", file = \"table\", bs = \"4k\"/s/think = \"[0-9]*us\"/think = \"${THINK#*,}us\"/" \
+    "$HERE/model-swapmix.toml" > "$swapmix"
 while read -r lru label var; do
 	nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
 	jq -c --arg lru "$lru" --arg kern "$label" --argjson rp $ROUND_PAGES '
@@ -30,9 +40,9 @@ while read -r lru label var; do
 		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
 		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
 	for s in ${SWAPPINESS//,/ }; do
-		nice "$BIN" run "$HERE/model-swapmix.toml" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
-		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s '
-			{exp: "swapmix", model: true, lru: $lru, kernel: $kern, swappiness: $s,
+		nice "$BIN" run "$swapmix" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
+		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s --arg think "$THINK" '
+			{exp: "swapmix", model: true, lru: $lru, kernel: $kern, swappiness: $s, think_us: $think,
 			 memory_stat: (.cgroups.mix | {oom_kill, pswpin, pswpout, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file,
 			                                workingset_refault_anon, workingset_refault_file})}' "$tmp"
 	done
