@@ -6,6 +6,7 @@
 #
 #   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix] [--lru y,n] [--quick]
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
+#                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #
 # Fetches the kernel with `apt-get download`, builds an initramfs (busybox +
 # mixpress.c, static + init-seed003 + the kernel modules the experiments
@@ -27,6 +28,7 @@ ROUNDS=
 THREADS=4
 READERS=4
 THINK=20,50
+ANON_MB=256
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) OUT=$2; shift 2 ;;
@@ -37,13 +39,14 @@ while [ $# -gt 0 ]; do
 	--threads) THREADS=$2; shift 2 ;;
 	--readers) READERS=$2; shift 2 ;;
 	--think) THINK=$2; shift 2 ;;
+	--anon-mb) ANON_MB=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 for e in ${EXPS//,/ }; do case $e in aging|swapmix) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix)" >&2; exit 2 ;; esac; done
 for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "run.sh: --think: '$THINK' is not A_US,F_US" >&2; exit 2; }
-for o in "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
+for o in "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
 	IFS=: read -r name v max <<< "$o"
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
 done
@@ -164,7 +167,7 @@ boot() { # exp lru args...
 	local exp=$1 lru=$2; shift 2
 	local log="$OUT/$exp-lru_$lru.log"
 	[ "$exp" = aging ] && log="$OUT/$exp-t${THREADS}r${READERS}-lru_$lru.log"
-	[ "$exp" = swapmix ] && log="$OUT/$exp-think${THINK/,/-}-lru_$lru.log"
+	[ "$exp" = swapmix ] && log="$OUT/$exp-anon${ANON_MB}-think${THINK/,/-}-lru_$lru.log"
 	echo "run.sh: booting $KVER ($ACCEL) exp=$exp lru_gen=$lru" >&2
 	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp 2 -m 1024 \
 		-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
@@ -180,7 +183,7 @@ for e in ${EXPS//,/ }; do
 		case $e in
 		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=$THREADS fsim_readers=$READERS \
 			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * 20 + 60)) ;;
-		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=256 fsim_zram_mb=512 fsim_secs=$SECS \
+		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac
 	done
