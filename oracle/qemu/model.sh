@@ -5,16 +5,19 @@
 # so pf-set-active, wsprot-legacy, reclaim-legacy) and, for MGLRU, with seed
 # 003's series applied (reclaim-rework). One JSON object per line on stdout.
 #
-#   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...] [ANON_US,FILE_US]
+#   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...] [ANON_US,FILE_US] [ANON_MB]
 #
 # The third argument replaces the swappiness mix's think times (20us, 50us,
 # the model's own): TCG runs the guest's workers far slower, so the model
-# can also be run at the access rates the guest reached.
+# can also be run at the access rates the guest reached. The fourth is
+# run.sh's --anon-mb.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-target/release/foliosim}
 SWAPPINESS=${2:-35,70,105,140,175}
 THINK=${3:-20,50}
+ANON_MB=${4:-256}
+[[ $ANON_MB =~ ^[0-9]+$ ]] || { echo "model.sh: ANON_MB: '$ANON_MB' is not a number" >&2; exit 2; }
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "model.sh: think times: '$THINK' is not ANON_US,FILE_US" >&2; exit 2; }
 command -v jq >/dev/null || { echo "model.sh: needs jq" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "model.sh: $BIN: no foliosim binary (cargo build --release -p foliosim-cli)" >&2; exit 2; }
@@ -30,6 +33,7 @@ swapmix=$(mktemp --suffix=.toml)
 trap 'rm -f "$tmp" "$swapmix"' EXIT
 sed -e "/op = \"touch\", map = \"heap\", pattern = \"zipf/s/think = \"[0-9]*us\"/think = \"${THINK%,*}us\"/" \
     -e "/op = \"read\", file = \"table\", bs = \"4k\"/s/think = \"[0-9]*us\"/think = \"${THINK#*,}us\"/" \
+    -e "s/op = \"mmap_anon\", map = \"heap\", size = \"256M\"/op = \"mmap_anon\", map = \"heap\", size = \"${ANON_MB}M\"/" \
     "$HERE/model-swapmix.toml" > "$swapmix"
 while read -r lru label var; do
 	nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
@@ -41,8 +45,8 @@ while read -r lru label var; do
 		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
 	for s in ${SWAPPINESS//,/ }; do
 		nice "$BIN" run "$swapmix" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
-		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s --arg think "$THINK" '
-			{exp: "swapmix", model: true, lru: $lru, kernel: $kern, swappiness: $s, think_us: $think,
+		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s --arg think "$THINK" --argjson anon $ANON_MB '
+			{exp: "swapmix", model: true, lru: $lru, kernel: $kern, swappiness: $s, think_us: $think, anon_mb: $anon,
 			 memory_stat: (.cgroups.mix | {oom_kill, pswpin, pswpout, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file,
 			                                workingset_refault_anon, workingset_refault_file})}' "$tmp"
 	done
