@@ -10,13 +10,14 @@
 # The third argument replaces the swappiness mix's think times (20us, 50us,
 # the model's own): TCG runs the guest's workers far slower, so the model
 # can also be run at the access rates the guest reached. The fourth is
-# run.sh's --anon-mb.
+# run.sh's --anon-mb. FSIM_MODEL_EXPS=swapmix (or aging) runs one of the two.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-target/release/foliosim}
 SWAPPINESS=${2:-35,70,105,140,175}
 THINK=${3:-20,50}
 ANON_MB=${4:-256}
+EXPS=${FSIM_MODEL_EXPS:-aging,swapmix}
 [[ $ANON_MB =~ ^[0-9]+$ ]] || { echo "model.sh: ANON_MB: '$ANON_MB' is not a number" >&2; exit 2; }
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "model.sh: think times: '$THINK' is not ANON_US,FILE_US" >&2; exit 2; }
 command -v jq >/dev/null || { echo "model.sh: needs jq" >&2; exit 2; }
@@ -36,13 +37,14 @@ sed -e "/op = \"touch\", map = \"heap\", pattern = \"zipf/s/think = \"[0-9]*us\"
     -e "s/op = \"mmap_anon\", map = \"heap\", size = \"256M\"/op = \"mmap_anon\", map = \"heap\", size = \"${ANON_MB}M\"/" \
     "$HERE/model-swapmix.toml" > "$swapmix"
 while read -r lru label var; do
-	nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
+	[[ ,$EXPS, == *,aging,* ]] && { nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
 	jq -c --arg lru "$lru" --arg kern "$label" --argjson rp $ROUND_PAGES '
 		(.processes | map(select(.name | startswith("pressure"))) | .[0]) as $p
 		| {exp: "aging", model: true, lru: $lru, kernel: $kern,
 		   run: {rounds: 32, rounds_done: (($p.touches / $rp) | floor), pressure_oom_killed: $p.oom_killed,
 		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
-		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"
+		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"; }
+	[[ ,$EXPS, == *,swapmix,* ]] || continue
 	for s in ${SWAPPINESS//,/ }; do
 		nice "$BIN" run "$swapmix" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
 		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s --arg think "$THINK" --argjson anon $ANON_MB '
