@@ -40,7 +40,7 @@ while read -r lru label var; do
 	[[ ,$EXPS, == *,aging,* ]] && { nice "$BIN" run "$HERE/model-aging.toml" --lru "$lru" --variant "$var" --json > "$tmp"
 	jq -c --arg lru "$lru" --arg kern "$label" --argjson rp $ROUND_PAGES '
 		(.processes | map(select(.name | startswith("pressure"))) | .[0]) as $p
-		| {exp: "aging", model: true, lru: $lru, kernel: $kern,
+		| {exp: "aging", model: true, lru: $lru, kernel: $kern, threads: 4, readers: 4,
 		   run: {rounds: 32, rounds_done: (($p.touches / $rp) | floor), pressure_oom_killed: $p.oom_killed,
 		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
 		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"; }
