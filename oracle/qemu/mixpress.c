@@ -123,7 +123,8 @@ static void pressure(size_t anon, int threads, long rounds, long wait_ms, int do
 		munmap(base, anon);
 		char c = 1;
 		if (write(done_fd, &c, 1) != 1) _exit(1);
-		sleep_us(wait_ms * 1000);
+		if (r + 1 < rounds)
+			sleep_us(wait_ms * 1000);
 	}
 	_exit(0);
 }
@@ -196,6 +197,7 @@ static int aging(int argc, char **argv)
 		if (n <= 0) break; /* the pressure process exited or was killed */
 		rounds_done += n;
 		fprintf(stderr, "mixpress: round %ld/%ld at %.1fs\n", rounds_done, rounds, now() - t1);
+		if (rounds_done >= rounds) break; /* done: no time limit on its exit */
 	}
 	if (timed_out) kill(pp, SIGKILL);
 	int st;

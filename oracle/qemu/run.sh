@@ -182,7 +182,7 @@ for e in ${EXPS//,/ }; do
 	for l in ${LRUS//,/ }; do
 		case $e in
 		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=$THREADS fsim_readers=$READERS \
-			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * 20 + 60)) ;;
+			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * THREADS * 8 + 120)) ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac
