@@ -55,13 +55,13 @@ while read -r lru label var; do
 		| {exp: "aging", model: true, lru: $lru, kernel: $kern, threads: $t, readers: $r,
 		   run: {rounds: $n, rounds_done: (($p.touches / $rp) | floor), pressure_oom_killed: $p.oom_killed,
 		         readers_oom_killed: ([.processes[] | select((.name | startswith("reader")) and .oom_killed)] | length)},
-		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, pgmajfault})}' "$tmp"; }
+		   memory_stat: (.cgroups.demo | {oom_kill, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file, workingset_refault_file, workingset_activate_file, workingset_nodereclaim, pgmajfault})}' "$tmp"; }
 	[[ ,$EXPS, == *,swapmix,* ]] || continue
 	for s in ${SWAPPINESS//,/ }; do
 		nice "$BIN" run "$swapmix" --lru "$lru" --variant "$var" --sysctl vm.swappiness=$s --json > "$tmp"
 		jq -c --arg lru "$lru" --arg kern "$label" --argjson s $s --arg think "$THINK" --argjson anon $ANON_MB '
 			{exp: "swapmix", model: true, lru: $lru, kernel: $kern, swappiness: $s, think_us: $think, anon_mb: $anon,
 			 memory_stat: (.cgroups.mix | {oom_kill, pswpin, pswpout, pgscan_anon, pgscan_file, pgsteal_anon, pgsteal_file,
-			                                workingset_refault_anon, workingset_refault_file})}' "$tmp"
+			                                workingset_refault_anon, workingset_refault_file, workingset_nodereclaim})}' "$tmp"
 	done
 done <<< "$CELLS"
