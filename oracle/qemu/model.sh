@@ -3,7 +3,8 @@
 # guest's scale (model-aging.toml, model-swapmix.toml) through foliosim, on
 # the kernel the guest runs (Debian's 6.12: before seeds 000, 003 and 004,
 # so pf-set-active, wsprot-legacy, reclaim-legacy) and, for MGLRU, with seed
-# 003's series applied (reclaim-rework). One JSON object per line on stdout.
+# 003's series applied (reclaim-rework, and without the isolate_folios
+# fallback fix of the swappiness dispute). One JSON object per line on stdout.
 #
 #   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...] [ANON_US,FILE_US] [ANON_MB]
 #
@@ -31,7 +32,8 @@ K612=pf-set-active,wsprot-legacy,reclaim-legacy
 # lru, variant label, --variant value
 CELLS="classic 6.12 $K612
 mglru 6.12 $K612
-mglru 6.12+seed003 $K612,reclaim-rework"
+mglru 6.12+seed003 $K612,reclaim-rework
+mglru 6.12+seed003-nofix $K612,reclaim-rework,no-isolate-fallback-fix"
 # The pressure process's touches per round: its threads' shares of 448M.
 ROUND_PAGES=$(((448 / A_THREADS) * A_THREADS << 8))
 tmp=$(mktemp)
