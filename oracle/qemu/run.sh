@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Seed 003's directional experiments on a real MGLRU kernel in a QEMU guest:
+# Debian bookworm's packaged Linux 6.12 (CONFIG_LRU_GEN=y; before seed 003's
+# series, i.e. the model's `reclaim-legacy`), MGLRU and the classic LRU
+# switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
+#
+#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix] [--lru y,n] [--quick]
+#                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
+#                      [--anon-mb N]   (the swappiness mix's anon size, 256)
+#
+# Fetches the kernel with `apt-get download`, builds an initramfs (busybox +
+# mixpress.c, static + init-seed003 + the kernel modules the experiments
+# need), an ext4 data disk, boots one guest per (experiment, LRU) and writes
+# DIR/<exp>[-t<threads>r<readers>]-lru_<y|n>.json (one JSON object per
+# line, as the guest printed them) and DIR/summary.json. Work files go to $FSIM_QEMU_WORK
+# (/var/tmp/foliosim-qemu). Where qemu, busybox-static, a C compiler or the
+# kernel package cannot be had, prints "skipped: <why>", writes
+# {"skipped": "<why>"} to DIR/summary.json and stdout, and exits 0.
+# FSIM_QEMU_NO_INSTALL=1 forbids apt-get install, FSIM_QEMU_BIN names the
+# qemu binary (tests use both for the skip path).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=results/qemu-seed003
+EXPS=aging,swapmix
+LRUS=y,n
+QUICK=0
+ROUNDS=
+THREADS=4
+READERS=4
+THINK=20,50
+ANON_MB=256
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) OUT=$2; shift 2 ;;
+	--exp) EXPS=$2; shift 2 ;;
+	--lru) LRUS=$2; shift 2 ;;
+	--quick) QUICK=1; shift ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--threads) THREADS=$2; shift 2 ;;
+	--readers) READERS=$2; shift 2 ;;
+	--think) THINK=$2; shift 2 ;;
+	--anon-mb) ANON_MB=$2; shift 2 ;;
+	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+for e in ${EXPS//,/ }; do case $e in aging|swapmix) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix)" >&2; exit 2 ;; esac; done
+for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
+[[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "run.sh: --think: '$THINK' is not A_US,F_US" >&2; exit 2; }
+for o in "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
+	IFS=: read -r name v max <<< "$o"
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
+done
+mkdir -p "$OUT"
+WORK=${FSIM_QEMU_WORK:-/var/tmp/foliosim-qemu}
+
+skip() {
+	local why=${1//\"/\'}
+	echo "skipped: $why" >&2
+	printf '{"skipped": "%s"}\n' "$why" | tee "$OUT/summary.json"
+	exit 0
+}
+
+# ---- tools ----
+QEMU=${FSIM_QEMU_BIN:-qemu-system-x86_64}
+need_pkgs=()
+command -v "$QEMU" >/dev/null || need_pkgs+=(qemu-system-x86)
+bb=$(command -v busybox || true)
+is_static() { case $(ldd "$1" 2>&1 || true) in *"not a dynamic"*) return 0 ;; esac; return 1; }
+{ [ -n "$bb" ] && is_static "$bb"; } || need_pkgs+=(busybox-static)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	[ "${FSIM_QEMU_NO_INSTALL:-0}" = 1 ] && skip "missing ${need_pkgs[*]} (install not allowed)"
+	[ "$(id -u)" = 0 ] || skip "missing ${need_pkgs[*]} and not root to install them"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need_pkgs[@]}" >&2 || \
+		skip "apt-get install ${need_pkgs[*]} failed"
+fi
+QEMU=$(command -v "$QEMU") || skip "no $QEMU after installing qemu-system-x86"
+BUSYBOX=$(command -v busybox) || skip "no busybox"
+is_static "$BUSYBOX" || skip "$BUSYBOX is not static (busybox-static)"
+for t in gcc mkfs.ext4 xz gzip; do command -v $t >/dev/null || skip "no $t"; done
+
+# ---- kernel: Debian's packaged 6.12 ----
+mkdir -p "$WORK"
+cd "$WORK"
+PKG=${FSIM_QEMU_KERNEL_PKG:-$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' 2>/dev/null | awk '{print $1}' | sort -V | tail -1)}
+[ -n "$PKG" ] || skip "no linux-image-6.12.*+deb12-amd64-unsigned in apt's lists (apt-get update?)"
+if [ ! -d "kernel-$PKG" ]; then
+	rm -f "$PKG"_*.deb
+	apt-get download "$PKG" >&2 2>/dev/null || skip "apt-get download $PKG failed"
+	mkdir -p "kernel-$PKG.tmp" && dpkg-deb -x "$PKG"_*.deb "kernel-$PKG.tmp" && mv "kernel-$PKG.tmp" "kernel-$PKG"
+	rm -f "$PKG"_*.deb
+fi
+K=$WORK/kernel-$PKG
+KVER=$(basename "$K"/lib/modules/*)
+VMLINUZ=$K/boot/vmlinuz-$KVER
+CONFIG=$K/boot/config-$KVER
+grep -q '^CONFIG_LRU_GEN=y' "$CONFIG" || skip "$PKG has no CONFIG_LRU_GEN"
+grep -q '^CONFIG_MEMCG=y' "$CONFIG" || skip "$PKG has no CONFIG_MEMCG"
+
+# The modules the guest needs (those not built in), dependencies first. The
+# .deb has no modules.dep (depmod makes it at install time), so each module's
+# dependencies are read from the "depends=" of its .modinfo section.
+MODDIR=$K/lib/modules/$KVER
+declare -A modpath=() seen=()
+while IFS= read -r f; do
+	b=$(basename "$f"); b=${b%%.ko*}; modpath[${b//-/_}]=$f
+done < <(cd "$MODDIR" && find kernel -name '*.ko*')
+order=()
+modcat() { case $1 in *.xz) xz -dc "$1" ;; *.zst) zstd -dc "$1" ;; *) cat "$1" ;; esac; }
+add_mod() { # module name
+	local m=${1//-/_} d deps
+	[ -n "${seen[$m]:-}" ] && return
+	seen[$m]=1
+	[ -n "${modpath[$m]:-}" ] || skip "module $m not in $PKG"
+	deps=$(modcat "$MODDIR/${modpath[$m]}" | tr '\0' '\n' | sed -n 's/^depends=//p' | head -1)
+	for d in ${deps//,/ }; do add_mod "$d"; done
+	order+=("${modpath[$m]}")
+}
+# ext4 asks the crypto API for "crc32c" by name (metadata_csum), not by
+# symbol: the generic implementation is added by hand.
+for sym in VIRTIO_BLK:virtio_blk CRYPTO_CRC32C:crc32c_generic EXT4_FS:ext4 ZRAM:zram; do
+	opt=${sym%%:*}
+	if grep -q "^CONFIG_$opt=m" "$CONFIG"; then
+		add_mod "${sym#*:}"
+	elif ! grep -q "^CONFIG_$opt=y" "$CONFIG"; then
+		skip "$PKG has no CONFIG_$opt"
+	fi
+done
+# zram's default compressor (lz4 on Debian) is a module of its own that zram
+# uses by symbol only from 6.12's backends (zcomp), so add it by name too.
+comp=$(sed -n 's/^CONFIG_ZRAM_DEF_COMP="\(.*\)"/\1/p' "$CONFIG")
+for m in ${comp}_compress ${comp}_decompress; do [ -n "${modpath[$m]:-}" ] && add_mod $m; done
+
+# ---- initramfs and data disk ----
+rm -rf initramfs && mkdir -p initramfs/{bin,proc,sys,dev,mnt,tmp,lib/modules}
+cp "$BUSYBOX" initramfs/bin/busybox
+cp "$HERE/init-seed003" initramfs/init && chmod +x initramfs/init
+gcc -O2 -Wall -static -pthread -o initramfs/mixpress "$HERE/mixpress.c" -lm
+: > initramfs/modules.order
+for m in "${order[@]}"; do
+	b=$(basename "$m"); b=${b%.xz}; b=${b%.zst}
+	modcat "$MODDIR/$m" > "initramfs/lib/modules/$b"
+	echo "$b" >> initramfs/modules.order
+done
+(cd initramfs && find . | "$BUSYBOX" cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz
+
+# Scale: seed 003's reproducer is 14G anon + 8G file in a 16G memcg; the
+# guest runs it at 1/32 (448M + 256M in 512M). The swappiness mix is
+# examples/swappiness-mix.toml at 1/2 (256M anon + 256M file in 384M).
+FILE_MB=256
+if [ ! -f "disk-$FILE_MB.img" ]; then
+	rm -rf diskdir && mkdir diskdir
+	head -c $((FILE_MB << 20)) /dev/urandom > diskdir/data.bin
+	mkfs.ext4 -q -F -d diskdir "disk-$FILE_MB.img.tmp" $((FILE_MB + 64))M
+	mv "disk-$FILE_MB.img.tmp" "disk-$FILE_MB.img"
+	rm -rf diskdir
+fi
+
+# TCG by default: the /dev/kvm of the VM this was written on accepts a guest
+# but cannot run it (it fails on the first VEX instruction), so KVM is only
+# used when asked for (FSIM_QEMU_ACCEL=kvm).
+ACCEL=${FSIM_QEMU_ACCEL:-tcg}
+CPU=max; [ $ACCEL = kvm ] && CPU=host
+if [ $QUICK = 1 ]; then R=4; SECS=10; SWAPPINESS=35,175; else R=32; SECS=30; SWAPPINESS=35,70,105,140,175; fi
+ROUNDS=${ROUNDS:-$R}
+
+boot() { # exp lru args...
+	local exp=$1 lru=$2; shift 2
+	local log="$OUT/$exp-lru_$lru.log"
+	[ "$exp" = aging ] && log="$OUT/$exp-t${THREADS}r${READERS}-lru_$lru.log"
+	[ "$exp" = swapmix ] && log="$OUT/$exp-anon${ANON_MB}-think${THINK/,/-}-lru_$lru.log"
+	echo "run.sh: booting $KVER ($ACCEL) exp=$exp lru_gen=$lru" >&2
+	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp 2 -m 1024 \
+		-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
+		-drive file="$WORK/disk-$FILE_MB.img",if=virtio,format=raw,readonly=on \
+		-append "console=ttyS0 quiet panic=-1 fsim_exp=$exp fsim_lru=$lru $*" \
+		-nographic -no-reboot > "$log" 2>&1 || echo "run.sh: qemu exited with $? (see $log)" >&2
+	local json=${log%.log}.json
+	tr -d '\r' < "$log" | sed -n 's/^FSIM_JSON //p' > "$json"
+	[ -s "$json" ] || echo "{\"exp\":\"$exp\",\"error\":\"no result, see $log\"}" > "$json"
+}
+for e in ${EXPS//,/ }; do
+	for l in ${LRUS//,/ }; do
+		case $e in
+		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=$THREADS fsim_readers=$READERS \
+			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * THREADS * 8 + 120)) ;;
+		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
+			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
+		esac
+	done
+done
+# summary.json: every result line, as one JSON array.
+{
+	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)"},"results":[' "$PKG" "$ACCEL"
+	sep=
+	for f in "$OUT"/*-lru_*.json; do
+		while IFS= read -r line; do printf '%s%s' "$sep" "$line"; sep=,; done < "$f"
+	done
+	printf ']}\n'
+} > "$OUT/summary.json"
+echo "run.sh: results in $OUT/summary.json" >&2
