@@ -578,6 +578,14 @@ impl Sim {
         // fio's exitall is global: any job asking for it makes every job's
         // exit terminate others (exitall_on_terminate).
         let exitall = jobs.iter().any(|j| j.ctl.exitall);
+        // zonemode=zbd: the emulated zones of each file and each job's view
+        // of them; a job fio's zone setup refuses fails with EINVAL.
+        let (mut zbds, mut zjobs) = foliosim_workload::zbd::setup(jobs);
+        for (s, z) in st.iter_mut().zip(&zjobs) {
+            if let Some(Err(_)) = z {
+                s.error = 22;
+            }
+        }
         // fio's flows: per flow_id, the shared counter and total weight.
         let mut flows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
         for j in jobs.iter().filter(|j| j.ctl.flow > 0) {
@@ -696,7 +704,19 @@ impl Sim {
                     continue;
                 }
                 let diskless_done = j.ioengine == IoEngine::CpuIo || j.ioengine.is_file_op();
-                let op = if stopped || diskless_done { None } else { s.io.next_op() };
+                let zbd_failed = s.error == 22 && matches!(zjobs[i], Some(Err(_)));
+                let mut op = if stopped || diskless_done || zbd_failed { None } else { s.io.next_op() };
+                // zbd_adjust_block(): fio moves the job's I/O to a zone's
+                // write pointer or below it, or ends the job.
+                if let (Some(JobOp::Io { io, kind: IoKind::Job, .. }), Some(Ok((zi, zj)))) =
+                    (op.as_mut(), zjobs[i].as_mut())
+                {
+                    io.dir = zbds[*zi].adjust_dir(zj, io.dir);
+                    match zbds[*zi].adjust_block(zj, *io) {
+                        Some(a) => *io = a,
+                        None => op = None,
+                    }
+                }
                 let Some(op) = op else {
                     if let Some(q) = s.q.as_mut() {
                         // cleanup_pending_aio(): what is queued completes.

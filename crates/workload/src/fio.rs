@@ -13,7 +13,8 @@
 //! are powers of 1000 ("opposite units", kept by fio for old scripts); with
 //! `kb_base=1000` it is the other way round. The bare `ki`/`mi` forms are
 //! refused because fio's HOWTO and its parser disagree on them. Percentages
-//! (`size=50%`) and zone (`z`) suffixes are refused: they need a real device.
+//! (`size=50%`) are refused: they need a real device. Zone units (`size=8z`,
+//! fio's `*_nz`) are `zonesize` multiples (zbd_recalc_options_with_zone_granularity).
 
 use serde::Serialize;
 use std::fmt;
@@ -218,6 +219,8 @@ pub struct FioJob {
     pub io_size: Option<u64>,
     pub number_ios: Option<u64>,
     pub zonemode_strided: bool,
+    /// `zonemode=zbd`: fio's emulated zones ([`crate::zbd`]).
+    pub zbd: Option<crate::zbd::ZbdOpts>,
     pub zonesize: u64,
     pub zonerange: u64,
     pub zoneskip: u64,
@@ -617,6 +620,7 @@ enum ZoneMode {
     NotSet,
     None,
     Strided,
+    Zbd,
 }
 
 /// Options as set so far (global defaults overlaid by the job's own).
@@ -665,6 +669,10 @@ struct Builder {
     io_size: u64,
     number_ios: u64,
     zonemode: ZoneMode,
+    zbd: crate::zbd::ZbdOpts,
+    /// Sizes given in zones (`Nz`): size, offset, io_size,
+    /// offset_increment, zoneskip (fio's size_nz etc.).
+    nz: [Option<u64>; 5],
     zonesize: u64,
     zonerange: u64,
     zoneskip: u64,
@@ -727,6 +735,8 @@ impl Default for Builder {
             io_size: 0,
             number_ios: 0,
             zonemode: ZoneMode::NotSet,
+            zbd: Default::default(),
+            nz: [None; 5],
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -782,6 +792,26 @@ impl Builder {
         };
         let kb = self.kb_base;
         let size = |v: &str| parse_size(v, kb).map_err(err);
+        // fio's parse_is_zone(): "Nz" counts zones of zonesize.
+        let nz_slot = match key {
+            "size" => Some(0),
+            "offset" | "fileoffset" => Some(1),
+            "io_size" | "io_limit" => Some(2),
+            "offset_increment" => Some(3),
+            "zoneskip" => Some(4),
+            _ => None,
+        };
+        if let (Some(slot), Some(v)) = (nz_slot, val) {
+            if let Some(n) = v.strip_suffix(['z', 'Z']) {
+                let n = parse_int(n, 0, u32::MAX as u64).map_err(|e| err(format!("'{v}': {e}")))?;
+                if key == "size" && n == 0 {
+                    return Err(err("size must be > 0".into()));
+                }
+                self.nz[slot] = Some(n);
+                return Ok(());
+            }
+            self.nz[slot] = None;
+        }
         match key {
             "name" => self.name = Some(need()?.to_string()),
             "filename" => {
@@ -980,9 +1010,10 @@ impl Builder {
                 self.zonemode = match need()? {
                     "none" => ZoneMode::None,
                     "strided" => ZoneMode::Strided,
+                    "zbd" => ZoneMode::Zbd,
                     other => {
                         return Err(err(format!(
-                            "unsupported zonemode '{other}' (none or strided)"
+                            "unsupported zonemode '{other}' (none, strided or zbd)"
                         )))
                     }
                 }
@@ -1084,6 +1115,11 @@ impl Builder {
                 }
             }
             k if IGNORED.contains(&k) => {}
+            k if crate::zbd::option(&mut self.zbd, k, val, kb).is_some() => {
+                crate::zbd::option(&mut self.zbd, k, val, kb)
+                    .unwrap_or(Ok(()))
+                    .map_err(err)?
+            }
             k if self
                 .engine_opts
                 .gpu
@@ -1121,7 +1157,33 @@ impl Builder {
             .unwrap_or(4096)
     }
 
+    /// Sizes given in zones become bytes first (fio does it once the
+    /// zone size is known, zbd_recalc_options_with_zone_granularity()).
     fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
+        if self.nz.iter().all(|n| n.is_none()) {
+            return self.finish_bytes(file, line);
+        }
+        let zs = self.zonesize;
+        if zs == 0 {
+            let name = self.name.clone().unwrap_or_default();
+            return Err(perr(file, line, "zonesize", format!(
+                "job '{name}': a size in zones ('z') needs zonesize"
+            )));
+        }
+        let mut b = self.clone();
+        let bytes = |n: Option<u64>| n.map(|n| n.saturating_mul(zs));
+        if let Some(v) = bytes(self.nz[0]) {
+            b.size = Some(v);
+        }
+        b.offset = bytes(self.nz[1]).unwrap_or(b.offset);
+        b.io_size = bytes(self.nz[2]).unwrap_or(b.io_size);
+        b.offset_increment = bytes(self.nz[3]).unwrap_or(b.offset_increment);
+        b.zoneskip = bytes(self.nz[4]).unwrap_or(b.zoneskip);
+        b.nz = [None; 5];
+        b.finish_bytes(file, line)
+    }
+
+    fn finish_bytes(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
         let name = self.name.clone().unwrap_or_default();
         let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
         let size = match (self.size, self.filesize) {
@@ -1226,6 +1288,13 @@ impl Builder {
                 ))
             }
             ZoneMode::Strided => true,
+            ZoneMode::Zbd if self.zonesize == 0 => {
+                return Err(herr(
+                    "zonesize",
+                    format!("job '{name}': zonemode=zbd on a regular file or a device that is not zoned needs zonesize (fio emulates the zones)"),
+                ))
+            }
+            ZoneMode::Zbd => false,
             // fio: a zonesize without zonemode means strided.
             ZoneMode::NotSet => self.zonesize != 0,
         };
@@ -1332,6 +1401,10 @@ impl Builder {
                 io_size: (self.io_size > 0).then_some(self.io_size),
                 number_ios: (self.number_ios > 0).then_some(self.number_ios),
                 zonemode_strided: strided,
+                zbd: (self.zonemode == ZoneMode::Zbd).then(|| crate::zbd::ZbdOpts {
+                    zone_size: self.zonesize,
+                    ..self.zbd.clone()
+                }),
                 zonesize: if strided { self.zonesize } else { 0 },
                 zonerange: if strided { zonerange } else { 0 },
                 zoneskip: if strided { self.zoneskip } else { 0 },

@@ -11,3 +11,4 @@ pub mod mmap_probe;
 pub mod scenario;
 pub mod trace;
 pub mod units;
+pub mod zbd;
