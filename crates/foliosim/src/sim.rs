@@ -9,6 +9,7 @@ use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProces
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
 use foliosim_workload::mmap_probe::ProbeSpec;
+use foliosim_workload::steadystate::SteadyState;
 use foliosim_workload::trace::TraceReq;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -586,6 +587,25 @@ impl Sim {
                 s.error = 22;
             }
         }
+        // Steady state (steadystate_setup()): one window per job, or with
+        // group_reporting on the last job of each group; each job's last
+        // sample (time, ios, bytes) and whether its ramp is over.
+        let mut ss: Vec<Option<SteadyState>> = vec![None; jobs.len()];
+        let mut prev_gid = None;
+        for (x, j) in jobs.iter().enumerate() {
+            let Some(o) = &j.ss else { continue };
+            if j.group_reporting && prev_gid == Some(j.groupid) {
+                if let Some(last) = (0..x).rev().find(|&y| ss[y].is_some()) {
+                    ss[last] = None;
+                }
+            }
+            prev_gid = Some(j.groupid);
+            ss[x] = SteadyState::new(o);
+        }
+        let mut ss_prev: Vec<(u64, u64, u64, bool)> = vec![(0, 0, 0, false); jobs.len()];
+        let mut ss_attained = vec![false; jobs.len()];
+        let ss_on = jobs.iter().any(|j| j.ss.is_some());
+        let mut next_ss = 1_000_000_000u64;
         // fio's flows: per flow_id, the shared counter and total weight.
         let mut flows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
         for j in jobs.iter().filter(|j| j.ctl.flow > 0) {
@@ -652,6 +672,50 @@ impl Sim {
                 }
                 let i = pick.expect("a running job");
                 now = now.max(st[i].t);
+                // steadystate_check(), from fio's helper thread once a second.
+                while ss_on && now >= next_ss {
+                    let at = next_ss;
+                    next_ss += 1_000_000_000;
+                    let (mut group_bw, mut group_iops, mut ramped) = (0u64, 0u64, 0u32);
+                    let mut prev_gid = None;
+                    for x in 0..jobs.len() {
+                        let Some(o) = &jobs[x].ss else { continue };
+                        if st[x].run != Run::Running || ss_attained[x] {
+                            continue;
+                        }
+                        if !jobs[x].group_reporting || prev_gid != Some(jobs[x].groupid) {
+                            (group_bw, group_iops, ramped) = (0, 0, 0);
+                        }
+                        prev_gid = Some(jobs[x].groupid);
+                        let p = &mut ss_prev[x];
+                        if p.0 < st[x].epoch {
+                            *p = (st[x].epoch, 0, 0, o.ramp_us == 0);
+                        }
+                        // Sampling starts a second after ss_ramp.
+                        p.3 |= (at - st[x].epoch) / 1000 >= o.ramp_us + 1_000_000;
+                        let ios = st[x].done_ios;
+                        let bytes = st[x].all_bytes[0] + st[x].all_bytes[1];
+                        let ms = ((at - p.0) / 1_000_000).max(1);
+                        if p.3 {
+                            group_bw += 1000 * (bytes - p.2) / ms;
+                            group_iops += 1000 * (ios - p.1) / ms;
+                            ramped += 1;
+                        }
+                        *p = (at, ios, bytes, p.3);
+                        let Some(w) = ss[x].as_mut() else { continue };
+                        if ramped == 0 || !w.add(group_iops, group_bw) {
+                            continue;
+                        }
+                        // fio_mark_td_terminate(): the job, or its group.
+                        for y in 0..jobs.len() {
+                            let hit = if jobs[x].group_reporting { jobs[y].groupid == jobs[x].groupid } else { y == x };
+                            if hit {
+                                ss_attained[y] = true;
+                                st[y].stop_at = Some(st[y].stop_at.map_or(at, |t| t.min(at)));
+                            }
+                        }
+                    }
+                }
                 let s = &mut st[i];
                 let j = &jobs[i];
                 s.sleep_from = u64::MAX;

@@ -221,6 +221,8 @@ pub struct FioJob {
     pub zonemode_strided: bool,
     /// `zonemode=zbd`: fio's emulated zones ([`crate::zbd`]).
     pub zbd: Option<crate::zbd::ZbdOpts>,
+    /// Steady-state termination (`ss_dur` of a second or more).
+    pub ss: Option<crate::steadystate::SsOpts>,
     pub zonesize: u64,
     pub zonerange: u64,
     pub zoneskip: u64,
@@ -299,6 +301,7 @@ pub fn parse_job_str_with(
     number_threads(&mut jobs);
     assign_groups(&mut jobs);
     check_waitees(&jobs)?;
+    check_steadystate(&jobs)?;
     setup::size_from_written_files(&mut jobs, false)?;
     Ok(jobs)
 }
@@ -309,6 +312,21 @@ fn number_threads(jobs: &mut [FioJob]) {
     for (i, j) in jobs.iter_mut().enumerate() {
         j.thread_number = i as u32 + 1;
     }
+}
+
+/// td_steadystate_init(): the jobs of a reporting group share one
+/// steady-state window, so their options must agree.
+fn check_steadystate(jobs: &[FioJob]) -> Result<(), ParseError> {
+    for (i, j) in jobs.iter().enumerate() {
+        if let Some(o) = jobs[..i].iter().find(|o| o.groupid == j.groupid && o.ss != j.ss) {
+            let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
+            return Err(perr(file, line.parse().unwrap_or(0), "steadystate", format!(
+                "job '{}': steadystate options must be consistent within reporting groups (job '{}' differs)",
+                j.name, o.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// fio's wait_for_ok(): the waitee is one job defined before this one.
@@ -670,6 +688,7 @@ struct Builder {
     number_ios: u64,
     zonemode: ZoneMode,
     zbd: crate::zbd::ZbdOpts,
+    ss: crate::steadystate::SsOpts,
     /// Sizes given in zones (`Nz`): size, offset, io_size,
     /// offset_increment, zoneskip (fio's size_nz etc.).
     nz: [Option<u64>; 5],
@@ -736,6 +755,7 @@ impl Default for Builder {
             number_ios: 0,
             zonemode: ZoneMode::NotSet,
             zbd: Default::default(),
+            ss: Default::default(),
             nz: [None; 5],
             zonesize: 0,
             zonerange: 0,
@@ -1067,18 +1087,11 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
-            // steadystate.c ends a job once the iops/bw slope or deviation
-            // stays within a limit over a window; not modelled, so refused
-            // rather than run to the end.
-            "steadystate"
-            | "ss"
-            | "steadystate_duration"
-            | "ss_dur"
-            | "steadystate_ramp_time"
-            | "ss_ramp" => {
-                return Err(err(
-                    "steady-state detection is not modelled (the job would not end early)".into(),
-                ))
+            // steadystate.c: the window and criterion ([`crate::steadystate`]).
+            k if crate::steadystate::option(&mut self.ss, k, val).is_some() => {
+                crate::steadystate::option(&mut self.ss, k, val)
+                    .unwrap_or(Ok(()))
+                    .map_err(err)?
             }
             // ioprio_set() for the job (and, in libaio/io_uring, cmdprio*
             // per I/O): the model's device has no I/O scheduler to order
@@ -1401,6 +1414,7 @@ impl Builder {
                 io_size: (self.io_size > 0).then_some(self.io_size),
                 number_ios: (self.number_ios > 0).then_some(self.number_ios),
                 zonemode_strided: strided,
+                ss: (self.ss.dur > 0).then_some(self.ss),
                 zbd: (self.zonemode == ZoneMode::Zbd).then(|| crate::zbd::ZbdOpts {
                     zone_size: self.zonesize,
                     ..self.zbd.clone()

@@ -9,6 +9,7 @@ pub mod iogen;
 pub mod jobio;
 pub mod mmap_probe;
 pub mod scenario;
+pub mod steadystate;
 pub mod trace;
 pub mod units;
 pub mod zbd;
