@@ -227,6 +227,7 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
         "zbd-seq-read.fio",
         "zbd-rand-write-zone-reset-gc.fio",
         "steadystate.fio",
+        "latency-profile.fio",
     ] {
         assert!(outcome[must].0, "{must}: {}", outcome[must].1);
     }
@@ -238,7 +239,7 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
 
 /// Page-cache examples that run (of 56), those of [`DOCUMENTED_SETUP`]
 /// given the setting their own comments document.
-const MIN_PAGE_CACHE_RUN: usize = 45;
+const MIN_PAGE_CACHE_RUN: usize = 46;
 
 /// Examples that need what fio itself takes from outside the job file:
 /// `${VAR}`s the file's header documents (fio 3.33 refuses them without:

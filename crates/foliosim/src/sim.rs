@@ -9,6 +9,7 @@ use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProces
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
 use foliosim_workload::mmap_probe::ProbeSpec;
+use foliosim_workload::lat_target::{LatEvent, LatTarget};
 use foliosim_workload::steadystate::SteadyState;
 use foliosim_workload::trace::TraceReq;
 use rand::{Rng, SeedableRng};
@@ -469,6 +470,8 @@ impl Sim {
             /// When the job's pending sleep began (thinktime, flow);
             /// u64::MAX when it is not asleep.
             sleep_from: u64,
+            /// latency_target's queue-depth search.
+            lat: Option<LatTarget>,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -571,6 +574,7 @@ impl Sim {
                 all_bytes: [0; 2],
                 flow_counter: 0,
                 sleep_from: u64::MAX,
+                lat: None,
             });
         }
         // unlink(2) of a file another job uses: the inode and its cache live
@@ -651,6 +655,11 @@ impl Sim {
                     s.rate_check_t = [now; 2];
                     s.ramp_end = now + j.ramp_time_ns;
                     s.stop_at = j.runtime_ns.map(|r| now + j.ramp_time_ns + r);
+                    // lat_target_init(): the search starts at depth 1.
+                    s.lat = j.lat_target.and_then(|o| LatTarget::new(&o, j.iodepth, now, 0));
+                    if let (Some(l), Some(q)) = (&s.lat, s.q.as_mut()) {
+                        q.qd_limit = l.qd as usize;
+                    }
                     if j.ctl.create_only {
                         // Only the setup phase (file layout, not modelled).
                         s.run = Run::Done;
@@ -970,6 +979,52 @@ impl Sim {
                     s.bytes[d] += io.len;
                     s.ios[d] += 1;
                 }
+                if let (Some(l), true) = (s.lat.as_mut(), record && kind == IoKind::Job) {
+                    let now = k.core.now;
+                    // The job's I/Os so far (not reset by the final
+                    // window's statistics reset).
+                    let done = s.done_ios + 1;
+                    // Completions over the target (account_io_completion),
+                    // then lat_target_check() once the window is over.
+                    let over = match s.q.as_mut() {
+                        Some(q) => std::mem::take(&mut q.lat_over),
+                        None => u64::from(lat > l.target_ns()),
+                    };
+                    let mut ev = LatEvent::None;
+                    for _ in 0..over {
+                        if l.complete(u64::MAX, now, done) == LatEvent::Fatal {
+                            ev = LatEvent::Fatal;
+                            break;
+                        }
+                    }
+                    if ev == LatEvent::None {
+                        ev = l.check(now, done);
+                    }
+                    if let Some(q) = s.q.as_mut() {
+                        q.qd_limit = l.qd as usize;
+                    }
+                    match ev {
+                        LatEvent::None => {}
+                        // lat_fatal(): "max latency exceeded", ETIMEDOUT.
+                        LatEvent::Fatal => {
+                            s.error = 110;
+                            s.stop_at = Some(now);
+                        }
+                        LatEvent::Done => s.stop_at = Some(now),
+                        // reset_all_stats(): only the found depth counts.
+                        LatEvent::FinalRun => {
+                            s.stats = FioJobStats {
+                                groupid: j.groupid,
+                                group_reporting: j.group_reporting,
+                                ..FioJobStats::default()
+                            };
+                            s.stats.rates.start(now);
+                            s.start_stats = Some(now);
+                            s.bytes = [0; 2];
+                            s.ios = [0; 2];
+                        }
+                    }
+                }
                 if kind != IoKind::Job {
                     sample_policy(k, memcg, on, &mut samples, &mut next);
                     continue;
@@ -1154,6 +1209,11 @@ struct AsyncQueue {
     /// In flight, sorted by completion: (done, issue, write, len).
     inflight: Vec<(u64, u64, bool, u64)>,
     lane_free: u64,
+    /// latency_target: the depth the search allows now (fio's
+    /// latency_qd), and completions over the target not yet counted.
+    qd_limit: usize,
+    lat_target_ns: u64,
+    lat_over: u64,
 }
 
 impl AsyncQueue {
@@ -1184,6 +1244,9 @@ impl AsyncQueue {
             pending: Vec::with_capacity(depth),
             inflight: Vec::with_capacity(depth),
             lane_free: 0,
+            qd_limit: depth,
+            lat_target_ns: j.lat_target.map_or(0, |l| l.target_ns),
+            lat_over: 0,
         }
     }
 
@@ -1206,7 +1269,8 @@ impl AsyncQueue {
         if (!self.has_commit || self.pending.len() >= self.batch) && !self.commit(k, j, file) {
             return false;
         }
-        let full = self.pending.len() + self.inflight.len() >= self.depth;
+        // queue_full(): with a latency target, the search's depth.
+        let full = self.pending.len() + self.inflight.len() >= self.depth.min(self.qd_limit);
         if full || (self.cmin == 0 && self.cmax == 0) {
             let mut min = self.cmin.min(self.pending.len() + self.inflight.len());
             if (full && min == 0) || self.cmin == 0 {
@@ -1320,6 +1384,9 @@ impl AsyncQueue {
         for &(done, issue, write, len) in &self.inflight[..n] {
             if stats {
                 let d = write as usize;
+                if self.lat_target_ns > 0 && done - issue > self.lat_target_ns {
+                    self.lat_over += 1;
+                }
                 fs.io_complete(d, done - issue, done, len);
                 bytes[d] += len;
                 ios[d] += 1;

@@ -52,3 +52,22 @@ fn zbd_writes_land_on_write_pointers_and_reads_stay_below() {
     let r = run("[r]\nfilename=z\nzonemode=zbd\nzonesize=1m\ndirect=1\nbs=64k\nrw=randread\nsize=4m\n");
     assert_eq!(r.jobs[0].read.total_ios, 0);
 }
+
+#[test]
+fn latency_target_searches_the_depth_then_reports_one_final_window() {
+    // A generous target: depth 1, 2, 4, 8 succeed a window each; at 8 (the
+    // iodepth) the depth stays, the statistics restart for one final
+    // window, and then the job ends: 5 windows of 1 s, not 60 s, and the
+    // report covers the last second only.
+    let base = "[a]\nfilename=f\nsize=256m\nrw=randread\ndirect=1\nbs=4k\nioengine=libaio\niodepth=8\ntime_based\nruntime=60\nlatency_window=1s\n";
+    let r = run(&format!("{base}latency_target=1s\n"));
+    let j = &r.jobs[0];
+    assert_eq!(j.error, 0);
+    assert_eq!(j.read.runtime_ms / 1000, 1, "{}", j.read.runtime_ms);
+    assert!(r.elapsed_ns >= 5_000_000_000 && r.elapsed_ns < 5_100_000_000, "{}", r.elapsed_ns);
+    // A target no I/O meets, with latency_percentile=100: the first
+    // completion at depth 1 fails the job with ETIMEDOUT.
+    let r = run(&format!("{base}latency_target=1us\n"));
+    assert_eq!(r.jobs[0].error, 110);
+    assert!(r.jobs[0].read.total_ios <= 2, "{}", r.jobs[0].read.total_ios);
+}

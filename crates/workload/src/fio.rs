@@ -223,6 +223,8 @@ pub struct FioJob {
     pub zbd: Option<crate::zbd::ZbdOpts>,
     /// Steady-state termination (`ss_dur` of a second or more).
     pub ss: Option<crate::steadystate::SsOpts>,
+    /// `latency_target` profiling (a target above 0).
+    pub lat_target: Option<crate::lat_target::LatOpts>,
     pub zonesize: u64,
     pub zonerange: u64,
     pub zoneskip: u64,
@@ -689,6 +691,7 @@ struct Builder {
     zonemode: ZoneMode,
     zbd: crate::zbd::ZbdOpts,
     ss: crate::steadystate::SsOpts,
+    lat: crate::lat_target::LatOpts,
     /// Sizes given in zones (`Nz`): size, offset, io_size,
     /// offset_increment, zoneskip (fio's size_nz etc.).
     nz: [Option<u64>; 5],
@@ -756,6 +759,7 @@ impl Default for Builder {
             zonemode: ZoneMode::NotSet,
             zbd: Default::default(),
             ss: Default::default(),
+            lat: Default::default(),
             nz: [None; 5],
             zonesize: 0,
             zonerange: 0,
@@ -1088,6 +1092,11 @@ impl Builder {
                 }
             }
             // steadystate.c: the window and criterion ([`crate::steadystate`]).
+            k if crate::lat_target::option(&mut self.lat, k, val).is_some() => {
+                crate::lat_target::option(&mut self.lat, k, val)
+                    .unwrap_or(Ok(()))
+                    .map_err(err)?
+            }
             k if crate::steadystate::option(&mut self.ss, k, val).is_some() => {
                 crate::steadystate::option(&mut self.ss, k, val)
                     .unwrap_or(Ok(()))
@@ -1415,6 +1424,7 @@ impl Builder {
                 number_ios: (self.number_ios > 0).then_some(self.number_ios),
                 zonemode_strided: strided,
                 ss: (self.ss.dur > 0).then_some(self.ss),
+                lat_target: (self.lat.target_ns > 0).then_some(self.lat),
                 zbd: (self.zonemode == ZoneMode::Zbd).then(|| crate::zbd::ZbdOpts {
                     zone_size: self.zonesize,
                     ..self.zbd.clone()
