@@ -169,6 +169,10 @@ pub struct JobReport {
     pub oom_killed: bool,
     /// fio's per-job error (errno; 5 = EIO when rate_min was not met).
     pub error: i32,
+    /// Trims done and their bytes (rw=trim/randtrim; fio's DDIR_TRIM,
+    /// which the per-direction statistics here do not cover).
+    #[serde(skip)]
+    pub trim: (u64, u64),
     /// fio's raw statistics (for `fio_output`; not in the `--json` object).
     #[serde(skip)]
     pub fio: FioJobStats,
@@ -365,6 +369,7 @@ impl Sim {
             write: DirStats::default(),
             oom_killed: oom,
             error: 0,
+            trim: (0, 0),
             fio: FioJobStats::default(),
         }];
         self.report(jobs)
@@ -406,6 +411,7 @@ impl Sim {
             write: DirStats::default(),
             oom_killed: oom,
             error: 0,
+            trim: (0, 0),
             fio: FioJobStats {
                 clat: [h, LatHist::default()],
                 lat_dist: dist,
@@ -472,6 +478,10 @@ impl Sim {
             sleep_from: u64,
             /// latency_target's queue-depth search.
             lat: Option<LatTarget>,
+            /// Trims done (counted apart: the statistics are per read and
+            /// write only).
+            trim_ios: u64,
+            trim_bytes: u64,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -575,6 +585,8 @@ impl Sim {
                 flow_counter: 0,
                 sleep_from: u64::MAX,
                 lat: None,
+                trim_ios: 0,
+                trim_bytes: 0,
             });
         }
         // unlink(2) of a file another job uses: the inode and its cache live
@@ -781,12 +793,16 @@ impl Sim {
                 let mut op = if stopped || diskless_done || zbd_failed { None } else { s.io.next_op() };
                 // zbd_adjust_block(): fio moves the job's I/O to a zone's
                 // write pointer or below it, or ends the job.
-                if let (Some(JobOp::Io { io, kind: IoKind::Job, .. }), Some(Ok((zi, zj)))) =
+                if let (Some(JobOp::Io { io, kind: IoKind::Job, file }), Some(Ok((zi, zj)))) =
                     (op.as_mut(), zjobs[i].as_mut())
                 {
+                    let orig = *io;
                     io.dir = zbds[*zi].adjust_dir(zj, io.dir);
                     match zbds[*zi].adjust_block(zj, *io) {
-                        Some(a) => *io = a,
+                        Some(a) => {
+                            *io = a;
+                            s.io.adjusted(*file, orig, a);
+                        }
                         None => op = None,
                     }
                 }
@@ -906,6 +922,45 @@ impl Sim {
                 if s.start_stats.is_none() && k.core.now >= s.ramp_end && kind != IoKind::PreRead {
                     s.start_stats = Some(k.core.now);
                     s.stats.rates.start(k.core.now);
+                }
+                if io.dir == Dir::Trim {
+                    // do_io_u_trim(), synchronous in every engine
+                    // (FIO_ASYNCIO_SYNC_TRIM).
+                    k.core.cpu(k.core.cost.fio_io);
+                    k.core.cpu(k.core.cost.syscall);
+                    let last = io.offset + io.len - 1;
+                    let err = if let Some(Ok((zi, _))) = &zjobs[i] {
+                        // zbd_do_io_u_trim(): an emulated zone's reset only
+                        // moves its write pointer.
+                        zbds[*zi].do_trim(io.offset).err().unwrap_or(0)
+                    } else if j.ioengine == IoEngine::Falloc {
+                        // The falloc engine: fallocate(PUNCH_HOLE | KEEP_SIZE).
+                        use crate::mm::truncate::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+                        k.core.cpu(k.core.cost.fallocate);
+                        let _ = k.vfs_fallocate(s.file.mapping, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, io.offset, io.len);
+                        0
+                    } else if j.filename.starts_with("/dev/") {
+                        // os_trim(): BLKDISCARD, which drops the device's
+                        // cached range first (truncate_bdev_range()).
+                        k.truncate_inode_pages_range(s.file.mapping, io.offset, last);
+                        0
+                    } else {
+                        // BLKDISCARD on a regular file: ENOTTY, and fio
+                        // ends the job (not in its non-fatal errors).
+                        25
+                    };
+                    s.t = k.core.now;
+                    if err != 0 {
+                        s.error = err;
+                        s.stop_at = Some(s.t);
+                        continue;
+                    }
+                    if s.start_stats.is_some() {
+                        s.trim_ios += 1;
+                        s.trim_bytes += io.len;
+                    }
+                    s.done_ios += 1;
+                    continue;
                 }
                 let t0 = k.core.now;
                 let faults0 = (k.core.vm.get(Item::PGFAULT), k.core.vm.get(Item::PGMAJFAULT));
@@ -1138,6 +1193,7 @@ impl Sim {
                     write: DirStats::from(&stats.clat[1], s.bytes[1], s.ios[1], runtime),
                     oom_killed: s.oom,
                     error: s.error,
+                    trim: (s.trim_ios, s.trim_bytes),
                     fio: stats,
                 }
             })

@@ -71,3 +71,46 @@ fn latency_target_searches_the_depth_then_reports_one_final_window() {
     assert_eq!(r.jobs[0].error, 110);
     assert!(r.jobs[0].read.total_ios <= 2, "{}", r.jobs[0].read.total_ios);
 }
+
+fn cached_kib(r: &foliosim::sim::RunReport) -> u64 {
+    counter(r, "file").unwrap_or(0) / 1024
+}
+
+#[test]
+fn trims_punch_holes_discard_devices_and_fail_on_files() {
+    // A buffered writer caches 4 MiB; the falloc engine's trims punch
+    // holes (fallocate PUNCH_HOLE|KEEP_SIZE): every trimmed page leaves
+    // the cache, 1 MiB of 4 KiB trims.
+    let w = "[w]\nfilename=f\nsize=4m\nrw=write\nbs=64k\n";
+    let r = run(w);
+    assert_eq!(cached_kib(&r), 4096);
+    let r = run(&format!("{w}[t]\nstonewall\nfilename=f\nsize=1m\nrw=randtrim\nbs=4k\nioengine=falloc\n"));
+    assert_eq!(r.jobs[1].trim, (256, 1 << 20));
+    assert_eq!(cached_kib(&r), 3072);
+    assert_eq!(r.jobs[1].error, 0);
+    // psync's trim is BLKDISCARD: on a regular file ENOTTY ends the job at
+    // its first trim, and the cache is untouched.
+    let r = run(&format!("{w}[t]\nstonewall\nfilename=f\nsize=1m\nrw=trim\nbs=4k\n"));
+    assert_eq!((r.jobs[1].error, r.jobs[1].trim.0), (25, 0));
+    assert_eq!(cached_kib(&r), 4096);
+    // On a block device it drops the device's cached range.
+    let d = "[w]\nfilename=/dev/vdz\nsize=4m\nrw=write\nbs=64k\n";
+    let r = run(&format!("{d}[t]\nstonewall\nfilename=/dev/vdz\nsize=2m\nrw=trim\nbs=64k\n"));
+    assert_eq!((r.jobs[1].error, r.jobs[1].trim.0), (0, 32));
+    assert_eq!(cached_kib(&r), 2048);
+}
+
+#[test]
+fn zbd_trim_resets_a_zone() {
+    // Two zones written, zone 0 trimmed (reset): a sequential reader then
+    // finds data only in zone 1 and reads its 1 MiB, from 1 MiB on.
+    let g = "[global]\nfilename=z\nzonemode=zbd\nzonesize=1m\ndirect=1\n";
+    let r = run(&format!(
+        "{g}[w]\nrw=write\nbs=64k\nsize=2z\n[t]\nstonewall\nrw=trim\nbs=1m\nsize=1z\n[r]\nstonewall\nrw=read\nbs=64k\nsize=2z\n"
+    ));
+    assert_eq!(r.jobs[1].trim, (1, 1 << 20));
+    assert_eq!(r.jobs[2].read.io_bytes, 1 << 20);
+    // A trim must be one whole zone.
+    let e = foliosim_workload::zbd::setup(&parse_job_str(&format!("{g}[t]\nrw=trim\nbs=64k\nsize=2z\n"), "t.fio").unwrap());
+    assert!(matches!(&e.1[0], Some(Err(m)) if m.contains("not the zone size")));
+}

@@ -60,11 +60,17 @@ pub enum Rw {
     /// fio's `rw` / `readwrite`: sequential mix.
     ReadWrite,
     RandRw,
+    /// `trim` / `randtrim`: every I/O is a trim (fio's DDIR_TRIM).
+    Trim,
+    RandTrim,
 }
 
 impl Rw {
     pub fn is_random(&self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim)
+    }
+    pub fn is_trim(&self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim)
     }
     pub fn has_reads(&self) -> bool {
         matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
@@ -1287,6 +1293,7 @@ impl Builder {
             };
         }
         let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
+        let t = self.rw.is_trim() as usize;
         let norandommap =
             self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
         if size < rw_min_bs && size != 0 {
@@ -1388,10 +1395,12 @@ impl Builder {
                 rw: self.rw,
                 rwmixread: self.rwmixread,
                 bs: rw_min_bs,
-                min_bs: [min_bs[0], min_bs[1]],
-                max_bs: [max_bs[0], max_bs[1]],
-                ba: [ba[0], ba[1]],
-                bssplit: [self.bssplit[0].clone(), self.bssplit[1].clone()],
+                // A trim job's sizes are the trim direction's, kept in the
+                // write slot (the generator draws its one direction there).
+                min_bs: [min_bs[0], min_bs[1 + t]],
+                max_bs: [max_bs[0], max_bs[1 + t]],
+                ba: [ba[0], ba[1 + t]],
+                bssplit: [self.bssplit[0].clone(), self.bssplit[1 + t].clone()],
                 bs_unaligned: self.bs_unaligned,
                 random_generator: self.random_generator.unwrap_or(RandomGenerator::Tausworthe),
                 random_generator_set: self.random_generator.is_some(),

@@ -431,7 +431,7 @@ impl ZbdInfo {
         if !Self::valid(j, io.offset) {
             return None;
         }
-        let d = (io.dir == Dir::Write) as usize;
+        let d = (io.dir != Dir::Read) as usize;
         let min_bs = j.min_bs[d].max(1);
         let zb0 = self.zone_idx(io.offset);
         match io.dir {
@@ -456,6 +456,10 @@ impl ZbdInfo {
                 let new_len = io.len.min(z.wp - io.offset) / min_bs * min_bs;
                 io.len = io.len.min(new_len);
                 (io.len > 0).then_some(io)
+            }
+            Dir::Trim => {
+                io.offset = self.adjust_trim(j, io.offset)?;
+                Some(io)
             }
             Dir::Write => {
                 if io.len > self.zone_size {
@@ -519,7 +523,7 @@ impl ZbdInfo {
     /// The adjusted offset of a trim (zbd_adjust_block()'s DDIR_TRIM), or
     /// None where the job ends: a random trim of an empty zone moves to
     /// the nearest zone with data.
-    pub fn adjust_trim(&mut self, j: &ZbdJob, offset: u64) -> Option<u64> {
+    fn adjust_trim(&mut self, j: &ZbdJob, offset: u64) -> Option<u64> {
         if !Self::valid(j, offset) {
             return None;
         }
@@ -581,6 +585,10 @@ pub fn setup(jobs: &[crate::fio::FioJob]) -> ZbdSetup {
             let idx = names[j.filename.as_str()].0;
             if j.files.len() > 1 {
                 return Some(Err("zonemode=zbd with several files per job is not modelled".into()));
+            }
+            // zbd_verify_bs(): a trim resets one whole zone.
+            if j.rw.is_trim() && (j.min_bs[1] != j.max_bs[1] || j.min_bs[1] != o.zone_size) {
+                return Some(Err(format!("trim block size {} is not the zone size {}", j.max_bs[1], o.zone_size)));
             }
             let info = match &mut infos[idx] {
                 Ok(i) => i,
@@ -684,6 +692,7 @@ mod tests {
                     wp[z] += io.len;
                 }
                 Dir::Read => assert!(io.offset + io.len <= z as u64 * M + wp[z], "read past wp"),
+                Dir::Trim => unreachable!(),
             }
         }
         assert_eq!(wp.iter().sum::<u64>(), info.sectors_with_data());
