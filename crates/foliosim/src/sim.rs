@@ -618,10 +618,12 @@ impl Sim {
             prev_gid = Some(j.groupid);
             ss[x] = SteadyState::new(o);
         }
-        let mut ss_prev: Vec<(u64, u64, u64, bool)> = vec![(0, 0, 0, false); jobs.len()];
+        let mut ss_prev: Vec<(u64, u64, u64, bool, f64, u64)> = vec![(0, 0, 0, false, 0.0, 0); jobs.len()];
         let mut ss_attained = vec![false; jobs.len()];
         let ss_on = jobs.iter().any(|j| j.ss.is_some());
-        let mut next_ss = 1_000_000_000u64;
+        // fio keeps one check interval for the run: the last job's.
+        let ss_step = jobs.iter().rev().find_map(|j| j.ss).map_or(1000, |o| o.interval_ms) * 1_000_000;
+        let mut next_ss = ss_step;
         // fio's flows: per flow_id, the shared counter and total weight.
         let mut flows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
         for j in jobs.iter().filter(|j| j.ctl.flow > 0) {
@@ -696,8 +698,9 @@ impl Sim {
                 // steadystate_check(), from fio's helper thread once a second.
                 while ss_on && now >= next_ss {
                     let at = next_ss;
-                    next_ss += 1_000_000_000;
+                    next_ss += ss_step;
                     let (mut group_bw, mut group_iops, mut ramped) = (0u64, 0u64, 0u32);
+                    let (mut lat_sum, mut lat_n) = (0f64, 0u64);
                     let mut prev_gid = None;
                     for x in 0..jobs.len() {
                         let Some(o) = &jobs[x].ss else { continue };
@@ -706,25 +709,33 @@ impl Sim {
                         }
                         if !jobs[x].group_reporting || prev_gid != Some(jobs[x].groupid) {
                             (group_bw, group_iops, ramped) = (0, 0, 0);
+                            (lat_sum, lat_n) = (0.0, 0);
                         }
                         prev_gid = Some(jobs[x].groupid);
                         let p = &mut ss_prev[x];
                         if p.0 < st[x].epoch {
-                            *p = (st[x].epoch, 0, 0, o.ramp_us == 0);
+                            *p = (st[x].epoch, 0, 0, o.ramp_us == 0, 0.0, 0);
                         }
-                        // Sampling starts a second after ss_ramp.
-                        p.3 |= (at - st[x].epoch) / 1000 >= o.ramp_us + 1_000_000;
+                        // Sampling starts one interval after ss_ramp.
+                        p.3 |= (at - st[x].epoch) / 1000 >= o.ramp_us + ss_step / 1000;
                         let ios = st[x].done_ios;
                         let bytes = st[x].all_bytes[0] + st[x].all_bytes[1];
+                        // The completion latencies so far (clat mean x samples).
+                        let c = &st[x].stats.clat;
+                        let lsum = c[0].stat.mean * c[0].stat.samples as f64 + c[1].stat.mean * c[1].stat.samples as f64;
+                        let ln = c[0].stat.samples + c[1].stat.samples;
                         let ms = ((at - p.0) / 1_000_000).max(1);
                         if p.3 {
                             group_bw += 1000 * (bytes - p.2) / ms;
                             group_iops += 1000 * (ios - p.1) / ms;
+                            lat_sum += lsum - p.4;
+                            lat_n += ln.saturating_sub(p.5);
                             ramped += 1;
                         }
-                        *p = (at, ios, bytes, p.3);
+                        *p = (at, ios, bytes, p.3, lsum, ln);
                         let Some(w) = ss[x].as_mut() else { continue };
-                        if ramped == 0 || !w.add(group_iops, group_bw) {
+                        let lat = if lat_n > 0 { lat_sum / lat_n as f64 } else { 0.0 };
+                        if ramped == 0 || !w.add(group_iops, group_bw, lat) {
                             continue;
                         }
                         // fio_mark_td_terminate(): the job, or its group.

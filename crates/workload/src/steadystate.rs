@@ -8,12 +8,20 @@
 //! their largest deviation from the mean (`iops`, `bw`), as a percentage
 //! of the mean when the limit ends in `%`; below the limit, the job (the
 //! whole group) is terminated. Written afresh from steadystate.c.
+//!
+//! Also fio 3.42's additions (commit e6ef1c10 and the check interval):
+//! `lat` / `lat_slope` judge the mean completion latency of each interval,
+//! and `steadystate_check_interval` (`ss_interval`, default 1 s) spaces
+//! the checks; the window holds `ss_dur / interval` samples and sampling
+//! starts one interval after `ss_ramp`. fio 3.33 refuses both options.
 
 /// Parsed options (thread_options' ss_* fields).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct SsOpts {
     /// IOPS (else bandwidth) samples.
     pub iops: bool,
+    /// Mean latency samples (fio 3.42's FIO_SS_LAT).
+    pub lat: bool,
     /// Slope (else deviation) criterion.
     pub slope: bool,
     /// The limit is a percentage of the mean.
@@ -22,12 +30,14 @@ pub struct SsOpts {
     /// Window in whole seconds (fio's ss_dur / 1000000).
     pub dur: u64,
     pub ramp_us: u64,
+    /// Time between checks, in milliseconds (fio's ss_check_interval).
+    pub interval_ms: u64,
 }
 
 impl Default for SsOpts {
     /// fio's default criterion, `iops_slope:0.01%`, off until ss_dur.
     fn default() -> Self {
-        SsOpts { iops: true, slope: true, pct: true, limit: 0.01, dur: 0, ramp_us: 0 }
+        SsOpts { iops: true, lat: false, slope: true, pct: true, limit: 0.01, dur: 0, ramp_us: 0, interval_ms: 1000 }
     }
 }
 
@@ -39,14 +49,16 @@ pub fn option(o: &mut SsOpts, key: &str, val: Option<&str>) -> Option<Result<(),
             let (crit, nr) = v.split_once(':').ok_or_else(|| {
                 format!("'{v}': a threshold must be given with the criterion (e.g. iops:10%)")
             })?;
-            let (iops, slope) = match crit {
-                "iops" => (true, false),
-                "iops_slope" => (true, true),
-                "bw" => (false, false),
-                "bw_slope" => (false, true),
+            let (iops, lat, slope) = match crit {
+                "iops" => (true, false, false),
+                "iops_slope" => (true, false, true),
+                "bw" => (false, false, false),
+                "bw_slope" => (false, false, true),
+                "lat" => (false, true, false),
+                "lat_slope" => (false, true, true),
                 other => {
                     return Err(format!(
-                        "bad criterion '{other}' (iops, iops_slope, bw, bw_slope; fio 3.33 has no latency criterion)"
+                        "bad criterion '{other}' (iops, iops_slope, bw, bw_slope, lat, lat_slope)"
                     ))
                 }
             };
@@ -59,7 +71,7 @@ pub fn option(o: &mut SsOpts, key: &str, val: Option<&str>) -> Option<Result<(),
                 .ok()
                 .filter(|x: &f64| x.is_finite())
                 .ok_or_else(|| format!("'{v}': bad threshold '{nr}'"))?;
-            *o = SsOpts { iops, slope, pct, limit, ..*o };
+            *o = SsOpts { iops, lat, slope, pct, limit, ..*o };
             Ok(())
         }),
         "steadystate_duration" | "ss_dur" => {
@@ -68,6 +80,12 @@ pub fn option(o: &mut SsOpts, key: &str, val: Option<&str>) -> Option<Result<(),
         "steadystate_ramp_time" | "ss_ramp" => {
             v.and_then(|v| crate::fio::parse_time_us(v, true)).map(|us| o.ramp_us = us)
         }
+        "steadystate_check_interval" | "ss_interval" => v
+            .and_then(|v| crate::fio::parse_time_us(v, true))
+            .and_then(|us| match us / 1000 {
+                0 => Err("the check interval must be at least 1 ms".into()),
+                ms => Ok(o.interval_ms = ms),
+            }),
         _ => return None,
     })
 }
@@ -90,9 +108,10 @@ pub struct SteadyState {
 }
 
 impl SteadyState {
-    /// None when `o` has no window (ss_dur under a second).
+    /// None when `o` has no window (ss_dur under one check interval).
     pub fn new(o: &SsOpts) -> Option<SteadyState> {
-        let d = o.dur;
+        // The window's samples: ss_dur over the interval in whole seconds.
+        let d = o.dur.checked_div(o.interval_ms / 1000).unwrap_or(0);
         (d > 0).then(|| SteadyState {
             o: *o,
             data: vec![0; d as usize],
@@ -108,15 +127,16 @@ impl SteadyState {
         })
     }
 
-    /// Whether sampling has begun `since_start_us` after the job started:
-    /// one second after ss_ramp.
-    pub fn ramp_over(&self, since_start_us: u64) -> bool {
-        self.o.ramp_us == 0 || since_start_us >= self.o.ramp_us + 1_000_000
-    }
-
-    /// Adds one interval's IOPS and bandwidth; true once steady.
-    pub fn add(&mut self, iops: u64, bw: u64) -> bool {
-        let v = if self.o.iops { iops } else { bw };
+    /// Adds one interval's IOPS, bandwidth and mean latency (ns); true
+    /// once steady.
+    pub fn add(&mut self, iops: u64, bw: u64, lat: f64) -> bool {
+        let v = if self.o.lat {
+            lat as u64
+        } else if self.o.iops {
+            iops
+        } else {
+            bw
+        };
         let dur = self.data.len();
         self.data[self.tail] = v;
         if self.full || self.tail as i64 - self.head as i64 == dur as i64 - 1 {
@@ -175,16 +195,16 @@ mod tests {
     fn deviation_needs_a_full_window_within_the_limit() {
         let mut ss = SteadyState::new(&opts("iops:10%", "3")).unwrap();
         // Not before the window is full, however flat.
-        assert!(!ss.add(100, 0));
-        assert!(!ss.add(100, 0));
+        assert!(!ss.add(100, 0, 0.0));
+        assert!(!ss.add(100, 0, 0.0));
         // 100, 100, 150: mean 116.7, deviation 33.3 = 28.6%.
-        assert!(!ss.add(150, 0));
+        assert!(!ss.add(150, 0, 0.0));
         assert!((ss.criterion - 100.0 * (100.0 / 3.0) / (350.0 / 3.0)).abs() < 1e-9);
         // 100, 150, 105 and 150, 105, 104 still deviate.
-        assert!(!ss.add(105, 0));
-        assert!(!ss.add(104, 0));
+        assert!(!ss.add(105, 0, 0.0));
+        assert!(!ss.add(104, 0, 0.0));
         // 105, 104, 106: mean 105, deviation 1 (0.95%).
-        assert!(ss.add(106, 0));
+        assert!(ss.add(106, 0, 0.0));
         assert!((ss.criterion - 100.0 / 105.0).abs() < 1e-9, "{}", ss.criterion);
     }
 
@@ -192,17 +212,17 @@ mod tests {
     fn slope_of_a_rising_then_flat_series() {
         let mut ss = SteadyState::new(&opts("bw_slope:1%", "4")).unwrap();
         for bw in [100, 200, 300] {
-            assert!(!ss.add(0, bw));
+            assert!(!ss.add(0, bw, 0.0));
         }
         // 100..400: slope 100 per second against mean 250: 40%.
-        assert!(!ss.add(0, 400));
+        assert!(!ss.add(0, 400, 0.0));
         assert!((ss.criterion - 40.0).abs() < 1e-9, "{}", ss.criterion);
         // 200, 300, 400, 400: 70/325 = 21.5%; 300, 400, 400, 400: 8%.
-        assert!(!ss.add(0, 400));
+        assert!(!ss.add(0, 400, 0.0));
         assert!((ss.criterion - 100.0 * 70.0 / 325.0).abs() < 1e-9);
-        assert!(!ss.add(0, 400));
+        assert!(!ss.add(0, 400, 0.0));
         // 400, 400, 400, 400: slope 0.
-        assert!(ss.add(0, 400));
+        assert!(ss.add(0, 400, 0.0));
         assert_eq!(ss.criterion, 0.0);
     }
 
@@ -211,10 +231,26 @@ mod tests {
         let mut o = SsOpts::default();
         let e = |k: &str, v: &str, o: &mut SsOpts| option(o, k, Some(v)).unwrap().unwrap_err();
         assert!(e("ss", "iops", &mut o).contains("threshold"));
-        assert!(e("ss", "lat:5%", &mut o).contains("no latency criterion"));
+        assert!(e("ss", "clat:5%", &mut o).contains("bad criterion"));
+        assert!(e("ss_interval", "100us", &mut o).contains("at least 1 ms"));
         assert!(e("ss", "iops:x%", &mut o).contains("bad threshold"));
         assert!(option(&mut o, "ss_foo", Some("1")).is_none());
         option(&mut o, "ss_dur", Some("500ms")).unwrap().unwrap();
         assert!(SteadyState::new(&o).is_none());
+    }
+
+    #[test]
+    fn latency_window_of_intervals() {
+        // fio 3.42's example: lat:5% over 300 s checked every 10 s: 30
+        // samples; latencies within 5% of their mean are steady.
+        let mut o = opts("lat:5%", "300");
+        option(&mut o, "steadystate_check_interval", Some("10")).unwrap().unwrap();
+        assert_eq!(o.interval_ms, 10_000);
+        let mut ss = SteadyState::new(&o).unwrap();
+        for k in 0..29 {
+            assert!(!ss.add(1, 1, 1000.0 + (k % 2) as f64 * 40.0));
+        }
+        assert!(ss.add(1, 1, 1000.0));
+        assert!(ss.criterion < 5.0 && ss.criterion > 0.0, "{}", ss.criterion);
     }
 }
