@@ -40,8 +40,14 @@ pub fn option(o: &mut LatOpts, key: &str, val: Option<&str>) -> Option<Result<()
             Ok(())
         }),
         "latency_run" => match val.unwrap_or("1") {
-            "1" | "" => Ok(o.run = true),
-            "0" => Ok(o.run = false),
+            "1" | "" => {
+                o.run = true;
+                Ok(())
+            }
+            "0" => {
+                o.run = false;
+                Ok(())
+            }
             v => Err(format!("'{v}': 0 or 1")),
         },
         _ => return None,

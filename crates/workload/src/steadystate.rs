@@ -84,7 +84,10 @@ pub fn option(o: &mut SsOpts, key: &str, val: Option<&str>) -> Option<Result<(),
             .and_then(|v| crate::fio::parse_time_us(v, true))
             .and_then(|us| match us / 1000 {
                 0 => Err("the check interval must be at least 1 ms".into()),
-                ms => Ok(o.interval_ms = ms),
+                ms => {
+                    o.interval_ms = ms;
+                    Ok(())
+                }
             }),
         _ => return None,
     })

@@ -555,7 +555,7 @@ impl ZbdInfo {
 impl ZbdOpts {
     /// zbd_verify_bs(): with verify, every block size divides the zone.
     fn verify_bs_check(&self, min_bs: [u64; 2], verify: bool) -> bool {
-        verify && min_bs.iter().any(|&b| b == 0 || self.zone_size % b != 0)
+        verify && min_bs.iter().any(|&b| b == 0 || !self.zone_size.is_multiple_of(b))
     }
 }
 
