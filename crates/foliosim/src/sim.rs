@@ -147,6 +147,8 @@ pub struct FioJobStats {
     pub minf: u64,
     pub groupid: u32,
     pub group_reporting: bool,
+    /// zonemode=zbd: zones the job reset (fio's nr_zone_resets).
+    pub zone_resets: u64,
 }
 
 impl FioJobStats {
@@ -940,10 +942,10 @@ impl Sim {
                     k.core.cpu(k.core.cost.fio_io);
                     k.core.cpu(k.core.cost.syscall);
                     let last = io.offset + io.len - 1;
-                    let err = if let Some(Ok((zi, _))) = &zjobs[i] {
+                    let err = if let Some(Ok((zi, zj))) = zjobs[i].as_mut() {
                         // zbd_do_io_u_trim(): an emulated zone's reset only
                         // moves its write pointer.
-                        zbds[*zi].do_trim(io.offset).err().unwrap_or(0)
+                        zbds[*zi].do_trim(zj, io.offset).err().unwrap_or(0)
                     } else if j.ioengine == IoEngine::Falloc {
                         // The falloc engine: fallocate(PUNCH_HOLE | KEEP_SIZE).
                         use crate::mm::truncate::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
@@ -1193,9 +1195,13 @@ impl Sim {
         let reports = st
             .into_iter()
             .zip(jobs)
-            .map(|(s, j)| {
+            .zip(zjobs)
+            .map(|((s, j), z)| {
                 let runtime = s.t.saturating_sub(s.start_stats.unwrap_or(s.t));
                 let mut stats = s.stats;
+                if let Some(Ok((_, zj))) = z {
+                    stats.zone_resets = zj.resets;
+                }
                 stats.total_run_time_ms = s.t.saturating_sub(s.epoch) / 1_000_000;
                 JobReport {
                     jobname: j.name.clone(),

@@ -109,8 +109,29 @@ fn zbd_trim_resets_a_zone() {
         "{g}[w]\nrw=write\nbs=64k\nsize=2z\n[t]\nstonewall\nrw=trim\nbs=1m\nsize=1z\n[r]\nstonewall\nrw=read\nbs=64k\nsize=2z\n"
     ));
     assert_eq!(r.jobs[1].trim, (1, 1 << 20));
+    assert_eq!((r.jobs[0].fio.zone_resets, r.jobs[1].fio.zone_resets), (0, 1));
     assert_eq!(r.jobs[2].read.io_bytes, 1 << 20);
     // A trim must be one whole zone.
     let e = foliosim_workload::zbd::setup(&parse_job_str(&format!("{g}[t]\nrw=trim\nbs=64k\nsize=2z\n"), "t.fio").unwrap());
     assert!(matches!(&e.1[0], Some(Err(m)) if m.contains("not the zone size")));
+}
+
+#[test]
+fn time_based_zbd_writer_resets_full_zones_and_says_so() {
+    // 4 zones of 1 MiB written for 0.5 s at far more than 8 MiB/s: each
+    // wrap finds the zones full and resets them, every reset counted and
+    // printed as fio's "N zone resets".
+    let jobs = parse_job_str(
+        "[w]\nfilename=z\nzonemode=zbd\nzonesize=1m\ndirect=1\nrw=write\nbs=256k\nsize=4m\ntime_based\nruntime=500ms\n",
+        "t.fio",
+    )
+    .unwrap();
+    let r = run_fio(SimConfig::default(), &jobs);
+    let w = &r.jobs[0];
+    let zones_written = w.write.io_bytes / (1 << 20);
+    assert!(zones_written > 8, "{zones_written}");
+    // Every zone written after the first four needed a reset.
+    assert_eq!(w.fio.zone_resets, zones_written - 4);
+    let text = foliosim::fio_output::render_normal(&r);
+    assert!(text.contains(&format!("; {} zone resets", zones_written - 4)), "{text}");
 }

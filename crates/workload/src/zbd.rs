@@ -143,6 +143,8 @@ pub struct ZbdJob {
     verify: bool,
     opts: ZbdOpts,
     num_open_zones: u32,
+    /// Zones this job reset (fio's per-job nr_zone_resets).
+    pub resets: u64,
 }
 
 impl ZbdInfo {
@@ -249,6 +251,7 @@ impl ZbdInfo {
             verify,
             opts: opts.clone(),
             num_open_zones: 0,
+            resets: 0,
         };
         self.file_reset(&mut j);
         Ok(j)
@@ -271,7 +274,7 @@ impl ZbdInfo {
         if j.verify {
             for z in j.min_zone..j.max_zone {
                 self.close_zone(j, z);
-                self.reset_zone(z);
+                j.resets += self.reset_zone(z) as u64;
             }
         }
         self.reset_write_cnt(j);
@@ -285,16 +288,18 @@ impl ZbdInfo {
         };
     }
 
-    fn reset_zone(&mut self, z: u32) {
+    /// zbd_reset_zone(): true if the zone held data (a reset was done).
+    fn reset_zone(&mut self, z: u32) -> bool {
         let zi = &mut self.zones[z as usize];
         let data = zi.wp - zi.start;
         if data == 0 {
-            return;
+            return false;
         }
         zi.wp = zi.start;
         self.sectors_with_data -= data;
         self.wp_sectors_with_data -= data;
         self.resets += 1;
+        true
     }
 
     fn close_zone(&mut self, j: &mut ZbdJob, z: u32) {
@@ -485,7 +490,7 @@ impl ZbdInfo {
                         return None;
                     }
                     self.zones[zb as usize].reset_zone = false;
-                    self.reset_zone(zb);
+                    j.resets += self.reset_zone(zb) as u64;
                     if self.zones[zb as usize].capacity < min_bs {
                         return None;
                     }
@@ -537,12 +542,12 @@ impl ZbdInfo {
 
     /// zbd_do_io_u_trim(): a trim resets the zone it starts; Err(EINVAL)
     /// where it does not start at a zone start.
-    pub fn do_trim(&mut self, offset: u64) -> Result<(), i32> {
+    pub fn do_trim(&mut self, j: &mut ZbdJob, offset: u64) -> Result<(), i32> {
         let zb = self.zone_idx(offset);
         if self.zones[zb as usize].start != offset {
             return Err(22);
         }
-        self.reset_zone(zb);
+        j.resets += self.reset_zone(zb) as u64;
         Ok(())
     }
 
