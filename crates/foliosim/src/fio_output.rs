@@ -84,6 +84,7 @@ struct ThreadStat {
     iops: [IoStat; 2],
     majf: u64,
     minf: u64,
+    zone_resets: u64,
     total_run_time: u64,
     /// The last member job (fio keeps the last member's option list).
     last_job: usize,
@@ -122,6 +123,7 @@ fn thread_stats(r: &RunReport) -> Vec<ThreadStat> {
                 iops: Default::default(),
                 majf: 0,
                 minf: 0,
+                zone_resets: 0,
                 total_run_time: 0,
                 last_job: i,
             });
@@ -140,6 +142,7 @@ fn thread_stats(r: &RunReport) -> Vec<ThreadStat> {
         ts.lat_dist.add(&f.lat_dist);
         ts.majf += f.majf;
         ts.minf += f.minf;
+        ts.zone_resets += f.zone_resets;
         ts.total_run_time += f.total_run_time_ms;
     }
     out
@@ -669,7 +672,7 @@ fn show_ddir(out: &mut String, ts: &ThreadStat, rs: &GroupRunStats, d: usize) {
     let bw = 1000 * ts.io_bytes[d] / runt;
     let iops = 1000 * ts.total_ios[d] / runt;
     // zbd_write_status: fio 3.33 always reports zone resets for writes.
-    let post = if d == 1 { "; 0 zone resets" } else { "" };
+    let post = if d == 1 { format!("; {} zone resets", ts.zone_resets) } else { String::new() };
     let _ = writeln!(
         out,
         "  {}: IOPS={}, BW={} ({})({}/{runt}msec){post}",

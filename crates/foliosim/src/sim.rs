@@ -9,6 +9,8 @@ use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProces
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
 use foliosim_workload::mmap_probe::ProbeSpec;
+use foliosim_workload::lat_target::{LatEvent, LatTarget};
+use foliosim_workload::steadystate::SteadyState;
 use foliosim_workload::trace::TraceReq;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -145,6 +147,8 @@ pub struct FioJobStats {
     pub minf: u64,
     pub groupid: u32,
     pub group_reporting: bool,
+    /// zonemode=zbd: zones the job reset (fio's nr_zone_resets).
+    pub zone_resets: u64,
 }
 
 impl FioJobStats {
@@ -167,6 +171,10 @@ pub struct JobReport {
     pub oom_killed: bool,
     /// fio's per-job error (errno; 5 = EIO when rate_min was not met).
     pub error: i32,
+    /// Trims done and their bytes (rw=trim/randtrim; fio's DDIR_TRIM,
+    /// which the per-direction statistics here do not cover).
+    #[serde(skip)]
+    pub trim: (u64, u64),
     /// fio's raw statistics (for `fio_output`; not in the `--json` object).
     #[serde(skip)]
     pub fio: FioJobStats,
@@ -370,6 +378,7 @@ impl Sim {
             write: DirStats::default(),
             oom_killed: oom,
             error: 0,
+            trim: (0, 0),
             fio: FioJobStats::default(),
         }];
         self.report(jobs)
@@ -411,6 +420,7 @@ impl Sim {
             write: DirStats::default(),
             oom_killed: oom,
             error: 0,
+            trim: (0, 0),
             fio: FioJobStats {
                 clat: [h, LatHist::default()],
                 lat_dist: dist,
@@ -475,6 +485,12 @@ impl Sim {
             /// When the job's pending sleep began (thinktime, flow);
             /// u64::MAX when it is not asleep.
             sleep_from: u64,
+            /// latency_target's queue-depth search.
+            lat: Option<LatTarget>,
+            /// Trims done (counted apart: the statistics are per read and
+            /// write only).
+            trim_ios: u64,
+            trim_bytes: u64,
         }
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
@@ -577,6 +593,9 @@ impl Sim {
                 all_bytes: [0; 2],
                 flow_counter: 0,
                 sleep_from: u64::MAX,
+                lat: None,
+                trim_ios: 0,
+                trim_bytes: 0,
             });
         }
         // unlink(2) of a file another job uses: the inode and its cache live
@@ -585,6 +604,35 @@ impl Sim {
         // fio's exitall is global: any job asking for it makes every job's
         // exit terminate others (exitall_on_terminate).
         let exitall = jobs.iter().any(|j| j.ctl.exitall);
+        // zonemode=zbd: the emulated zones of each file and each job's view
+        // of them; a job fio's zone setup refuses fails with EINVAL.
+        let (mut zbds, mut zjobs) = foliosim_workload::zbd::setup(jobs);
+        for (s, z) in st.iter_mut().zip(&zjobs) {
+            if let Some(Err(_)) = z {
+                s.error = 22;
+            }
+        }
+        // Steady state (steadystate_setup()): one window per job, or with
+        // group_reporting on the last job of each group; each job's last
+        // sample (time, ios, bytes) and whether its ramp is over.
+        let mut ss: Vec<Option<SteadyState>> = vec![None; jobs.len()];
+        let mut prev_gid = None;
+        for (x, j) in jobs.iter().enumerate() {
+            let Some(o) = &j.ss else { continue };
+            if j.group_reporting && prev_gid == Some(j.groupid) {
+                if let Some(last) = (0..x).rev().find(|&y| ss[y].is_some()) {
+                    ss[last] = None;
+                }
+            }
+            prev_gid = Some(j.groupid);
+            ss[x] = SteadyState::new(o);
+        }
+        let mut ss_prev: Vec<(u64, u64, u64, bool, f64, u64)> = vec![(0, 0, 0, false, 0.0, 0); jobs.len()];
+        let mut ss_attained = vec![false; jobs.len()];
+        let ss_on = jobs.iter().any(|j| j.ss.is_some());
+        // fio keeps one check interval for the run: the last job's.
+        let ss_step = jobs.iter().rev().find_map(|j| j.ss).map_or(1000, |o| o.interval_ms) * 1_000_000;
+        let mut next_ss = ss_step;
         // fio's flows: per flow_id, the shared counter and total weight.
         let mut flows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
         for j in jobs.iter().filter(|j| j.ctl.flow > 0) {
@@ -630,6 +678,11 @@ impl Sim {
                     s.rate_check_t = [now; 2];
                     s.ramp_end = now + j.ramp_time_ns;
                     s.stop_at = j.runtime_ns.map(|r| now + j.ramp_time_ns + r);
+                    // lat_target_init(): the search starts at depth 1.
+                    s.lat = j.lat_target.and_then(|o| LatTarget::new(&o, j.iodepth, now, 0));
+                    if let (Some(l), Some(q)) = (&s.lat, s.q.as_mut()) {
+                        q.qd_limit = l.qd as usize;
+                    }
                     if j.ctl.create_only {
                         // Only the setup phase (file layout, not modelled).
                         s.run = Run::Done;
@@ -651,6 +704,59 @@ impl Sim {
                 }
                 let i = pick.expect("a running job");
                 now = now.max(st[i].t);
+                // steadystate_check(), from fio's helper thread once a second.
+                while ss_on && now >= next_ss {
+                    let at = next_ss;
+                    next_ss += ss_step;
+                    let (mut group_bw, mut group_iops, mut ramped) = (0u64, 0u64, 0u32);
+                    let (mut lat_sum, mut lat_n) = (0f64, 0u64);
+                    let mut prev_gid = None;
+                    for x in 0..jobs.len() {
+                        let Some(o) = &jobs[x].ss else { continue };
+                        if st[x].run != Run::Running || ss_attained[x] {
+                            continue;
+                        }
+                        if !jobs[x].group_reporting || prev_gid != Some(jobs[x].groupid) {
+                            (group_bw, group_iops, ramped) = (0, 0, 0);
+                            (lat_sum, lat_n) = (0.0, 0);
+                        }
+                        prev_gid = Some(jobs[x].groupid);
+                        let p = &mut ss_prev[x];
+                        if p.0 < st[x].epoch {
+                            *p = (st[x].epoch, 0, 0, o.ramp_us == 0, 0.0, 0);
+                        }
+                        // Sampling starts one interval after ss_ramp.
+                        p.3 |= (at - st[x].epoch) / 1000 >= o.ramp_us + ss_step / 1000;
+                        let ios = st[x].done_ios;
+                        let bytes = st[x].all_bytes[0] + st[x].all_bytes[1];
+                        // The completion latencies so far (clat mean x samples).
+                        let c = &st[x].stats.clat;
+                        let lsum = c[0].stat.mean * c[0].stat.samples as f64 + c[1].stat.mean * c[1].stat.samples as f64;
+                        let ln = c[0].stat.samples + c[1].stat.samples;
+                        let ms = ((at - p.0) / 1_000_000).max(1);
+                        if p.3 {
+                            group_bw += 1000 * (bytes - p.2) / ms;
+                            group_iops += 1000 * (ios - p.1) / ms;
+                            lat_sum += lsum - p.4;
+                            lat_n += ln.saturating_sub(p.5);
+                            ramped += 1;
+                        }
+                        *p = (at, ios, bytes, p.3, lsum, ln);
+                        let Some(w) = ss[x].as_mut() else { continue };
+                        let lat = if lat_n > 0 { lat_sum / lat_n as f64 } else { 0.0 };
+                        if ramped == 0 || !w.add(group_iops, group_bw, lat) {
+                            continue;
+                        }
+                        // fio_mark_td_terminate(): the job, or its group.
+                        for y in 0..jobs.len() {
+                            let hit = if jobs[x].group_reporting { jobs[y].groupid == jobs[x].groupid } else { y == x };
+                            if hit {
+                                ss_attained[y] = true;
+                                st[y].stop_at = Some(st[y].stop_at.map_or(at, |t| t.min(at)));
+                            }
+                        }
+                    }
+                }
                 let s = &mut st[i];
                 let j = &jobs[i];
                 s.sleep_from = u64::MAX;
@@ -703,7 +809,23 @@ impl Sim {
                     continue;
                 }
                 let diskless_done = j.ioengine == IoEngine::CpuIo || j.ioengine.is_file_op();
-                let op = if stopped || diskless_done { None } else { s.io.next_op() };
+                let zbd_failed = s.error == 22 && matches!(zjobs[i], Some(Err(_)));
+                let mut op = if stopped || diskless_done || zbd_failed { None } else { s.io.next_op() };
+                // zbd_adjust_block(): fio moves the job's I/O to a zone's
+                // write pointer or below it, or ends the job.
+                if let (Some(JobOp::Io { io, kind: IoKind::Job, file }), Some(Ok((zi, zj)))) =
+                    (op.as_mut(), zjobs[i].as_mut())
+                {
+                    let orig = *io;
+                    io.dir = zbds[*zi].adjust_dir(zj, io.dir);
+                    match zbds[*zi].adjust_block(zj, *io) {
+                        Some(a) => {
+                            *io = a;
+                            s.io.adjusted(*file, orig, a);
+                        }
+                        None => op = None,
+                    }
+                }
                 let Some(op) = op else {
                     if let Some(q) = s.q.as_mut() {
                         // cleanup_pending_aio(): what is queued completes.
@@ -821,6 +943,45 @@ impl Sim {
                     s.start_stats = Some(k.core.now);
                     s.stats.rates.start(k.core.now);
                 }
+                if io.dir == Dir::Trim {
+                    // do_io_u_trim(), synchronous in every engine
+                    // (FIO_ASYNCIO_SYNC_TRIM).
+                    k.core.cpu(k.core.cost.fio_io);
+                    k.core.cpu(k.core.cost.syscall);
+                    let last = io.offset + io.len - 1;
+                    let err = if let Some(Ok((zi, zj))) = zjobs[i].as_mut() {
+                        // zbd_do_io_u_trim(): an emulated zone's reset only
+                        // moves its write pointer.
+                        zbds[*zi].do_trim(zj, io.offset).err().unwrap_or(0)
+                    } else if j.ioengine == IoEngine::Falloc {
+                        // The falloc engine: fallocate(PUNCH_HOLE | KEEP_SIZE).
+                        use crate::mm::truncate::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+                        k.core.cpu(k.core.cost.fallocate);
+                        let _ = k.vfs_fallocate(s.file.mapping, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, io.offset, io.len);
+                        0
+                    } else if j.filename.starts_with("/dev/") {
+                        // os_trim(): BLKDISCARD, which drops the device's
+                        // cached range first (truncate_bdev_range()).
+                        k.truncate_inode_pages_range(s.file.mapping, io.offset, last);
+                        0
+                    } else {
+                        // BLKDISCARD on a regular file: ENOTTY, and fio
+                        // ends the job (not in its non-fatal errors).
+                        25
+                    };
+                    s.t = k.core.now;
+                    if err != 0 {
+                        s.error = err;
+                        s.stop_at = Some(s.t);
+                        continue;
+                    }
+                    if s.start_stats.is_some() {
+                        s.trim_ios += 1;
+                        s.trim_bytes += io.len;
+                    }
+                    s.done_ios += 1;
+                    continue;
+                }
                 let t0 = k.core.now;
                 let faults0 = (k.core.vm.get(Item::PGFAULT), k.core.vm.get(Item::PGMAJFAULT));
                 k.core.cpu(k.core.cost.fio_io);
@@ -892,6 +1053,52 @@ impl Sim {
                     s.stats.minf += k.core.vm.get(Item::PGFAULT) - faults0.0 - majf;
                     s.bytes[d] += io.len;
                     s.ios[d] += 1;
+                }
+                if let (Some(l), true) = (s.lat.as_mut(), record && kind == IoKind::Job) {
+                    let now = k.core.now;
+                    // The job's I/Os so far (not reset by the final
+                    // window's statistics reset).
+                    let done = s.done_ios + 1;
+                    // Completions over the target (account_io_completion),
+                    // then lat_target_check() once the window is over.
+                    let over = match s.q.as_mut() {
+                        Some(q) => std::mem::take(&mut q.lat_over),
+                        None => u64::from(lat > l.target_ns()),
+                    };
+                    let mut ev = LatEvent::None;
+                    for _ in 0..over {
+                        if l.complete(u64::MAX, now, done) == LatEvent::Fatal {
+                            ev = LatEvent::Fatal;
+                            break;
+                        }
+                    }
+                    if ev == LatEvent::None {
+                        ev = l.check(now, done);
+                    }
+                    if let Some(q) = s.q.as_mut() {
+                        q.qd_limit = l.qd as usize;
+                    }
+                    match ev {
+                        LatEvent::None => {}
+                        // lat_fatal(): "max latency exceeded", ETIMEDOUT.
+                        LatEvent::Fatal => {
+                            s.error = 110;
+                            s.stop_at = Some(now);
+                        }
+                        LatEvent::Done => s.stop_at = Some(now),
+                        // reset_all_stats(): only the found depth counts.
+                        LatEvent::FinalRun => {
+                            s.stats = FioJobStats {
+                                groupid: j.groupid,
+                                group_reporting: j.group_reporting,
+                                ..FioJobStats::default()
+                            };
+                            s.stats.rates.start(now);
+                            s.start_stats = Some(now);
+                            s.bytes = [0; 2];
+                            s.ios = [0; 2];
+                        }
+                    }
                 }
                 if kind != IoKind::Job {
                     sample_policy(k, memcg, on, &mut samples, &mut next);
@@ -995,9 +1202,13 @@ impl Sim {
         let reports = st
             .into_iter()
             .zip(jobs)
-            .map(|(s, j)| {
+            .zip(zjobs)
+            .map(|((s, j), z)| {
                 let runtime = s.t.saturating_sub(s.start_stats.unwrap_or(s.t));
                 let mut stats = s.stats;
+                if let Some(Ok((_, zj))) = z {
+                    stats.zone_resets = zj.resets;
+                }
                 stats.total_run_time_ms = s.t.saturating_sub(s.epoch) / 1_000_000;
                 JobReport {
                     jobname: j.name.clone(),
@@ -1006,6 +1217,7 @@ impl Sim {
                     write: DirStats::from(&stats.clat[1], s.bytes[1], s.ios[1], runtime),
                     oom_killed: s.oom,
                     error: s.error,
+                    trim: (s.trim_ios, s.trim_bytes),
                     fio: stats,
                 }
             })
@@ -1077,6 +1289,11 @@ struct AsyncQueue {
     /// In flight, sorted by completion: (done, issue, write, len).
     inflight: Vec<(u64, u64, bool, u64)>,
     lane_free: u64,
+    /// latency_target: the depth the search allows now (fio's
+    /// latency_qd), and completions over the target not yet counted.
+    qd_limit: usize,
+    lat_target_ns: u64,
+    lat_over: u64,
 }
 
 impl AsyncQueue {
@@ -1107,6 +1324,9 @@ impl AsyncQueue {
             pending: Vec::with_capacity(depth),
             inflight: Vec::with_capacity(depth),
             lane_free: 0,
+            qd_limit: depth,
+            lat_target_ns: j.lat_target.map_or(0, |l| l.target_ns),
+            lat_over: 0,
         }
     }
 
@@ -1129,7 +1349,8 @@ impl AsyncQueue {
         if (!self.has_commit || self.pending.len() >= self.batch) && !self.commit(k, j, file) {
             return false;
         }
-        let full = self.pending.len() + self.inflight.len() >= self.depth;
+        // queue_full(): with a latency target, the search's depth.
+        let full = self.pending.len() + self.inflight.len() >= self.depth.min(self.qd_limit);
         if full || (self.cmin == 0 && self.cmax == 0) {
             let mut min = self.cmin.min(self.pending.len() + self.inflight.len());
             if (full && min == 0) || self.cmin == 0 {
@@ -1243,6 +1464,9 @@ impl AsyncQueue {
         for &(done, issue, write, len) in &self.inflight[..n] {
             if stats {
                 let d = write as usize;
+                if self.lat_target_ns > 0 && done - issue > self.lat_target_ns {
+                    self.lat_over += 1;
+                }
                 fs.io_complete(d, done - issue, done, len);
                 bytes[d] += len;
                 ios[d] += 1;

@@ -13,7 +13,8 @@
 //! are powers of 1000 ("opposite units", kept by fio for old scripts); with
 //! `kb_base=1000` it is the other way round. The bare `ki`/`mi` forms are
 //! refused because fio's HOWTO and its parser disagree on them. Percentages
-//! (`size=50%`) and zone (`z`) suffixes are refused: they need a real device.
+//! (`size=50%`) are refused: they need a real device. Zone units (`size=8z`,
+//! fio's `*_nz`) are `zonesize` multiples (zbd_recalc_options_with_zone_granularity).
 
 use serde::Serialize;
 use std::fmt;
@@ -59,11 +60,17 @@ pub enum Rw {
     /// fio's `rw` / `readwrite`: sequential mix.
     ReadWrite,
     RandRw,
+    /// `trim` / `randtrim`: every I/O is a trim (fio's DDIR_TRIM).
+    Trim,
+    RandTrim,
 }
 
 impl Rw {
     pub fn is_random(&self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim)
+    }
+    pub fn is_trim(&self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim)
     }
     pub fn has_reads(&self) -> bool {
         matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
@@ -218,6 +225,12 @@ pub struct FioJob {
     pub io_size: Option<u64>,
     pub number_ios: Option<u64>,
     pub zonemode_strided: bool,
+    /// `zonemode=zbd`: fio's emulated zones ([`crate::zbd`]).
+    pub zbd: Option<crate::zbd::ZbdOpts>,
+    /// Steady-state termination (`ss_dur` of a second or more).
+    pub ss: Option<crate::steadystate::SsOpts>,
+    /// `latency_target` profiling (a target above 0).
+    pub lat_target: Option<crate::lat_target::LatOpts>,
     pub zonesize: u64,
     pub zonerange: u64,
     pub zoneskip: u64,
@@ -296,6 +309,7 @@ pub fn parse_job_str_with(
     number_threads(&mut jobs);
     assign_groups(&mut jobs);
     check_waitees(&jobs)?;
+    check_steadystate(&jobs)?;
     setup::size_from_written_files(&mut jobs, false)?;
     Ok(jobs)
 }
@@ -306,6 +320,21 @@ fn number_threads(jobs: &mut [FioJob]) {
     for (i, j) in jobs.iter_mut().enumerate() {
         j.thread_number = i as u32 + 1;
     }
+}
+
+/// td_steadystate_init(): the jobs of a reporting group share one
+/// steady-state window, so their options must agree.
+fn check_steadystate(jobs: &[FioJob]) -> Result<(), ParseError> {
+    for (i, j) in jobs.iter().enumerate() {
+        if let Some(o) = jobs[..i].iter().find(|o| o.groupid == j.groupid && o.ss != j.ss) {
+            let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
+            return Err(perr(file, line.parse().unwrap_or(0), "steadystate", format!(
+                "job '{}': steadystate options must be consistent within reporting groups (job '{}' differs)",
+                j.name, o.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// fio's wait_for_ok(): the waitee is one job defined before this one.
@@ -617,6 +646,7 @@ enum ZoneMode {
     NotSet,
     None,
     Strided,
+    Zbd,
 }
 
 /// Options as set so far (global defaults overlaid by the job's own).
@@ -665,6 +695,12 @@ struct Builder {
     io_size: u64,
     number_ios: u64,
     zonemode: ZoneMode,
+    zbd: crate::zbd::ZbdOpts,
+    ss: crate::steadystate::SsOpts,
+    lat: crate::lat_target::LatOpts,
+    /// Sizes given in zones (`Nz`): size, offset, io_size,
+    /// offset_increment, zoneskip (fio's size_nz etc.).
+    nz: [Option<u64>; 5],
     zonesize: u64,
     zonerange: u64,
     zoneskip: u64,
@@ -727,6 +763,10 @@ impl Default for Builder {
             io_size: 0,
             number_ios: 0,
             zonemode: ZoneMode::NotSet,
+            zbd: Default::default(),
+            ss: Default::default(),
+            lat: Default::default(),
+            nz: [None; 5],
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -782,6 +822,26 @@ impl Builder {
         };
         let kb = self.kb_base;
         let size = |v: &str| parse_size(v, kb).map_err(err);
+        // fio's parse_is_zone(): "Nz" counts zones of zonesize.
+        let nz_slot = match key {
+            "size" => Some(0),
+            "offset" | "fileoffset" => Some(1),
+            "io_size" | "io_limit" => Some(2),
+            "offset_increment" => Some(3),
+            "zoneskip" => Some(4),
+            _ => None,
+        };
+        if let (Some(slot), Some(v)) = (nz_slot, val) {
+            if let Some(n) = v.strip_suffix(['z', 'Z']) {
+                let n = parse_int(n, 0, u32::MAX as u64).map_err(|e| err(format!("'{v}': {e}")))?;
+                if key == "size" && n == 0 {
+                    return Err(err("size must be > 0".into()));
+                }
+                self.nz[slot] = Some(n);
+                return Ok(());
+            }
+            self.nz[slot] = None;
+        }
         match key {
             "name" => self.name = Some(need()?.to_string()),
             "filename" => {
@@ -980,9 +1040,10 @@ impl Builder {
                 self.zonemode = match need()? {
                     "none" => ZoneMode::None,
                     "strided" => ZoneMode::Strided,
+                    "zbd" => ZoneMode::Zbd,
                     other => {
                         return Err(err(format!(
-                            "unsupported zonemode '{other}' (none or strided)"
+                            "unsupported zonemode '{other}' (none, strided or zbd)"
                         )))
                     }
                 }
@@ -1036,18 +1097,16 @@ impl Builder {
                     other => return Err(err(format!("bad kb_base '{other}' (1024 or 1000)"))),
                 }
             }
-            // steadystate.c ends a job once the iops/bw slope or deviation
-            // stays within a limit over a window; not modelled, so refused
-            // rather than run to the end.
-            "steadystate"
-            | "ss"
-            | "steadystate_duration"
-            | "ss_dur"
-            | "steadystate_ramp_time"
-            | "ss_ramp" => {
-                return Err(err(
-                    "steady-state detection is not modelled (the job would not end early)".into(),
-                ))
+            // steadystate.c: the window and criterion ([`crate::steadystate`]).
+            k if crate::lat_target::option(&mut self.lat, k, val).is_some() => {
+                crate::lat_target::option(&mut self.lat, k, val)
+                    .unwrap_or(Ok(()))
+                    .map_err(err)?
+            }
+            k if crate::steadystate::option(&mut self.ss, k, val).is_some() => {
+                crate::steadystate::option(&mut self.ss, k, val)
+                    .unwrap_or(Ok(()))
+                    .map_err(err)?
             }
             // ioprio_set() for the job (and, in libaio/io_uring, cmdprio*
             // per I/O): the model's device has no I/O scheduler to order
@@ -1084,6 +1143,11 @@ impl Builder {
                 }
             }
             k if IGNORED.contains(&k) => {}
+            k if crate::zbd::option(&mut self.zbd, k, val, kb).is_some() => {
+                crate::zbd::option(&mut self.zbd, k, val, kb)
+                    .unwrap_or(Ok(()))
+                    .map_err(err)?
+            }
             k if self
                 .engine_opts
                 .gpu
@@ -1121,7 +1185,33 @@ impl Builder {
             .unwrap_or(4096)
     }
 
+    /// Sizes given in zones become bytes first (fio does it once the
+    /// zone size is known, zbd_recalc_options_with_zone_granularity()).
     fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
+        if self.nz.iter().all(|n| n.is_none()) {
+            return self.finish_bytes(file, line);
+        }
+        let zs = self.zonesize;
+        if zs == 0 {
+            let name = self.name.clone().unwrap_or_default();
+            return Err(perr(file, line, "zonesize", format!(
+                "job '{name}': a size in zones ('z') needs zonesize"
+            )));
+        }
+        let mut b = self.clone();
+        let bytes = |n: Option<u64>| n.map(|n| n.saturating_mul(zs));
+        if let Some(v) = bytes(self.nz[0]) {
+            b.size = Some(v);
+        }
+        b.offset = bytes(self.nz[1]).unwrap_or(b.offset);
+        b.io_size = bytes(self.nz[2]).unwrap_or(b.io_size);
+        b.offset_increment = bytes(self.nz[3]).unwrap_or(b.offset_increment);
+        b.zoneskip = bytes(self.nz[4]).unwrap_or(b.zoneskip);
+        b.nz = [None; 5];
+        b.finish_bytes(file, line)
+    }
+
+    fn finish_bytes(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
         let name = self.name.clone().unwrap_or_default();
         let herr = |opt: &str, msg: String| perr(file, line, opt, msg);
         let size = match (self.size, self.filesize) {
@@ -1203,6 +1293,7 @@ impl Builder {
             };
         }
         let rw_min_bs = min_bs.iter().copied().min().unwrap_or(4096);
+        let t = self.rw.is_trim() as usize;
         let norandommap =
             self.norandommap || self.random_distribution != RandomDist::Random || ba != min_bs;
         if size < rw_min_bs && size != 0 {
@@ -1226,6 +1317,13 @@ impl Builder {
                 ))
             }
             ZoneMode::Strided => true,
+            ZoneMode::Zbd if self.zonesize == 0 => {
+                return Err(herr(
+                    "zonesize",
+                    format!("job '{name}': zonemode=zbd on a regular file or a device that is not zoned needs zonesize (fio emulates the zones)"),
+                ))
+            }
+            ZoneMode::Zbd => false,
             // fio: a zonesize without zonemode means strided.
             ZoneMode::NotSet => self.zonesize != 0,
         };
@@ -1297,10 +1395,12 @@ impl Builder {
                 rw: self.rw,
                 rwmixread: self.rwmixread,
                 bs: rw_min_bs,
-                min_bs: [min_bs[0], min_bs[1]],
-                max_bs: [max_bs[0], max_bs[1]],
-                ba: [ba[0], ba[1]],
-                bssplit: [self.bssplit[0].clone(), self.bssplit[1].clone()],
+                // A trim job's sizes are the trim direction's, kept in the
+                // write slot (the generator draws its one direction there).
+                min_bs: [min_bs[0], min_bs[1 + t]],
+                max_bs: [max_bs[0], max_bs[1 + t]],
+                ba: [ba[0], ba[1 + t]],
+                bssplit: [self.bssplit[0].clone(), self.bssplit[1 + t].clone()],
                 bs_unaligned: self.bs_unaligned,
                 random_generator: self.random_generator.unwrap_or(RandomGenerator::Tausworthe),
                 random_generator_set: self.random_generator.is_some(),
@@ -1332,6 +1432,12 @@ impl Builder {
                 io_size: (self.io_size > 0).then_some(self.io_size),
                 number_ios: (self.number_ios > 0).then_some(self.number_ios),
                 zonemode_strided: strided,
+                ss: (self.ss.dur > 0).then_some(self.ss),
+                lat_target: (self.lat.target_ns > 0).then_some(self.lat),
+                zbd: (self.zonemode == ZoneMode::Zbd).then(|| crate::zbd::ZbdOpts {
+                    zone_size: self.zonesize,
+                    ..self.zbd.clone()
+                }),
                 zonesize: if strided { self.zonesize } else { 0 },
                 zonerange: if strided { zonerange } else { 0 },
                 zoneskip: if strided { self.zoneskip } else { 0 },

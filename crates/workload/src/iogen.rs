@@ -74,11 +74,18 @@ use crate::fio_rand::{
 pub enum Dir {
     Read,
     Write,
+    /// A trim job's I/O (fio's DDIR_TRIM).
+    Trim,
 }
 
 impl Dir {
+    /// The generator's per-direction slot: a trim job has only trims and
+    /// draws them in the write slot.
     fn idx(self) -> usize {
-        self as usize
+        match self {
+            Dir::Read => 0,
+            Dir::Write | Dir::Trim => 1,
+        }
     }
 }
 
@@ -417,6 +424,17 @@ impl IoGen {
         self.ios_issued
     }
 
+    /// The I/O `orig` was issued as `new` (zonemode=zbd moved or cut it):
+    /// fio keeps the adjusted io_u's position and length, so the next
+    /// sequential I/O follows it and the byte budget counts what was done.
+    pub fn adjusted(&mut self, orig: Io, new: Io) {
+        let d = new.dir.idx();
+        self.last_start[d] = Some(new.offset);
+        self.last_pos[d] = new.offset + new.len;
+        self.bytes_issued = (self.bytes_issued + new.len).saturating_sub(orig.len);
+        self.zone_bytes = (self.zone_bytes + new.len).saturating_sub(orig.len);
+    }
+
     fn account(&mut self, io: Io) -> Io {
         self.bytes_issued += io.len;
         self.ios_issued += 1;
@@ -469,6 +487,8 @@ impl IoGen {
         if !self.rw.is_mixed() {
             return if self.rw.has_reads() {
                 Dir::Read
+            } else if self.rw.is_trim() {
+                Dir::Trim
             } else {
                 Dir::Write
             };

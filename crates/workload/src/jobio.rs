@@ -238,6 +238,13 @@ impl JobIo {
 
     /// Puts an operation back to be returned next (the runner held it
     /// back: rate, flow).
+    /// See [`IoGen::adjusted`]: the job's I/O on `file` was moved.
+    pub fn adjusted(&mut self, file: usize, orig: Io, new: Io) {
+        if let Some(Some(g)) = self.gens.get_mut(file) {
+            g.adjusted(orig, new);
+        }
+    }
+
     pub fn unget(&mut self, op: Op) {
         self.pending.push_front(Step::Op(op));
     }

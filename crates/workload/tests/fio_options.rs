@@ -209,17 +209,18 @@ fn gpu_engines_run_as_psync() {
 }
 
 #[test]
-fn steady_state_is_refused_in_one_line() {
-    for opt in [
-        "steadystate=iops:1%",
-        "ss=bw_slope:0.1%",
-        "ss_dur=60s",
-        "steadystate_ramp_time=5s",
-    ] {
-        let e = err(&format!("[a]\nsize=1m\n{opt}\n"));
-        let key = opt.split('=').next().unwrap();
-        assert_eq!(e, format!("t.fio:3: {key}: steady-state detection is not modelled (the job would not end early)"));
-    }
+fn steady_state_options_parse_and_bad_ones_are_refused_in_one_line() {
+    let j = &jobs("[a]\nsize=1m\nss=bw_slope:0.1%\nss_dur=60s\nsteadystate_ramp_time=5s\n")[0];
+    let o = j.ss.expect("a window");
+    assert!(o.slope && !o.iops && o.pct);
+    assert_eq!((o.limit, o.dur, o.ramp_us), (0.1, 60, 5_000_000));
+    // No window, no steady state (fio's default ss_dur is 0).
+    assert!(jobs("[a]\nsize=1m\nsteadystate=iops:1%\n")[0].ss.is_none());
+    assert_eq!(
+        err("[a]\nsize=1m\nss=iops\n"),
+        "t.fio:3: ss: 'iops': a threshold must be given with the criterion (e.g. iops:10%)"
+    );
+    assert!(err("[a]\nsize=1m\nss_dur=x\n").starts_with("t.fio:3: ss_dur: "));
 }
 
 #[test]

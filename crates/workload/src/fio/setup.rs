@@ -182,7 +182,24 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
             f.size = j.size;
         }
     }
-    size_from_written_files(jobs, true)
+    size_from_written_files(jobs, true)?;
+    check_zbd(jobs)
+}
+
+/// fio fails a zbd job whose zones cannot be set up (zone size against the
+/// file, regions not a whole zone): said here, once every size is known.
+fn check_zbd(jobs: &[FioJob]) -> Result<(), ParseError> {
+    let (_, per_job) = crate::zbd::setup(jobs);
+    for (j, r) in jobs.iter().zip(per_job) {
+        if let Some(Err(msg)) = r {
+            let (file, line) = match j.source.rsplit_once(':') {
+                Some((f, l)) => (f.to_string(), l.parse().unwrap_or(0)),
+                None => (j.source.clone(), 0),
+            };
+            return Err(perr(&file, line, "zonemode", format!("job '{}': {}: {msg}", j.name, j.filename)));
+        }
+    }
+    Ok(())
 }
 
 /// Jobs with `ctl.size_from_file` (no size=, filesize= or device): fio's

@@ -352,8 +352,8 @@ fn error_bad_random_distribution() {
 #[test]
 fn error_bad_zonemode() {
     assert_eq!(
-        err("[a]\nsize=1m\nzonemode=zbd\n"),
-        "t.fio:3: zonemode: unsupported zonemode 'zbd' (none or strided)"
+        err("[a]\nsize=1m\nzonemode=zns\n"),
+        "t.fio:3: zonemode: unsupported zonemode 'zns' (none, strided or zbd)"
     );
 }
 

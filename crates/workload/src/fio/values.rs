@@ -11,8 +11,10 @@ pub(super) fn parse_rw(v: &str) -> Result<Rw, String> {
         "randwrite" => Rw::RandWrite,
         "rw" | "readwrite" => Rw::ReadWrite,
         "randrw" => Rw::RandRw,
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err(format!("'{v}': trim workloads are not supported"))
+        "trim" => Rw::Trim,
+        "randtrim" => Rw::RandTrim,
+        "trimwrite" | "randtrimwrite" => {
+            return Err(format!("'{v}': trim-then-write workloads are not supported"))
         }
         _ => {
             return Err(format!(
