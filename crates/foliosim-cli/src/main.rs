@@ -56,6 +56,11 @@ struct MachineArgs {
     /// No default: such a job needs it.
     #[arg(long)]
     disk_size: Option<String>,
+    /// Size of the regular files a fio job names without size= that exist
+    /// before the run (fio takes the size from the file; the model's runs
+    /// otherwise start with no files). No default.
+    #[arg(long)]
+    existing_file_size: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -369,6 +374,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "device",
         "swap",
         "disk-size",
+        "existing-file-size",
         "sysctl",
         "seed",
         "timeline",
@@ -448,10 +454,15 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             let cfg = m.config()?;
             // fio's $mb_memory is the machine's memory: the modelled one.
             // The model gives each job its own CPU; $ncpus is 1.
+            let existing_file_size = match &m.existing_file_size {
+                Some(d) => Some(parse_size(d).map_err(|e| format!("--existing-file-size: {e}"))?),
+                None => None,
+            };
             let kw = foliosim_workload::fio::Keywords {
                 pagesize: foliosim::mm::PAGE_SIZE,
                 mb_memory: cfg.mm.ram_bytes >> 20,
                 ncpus: 1,
+                existing_file_size,
             };
             let mut jobs = foliosim_workload::fio::parse_cmdline_with(&fio_args, &kw)
                 .map_err(|e| e.to_string())?;

@@ -116,8 +116,8 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(p).unwrap();
         let pc = engines_of(&text).iter().any(|e| touches_page_cache(e));
-        if let Some((_, env, disk)) = DOCUMENTED_SETUP.iter().find(|d| d.0 == name) {
-            let (ok, why) = run_with_setup(p, env, disk);
+        if let Some((_, env, opts)) = DOCUMENTED_SETUP.iter().find(|d| d.0 == name) {
+            let (ok, why) = run_with_setup(p, env, opts);
             outcome.insert(name, (ok, why, pc));
             continue;
         }
@@ -247,7 +247,7 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
 
 /// Page-cache examples that run (of 56), those of [`DOCUMENTED_SETUP`]
 /// given the setting their own comments document.
-const MIN_PAGE_CACHE_RUN: usize = 50;
+const MIN_PAGE_CACHE_RUN: usize = 51;
 
 /// Examples that need what fio itself takes from outside the job file:
 /// `${VAR}`s the file's header documents (fio 3.33 refuses them without:
@@ -255,35 +255,60 @@ const MIN_PAGE_CACHE_RUN: usize = 50;
 /// or a device as big as the file says it assumes. Each runs through the
 /// command, as a user would run it, with exactly that setting and nothing
 /// else; they count as running, because fio needs the same from its user.
-/// (file, environment, --disk-size)
-const DOCUMENTED_SETUP: &[(&str, &[(&str, &str)], &str)] = &[
+/// (file, environment, machine options)
+const DOCUMENTED_SETUP: &[(&str, &[(&str, &str)], &[&str])] = &[
     // "Required environment variables: GPU_DEV_IDS, FIO_DIR".
-    ("libcufile-cufile.fio", GPU_ENV, DISK),
-    ("libcufile-posix.fio", GPU_ENV, DISK),
-    ("libhipfile-hipfile.fio", GPU_ENV, DISK),
-    ("libhipfile-posix.fio", GPU_ENV, DISK),
+    ("libcufile-cufile.fio", GPU_ENV, &[DISK_OPT]),
+    ("libcufile-posix.fio", GPU_ENV, &[DISK_OPT]),
+    ("libhipfile-hipfile.fio", GPU_ENV, &[DISK_OPT]),
+    ("libhipfile-posix.fio", GPU_ENV, &[DISK_OPT]),
     // The header's override example (FIO_BS="512" FIO_IODEPTH=16), with
     // FIO_RW the [default] section's own rw: its "verify" is no rw fio
     // 3.33 knows (fio refuses it too).
-    ("xnvme-compare.fio", &[("FIO_BS", "512"), ("FIO_RW", "randread"), ("FIO_IODEPTH", "16")], DISK),
+    (
+        "xnvme-compare.fio",
+        &[
+            ("FIO_BS", "512"),
+            ("FIO_RW", "randread"),
+            ("FIO_IODEPTH", "16"),
+        ],
+        &[DISK_OPT],
+    ),
     // zonemode=zbd on a device of the size the file's own offset and size
     // need (fio emulates zones on a device that is not zoned; on a smaller
     // one it fails the job): zone 524 + 40 zones read; 524z + 8z.
-    ("zbd-seq-read.fio", &[], "141G"),
-    ("zbd-rand-write-zone-reset-gc.fio", &[], "133G"),
-    ("zbd-rand-write-trim-gc.fio", &[], "163G"),
+    ("zbd-seq-read.fio", &[], &["--disk-size=141G"]),
+    (
+        "zbd-rand-write-zone-reset-gc.fio",
+        &[],
+        &["--disk-size=133G"],
+    ),
+    ("zbd-rand-write-trim-gc.fio", &[], &["--disk-size=163G"]),
     // Runs with its environment, and is then refused as fio refuses it on
     // a file or a device that is not zoned: no zonesize.
-    ("xnvme-zoned.fio", &[("FIO_BS", "512"), ("FIO_RW", "write"), ("FIO_IODEPTH", "16")], DISK),
+    (
+        "xnvme-zoned.fio",
+        &[
+            ("FIO_BS", "512"),
+            ("FIO_RW", "write"),
+            ("FIO_IODEPTH", "16"),
+        ],
+        &[DISK_OPT],
+    ),
+    // filename=/tmp/testfile with no size=: fio reads an existing file and
+    // takes its size from it (and refuses the job without one); the file's
+    // size is its user's choice, 64M here.
+    ("butterfly.fio", &[], &["--existing-file-size=64M"]),
 ];
+const DISK_OPT: &str = "--disk-size=1G";
 const GPU_ENV: &[(&str, &str)] = &[("FIO_DIR", "/gpu-test"), ("GPU_DEV_IDS", "0:1")];
 
-/// Runs `p` through the command with `env` and `--disk-size=disk` (and
+/// Runs `p` through the command with `env` and the machine options `opts` (and
 /// `--runtime=1`, the cap the other examples get): (ran, why not). A
 /// refusal is still one line and exit code 2.
-fn run_with_setup(p: &Path, env: &[(&str, &str)], disk: &str) -> (bool, String) {
+fn run_with_setup(p: &Path, env: &[(&str, &str)], opts: &[&str]) -> (bool, String) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_foliosim"));
-    c.args(["fio", &format!("--disk-size={disk}"), "--runtime=1"]).arg(p);
+    c.arg("fio").args(opts).arg("--runtime=1").arg(p);
     for (k, v) in env {
         c.env(k, v);
     }

@@ -672,7 +672,11 @@ fn show_ddir(out: &mut String, ts: &ThreadStat, rs: &GroupRunStats, d: usize) {
     let bw = 1000 * ts.io_bytes[d] / runt;
     let iops = 1000 * ts.total_ios[d] / runt;
     // zbd_write_status: fio 3.33 always reports zone resets for writes.
-    let post = if d == 1 { format!("; {} zone resets", ts.zone_resets) } else { String::new() };
+    let post = if d == 1 {
+        format!("; {} zone resets", ts.zone_resets)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "  {}: IOPS={}, BW={} ({})({}/{runt}msec){post}",

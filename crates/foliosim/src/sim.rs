@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use foliosim_workload::fio::{ExitWhat, FadviseHint, FioJob, IoEngine, RateProcess};
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
-use foliosim_workload::mmap_probe::ProbeSpec;
 use foliosim_workload::lat_target::{LatEvent, LatTarget};
+use foliosim_workload::mmap_probe::ProbeSpec;
 use foliosim_workload::steadystate::SteadyState;
 use foliosim_workload::trace::TraceReq;
 use rand::{Rng, SeedableRng};
@@ -627,11 +627,17 @@ impl Sim {
             prev_gid = Some(j.groupid);
             ss[x] = SteadyState::new(o);
         }
-        let mut ss_prev: Vec<(u64, u64, u64, bool, f64, u64)> = vec![(0, 0, 0, false, 0.0, 0); jobs.len()];
+        let mut ss_prev: Vec<(u64, u64, u64, bool, f64, u64)> =
+            vec![(0, 0, 0, false, 0.0, 0); jobs.len()];
         let mut ss_attained = vec![false; jobs.len()];
         let ss_on = jobs.iter().any(|j| j.ss.is_some());
         // fio keeps one check interval for the run: the last job's.
-        let ss_step = jobs.iter().rev().find_map(|j| j.ss).map_or(1000, |o| o.interval_ms) * 1_000_000;
+        let ss_step = jobs
+            .iter()
+            .rev()
+            .find_map(|j| j.ss)
+            .map_or(1000, |o| o.interval_ms)
+            * 1_000_000;
         let mut next_ss = ss_step;
         // fio's flows: per flow_id, the shared counter and total weight.
         let mut flows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();

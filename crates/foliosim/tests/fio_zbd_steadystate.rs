@@ -15,12 +15,22 @@ fn steady_iops_ends_the_job_once_the_window_is_full() {
     // 60. With a 0% limit it never is steady and runs its 60 s.
     let base = "[a]\nfilename=f\nsize=64m\nrw=randread\ndirect=1\nbs=4k\ntime_based\nruntime=60\nss_dur=3s\n";
     let r = run(&format!("{base}ss=iops:20%\n"));
-    assert_eq!(r.jobs[0].read.runtime_ms / 1000, 3, "{}", r.jobs[0].read.runtime_ms);
+    assert_eq!(
+        r.jobs[0].read.runtime_ms / 1000,
+        3,
+        "{}",
+        r.jobs[0].read.runtime_ms
+    );
     let r = run(&format!("{base}ss=iops:0%\n"));
     assert_eq!(r.jobs[0].read.runtime_ms / 1000, 60);
     // ss_ramp=5s: sampling starts at 6 s, the window is full at 8 s.
     let r = run(&format!("{base}ss=bw:20%\nss_ramp=5s\n"));
-    assert_eq!(r.jobs[0].read.runtime_ms / 1000, 8, "{}", r.jobs[0].read.runtime_ms);
+    assert_eq!(
+        r.jobs[0].read.runtime_ms / 1000,
+        8,
+        "{}",
+        r.jobs[0].read.runtime_ms
+    );
 }
 
 #[test]
@@ -31,9 +41,15 @@ fn group_reporting_shares_one_window_and_ends_the_group() {
     for j in &r.jobs {
         assert_eq!(j.read.runtime_ms / 1000, 4, "{}", j.read.runtime_ms);
     }
-    let e = parse_job_str("[a]\nsize=1m\nss=iops:5%\nss_dur=4\n[b]\nsize=1m\nss=iops:6%\nss_dur=4\n", "t.fio")
-        .unwrap_err();
-    assert!(e.to_string().contains("consistent within reporting groups"), "{e}");
+    let e = parse_job_str(
+        "[a]\nsize=1m\nss=iops:5%\nss_dur=4\n[b]\nsize=1m\nss=iops:6%\nss_dur=4\n",
+        "t.fio",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("consistent within reporting groups"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -49,7 +65,8 @@ fn zbd_writes_land_on_write_pointers_and_reads_stay_below() {
     assert_eq!(r.jobs[1].read.total_ios, 40);
     assert_eq!(counter(&r, "pgpgin"), Some(40 * 64));
     // Without the writer the reader finds no data and ends at once.
-    let r = run("[r]\nfilename=z\nzonemode=zbd\nzonesize=1m\ndirect=1\nbs=64k\nrw=randread\nsize=4m\n");
+    let r =
+        run("[r]\nfilename=z\nzonemode=zbd\nzonesize=1m\ndirect=1\nbs=64k\nrw=randread\nsize=4m\n");
     assert_eq!(r.jobs[0].read.total_ios, 0);
 }
 
@@ -64,12 +81,20 @@ fn latency_target_searches_the_depth_then_reports_one_final_window() {
     let j = &r.jobs[0];
     assert_eq!(j.error, 0);
     assert_eq!(j.read.runtime_ms / 1000, 1, "{}", j.read.runtime_ms);
-    assert!(r.elapsed_ns >= 5_000_000_000 && r.elapsed_ns < 5_100_000_000, "{}", r.elapsed_ns);
+    assert!(
+        r.elapsed_ns >= 5_000_000_000 && r.elapsed_ns < 5_100_000_000,
+        "{}",
+        r.elapsed_ns
+    );
     // A target no I/O meets, with latency_percentile=100: the first
     // completion at depth 1 fails the job with ETIMEDOUT.
     let r = run(&format!("{base}latency_target=1us\n"));
     assert_eq!(r.jobs[0].error, 110);
-    assert!(r.jobs[0].read.total_ios <= 2, "{}", r.jobs[0].read.total_ios);
+    assert!(
+        r.jobs[0].read.total_ios <= 2,
+        "{}",
+        r.jobs[0].read.total_ios
+    );
 }
 
 fn cached_kib(r: &foliosim::sim::RunReport) -> u64 {
@@ -84,18 +109,24 @@ fn trims_punch_holes_discard_devices_and_fail_on_files() {
     let w = "[w]\nfilename=f\nsize=4m\nrw=write\nbs=64k\n";
     let r = run(w);
     assert_eq!(cached_kib(&r), 4096);
-    let r = run(&format!("{w}[t]\nstonewall\nfilename=f\nsize=1m\nrw=randtrim\nbs=4k\nioengine=falloc\n"));
+    let r = run(&format!(
+        "{w}[t]\nstonewall\nfilename=f\nsize=1m\nrw=randtrim\nbs=4k\nioengine=falloc\n"
+    ));
     assert_eq!(r.jobs[1].trim, (256, 1 << 20));
     assert_eq!(cached_kib(&r), 3072);
     assert_eq!(r.jobs[1].error, 0);
     // psync's trim is BLKDISCARD: on a regular file ENOTTY ends the job at
     // its first trim, and the cache is untouched.
-    let r = run(&format!("{w}[t]\nstonewall\nfilename=f\nsize=1m\nrw=trim\nbs=4k\n"));
+    let r = run(&format!(
+        "{w}[t]\nstonewall\nfilename=f\nsize=1m\nrw=trim\nbs=4k\n"
+    ));
     assert_eq!((r.jobs[1].error, r.jobs[1].trim.0), (25, 0));
     assert_eq!(cached_kib(&r), 4096);
     // On a block device it drops the device's cached range.
     let d = "[w]\nfilename=/dev/vdz\nsize=4m\nrw=write\nbs=64k\n";
-    let r = run(&format!("{d}[t]\nstonewall\nfilename=/dev/vdz\nsize=2m\nrw=trim\nbs=64k\n"));
+    let r = run(&format!(
+        "{d}[t]\nstonewall\nfilename=/dev/vdz\nsize=2m\nrw=trim\nbs=64k\n"
+    ));
     assert_eq!((r.jobs[1].error, r.jobs[1].trim.0), (0, 32));
     assert_eq!(cached_kib(&r), 2048);
 }
@@ -109,10 +140,15 @@ fn zbd_trim_resets_a_zone() {
         "{g}[w]\nrw=write\nbs=64k\nsize=2z\n[t]\nstonewall\nrw=trim\nbs=1m\nsize=1z\n[r]\nstonewall\nrw=read\nbs=64k\nsize=2z\n"
     ));
     assert_eq!(r.jobs[1].trim, (1, 1 << 20));
-    assert_eq!((r.jobs[0].fio.zone_resets, r.jobs[1].fio.zone_resets), (0, 1));
+    assert_eq!(
+        (r.jobs[0].fio.zone_resets, r.jobs[1].fio.zone_resets),
+        (0, 1)
+    );
     assert_eq!(r.jobs[2].read.io_bytes, 1 << 20);
     // A trim must be one whole zone.
-    let e = foliosim_workload::zbd::setup(&parse_job_str(&format!("{g}[t]\nrw=trim\nbs=64k\nsize=2z\n"), "t.fio").unwrap());
+    let e = foliosim_workload::zbd::setup(
+        &parse_job_str(&format!("{g}[t]\nrw=trim\nbs=64k\nsize=2z\n"), "t.fio").unwrap(),
+    );
     assert!(matches!(&e.1[0], Some(Err(m)) if m.contains("not the zone size")));
 }
 
@@ -133,5 +169,8 @@ fn time_based_zbd_writer_resets_full_zones_and_says_so() {
     // Every zone written after the first four needed a reset.
     assert_eq!(w.fio.zone_resets, zones_written - 4);
     let text = foliosim::fio_output::render_normal(&r);
-    assert!(text.contains(&format!("; {} zone resets", zones_written - 4)), "{text}");
+    assert!(
+        text.contains(&format!("; {} zone resets", zones_written - 4)),
+        "{text}"
+    );
 }

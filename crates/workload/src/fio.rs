@@ -67,7 +67,10 @@ pub enum Rw {
 
 impl Rw {
     pub fn is_random(&self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim
+        )
     }
     pub fn is_trim(&self) -> bool {
         matches!(self, Rw::Trim | Rw::RandTrim)
@@ -310,7 +313,7 @@ pub fn parse_job_str_with(
     assign_groups(&mut jobs);
     check_waitees(&jobs)?;
     check_steadystate(&jobs)?;
-    setup::size_from_written_files(&mut jobs, false)?;
+    setup::size_from_written_files(&mut jobs, false, kw.existing_file_size)?;
     Ok(jobs)
 }
 
@@ -326,7 +329,10 @@ fn number_threads(jobs: &mut [FioJob]) {
 /// steady-state window, so their options must agree.
 fn check_steadystate(jobs: &[FioJob]) -> Result<(), ParseError> {
     for (i, j) in jobs.iter().enumerate() {
-        if let Some(o) = jobs[..i].iter().find(|o| o.groupid == j.groupid && o.ss != j.ss) {
+        if let Some(o) = jobs[..i]
+            .iter()
+            .find(|o| o.groupid == j.groupid && o.ss != j.ss)
+        {
             let (file, line) = j.source.rsplit_once(':').unwrap_or((&j.source, "0"));
             return Err(perr(file, line.parse().unwrap_or(0), "steadystate", format!(
                 "job '{}': steadystate options must be consistent within reporting groups (job '{}' differs)",
@@ -500,7 +506,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
     number_threads(&mut out);
     assign_groups(&mut out);
     check_waitees(&out)?;
-    setup::size_from_written_files(&mut out, false)?;
+    setup::size_from_written_files(&mut out, false, kw.existing_file_size)?;
     Ok(out)
 }
 
@@ -1194,9 +1200,12 @@ impl Builder {
         let zs = self.zonesize;
         if zs == 0 {
             let name = self.name.clone().unwrap_or_default();
-            return Err(perr(file, line, "zonesize", format!(
-                "job '{name}': a size in zones ('z') needs zonesize"
-            )));
+            return Err(perr(
+                file,
+                line,
+                "zonesize",
+                format!("job '{name}': a size in zones ('z') needs zonesize"),
+            ));
         }
         let mut b = self.clone();
         let bytes = |n: Option<u64>| n.map(|n| n.saturating_mul(zs));
@@ -1250,7 +1259,7 @@ impl Builder {
                     // fio takes an existing file's size here (and refuses the
                     // job, with this message, when there is none); the
                     // model's runs start with no files.
-                    format!("job '{name}': you need to specify size= (or filesize=): the model has no existing file to take the size from"),
+                    format!("job '{name}': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)"),
                 ));
             }
         };

@@ -20,22 +20,31 @@ pub struct LatOpts {
 
 impl Default for LatOpts {
     fn default() -> Self {
-        LatOpts { target_ns: 0, window_ns: 0, percentile: 100.0, run: false }
+        LatOpts {
+            target_ns: 0,
+            window_ns: 0,
+            percentile: 100.0,
+            run: false,
+        }
     }
 }
 
 /// One latency option: `Some(result)` if `key` is one, else None.
 pub fn option(o: &mut LatOpts, key: &str, val: Option<&str>) -> Option<Result<(), String>> {
-    let v = val.filter(|v| !v.is_empty()).ok_or_else(|| "needs a value".to_string());
+    let v = val
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| "needs a value".to_string());
     // FIO_OPT_STR_VAL_TIME without is_seconds: microseconds by default.
     let us = |v: Result<&str, String>| v.and_then(|v| crate::fio::parse_time_us(v, false));
     Some(match key {
         "latency_target" => us(v).map(|u| o.target_ns = u.saturating_mul(1000)),
         "latency_window" => us(v).map(|u| o.window_ns = u.saturating_mul(1000)),
         "latency_percentile" => v.and_then(|v| {
-            let p: f64 = v.parse().ok().filter(|p| (0.0..=100.0).contains(p)).ok_or_else(|| {
-                format!("'{v}': a percentage from 0 to 100")
-            })?;
+            let p: f64 = v
+                .parse()
+                .ok()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| format!("'{v}': a percentage from 0 to 100"))?;
             o.percentile = p;
             Ok(())
         }),
@@ -193,7 +202,11 @@ mod tests {
 
     fn lt(pct: &str) -> LatTarget {
         let mut o = LatOpts::default();
-        for (k, v) in [("latency_target", "500000"), ("latency_window", "5000000"), ("latency_percentile", pct)] {
+        for (k, v) in [
+            ("latency_target", "500000"),
+            ("latency_window", "5000000"),
+            ("latency_percentile", pct),
+        ] {
             option(&mut o, k, Some(v)).unwrap().unwrap();
         }
         assert_eq!((o.target_ns, o.window_ns), (500_000_000, 5 * S));

@@ -37,13 +37,24 @@ pub struct SsOpts {
 impl Default for SsOpts {
     /// fio's default criterion, `iops_slope:0.01%`, off until ss_dur.
     fn default() -> Self {
-        SsOpts { iops: true, lat: false, slope: true, pct: true, limit: 0.01, dur: 0, ramp_us: 0, interval_ms: 1000 }
+        SsOpts {
+            iops: true,
+            lat: false,
+            slope: true,
+            pct: true,
+            limit: 0.01,
+            dur: 0,
+            ramp_us: 0,
+            interval_ms: 1000,
+        }
     }
 }
 
 /// One steady-state option: `Some(result)` if `key` is one, else None.
 pub fn option(o: &mut SsOpts, key: &str, val: Option<&str>) -> Option<Result<(), String>> {
-    let v = val.filter(|v| !v.is_empty()).ok_or_else(|| "needs a value".to_string());
+    let v = val
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| "needs a value".to_string());
     Some(match key {
         "steadystate" | "ss" => v.and_then(|v| {
             let (crit, nr) = v.split_once(':').ok_or_else(|| {
@@ -71,15 +82,22 @@ pub fn option(o: &mut SsOpts, key: &str, val: Option<&str>) -> Option<Result<(),
                 .ok()
                 .filter(|x: &f64| x.is_finite())
                 .ok_or_else(|| format!("'{v}': bad threshold '{nr}'"))?;
-            *o = SsOpts { iops, lat, slope, pct, limit, ..*o };
+            *o = SsOpts {
+                iops,
+                lat,
+                slope,
+                pct,
+                limit,
+                ..*o
+            };
             Ok(())
         }),
-        "steadystate_duration" | "ss_dur" => {
-            v.and_then(|v| crate::fio::parse_time_us(v, true)).map(|us| o.dur = us / 1_000_000)
-        }
-        "steadystate_ramp_time" | "ss_ramp" => {
-            v.and_then(|v| crate::fio::parse_time_us(v, true)).map(|us| o.ramp_us = us)
-        }
+        "steadystate_duration" | "ss_dur" => v
+            .and_then(|v| crate::fio::parse_time_us(v, true))
+            .map(|us| o.dur = us / 1_000_000),
+        "steadystate_ramp_time" | "ss_ramp" => v
+            .and_then(|v| crate::fio::parse_time_us(v, true))
+            .map(|us| o.ramp_us = us),
         "steadystate_check_interval" | "ss_interval" => v
             .and_then(|v| crate::fio::parse_time_us(v, true))
             .and_then(|us| match us / 1000 {
@@ -164,10 +182,18 @@ impl SteadyState {
             let steady = if self.o.slope {
                 let slope = (self.sum_xy as f64 - self.sum_x as f64 * self.sum_y as f64 / n)
                     / (self.sum_x_sq as f64 - self.sum_x as f64 * self.sum_x as f64 / n);
-                self.criterion = if self.o.pct { 100.0 * slope / mean } else { slope };
+                self.criterion = if self.o.pct {
+                    100.0 * slope / mean
+                } else {
+                    slope
+                };
                 self.criterion.abs() < self.o.limit
             } else {
-                let dev = self.data.iter().map(|&x| (x as f64 - mean).abs()).fold(0.0, f64::max);
+                let dev = self
+                    .data
+                    .iter()
+                    .map(|&x| (x as f64 - mean).abs())
+                    .fold(0.0, f64::max);
                 self.criterion = if self.o.pct { 100.0 * dev / mean } else { dev };
                 self.criterion < self.o.limit
             };
@@ -208,7 +234,11 @@ mod tests {
         assert!(!ss.add(104, 0, 0.0));
         // 105, 104, 106: mean 105, deviation 1 (0.95%).
         assert!(ss.add(106, 0, 0.0));
-        assert!((ss.criterion - 100.0 / 105.0).abs() < 1e-9, "{}", ss.criterion);
+        assert!(
+            (ss.criterion - 100.0 / 105.0).abs() < 1e-9,
+            "{}",
+            ss.criterion
+        );
     }
 
     #[test]
@@ -247,7 +277,9 @@ mod tests {
         // fio 3.42's example: lat:5% over 300 s checked every 10 s: 30
         // samples; latencies within 5% of their mean are steady.
         let mut o = opts("lat:5%", "300");
-        option(&mut o, "steadystate_check_interval", Some("10")).unwrap().unwrap();
+        option(&mut o, "steadystate_check_interval", Some("10"))
+            .unwrap()
+            .unwrap();
         assert_eq!(o.interval_ms, 10_000);
         let mut ss = SteadyState::new(&o).unwrap();
         for k in 0..29 {

@@ -64,8 +64,16 @@ impl Default for ZbdOpts {
 pub const ZBD_MAX_OPEN_ZONES: u32 = 4096;
 
 /// One zbd option: `Some(result)` if `key` is one, else None.
-pub fn option(o: &mut ZbdOpts, key: &str, val: Option<&str>, kb: u64) -> Option<Result<(), String>> {
-    let need = || val.filter(|v| !v.is_empty()).ok_or_else(|| "needs a value".to_string());
+pub fn option(
+    o: &mut ZbdOpts,
+    key: &str,
+    val: Option<&str>,
+    kb: u64,
+) -> Option<Result<(), String>> {
+    let need = || {
+        val.filter(|v| !v.is_empty())
+            .ok_or_else(|| "needs a value".to_string())
+    };
     let frac = |v: &str| -> Result<f64, String> {
         v.parse::<f64>()
             .ok()
@@ -157,16 +165,28 @@ impl ZbdInfo {
         if zs < 512 {
             return Err("zone size must be at least 512 bytes for zonemode=zbd".into());
         }
-        let cap = if o.zone_capacity == 0 { zs } else { o.zone_capacity };
+        let cap = if o.zone_capacity == 0 {
+            zs
+        } else {
+            o.zone_capacity
+        };
         if cap > zs {
             return Err(format!("zonecapacity {cap} is larger than zone size {zs}"));
         }
         if real_size < zs {
-            return Err(format!("file/device size {real_size} is smaller than zone size {zs}"));
+            return Err(format!(
+                "file/device size {real_size} is smaller than zone size {zs}"
+            ));
         }
         let nr = real_size.div_ceil(zs);
         let mut zones: Vec<Zone> = (0..=nr)
-            .map(|i| Zone { start: i * zs, wp: i * zs, capacity: cap, open: false, reset_zone: false })
+            .map(|i| Zone {
+                start: i * zs,
+                wp: i * zs,
+                capacity: cap,
+                open: false,
+                reset_zone: false,
+            })
             .collect();
         zones[nr as usize].capacity = 0;
         Ok(ZbdInfo {
@@ -231,10 +251,15 @@ impl ZbdInfo {
             }
         }
         if opts.verify_bs_check(min_bs, verify) {
-            return Err(format!("block size is not a divisor of the zone size {}", self.zone_size));
+            return Err(format!(
+                "block size is not a divisor of the zone size {}",
+                self.zone_size
+            ));
         }
         if opts.job_max_open_zones > 0 && self.max_open_zones == 0 {
-            return Err("'job_max_open_zones' cannot be used without a global open zones limit".into());
+            return Err(
+                "'job_max_open_zones' cannot be used without a global open zones limit".into(),
+            );
         }
         if opts.max_open_zones > 0 && opts.max_open_zones != self.max_open_zones {
             return Err("different 'max_open_zones' values".into());
@@ -444,7 +469,8 @@ impl ZbdInfo {
             Dir::Read => {
                 let mut zb = zb0;
                 let mut range = self.zones[zb as usize].wp - self.zones[zb as usize].start;
-                if range < min_bs || (!j.random && io.offset + min_bs > self.zones[zb as usize].wp) {
+                if range < min_bs || (!j.random && io.offset + min_bs > self.zones[zb as usize].wp)
+                {
                     zb = self.find_zone(j, zb, min_bs)?;
                     range = self.zones[zb as usize].wp - self.zones[zb as usize].start;
                     if !j.random {
@@ -537,7 +563,8 @@ impl ZbdInfo {
         if !j.random || z.wp > z.start {
             return Some(offset);
         }
-        self.find_zone(j, zb, 1).map(|z| self.zones[z as usize].start)
+        self.find_zone(j, zb, 1)
+            .map(|z| self.zones[z as usize].start)
     }
 
     /// zbd_do_io_u_trim(): a trim resets the zone it starts; Err(EINVAL)
@@ -560,7 +587,10 @@ impl ZbdInfo {
 impl ZbdOpts {
     /// zbd_verify_bs(): with verify, every block size divides the zone.
     fn verify_bs_check(&self, min_bs: [u64; 2], verify: bool) -> bool {
-        verify && min_bs.iter().any(|&b| b == 0 || !self.zone_size.is_multiple_of(b))
+        verify
+            && min_bs
+                .iter()
+                .any(|&b| b == 0 || !self.zone_size.is_multiple_of(b))
     }
 }
 
@@ -579,28 +609,46 @@ pub fn setup(jobs: &[crate::fio::FioJob]) -> ZbdSetup {
             e.1 = e.1.max(j.file_size());
         }
     }
-    let mut order: Vec<_> = names.iter().map(|(_, &(i, size, o))| (i, size, o)).collect();
+    let mut order: Vec<_> = names
+        .iter()
+        .map(|(_, &(i, size, o))| (i, size, o))
+        .collect();
     order.sort_by_key(|e| e.0);
-    let mut infos: Vec<Result<ZbdInfo, String>> =
-        order.iter().map(|&(_, size, o)| ZbdInfo::new(size, o)).collect();
+    let mut infos: Vec<Result<ZbdInfo, String>> = order
+        .iter()
+        .map(|&(_, size, o)| ZbdInfo::new(size, o))
+        .collect();
     let per_job = jobs
         .iter()
         .map(|j| {
             let o = j.zbd.as_ref()?;
             let idx = names[j.filename.as_str()].0;
             if j.files.len() > 1 {
-                return Some(Err("zonemode=zbd with several files per job is not modelled".into()));
+                return Some(Err(
+                    "zonemode=zbd with several files per job is not modelled".into(),
+                ));
             }
             // zbd_verify_bs(): a trim resets one whole zone.
             if j.rw.is_trim() && (j.min_bs[1] != j.max_bs[1] || j.min_bs[1] != o.zone_size) {
-                return Some(Err(format!("trim block size {} is not the zone size {}", j.max_bs[1], o.zone_size)));
+                return Some(Err(format!(
+                    "trim block size {} is not the zone size {}",
+                    j.max_bs[1], o.zone_size
+                )));
             }
             let info = match &mut infos[idx] {
                 Ok(i) => i,
                 Err(e) => return Some(Err(e.clone())),
             };
-            let flags = (j.rw.is_random(), j.rw.is_mixed(), j.rw.has_writes(), j.ctl.verify);
-            Some(info.job(j.offset, j.size, j.min_bs, flags, o).map(|zj| (idx, zj)))
+            let flags = (
+                j.rw.is_random(),
+                j.rw.is_mixed(),
+                j.rw.has_writes(),
+                j.ctl.verify,
+            );
+            Some(
+                info.job(j.offset, j.size, j.min_bs, flags, o)
+                    .map(|zj| (idx, zj)),
+            )
         })
         .collect();
     let infos = infos
@@ -616,7 +664,13 @@ impl ZbdInfo {
     fn empty() -> ZbdInfo {
         ZbdInfo {
             zone_size: 1,
-            zones: vec![Zone { start: 0, wp: 0, capacity: 0, open: false, reset_zone: false }],
+            zones: vec![Zone {
+                start: 0,
+                wp: 0,
+                capacity: 0,
+                open: false,
+                reset_zone: false,
+            }],
             max_open_zones: 0,
             open_zones: Vec::new(),
             sectors_with_data: 0,
@@ -671,7 +725,10 @@ mod tests {
 
     #[test]
     fn reads_of_empty_zones_end_the_job() {
-        let (ios, _) = run("[a]\nrw=read\nbs=4k\nsize=4m\nzonemode=zbd\nzonesize=1m\n", 4);
+        let (ios, _) = run(
+            "[a]\nrw=read\nbs=4k\nsize=4m\nzonemode=zbd\nzonesize=1m\n",
+            4,
+        );
         assert_eq!(ios, vec![None]);
         let (ios, _) = run(
             "[a]\nrw=randread\nbs=4k\nsize=4m\nzonemode=zbd\nzonesize=1m\nread_beyond_wp=1\n",
@@ -693,7 +750,11 @@ mod tests {
             let z = (io.offset / M) as usize;
             match io.dir {
                 Dir::Write => {
-                    assert_eq!(io.offset, z as u64 * M + wp[z], "writes go to the write pointer");
+                    assert_eq!(
+                        io.offset,
+                        z as u64 * M + wp[z],
+                        "writes go to the write pointer"
+                    );
                     wp[z] += io.len;
                 }
                 Dir::Read => assert!(io.offset + io.len <= z as u64 * M + wp[z], "read past wp"),
@@ -726,17 +787,35 @@ mod tests {
             let jobs = parse_job_str(t, "t.fio").unwrap();
             setup(&jobs).1.remove(0).unwrap().unwrap_err()
         };
-        assert!(err("[a]\nrw=write\nsize=4m\nzonemode=zbd\nzonesize=256\n").contains("at least 512"));
-        assert!(err("[a]\nrw=write\nsize=1m\nzonemode=zbd\nzonesize=2m\n").contains("smaller than zone size"));
-        assert!(err("[a]\nrw=write\nsize=4m\nzonemode=zbd\nzonesize=1m\nzonecapacity=2m\n")
-            .contains("larger than zone size"));
-        assert!(err("[a]\nrw=write\nsize=4m\nzonemode=zbd\nzonesize=1m\njob_max_open_zones=1\n")
-            .contains("without a global"));
+        assert!(
+            err("[a]\nrw=write\nsize=4m\nzonemode=zbd\nzonesize=256\n").contains("at least 512")
+        );
+        assert!(err("[a]\nrw=write\nsize=1m\nzonemode=zbd\nzonesize=2m\n")
+            .contains("smaller than zone size"));
+        assert!(
+            err("[a]\nrw=write\nsize=4m\nzonemode=zbd\nzonesize=1m\nzonecapacity=2m\n")
+                .contains("larger than zone size")
+        );
+        assert!(
+            err("[a]\nrw=write\nsize=4m\nzonemode=zbd\nzonesize=1m\njob_max_open_zones=1\n")
+                .contains("without a global")
+        );
         let e = parse_job_str("[a]\nrw=write\nsize=4m\nzonemode=zbd\n", "t.fio").unwrap_err();
-        assert!(e.to_string().starts_with("t.fio:1: zonesize: job 'a': zonemode=zbd"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("t.fio:1: zonesize: job 'a': zonemode=zbd"),
+            "{e}"
+        );
         let e = parse_job_str("[a]\nrw=write\nsize=4z\n", "t.fio").unwrap_err();
-        assert_eq!(e.to_string(), "t.fio:1: zonesize: job 'a': a size in zones ('z') needs zonesize");
-        let j = &parse_job_str("[a]\nrw=write\nsize=4z\noffset=2z\nzonemode=zbd\nzonesize=1m\n", "t.fio").unwrap()[0];
+        assert_eq!(
+            e.to_string(),
+            "t.fio:1: zonesize: job 'a': a size in zones ('z') needs zonesize"
+        );
+        let j = &parse_job_str(
+            "[a]\nrw=write\nsize=4z\noffset=2z\nzonemode=zbd\nzonesize=1m\n",
+            "t.fio",
+        )
+        .unwrap()[0];
         assert_eq!((j.size, j.offset), (4 * M, 2 * M));
     }
 }

@@ -243,7 +243,7 @@ fn create_serialize_0_sizes_a_later_job_from_the_written_file() {
     // No earlier job has the file: refused as fio refuses it.
     assert_eq!(
         err("[w]\nfilename=e\nrw=read\nsize=8m\n[r]\nstonewall\ncreate_serialize=0\nfilename=d\n"),
-        "t.fio:5: size: job 'r': you need to specify size= (or filesize=): the model has no existing file to take the size from"
+        "t.fio:5: size: job 'r': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)"
     );
     // With create_serialize (the default) fio sets the files up in job
     // order before any runs (checked with fio 3.33): the writer's setup
@@ -261,4 +261,27 @@ fn create_serialize_0_sizes_a_later_job_from_the_written_file() {
         err("[w]\nfilename=d\nrw=write\nsize=8m\n[r]\ncreate_serialize=0\nfilename=d\n")
             .contains("you need to specify size=")
     );
+}
+
+/// A job without size= on a file that exists before the run takes the
+/// file's size (the machine's --existing-file-size), and an earlier
+/// writer's larger extent wins; without one it is refused.
+#[test]
+fn existing_files_give_their_size() {
+    use foliosim_workload::fio::{parse_job_str_with, Keywords};
+    let kw = Keywords {
+        existing_file_size: Some(64 << 20),
+        ..Keywords::default()
+    };
+    let v = parse_job_str_with("[r]\nfilename=f\nrw=read\n", "t.fio", &kw).unwrap();
+    assert_eq!(v[0].size, 64 << 20);
+    let v = parse_job_str_with(
+        "[w]\nfilename=f\nrw=write\nsize=96m\n[r]\nstonewall\nfilename=f\nrw=read\n",
+        "t.fio",
+        &kw,
+    )
+    .unwrap();
+    assert_eq!(v[1].size, 96 << 20);
+    let e = parse_job_str_with("[r]\nfilename=f\nrw=read\n", "t.fio", &Keywords::default());
+    assert!(e.unwrap_err().to_string().contains("--existing-file-size"));
 }

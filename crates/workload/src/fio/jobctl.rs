@@ -795,6 +795,10 @@ pub struct Keywords {
     pub pagesize: u64,
     pub mb_memory: u64,
     pub ncpus: u64,
+    /// The size of regular files that exist before the run: fio takes a
+    /// job's size from its existing file when no size= is given. None: the
+    /// model's runs start with no files, and such a job is refused.
+    pub existing_file_size: Option<u64>,
 }
 
 impl Default for Keywords {
@@ -805,6 +809,7 @@ impl Default for Keywords {
             pagesize: 4096,
             mb_memory: 16 << 10,
             ncpus: 1,
+            existing_file_size: None,
         }
     }
 }
@@ -1061,6 +1066,7 @@ mod tests {
             pagesize: 4096,
             mb_memory: 2048,
             ncpus: 3,
+            existing_file_size: None,
         };
         let v = parse_job_str_with(
             "[a]\nsize=5*1024*1024*$mb_memory/8 # 5/8 of memory\nbs=$pagesize\nnumjobs=$ncpus\n",
@@ -1157,6 +1163,7 @@ mod tests {
             pagesize: 4096,
             mb_memory: 1024,
             ncpus: 4,
+            existing_file_size: None,
         };
         assert_eq!(keyword_replace("$pagesize", &kw).unwrap(), "4096");
         assert_eq!(keyword_replace("8*$pagesize", &kw).unwrap(), "32768");

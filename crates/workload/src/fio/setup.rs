@@ -182,7 +182,7 @@ pub fn resolve_device_sizes(jobs: &mut [FioJob], disk_size: Option<u64>) -> Resu
             f.size = j.size;
         }
     }
-    size_from_written_files(jobs, true)?;
+    size_from_written_files(jobs, true, None)?;
     check_zbd(jobs)
 }
 
@@ -196,7 +196,12 @@ fn check_zbd(jobs: &[FioJob]) -> Result<(), ParseError> {
                 Some((f, l)) => (f.to_string(), l.parse().unwrap_or(0)),
                 None => (j.source.clone(), 0),
             };
-            return Err(perr(&file, line, "zonemode", format!("job '{}': {}: {msg}", j.name, j.filename)));
+            return Err(perr(
+                &file,
+                line,
+                "zonemode",
+                format!("job '{}': {}: {msg}", j.name, j.filename),
+            ));
         }
     }
     Ok(())
@@ -213,7 +218,11 @@ fn check_zbd(jobs: &[FioJob]) -> Result<(), ParseError> {
 /// fill_device writer has filled it). A writer still sized by the device
 /// is waited for unless `last`. Without such a job fio refuses the job,
 /// and so does this.
-pub(super) fn size_from_written_files(jobs: &mut [FioJob], last: bool) -> Result<(), ParseError> {
+pub(super) fn size_from_written_files(
+    jobs: &mut [FioJob],
+    last: bool,
+    existing_file_size: Option<u64>,
+) -> Result<(), ParseError> {
     for i in 0..jobs.len() {
         if !jobs[i].ctl.size_from_file {
             continue;
@@ -225,7 +234,9 @@ pub(super) fn size_from_written_files(jobs: &mut [FioJob], last: bool) -> Result
         let mut lens = Vec::with_capacity(j.files.len());
         let mut pending = false;
         for f in &j.files {
-            let mut len = 0u64;
+            // A file that exists before the run has its size; earlier jobs'
+            // writes may extend it.
+            let mut len = existing_file_size.unwrap_or(0);
             for w in before.iter() {
                 let sets_up = if serial {
                     w.ctl.create_serialize && !(w.ctl.fill_device && w.rw.has_writes())
@@ -257,7 +268,7 @@ pub(super) fn size_from_written_files(jobs: &mut [FioJob], last: bool) -> Result
                 None => (j.source.clone(), 0),
             };
             return Err(perr(&file, line, "size", format!(
-                "job '{}': you need to specify size= (or filesize=): the model has no existing file to take the size from",
+                "job '{}': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)",
                 j.name
             )));
         }

@@ -146,7 +146,7 @@ fn cmdline_globals_separate_values_and_errors() {
     let e = parse_cmdline(&args("--name=a")).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "<command line>:1: size: job 'a': you need to specify size= (or filesize=): the model has no existing file to take the size from"
+        "<command line>:1: size: job 'a': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)"
     );
 }
 
@@ -312,7 +312,7 @@ fn error_bad_size() {
 fn error_missing_size() {
     assert_eq!(
         err("[global]\nbs=4k\n[job1]\nrw=read\n"),
-        "t.fio:3: size: job 'job1': you need to specify size= (or filesize=): the model has no existing file to take the size from"
+        "t.fio:3: size: job 'job1': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)"
     );
 }
 

@@ -14,7 +14,9 @@ pub(super) fn parse_rw(v: &str) -> Result<Rw, String> {
         "trim" => Rw::Trim,
         "randtrim" => Rw::RandTrim,
         "trimwrite" | "randtrimwrite" => {
-            return Err(format!("'{v}': trim-then-write workloads are not supported"))
+            return Err(format!(
+                "'{v}': trim-then-write workloads are not supported"
+            ))
         }
         _ => {
             return Err(format!(
