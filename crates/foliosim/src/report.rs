@@ -1,10 +1,143 @@
-//! Text output in the forms kernel developers read: fio's summary (from
-//! `fio_output`), and counters under their kernel names as /proc/vmstat
-//! and memory.stat show them.
+//! What a run reports (RunReport: fio's per-job statistics, the kernel's
+//! counters, the lru_gen view) and its text output in the forms kernel
+//! developers read: fio's summary (from `fio_output`), and counters under
+//! their kernel names as /proc/vmstat and memory.stat show them.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::sim::RunReport;
+use serde::Serialize;
+
+use crate::sim::LruKind;
+
+pub use crate::fio_stat::LatHist;
+use crate::fio_stat::{LatDist, RateSamples, DEFAULT_PERCENTILES};
+
+/// fio's per-direction statistics of one job.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub runtime_ms: u64,
+    pub bw_bytes: u64,
+    pub iops: f64,
+    pub clat_ns: BTreeMap<String, u64>,
+    pub clat_mean_ns: f64,
+    pub clat_stdev_ns: f64,
+    pub clat_min_ns: u64,
+    pub clat_max_ns: u64,
+}
+
+impl DirStats {
+    /// As fio computes them (stat.c add_ddir_status_json): runtime in
+    /// whole ms rounded up (backend.c update_runtime), only for a direction
+    /// that moved bytes; bandwidth and IOPS from that runtime.
+    pub fn from(h: &LatHist, bytes: u64, ios: u64, runtime_ns: u64) -> Self {
+        let runtime_ms = if bytes > 0 {
+            (runtime_ns / 1000).div_ceil(1000)
+        } else {
+            0
+        };
+        let clat = h.stat.calc().unwrap_or((0, 0, 0.0, 0.0));
+        DirStats {
+            io_bytes: bytes,
+            total_ios: ios,
+            runtime_ms,
+            bw_bytes: (1000 * bytes).checked_div(runtime_ms).unwrap_or(0),
+            iops: if runtime_ms > 0 {
+                1000.0 * ios as f64 / runtime_ms as f64
+            } else {
+                0.0
+            },
+            clat_ns: h
+                .percentiles(&DEFAULT_PERCENTILES)
+                .into_iter()
+                .map(|(p, v)| (format!("{p:.6}"), v))
+                .collect(),
+            clat_mean_ns: clat.2,
+            clat_stdev_ns: clat.3,
+            clat_min_ns: clat.0,
+            clat_max_ns: clat.1,
+        }
+    }
+}
+
+/// What fio's thread_stat holds for one job beyond [`DirStats`]: the
+/// histograms and samples its normal and JSON output are made from.
+#[derive(Clone, Debug, Default)]
+pub struct FioJobStats {
+    /// Completion latencies, read and write.
+    pub clat: [LatHist; 2],
+    pub lat_dist: LatDist,
+    pub rates: RateSamples,
+    /// ms from the job's start (ramp included) to its end (fio's
+    /// total_run_time).
+    pub total_run_time_ms: u64,
+    /// Faults taken during the job's I/O after ramp_time (fio's majf and
+    /// minf from getrusage: pgmajfault, and pgfault less pgmajfault).
+    pub majf: u64,
+    pub minf: u64,
+    pub groupid: u32,
+    pub group_reporting: bool,
+    /// zonemode=zbd: zones the job reset (fio's nr_zone_resets).
+    pub zone_resets: u64,
+}
+
+impl FioJobStats {
+    /// One I/O of `dir` (0 read, 1 write) completed at `t` after `lat` ns
+    /// (fio's add_clat_sample and the bw/iops windows).
+    #[inline]
+    pub fn io_complete(&mut self, dir: usize, lat: u64, t: u64, bytes: u64) {
+        self.clat[dir].add(lat);
+        self.lat_dist.mark(lat);
+        self.rates.io_done(t, dir, bytes);
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct JobReport {
+    pub jobname: String,
+    pub jobnum: u32,
+    pub read: DirStats,
+    pub write: DirStats,
+    pub oom_killed: bool,
+    /// fio's per-job error (errno; 5 = EIO when rate_min was not met).
+    pub error: i32,
+    /// Trims done and their bytes (rw=trim/randtrim; fio's DDIR_TRIM,
+    /// which the per-direction statistics here do not cover).
+    #[serde(skip)]
+    pub trim: (u64, u64),
+    /// fio's raw statistics (for `fio_output`; not in the `--json` object).
+    #[serde(skip)]
+    pub fio: FioJobStats,
+}
+
+/// One timeline sample: counters at the end of a simulated second.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimelineSample {
+    pub second: u64,
+    pub vmstat: BTreeMap<&'static str, u64>,
+    pub memcg: BTreeMap<&'static str, u64>,
+}
+
+/// Everything a run prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub lru: LruKind,
+    pub variants: crate::mm::Variants,
+    pub elapsed_ns: u64,
+    pub io_wait_ns: u64,
+    pub jobs: Vec<JobReport>,
+    /// /proc/vmstat-style counters of the machine (pgpgin/pgpgout in KiB).
+    pub vmstat: BTreeMap<&'static str, u64>,
+    /// memory.stat-style counters of the workload's memcg (the root's when
+    /// no limit was set).
+    pub memcg: BTreeMap<&'static str, u64>,
+    pub timeline: Option<Vec<TimelineSample>>,
+    pub lru_gen: Option<serde_json::Value>,
+    /// With --timeline under MGLRU: the lru_gen view at each simulated second.
+    pub lru_gen_timeline: Option<Vec<(u64, serde_json::Value)>>,
+}
 
 /// fio's normal output (fio_output::render_normal), then the counters.
 pub fn render_text(r: &RunReport, what: &str) -> String {
