@@ -321,6 +321,17 @@ enum ReproduceCmd {
     },
 }
 
+/// A scenario shipped in examples/ (compiled in) and its machine, as
+/// `foliosim run` builds it with no command-line options.
+fn shipped_scenario(
+    text: &str,
+    label: &str,
+) -> Result<(foliosim_workload::scenario::Scenario, SimConfig), String> {
+    let sc = foliosim_workload::scenario::parse(text, label).map_err(|e| e.to_string())?;
+    let cfg = run_cmd::with_scenario_defaults(&MachineArgs::default(), &sc)?.config()?;
+    Ok((sc, cfg))
+}
+
 /// How a workload's report is printed.
 enum Output {
     /// foliosim's text, or with --json its own JSON object.
@@ -910,21 +921,15 @@ fn run(cli: Cli) -> Result<(), String> {
                 if format != "table" && format != "json" {
                     return Err(format!("--format: '{format}' is not table or json"));
                 }
-                let sc = foliosim_workload::scenario::parse(
+                let (sc, base) = shipped_scenario(
                     reclaim_loop::KERNEL_BUILD_TOML,
                     "examples/kernel-build.toml",
-                )
-                .map_err(|e| e.to_string())?;
-                let base =
-                    run_cmd::with_scenario_defaults(&MachineArgs::default(), &sc)?.config()?;
+                )?;
                 let mut rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
-                let oom = foliosim_workload::scenario::parse(
+                let (oom, oom_base) = shipped_scenario(
                     reclaim_loop::AGING_OOM_TOML,
                     "examples/seed003-aging-oom-small.toml",
-                )
-                .map_err(|e| e.to_string())?;
-                let oom_base =
-                    run_cmd::with_scenario_defaults(&MachineArgs::default(), &oom)?.config()?;
+                )?;
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
                 if format == "json" {
                     println!(

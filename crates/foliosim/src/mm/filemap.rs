@@ -416,18 +416,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let lf = self.core.folios.get(last);
             if lf.test(pg::READAHEAD) && !lf.test(pg::WRITEBACK) {
                 let li = lf.index as u64;
+                // The batch holds references on its folios, so reclaim
+                // under the readahead's allocations cannot free them (the
+                // only point of this loop where reclaim can run).
+                for &id in &batch[..n] {
+                    self.core.folios.get_mut(id).set(pg::EXTRA_REF);
+                }
                 self.page_cache_async_ra(file, last, li, last_index - li);
-                // The kernel's batch holds folio references, so reclaim
-                // under the readahead's allocations cannot free them; the
-                // model has no refcounts, so keep only the prefix still
-                // cached where it was (a freed id may already hold another
-                // index) and look the rest up again.
-                let a = &self.core.files[mapping as usize];
-                n = (0..n)
-                    .take_while(|&i| a.folio(index + i as u64) == Some(batch[i]))
-                    .count();
-                if n == 0 {
-                    continue;
+                for &id in &batch[..n] {
+                    self.core.folios.get_mut(id).clear(pg::EXTRA_REF);
                 }
             }
             for (i, &id) in batch[..n].iter().enumerate() {

@@ -40,6 +40,11 @@ pub mod pg {
     pub const RA_UNUSED: u32 = 1 << 17;
     /// The frame belongs to zram's zsmalloc pool (no folio, no LRU).
     pub const ZSMALLOC: u32 = 1 << 18;
+    /// A reference beyond the page cache's and the page tables' is held
+    /// (filemap_read()'s folio_batch): __remove_mapping()'s
+    /// folio_ref_freeze() fails and reclaim keeps the folio. The model
+    /// keeps no refcounts; this bit stands for the extra one.
+    pub const EXTRA_REF: u32 = 1 << 19;
     /// The frame is on the free list (no folio).
     pub const FREE: u32 = 1 << 31;
 }

@@ -480,6 +480,13 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 core.memcgs[memcg as usize].nr_mapped -= 1;
             }
         }
+        // folio_ref_freeze() fails on a folio someone else holds:
+        // keep_locked, back to the LRU as it was.
+        if core.folios.get(id).test(pg::EXTRA_REF) {
+            folios[keep] = id;
+            keep += 1;
+            continue;
+        }
         let shadow = policy.workingset_eviction(core, id);
         let f = *core.folios.get(id);
         if f.test(pg::RA_UNUSED) {
