@@ -396,6 +396,8 @@ pub struct Core {
     /// kswapd's MGLRU aging found nothing old enough (min_ttl): the OOM
     /// killer runs once reclaim returns.
     pub kswapd_oom: bool,
+    /// kswapd's node state and its own clock (vmscan/mod.rs).
+    pub kswapd: vmscan::KswapdState,
 }
 
 impl Core {
@@ -451,6 +453,7 @@ impl Core {
             memcg_over_high: 0,
             charging: None,
             kswapd_oom: false,
+            kswapd: Default::default(),
             cost: CpuCosts::default(),
             cfg,
         }
@@ -482,6 +485,17 @@ impl Core {
         self.now += ns;
         if self.now >= self.next_event {
             self.tick();
+        }
+    }
+
+    /// CPU work of reclaim: the task's, or kswapd's own (it runs on
+    /// another CPU, so its time only decides when it can run again).
+    #[inline]
+    pub fn cpu_or_kswapd(&mut self, ns: u64) {
+        if self.in_kswapd {
+            self.kswapd.cpu_ns += ns;
+        } else {
+            self.cpu(ns);
         }
     }
 
@@ -690,10 +704,13 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         // allocation must not see that as a charge without a folio.
         let was_charging = self.core.charging.replace(memcg);
         let id = loop {
-            if self.core.folios.nr_free <= self.core.wmark.low && !self.core.in_reclaim {
-                // wakeup_kswapd(): the model runs kswapd to completion at
-                // once; its work is not charged to the task.
-                self.kswapd();
+            if !self.core.in_reclaim
+                && (self.core.folios.nr_free <= self.core.wmark.low || self.core.kswapd.unbalanced)
+            {
+                // wakeup_kswapd(), or a kswapd still at work on an
+                // unbalanced node: the model runs its work at once, on its
+                // own clock (not the task's).
+                self.wakeup_kswapd();
             }
             // Above the min watermark the fast path allocates.
             if self.core.folios.nr_free > self.core.wmark.min || self.core.in_reclaim {

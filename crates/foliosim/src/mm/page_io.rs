@@ -35,7 +35,9 @@ impl Core {
             if !self.zram_write(off) {
                 return SwapWrite::Failed;
             }
-            if !in_kswapd {
+            if in_kswapd {
+                self.kswapd.cpu_ns += self.cost.zram_compress;
+            } else {
                 self.cpu(self.cost.zram_compress);
             }
             self.folios.get_mut(id).clear(pg::DIRTY);

@@ -296,6 +296,9 @@ impl ClassicLru {
         sc.nr_scanned += nr_scanned;
         core.count_pgscan(memcg, file, nr_scanned, sc);
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
+        sc.nr.taken += nr_scanned;
+        sc.nr.writeback += sc.nr_writeback;
+        sc.nr.immediate += sc.nr_immediate;
         self.move_folios_to_lru(core, &list);
         core.count_pgsteal(memcg, file, nr_reclaimed, sc);
         self.lru_note_cost(core, memcg, file, sc.nr_pageout, nr_scanned - nr_reclaimed);
@@ -581,6 +584,15 @@ impl ReclaimPolicy for ClassicLru {
             }
         }
         core.mem_cgroup_iter_break(sc, None);
+        if sc.is_kswapd {
+            // Isolating only folios under writeback: allocation outruns
+            // laundering; from now on kswapd counts the PG_reclaim ones it
+            // meets again as nr_immediate, and stalls on them.
+            if sc.nr.writeback > 0 && sc.nr.writeback == sc.nr.taken {
+                core.kswapd.pgdat_writeback = true;
+            }
+            sc.throttle_writeback = sc.nr.immediate > 0;
+        }
     }
 
     fn folio_rotate_reclaimable(&mut self, core: &mut Core, id: FolioId) {

@@ -7,7 +7,7 @@ pub mod classic;
 pub mod lru_gen;
 
 use super::folio::{pg, FolioId};
-use super::memcontrol::MemcgId;
+use super::memcontrol::{MemcgId, MAX_RECLAIM_RETRIES};
 use super::vmstat::Item;
 use super::workingset::{LruSizes, Shadow};
 use super::{Core, Kernel, DEF_PRIORITY, SWAP_CLUSTER_MAX};
@@ -56,6 +56,45 @@ pub struct ScanControl {
     pub nr_immediate: u64,
     pub nr_pageout: u64,
     pub nr_activate: [u64; 2],
+    /// sc->nr: shrink_inactive_list()'s statistics summed over one
+    /// shrink_node() pass, for its kswapd writeback checks.
+    pub nr: NodeReclaimStat,
+    /// shrink_node() asked kswapd to reclaim_throttle(WRITEBACK).
+    pub throttle_writeback: bool,
+}
+
+/// The part of scan_control's `nr` the model uses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeReclaimStat {
+    pub taken: u64,
+    pub writeback: u64,
+    pub immediate: u64,
+}
+
+/// The node's kswapd: pgdat->kswapd_failures, PGDAT_WRITEBACK, and the
+/// thread's own time. The model runs kswapd's work at the moment it is
+/// woken; its CPU time and its reclaim_throttle() sleeps then keep it busy
+/// (not on its wait queue, so wakeup_kswapd() does nothing) until
+/// `busy_until`, which bounds it to one CPU's worth of reclaim.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KswapdState {
+    /// balance_pgdat() runs in a row that reclaimed nothing; from
+    /// MAX_RECLAIM_RETRIES on the node is left to direct reclaim.
+    pub failures: u32,
+    /// PGDAT_WRITEBACK: a shrink_node() pass isolated only folios under
+    /// writeback; kswapd then counts PG_reclaim ones as nr_immediate.
+    pub pgdat_writeback: bool,
+    /// kswapd runs (or sleeps in reclaim_throttle) until then, ns.
+    pub busy_until: u64,
+    /// CPU time of the balance_pgdat() run in progress.
+    pub cpu_ns: u64,
+    /// The last run ended unbalanced (throttled or out of priorities):
+    /// kswapd_try_to_sleep() would not sleep, so it runs again as soon as
+    /// it is free, whatever the watermark.
+    pub unbalanced: bool,
+    /// The priority and reclaimed count a throttled balance_pgdat()
+    /// resumes with.
+    pub resume: Option<(i32, u64)>,
 }
 
 impl ScanControl {
@@ -343,7 +382,9 @@ impl Core {
     /// not for kswapd (it runs on another CPU).
     #[inline]
     pub fn cpu_reclaim(&mut self, ns: u64, sc: &ScanControl) {
-        if !sc.is_kswapd {
+        if sc.is_kswapd {
+            self.kswapd.cpu_ns += ns;
+        } else {
             self.cpu(ns);
         }
     }
@@ -384,8 +425,14 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         }
         if writeback {
             let f = core.folios.get(id);
-            if !sc.writeback_throttling_sane()
-                && f.test(pg::RECLAIM)
+            let reclaim = f.test(pg::RECLAIM);
+            if sc.is_kswapd && reclaim && core.kswapd.pgdat_writeback {
+                // Case 1: kswapd meets folios it already sent to pageout
+                // still under writeback: they cycle faster than they are
+                // written, so it will stall (shrink_node) once done here.
+                sc.nr_immediate += 1;
+            } else if !sc.writeback_throttling_sane()
+                && reclaim
                 && may_enter_fs(core, id)
                 && folio_wait_writeback(core, policy, id)
             {
@@ -394,16 +441,13 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 // already sent to pageout, then looks at it again.
                 i -= 1;
                 continue;
+            } else {
+                // Case 2: mark it for reclaim when the write completes
+                // (folio_end_writeback rotates it to the inactive tail).
+                sc.nr_writeback += 1;
+                core.folios.get_mut(id).set(pg::RECLAIM);
             }
-            // Case 1/2: mark it for reclaim when the write completes
-            // (folio_end_writeback rotates it to the inactive tail) and
-            // move it out of the way: activate_locked.
-            sc.nr_writeback += 1;
-            let f = core.folios.get_mut(id);
-            if sc.is_kswapd && f.test(pg::RECLAIM) {
-                sc.nr_immediate += 1;
-            }
-            f.set(pg::RECLAIM);
+            // activate_locked: out of the way until its write completes.
             if !file && core.folios.get(id).test(pg::SWAPCACHE) && core.mem_cgroup_swap_full(memcg)
             {
                 core.folio_free_swap(id);
@@ -637,7 +681,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // rotating PG_reclaim folios to the inactive tail.
             self.wb_complete();
             sc.nr_scanned = 0;
-            self.policy.shrink_node(&mut self.core, sc);
+            self.shrink_node_pass(sc);
             self.shrink_slab(sc);
             if self.core.cfg.check_invariants {
                 if let Err(e) = self.check_invariants() {
@@ -738,18 +782,57 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.do_try_to_free_pages(&mut sc)
     }
 
+    /// wakeup_kswapd(): nothing while kswapd is busy (running or throttled:
+    /// not on its wait queue) or has given the node up to direct reclaim.
+    pub fn wakeup_kswapd(&mut self) {
+        let k = &self.core.kswapd;
+        if self.core.now < k.busy_until || k.failures >= MAX_RECLAIM_RETRIES {
+            return;
+        }
+        self.kswapd();
+    }
+
+    /// One shrink_node() pass; progress revives a kswapd that gave up
+    /// (shrink_node's and lru_gen_shrink_node's kswapd_failures reset).
+    fn shrink_node_pass(&mut self, sc: &mut ScanControl) {
+        let before = sc.nr_reclaimed;
+        sc.nr = NodeReclaimStat::default();
+        sc.throttle_writeback = false;
+        self.policy.shrink_node(&mut self.core, sc);
+        if sc.nr_reclaimed > before {
+            self.core.kswapd.failures = 0;
+        }
+    }
+
     /// balance_pgdat(): kswapd reclaims until free pages reach the high
-    /// watermark, raising priority while it falls short.
+    /// watermark, raising priority while a pass scans less than its goal
+    /// or reclaims nothing. A pass that met folios cycling faster than
+    /// they are written (nr_immediate) throttles kswapd, which resumes at
+    /// the same priority once free.
     pub fn kswapd(&mut self) {
         let was = (self.core.in_reclaim, self.core.in_kswapd);
         self.core.in_reclaim = true;
         self.core.in_kswapd = true;
-        let mut priority = DEF_PRIORITY;
-        while self.core.folios.nr_free < self.core.wmark.high && priority >= 0 {
-            let mut sc = ScanControl::new(self.core.wmark.high.max(SWAP_CLUSTER_MAX), None, true);
-            sc.priority = priority;
+        self.core.kswapd.cpu_ns = 0;
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, None, true);
+        let (priority, reclaimed) = self.core.kswapd.resume.take().unwrap_or((DEF_PRIORITY, 0));
+        sc.priority = priority;
+        sc.nr_reclaimed = reclaimed;
+        let mut balanced = false;
+        let mut throttled_until = None;
+        loop {
             self.wb_complete();
-            self.policy.shrink_node(&mut self.core, &mut sc);
+            if self.core.folios.nr_free >= self.core.wmark.high {
+                // clear_pgdat_congested()
+                self.core.kswapd.pgdat_writeback = false;
+                balanced = true;
+                break;
+            }
+            let before = sc.nr_reclaimed;
+            sc.nr_scanned = 0;
+            // kswapd_shrink_node(): the high watermark's worth.
+            sc.nr_to_reclaim = self.core.wmark.high.max(SWAP_CLUSTER_MAX);
+            self.shrink_node_pass(&mut sc);
             self.shrink_slab(&sc);
             if self.core.cfg.check_invariants {
                 if let Err(e) = self.check_invariants() {
@@ -761,14 +844,54 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 self.out_of_memory();
                 self.core.in_reclaim = true;
             }
-            if sc.nr_reclaimed == 0 || sc.nr_reclaimed < sc.nr_to_reclaim / 4 {
-                priority -= 1;
+            let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+            if raise_priority || sc.nr_reclaimed == before {
+                sc.priority -= 1;
+            }
+            if sc.throttle_writeback {
+                throttled_until = Some(self.reclaim_throttle_kswapd());
+                if sc.priority >= 1 {
+                    self.core.kswapd.resume = Some((sc.priority, sc.nr_reclaimed));
+                    break;
+                }
+            }
+            if sc.priority < 1 {
+                break;
             }
         }
-        // balance_pgdat()'s end: snapshot_refaults() for the root.
-        self.policy.snapshot_refaults(&mut self.core, 0);
+        let k = &mut self.core.kswapd;
+        if !balanced && k.resume.is_none() && sc.nr_reclaimed == 0 {
+            k.failures += 1;
+        }
+        // kswapd_try_to_sleep(): an unbalanced node keeps kswapd running
+        // unless the node is hopeless.
+        k.unbalanced = !balanced && k.failures < MAX_RECLAIM_RETRIES;
+        k.busy_until = (self.core.now + k.cpu_ns).max(throttled_until.unwrap_or(0));
+        if k.resume.is_none() {
+            // balance_pgdat()'s end: snapshot_refaults() for the root.
+            self.policy.snapshot_refaults(&mut self.core, 0);
+        }
         self.core.in_reclaim = was.0;
         self.core.in_kswapd = was.1;
+    }
+
+    /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) for kswapd: it sleeps
+    /// HZ/10, or until more than SWAP_CLUSTER_MAX folios finished writeback
+    /// since it began waiting (__acct_reclaim_writeback). Returns when
+    /// kswapd wakes.
+    fn reclaim_throttle_kswapd(&mut self) -> u64 {
+        let start = self.core.now + self.core.kswapd.cpu_ns;
+        let timeout = start + 100_000_000;
+        let n = SWAP_CLUSTER_MAX as usize;
+        let written = self
+            .core
+            .wb
+            .inflight
+            .iter()
+            .map(|&(_, done)| done)
+            .filter(|&done| done > start)
+            .nth(n);
+        written.map_or(timeout, |t| t.min(timeout))
     }
 }
 

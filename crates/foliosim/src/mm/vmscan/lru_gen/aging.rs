@@ -186,9 +186,7 @@ impl LruGen {
                 self.lrugen[m].stats.look_around_promoted += 1;
             }
         }
-        if !core.in_kswapd {
-            core.cpu(core.cost.touch_mapped * (end - start));
-        }
+        core.cpu_or_kswapd(core.cost.touch_mapped * (end - start));
         if suitable_to_scan(end - start, young) {
             let key = ((mapping as u64) << 32) | (addr / PTRS_PER_PTE);
             let lv = &mut self.lrugen[m];
@@ -281,9 +279,7 @@ impl LruGen {
         self.lrugen[m].filters[cur] = test;
         // The walk's cost: a few ns per PTE, charged like touching a mapped page.
         walked *= core.cost.touch_mapped;
-        if !core.in_kswapd {
-            core.cpu(walked);
-        }
+        core.cpu_or_kswapd(walked);
     }
 
     /// inc_min_seq(): before retiring the oldest generation of `type_`,
