@@ -5,6 +5,7 @@ mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
 mod run_cmd;
+mod trace_args;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -83,6 +84,8 @@ struct MachineArgs {
     /// schema use `foliosim fio --output-format=json`).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    trace: trace_args::TraceArgs,
 }
 
 impl MachineArgs {
@@ -202,6 +205,7 @@ impl MachineArgs {
             seed: self.seed.unwrap_or(1),
             timeline: self.timeline,
             lru_gen_sysctl,
+            trace: self.trace.spec()?,
         })
     }
 }
@@ -225,6 +229,8 @@ enum Cmd {
         /// Print counters per simulated second too.
         #[arg(long)]
         timeline: bool,
+        #[command(flatten)]
+        trace: trace_args::TraceArgs,
     },
     /// Replay a libCacheSim trace (oracleGeneral or csv): each object id is a
     /// 4 KiB page of one file, read with pread and readahead off.
@@ -292,6 +298,18 @@ enum ReproduceCmd {
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Run one cell only: LRU,VARIANT,PTES as the table names it
+        /// (e.g. mglru,pf-set-active,arm64); its row then carries the
+        /// whole run's vmstat and memory.stat.
+        #[arg(long, value_name = "LRU,VARIANT,PTES")]
+        cell: Option<String>,
+        /// The fio job's runtime in simulated seconds (the seed's 90);
+        /// shorter runs count refaults from a third of it to its end.
+        #[arg(long, default_value_t = 90)]
+        runtime: u64,
+        /// --trace needs --cell (one run, one trace).
+        #[command(flatten)]
+        trace: trace_args::TraceArgs,
     },
     /// Seed 003: the swappiness dispute (kernel build proxy with zram,
     /// swappiness 35..175) on mainline MGLRU, mm-new with and without the
@@ -391,6 +409,11 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "timeline",
         "check-invariants",
         "json",
+        "trace",
+        "trace-events",
+        "trace-file",
+        "trace-cgroup",
+        "trace-window",
     ];
     const FLAGS: &[&str] = &["timeline", "check-invariants", "json"];
     let mut ours: Vec<String> = vec!["machine".into()];
@@ -512,12 +535,18 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             }
             let sizes: Vec<u64> = files.into_values().collect();
             check_footprint(&cfg, &sizes)?;
-            Ok((sim::run_fio(cfg, &jobs), out, "fio".into()))
+            let spec = cfg.trace.clone();
+            trace_args::progress::install(jobs.iter().map(|j| j.runtime_ns).max().flatten().map(|ns| ns / 1_000_000_000));
+            let r = sim::run_fio(cfg, &jobs);
+            trace_args::progress::done();
+            trace_args::finish(&spec, m.trace.trace.as_deref())?;
+            Ok((r, out, "fio".into()))
         }
         Cmd::MmapProbe {
             probe,
             lru,
             timeline,
+            trace,
         } => {
             let spec = probe.spec()?;
             let mut m = MachineArgs {
@@ -525,6 +554,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                 variant: probe.variant.clone(),
                 seed: Some(probe.seed),
                 timeline: *timeline,
+                trace: trace.clone(),
                 ..Default::default()
             };
             m.memory = Some(probe.memory_bytes(8 << 30)?.to_string());
@@ -532,11 +562,12 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
             check_footprint(&cfg, &[spec.file_size])?;
-            Ok((
-                sim::run_probe(cfg, &spec),
-                Output::Foliosim { json: probe.json },
-                "mmap-probe".into(),
-            ))
+            let tspec = cfg.trace.clone();
+            trace_args::progress::install(None);
+            let r = sim::run_probe(cfg, &spec);
+            trace_args::progress::done();
+            trace_args::finish(&tspec, trace.trace.as_deref())?;
+            Ok((r, Output::Foliosim { json: probe.json }, "mmap-probe".into()))
         }
         Cmd::Replay {
             trace,
@@ -568,9 +599,12 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
             let cfg = machine.config()?;
             check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
-            let r = sim::Sim::new(cfg)
-                .run_trace(reader, *file_pages)
-                .map_err(|e| e.to_string())?;
+            let tspec = cfg.trace.clone();
+            trace_args::progress::install(None);
+            let r = sim::Sim::new(cfg).run_trace(reader, *file_pages);
+            trace_args::progress::done();
+            let r = r.map_err(|e| e.to_string())?;
+            trace_args::finish(&tspec, machine.trace.trace.as_deref())?;
             Ok((r, Output::Foliosim { json: machine.json }, "replay".into()))
         }
         _ => unreachable!(),
@@ -599,6 +633,9 @@ fn print_report(r: &RunReport, out: &Output, what: &str) {
 fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
     if sets.len() < 2 {
         return Err("compare: give at least two --set".into());
+    }
+    if workload.iter().any(|a| a.starts_with("--trace")) {
+        return Err("compare: --trace writes one run's trace; trace the workload on its own".into());
     }
     let mut reports = Vec::new();
     for set in sets {
@@ -720,6 +757,7 @@ fn oracle_model(
         seed: 1,
         timeline: false,
         lru_gen_sysctl: Vec::new(),
+        trace: None,
     };
     let r = match &case.kind {
         foliosim_oracle::CaseKind::Probe { spec, variant } => {
@@ -901,11 +939,56 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 Ok(())
             }
-            ReproduceCmd::StridedMmap { format, jobs, seed } => {
+            ReproduceCmd::StridedMmap {
+                format,
+                jobs,
+                seed,
+                cell,
+                runtime,
+                trace,
+            } => {
                 if format != "table" && format != "json" {
                     return Err(format!("--format: '{format}' is not table or json"));
                 }
-                let rows = reproduce::strided_mmap(*seed, *jobs);
+                if *runtime == 0 || *runtime > 3600 {
+                    return Err(format!("--runtime: {runtime} is not in 1..=3600 seconds"));
+                }
+                let rows = match cell {
+                    None if trace.trace.is_some() => {
+                        return Err("--trace: needs --cell (one run, one trace)".into())
+                    }
+                    None if *runtime != 90 => {
+                        return Err("--runtime: needs --cell".into())
+                    }
+                    None => {
+                        trace_args::progress::install(None);
+                        let rows = reproduce::strided_mmap(*seed, *jobs);
+                        trace_args::progress::done();
+                        rows
+                    }
+                    Some(c) => {
+                        let parts: Vec<&str> = c.split(',').map(str::trim).collect();
+                        let known = reproduce::STRIDED_CELLS.iter().find(|(l, v, p)| {
+                            parts.len() == 3
+                                && format!("{l:?}").eq_ignore_ascii_case(parts[0])
+                                && *v == parts[1]
+                                && *p == parts[2]
+                        });
+                        let Some(&(l, v, p)) = known else {
+                            let all: Vec<String> = reproduce::STRIDED_CELLS
+                                .iter()
+                                .map(|(l, v, p)| format!("{},{v},{p}", format!("{l:?}").to_lowercase()))
+                                .collect();
+                            return Err(format!("--cell: '{c}' is not one of {}", all.join(" ")));
+                        };
+                        let spec = trace.spec()?;
+                        trace_args::progress::install(Some(*runtime));
+                        let row = reproduce::strided_mmap_cell_with(l, v, p, *seed, *runtime, spec.clone());
+                        trace_args::progress::done();
+                        trace_args::finish(&spec, trace.trace.as_deref())?;
+                        vec![row]
+                    }
+                };
                 if format == "json" {
                     println!(
                         "{}",

@@ -207,6 +207,7 @@ pub fn machine_config(
         seed,
         timeline: false,
         lru_gen_sysctl: Vec::new(),
+        trace: None,
     })
 }
 
