@@ -88,7 +88,8 @@ pub fn finish(spec: &Option<TraceSpec>, path: Option<&std::path::Path>) -> Resul
 }
 
 /// The progress bar: installed only when stderr is a terminal; it shows
-/// itself once a run has taken 2 s of wall time.
+/// itself once a run has taken 2 s of wall time
+/// (FOLIOSIM_PROGRESS_DELAY_MS changes that, for tests).
 pub mod progress {
     use std::io::IsTerminal;
     use std::sync::Mutex;
@@ -109,6 +110,7 @@ pub mod progress {
         bar: ProgressBar,
         start: Instant,
         shown: Mutex<bool>,
+        delay: Duration,
         /// Simulated seconds the run lasts, when known.
         total_s: Option<u64>,
         cell: Mutex<String>,
@@ -117,7 +119,7 @@ pub mod progress {
     impl Bar {
         fn show_if_long(&self) {
             let mut shown = self.shown.lock().unwrap();
-            if !*shown && self.start.elapsed() >= Duration::from_secs(2) {
+            if !*shown && self.start.elapsed() >= self.delay {
                 *shown = true;
                 self.bar.set_draw_target(ProgressDrawTarget::stderr());
             }
@@ -132,8 +134,12 @@ pub mod progress {
             }
             let cell = self.cell.lock().unwrap();
             let sep = if cell.is_empty() { "" } else { ": " };
-            self.bar
-                .set_message(format!("{cell}{sep}simulated {s} s, {pages} pages"));
+            // With a known end the bar already shows the simulated time.
+            let msg = match self.total_s {
+                Some(_) => format!("{cell}{sep}{pages} pages"),
+                None => format!("{cell}{sep}simulated {s} s, {pages} pages"),
+            };
+            self.bar.set_message(msg);
             drop(cell);
             self.show_if_long();
         }
@@ -177,6 +183,12 @@ pub mod progress {
             bar,
             start: Instant::now(),
             shown: Mutex::new(false),
+            delay: Duration::from_millis(
+                std::env::var("FOLIOSIM_PROGRESS_DELAY_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(2000),
+            ),
             total_s,
             cell: Mutex::new(String::new()),
         }));
