@@ -205,7 +205,6 @@ impl MachineArgs {
             seed: self.seed.unwrap_or(1),
             timeline: self.timeline,
             lru_gen_sysctl,
-            trace: self.trace.spec()?,
         })
     }
 }
@@ -535,7 +534,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             }
             let sizes: Vec<u64> = files.into_values().collect();
             check_footprint(&cfg, &sizes)?;
-            let spec = cfg.trace.clone();
+            let spec = trace_args::arm(&m.trace)?;
             trace_args::progress::install(jobs.iter().map(|j| j.runtime_ns).max().flatten().map(|ns| ns / 1_000_000_000));
             let r = sim::run_fio(cfg, &jobs);
             trace_args::progress::done();
@@ -562,7 +561,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
             check_footprint(&cfg, &[spec.file_size])?;
-            let tspec = cfg.trace.clone();
+            let tspec = trace_args::arm(trace)?;
             trace_args::progress::install(None);
             let r = sim::run_probe(cfg, &spec);
             trace_args::progress::done();
@@ -599,7 +598,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
             let cfg = machine.config()?;
             check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
-            let tspec = cfg.trace.clone();
+            let tspec = trace_args::arm(&machine.trace)?;
             trace_args::progress::install(None);
             let r = sim::Sim::new(cfg).run_trace(reader, *file_pages);
             trace_args::progress::done();
@@ -757,7 +756,6 @@ fn oracle_model(
         seed: 1,
         timeline: false,
         lru_gen_sysctl: Vec::new(),
-        trace: None,
     };
     let r = match &case.kind {
         foliosim_oracle::CaseKind::Probe { spec, variant } => {

@@ -41,7 +41,7 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         cfg.mm.zram_comp_ratio = r;
     }
     crate::check_footprint(&cfg, &footprint_sizes(&sc))?;
-    let spec = cfg.trace.clone();
+    let spec = crate::trace_args::arm(&m.trace)?;
     crate::trace_args::progress::install(None);
     let r = foliosim::scenario::run_scenario(cfg, &sc);
     crate::trace_args::progress::done();

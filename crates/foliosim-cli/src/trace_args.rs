@@ -74,6 +74,16 @@ impl TraceArgs {
     }
 }
 
+/// Checks the options, creates the trace file and arms it for the next
+/// model run on this thread.
+pub fn arm(a: &TraceArgs) -> Result<Option<TraceSpec>, String> {
+    let spec = a.spec()?;
+    if let Some(s) = &spec {
+        foliosim::trace::arm(s.clone());
+    }
+    Ok(spec)
+}
+
 /// After a traced run: the trace file's write error, if any.
 pub fn finish(spec: &Option<TraceSpec>, path: Option<&std::path::Path>) -> Result<(), String> {
     if let Some(s) = spec {

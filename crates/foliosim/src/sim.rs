@@ -54,9 +54,6 @@ pub struct SimConfig {
     /// lru_gen.enabled (y, n or a caps mask) and lru_gen.min_ttl_ms.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lru_gen_sysctl: Vec<(String, String)>,
-    /// `--trace`: the mm tracepoints to write (crate::trace).
-    #[serde(skip)]
-    pub trace: Option<crate::trace::TraceSpec>,
 }
 
 impl Default for SimConfig {
@@ -68,7 +65,6 @@ impl Default for SimConfig {
             seed: 1,
             timeline: false,
             lru_gen_sysctl: Vec::new(),
-            trace: None,
         }
     }
 }
@@ -133,7 +129,8 @@ impl Sim {
             None => 0,
         };
         with_kernel!(&mut k, k => {
-            k.core.trace = cfg.trace.as_ref().and_then(|t| t.tracer());
+            // A trace armed for this thread's next run (crate::trace::arm).
+            k.core.trace = crate::trace::take_armed();
             if cfg.timeline {
                 k.core.timeline = Some(Vec::new());
                 k.core.timeline_memcg = memcg;

@@ -166,8 +166,8 @@ pub struct TraceSink {
     pub written: [u64; NR_EVENTS],
 }
 
-/// `--trace` and its filters: what a run's `SimConfig` carries. Cloning
-/// shares the sink: the first run set up with it writes the trace.
+/// `--trace` and its filters, armed for a run with `arm`. Cloning shares
+/// the sink: the first run set up with it writes the trace.
 #[derive(Clone)]
 pub struct TraceSpec {
     pub sink: std::sync::Arc<std::sync::Mutex<TraceSink>>,
@@ -207,6 +207,21 @@ impl TraceSpec {
             None => Ok(s.written),
         }
     }
+}
+
+thread_local! {
+    static ARMED: std::cell::RefCell<Option<TraceSpec>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Arms `spec` for the next model run set up on this thread (Sim::new
+/// takes it): the run drivers and their configs stay as they are.
+pub fn arm(spec: TraceSpec) {
+    ARMED.with(|a| *a.borrow_mut() = Some(spec));
+}
+
+/// The armed trace's tracer, disarming it.
+pub fn take_armed() -> Option<Box<Tracer>> {
+    ARMED.with(|a| a.borrow_mut().take()).and_then(|s| s.tracer())
 }
 
 /// Per-memcg or per-file filter decision, cached: 0 not known yet.

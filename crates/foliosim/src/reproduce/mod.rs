@@ -88,7 +88,6 @@ pub fn mmap_miss_cell(
         seed,
         timeline: false,
         lru_gen_sysctl: Vec::new(),
-        trace: None,
     };
     let spec = ProbeSpec {
         file_size: file_gib << 30,
@@ -279,9 +278,11 @@ pub fn strided_mmap_cell_with(
         seed,
         timeline: true,
         lru_gen_sysctl: Vec::new(),
-        trace,
     };
-    let traced = cfg.trace.is_some();
+    let traced = trace.is_some();
+    if let Some(t) = trace {
+        crate::trace::arm(t);
+    }
     let mut jobs =
         foliosim_workload::fio::parse_job_str(SEED000_JOB, "seed000").expect("seed job parses");
     jobs[0].runtime_ns = Some(runtime_s * 1_000_000_000);

@@ -207,7 +207,6 @@ pub fn machine_config(
         seed,
         timeline: false,
         lru_gen_sysctl: Vec::new(),
-        trace: None,
     })
 }
 
