@@ -926,7 +926,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 if format != "table" && format != "json" {
                     return Err(format!("--format: '{format}' is not table or json"));
                 }
+                trace_args::progress::install(None);
                 let rows = reproduce::mmap_miss_matrix(lru, *seed, *jobs);
+                trace_args::progress::done();
                 if format == "json" {
                     println!(
                         "{}",
@@ -1006,12 +1008,14 @@ fn run(cli: Cli) -> Result<(), String> {
                     reclaim_loop::KERNEL_BUILD_TOML,
                     "examples/kernel-build.toml",
                 )?;
+                trace_args::progress::install(None);
                 let mut rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
                 let (oom, oom_base) = shipped_scenario(
                     reclaim_loop::AGING_OOM_TOML,
                     "examples/seed003-aging-oom-small.toml",
                 )?;
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
+                trace_args::progress::done();
                 if format == "json" {
                     println!(
                         "{}",
@@ -1036,7 +1040,10 @@ fn run(cli: Cli) -> Result<(), String> {
                     base: base.parse().map_err(|e| format!("--base: {e}"))?,
                     ..wp::Size::default()
                 };
-                let rows = wp::workingset_protection(*seed, size, *jobs)?;
+                trace_args::progress::install(None);
+                let rows = wp::workingset_protection(*seed, size, *jobs);
+                trace_args::progress::done();
+                let rows = rows?;
                 if format == "json" {
                     println!(
                         "{}",
