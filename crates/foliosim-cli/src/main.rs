@@ -535,7 +535,9 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             let sizes: Vec<u64> = files.into_values().collect();
             check_footprint(&cfg, &sizes)?;
             let spec = trace_args::arm(&m.trace)?;
-            trace_args::progress::install(jobs.iter().map(|j| j.runtime_ns).max().flatten().map(|ns| ns / 1_000_000_000));
+            // The bar's end: the longest runtime= (jobs may end sooner).
+            let runtime = jobs.iter().filter_map(|j| j.runtime_ns).max();
+            trace_args::progress::install(runtime.map(|ns| ns / 1_000_000_000));
             let r = sim::run_fio(cfg, &jobs);
             trace_args::progress::done();
             trace_args::finish(&spec, m.trace.trace.as_deref())?;
@@ -977,13 +979,22 @@ fn run(cli: Cli) -> Result<(), String> {
                         let Some(&(l, v, p)) = known else {
                             let all: Vec<String> = reproduce::STRIDED_CELLS
                                 .iter()
-                                .map(|(l, v, p)| format!("{},{v},{p}", format!("{l:?}").to_lowercase()))
+                                .map(|(l, v, p)| {
+                                    format!("{},{v},{p}", format!("{l:?}").to_lowercase())
+                                })
                                 .collect();
                             return Err(format!("--cell: '{c}' is not one of {}", all.join(" ")));
                         };
                         let spec = trace.spec()?;
                         trace_args::progress::install(Some(*runtime));
-                        let row = reproduce::strided_mmap_cell_with(l, v, p, *seed, *runtime, spec.clone());
+                        let row = reproduce::strided_mmap_cell_with(
+                            l,
+                            v,
+                            p,
+                            *seed,
+                            *runtime,
+                            spec.clone(),
+                        );
                         trace_args::progress::done();
                         trace_args::finish(&spec, trace.trace.as_deref())?;
                         vec![row]

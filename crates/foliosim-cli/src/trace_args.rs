@@ -59,7 +59,11 @@ impl TraceArgs {
                     "--trace-cgroup: '{c}' is not a cgroup path (it starts with /)"
                 ));
             }
-            let c = if c.len() > 1 { c.trim_end_matches('/') } else { c };
+            let c = if c.len() > 1 {
+                c.trim_end_matches('/')
+            } else {
+                c
+            };
             filter.cgroup = Some(c.to_string());
         }
         if let Some(f) = &self.trace_file {
@@ -68,8 +72,8 @@ impl TraceArgs {
             }
             filter.file = Some(f.clone());
         }
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("--trace: {}: {e}", path.display()))?;
+        let file =
+            std::fs::File::create(path).map_err(|e| format!("--trace: {}: {e}", path.display()))?;
         Ok(Some(TraceSpec::new(Box::new(file), filter)))
     }
 }

@@ -30,16 +30,23 @@ fn parse_line(l: &str) -> Line {
     let t = l.trim_start();
     let (task, rest) = t.split_once(" [").unwrap_or_else(|| panic!("no cpu: {l}"));
     let task = task.trim_end();
-    let (comm, pid) = task.rsplit_once('-').unwrap_or_else(|| panic!("no pid: {l}"));
+    let (comm, pid) = task
+        .rsplit_once('-')
+        .unwrap_or_else(|| panic!("no pid: {l}"));
     let (cpu, rest) = rest.split_once("] ").unwrap();
-    assert!(cpu.len() == 3 && cpu.bytes().all(|b| b.is_ascii_digit()), "{l}");
+    assert!(
+        cpu.len() == 3 && cpu.bytes().all(|b| b.is_ascii_digit()),
+        "{l}"
+    );
     let (flags, rest) = rest.split_once(' ').unwrap();
     assert_eq!(flags.len(), 5, "five latency flags: {l}");
     let rest = rest.trim_start();
     let (ts, rest) = rest.split_once(": ").unwrap();
     let (s, us) = ts.split_once('.').unwrap();
     assert_eq!(us.len(), 6, "microseconds: {l}");
-    let (event, fields) = rest.split_once(": ").unwrap_or((rest.trim_end_matches(':'), ""));
+    let (event, fields) = rest
+        .split_once(": ")
+        .unwrap_or((rest.trim_end_matches(':'), ""));
     Line {
         comm: comm.to_string(),
         pid: pid.parse().unwrap_or_else(|_| panic!("pid: {l}")),
@@ -62,7 +69,10 @@ fn read_trace(path: &Path) -> Vec<Line> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("# tracer: nop"));
-    lines.filter(|l| !l.starts_with('#')).map(parse_line).collect()
+    lines
+        .filter(|l| !l.starts_with('#'))
+        .map(parse_line)
+        .collect()
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -89,7 +99,11 @@ fn strided(extra: &[&str], name: &str) -> (Vec<Line>, serde_json::Value, Vec<u8>
     ];
     args.extend_from_slice(extra);
     let out = foliosim(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stderr.is_empty(), "nothing on a non-terminal stderr");
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let bytes = std::fs::read(&path).unwrap();
@@ -109,13 +123,20 @@ fn strided_cell_trace_matches_counters() {
     let mut last = 0;
     for l in &lines {
         *n.entry(l.event.as_str()).or_default() += 1;
-        assert_eq!((l.comm.as_str(), l.pid), ("fio", 1000), "one fio job: {l:?}");
+        assert_eq!(
+            (l.comm.as_str(), l.pid),
+            ("fio", 1000),
+            "one fio job: {l:?}"
+        );
         // One job on one clock: the trace is in time order.
         assert!(l.ts_us >= last, "time goes back at {l:?}");
         last = l.ts_us;
         if l.event == "mm_vmscan_lru_shrink_inactive" {
             reclaimed += field(&l.fields, "nr_reclaimed");
-            assert!(l.fields.ends_with("flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC"), "{l:?}");
+            assert!(
+                l.fields.ends_with("flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC"),
+                "{l:?}"
+            );
         }
     }
     assert!(last <= 3_000_000 + 1_000, "inside the 3 s run: {last}");
@@ -133,13 +154,19 @@ fn strided_cell_trace_matches_counters() {
         get(m, "file") / 4096
     );
     // Every limit reclaim begins and ends; every major fault is traced.
-    assert_eq!(c("mm_vmscan_memcg_reclaim_begin"), c("mm_vmscan_memcg_reclaim_end"));
+    assert_eq!(
+        c("mm_vmscan_memcg_reclaim_begin"),
+        c("mm_vmscan_memcg_reclaim_end")
+    );
     assert!(c("mm_vmscan_memcg_reclaim_begin") > 0);
     // ->fault runs for every major fault, and for a cached page still
     // being read (a minor one that retries); a retry maps its page by
     // fault-around (mm_filemap_map_pages), not ->fault.
     let (maj, retry) = (get(v, "pgmajfault"), get(v, "foliosim_fault_retry"));
-    assert!(maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")), "{maj} {retry} {n:?}");
+    assert!(
+        maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")),
+        "{maj} {retry} {n:?}"
+    );
     assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
     assert_eq!(c("mm_lru_insertion"), 0, "pagemap was not asked for");
     // Same seed, same trace, byte for byte.
@@ -150,7 +177,12 @@ fn strided_cell_trace_matches_counters() {
 #[test]
 fn filters_window_events_and_cgroup() {
     let (lines, _, _) = strided(
-        &["--trace-window", "1,2", "--trace-events", "mm_vmscan_lru_shrink_inactive,mm_lru_insertion"],
+        &[
+            "--trace-window",
+            "1,2",
+            "--trace-events",
+            "mm_vmscan_lru_shrink_inactive,mm_lru_insertion",
+        ],
         "window.txt",
     );
     assert!(!lines.is_empty());
@@ -163,24 +195,60 @@ fn filters_window_events_and_cgroup() {
     }
     assert!(lines.iter().any(|l| l.event == "mm_lru_insertion"));
     // The job's memcg is /foliosim: another cgroup sees none of its events.
-    let (other, _, _) = strided(&["--trace-cgroup", "/other", "--trace-window", "0,1"], "cg.txt");
+    let (other, _, _) = strided(
+        &["--trace-cgroup", "/other", "--trace-window", "0,1"],
+        "cg.txt",
+    );
     assert!(other.is_empty(), "{:?}", other.first());
-    let (mine, _, _) = strided(&["--trace-cgroup", "/foliosim", "--trace-window", "0,1"], "cg2.txt");
-    assert!(mine.iter().any(|l| l.event == "mm_filemap_add_to_page_cache"));
+    let (mine, _, _) = strided(
+        &["--trace-cgroup", "/foliosim", "--trace-window", "0,1"],
+        "cg2.txt",
+    );
+    assert!(mine
+        .iter()
+        .any(|l| l.event == "mm_filemap_add_to_page_cache"));
     // The file filter: the seed job's file by its name, and another name.
-    let (none, _, _) = strided(&["--trace-file", "nosuch", "--trace-window", "0,1", "--trace-events", "filemap"], "f.txt");
+    let (none, _, _) = strided(
+        &[
+            "--trace-file",
+            "nosuch",
+            "--trace-window",
+            "0,1",
+            "--trace-events",
+            "filemap",
+        ],
+        "f.txt",
+    );
     assert!(none.is_empty());
 }
 
 #[test]
 fn bad_trace_options_exit_2_with_one_line() {
     let cases: &[(&[&str], &str)] = &[
-        (&["--trace-events", "vmscan"], "--trace-events: needs --trace FILE"),
-        (&["--trace", "/nonexistent-dir/x.txt"], "--trace: /nonexistent-dir/x.txt"),
-        (&["--trace", "/dev/null", "--trace-events", "mm_nosuch"], "unknown event 'mm_nosuch'"),
-        (&["--trace", "/dev/null", "--trace-window", "3,1"], "END must be after START"),
-        (&["--trace", "/dev/null", "--trace-window", "x"], "is not START,END"),
-        (&["--trace", "/dev/null", "--trace-cgroup", "foliosim"], "is not a cgroup path"),
+        (
+            &["--trace-events", "vmscan"],
+            "--trace-events: needs --trace FILE",
+        ),
+        (
+            &["--trace", "/nonexistent-dir/x.txt"],
+            "--trace: /nonexistent-dir/x.txt",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-events", "mm_nosuch"],
+            "unknown event 'mm_nosuch'",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-window", "3,1"],
+            "END must be after START",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-window", "x"],
+            "is not START,END",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-cgroup", "foliosim"],
+            "is not a cgroup path",
+        ),
     ];
     for (extra, want) in cases {
         let mut args = vec!["mmap-probe", "--file-size", "64M"];
@@ -202,17 +270,45 @@ fn every_run_command_takes_trace() {
     std::fs::create_dir_all(&dir).unwrap();
     let t = dir.join("fio.txt");
     let out = foliosim(&[
-        "fio", "--name=r", "--rw=read", "--bs=4k", "--size=8M", "--filename=data",
-        "--trace", t.to_str().unwrap(), "--trace-file", "data",
+        "fio",
+        "--name=r",
+        "--rw=read",
+        "--bs=4k",
+        "--size=8M",
+        "--filename=data",
+        "--trace",
+        t.to_str().unwrap(),
+        "--trace-file",
+        "data",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = read_trace(&t);
     // A sequential read of 8M: 2048 pages added, read ahead in windows.
-    assert_eq!(lines.iter().filter(|l| l.event == "mm_filemap_add_to_page_cache").count(), 2048);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.event == "mm_filemap_add_to_page_cache")
+            .count(),
+        2048
+    );
     assert!(lines.iter().any(|l| l.event == "page_cache_async_ra"));
     let t = dir.join("probe.txt");
-    let out = foliosim(&["mmap-probe", "--file-size", "64M", "--trace", t.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = foliosim(&[
+        "mmap-probe",
+        "--file-size",
+        "64M",
+        "--trace",
+        t.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(read_trace(&t).iter().any(|l| l.event == "mm_filemap_fault"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -221,19 +317,34 @@ fn every_run_command_takes_trace() {
 /// with the bar's delay at 0 (under `script`, a pseudo-terminal, it shows).
 #[test]
 fn progress_only_on_a_terminal() {
-    let args = ["reproduce", "strided-mmap", "--cell", "classic,pf-mark-accessed,x86", "--runtime", "3"];
+    let args = [
+        "reproduce",
+        "strided-mmap",
+        "--cell",
+        "classic,pf-mark-accessed,x86",
+        "--runtime",
+        "3",
+    ];
     let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
         .args(args)
         .env("FOLIOSIM_PROGRESS_DELAY_MS", "0")
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("skipped: no script(1) for a pseudo-terminal");
         return;
     }
-    let cmd = format!("{} {} >/dev/null", env!("CARGO_BIN_EXE_foliosim"), args.join(" "));
+    let cmd = format!(
+        "{} {} >/dev/null",
+        env!("CARGO_BIN_EXE_foliosim"),
+        args.join(" ")
+    );
     let out = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .env("FOLIOSIM_PROGRESS_DELAY_MS", "0")

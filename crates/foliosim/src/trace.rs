@@ -176,7 +176,9 @@ pub struct TraceSpec {
 
 impl std::fmt::Debug for TraceSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TraceSpec").field("filter", &self.filter).finish()
+        f.debug_struct("TraceSpec")
+            .field("filter", &self.filter)
+            .finish()
     }
 }
 
@@ -201,7 +203,10 @@ impl TraceSpec {
 
     /// After the run: the first error, if any, and the events written.
     pub fn outcome(&self) -> Result<[u64; NR_EVENTS], String> {
-        let s = self.sink.lock().map_err(|_| "trace writer panicked".to_string())?;
+        let s = self
+            .sink
+            .lock()
+            .map_err(|_| "trace writer panicked".to_string())?;
         match &s.error {
             Some(e) => Err(e.clone()),
             None => Ok(s.written),
@@ -221,7 +226,9 @@ pub fn arm(spec: TraceSpec) {
 
 /// The armed trace's tracer, disarming it.
 pub fn take_armed() -> Option<Box<Tracer>> {
-    ARMED.with(|a| a.borrow_mut().take()).and_then(|s| s.tracer())
+    ARMED
+        .with(|a| a.borrow_mut().take())
+        .and_then(|s| s.tracer())
 }
 
 /// Per-memcg or per-file filter decision, cached: 0 not known yet.
@@ -280,13 +287,25 @@ impl Tracer {
         let o = &mut self.out;
         writeln!(o, "# tracer: nop")?;
         writeln!(o, "#")?;
-        writeln!(o, "#                                _-----=> irqs-off/BH-disabled")?;
+        writeln!(
+            o,
+            "#                                _-----=> irqs-off/BH-disabled"
+        )?;
         writeln!(o, "#                               / _----=> need-resched")?;
-        writeln!(o, "#                              | / _---=> hardirq/softirq")?;
+        writeln!(
+            o,
+            "#                              | / _---=> hardirq/softirq"
+        )?;
         writeln!(o, "#                              || / _--=> preempt-depth")?;
-        writeln!(o, "#                              ||| / _-=> migrate-disable")?;
+        writeln!(
+            o,
+            "#                              ||| / _-=> migrate-disable"
+        )?;
         writeln!(o, "#                              |||| /     delay")?;
-        writeln!(o, "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION")?;
+        writeln!(
+            o,
+            "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION"
+        )?;
         writeln!(o, "#              | |         |   |||||     |         |")
     }
 
@@ -424,7 +443,15 @@ impl Tracer {
     /// mm_filemap_map_pages (mm_filemap_op_page_cache_range: "dev=%d:%d ino=%lx ofs=%lld-%lld").
     #[cold]
     #[inline(never)]
-    pub fn filemap_range(&mut self, ev: Ev, cx: Ctx, memcg: MemcgId, mapping: u32, first: u64, last: u64) {
+    pub fn filemap_range(
+        &mut self,
+        ev: Ev,
+        cx: Ctx,
+        memcg: MemcgId,
+        mapping: u32,
+        first: u64,
+        last: u64,
+    ) {
         if self.begin(ev, cx, Some(memcg), Some(mapping)) {
             let (maj, min) = dev(false, mapping);
             let r = writeln!(
@@ -465,7 +492,12 @@ impl Tracer {
     #[inline(never)]
     pub fn lru_activate(&mut self, cx: Ctx, f: FolioRec) {
         if self.begin(Ev::LruActivate, cx, Some(f.memcg), f.file_mapping()) {
-            let r = writeln!(self.out, "folio={:016x} pfn=0x{:x}", page_ptr(f.id), pfn(f.id));
+            let r = writeln!(
+                self.out,
+                "folio={:016x} pfn=0x{:x}",
+                page_ptr(f.id),
+                pfn(f.id)
+            );
             self.note(r);
         }
     }
@@ -491,7 +523,17 @@ impl Tracer {
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    pub fn lru_isolate(&mut self, cx: Ctx, memcg: MemcgId, isolate_mode: u32, nr_requested: u64, nr_scanned: u64, nr_skipped: u64, nr_taken: u64, lru: u32) {
+    pub fn lru_isolate(
+        &mut self,
+        cx: Ctx,
+        memcg: MemcgId,
+        isolate_mode: u32,
+        nr_requested: u64,
+        nr_scanned: u64,
+        nr_skipped: u64,
+        nr_taken: u64,
+        lru: u32,
+    ) {
         if self.begin(Ev::LruIsolate, cx, Some(memcg), None) {
             let r = writeln!(
                 self.out,
@@ -530,7 +572,17 @@ impl Tracer {
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    pub fn shrink_active(&mut self, cx: Ctx, memcg: MemcgId, nr_taken: u64, nr_active: u64, nr_deactivated: u64, nr_referenced: u64, priority: i32, file: bool) {
+    pub fn shrink_active(
+        &mut self,
+        cx: Ctx,
+        memcg: MemcgId,
+        nr_taken: u64,
+        nr_active: u64,
+        nr_deactivated: u64,
+        nr_referenced: u64,
+        priority: i32,
+        file: bool,
+    ) {
         if self.begin(Ev::ShrinkActive, cx, Some(memcg), None) {
             let r = writeln!(
                 self.out,
@@ -547,7 +599,11 @@ impl Tracer {
     #[inline(never)]
     pub fn reclaim_begin(&mut self, ev: Ev, cx: Ctx, memcg: Option<MemcgId>) {
         if self.begin(ev, cx, memcg, None) {
-            let gfp = if ev == Ev::MemcgReclaimBegin { GFP_KERNEL } else { GFP_HIGHUSER_MOVABLE };
+            let gfp = if ev == Ev::MemcgReclaimBegin {
+                GFP_KERNEL
+            } else {
+                GFP_HIGHUSER_MOVABLE
+            };
             let r = writeln!(self.out, "order=0 gfp_flags={gfp}");
             self.note(r);
         }
@@ -569,7 +625,11 @@ impl Tracer {
     #[cold]
     #[inline(never)]
     pub fn kswapd(&mut self, cx: Ctx, wake: bool) {
-        let ev = if wake { Ev::KswapdWake } else { Ev::KswapdSleep };
+        let ev = if wake {
+            Ev::KswapdWake
+        } else {
+            Ev::KswapdSleep
+        };
         if self.begin(ev, Ctx { kswapd: true, ..cx }, None, None) {
             let r = if wake {
                 writeln!(self.out, "nid=0 order=0")
@@ -584,7 +644,15 @@ impl Tracer {
     /// nr_to_read=%lu lookahead_size=%lu").
     #[cold]
     #[inline(never)]
-    pub fn ra_unbounded(&mut self, cx: Ctx, memcg: MemcgId, mapping: u32, index: u64, nr_to_read: u64, lookahead: u64) {
+    pub fn ra_unbounded(
+        &mut self,
+        cx: Ctx,
+        memcg: MemcgId,
+        mapping: u32,
+        index: u64,
+        nr_to_read: u64,
+        lookahead: u64,
+    ) {
         if self.begin(Ev::RaUnbounded, cx, Some(memcg), Some(mapping)) {
             let (maj, min) = dev(false, mapping);
             let r = writeln!(
@@ -601,11 +669,24 @@ impl Tracer {
     /// async_size=%u ra_pages=%u mmap_miss=%u prev_pos=%lld").
     #[cold]
     #[inline(never)]
-    pub fn ra_op(&mut self, ev: Ev, cx: Ctx, memcg: MemcgId, mapping: u32, index: u64, req_count: u64, ra: &crate::mm::readahead::FileRaState) {
+    pub fn ra_op(
+        &mut self,
+        ev: Ev,
+        cx: Ctx,
+        memcg: MemcgId,
+        mapping: u32,
+        index: u64,
+        req_count: u64,
+        ra: &crate::mm::readahead::FileRaState,
+    ) {
         if self.begin(ev, cx, Some(memcg), Some(mapping)) {
             let (maj, min) = dev(false, mapping);
             // prev_pos is a loff_t that starts at -1.
-            let prev_pos = if ra.prev_pos == u64::MAX { -1 } else { ra.prev_pos as i64 };
+            let prev_pos = if ra.prev_pos == u64::MAX {
+                -1
+            } else {
+                ra.prev_pos as i64
+            };
             let r = writeln!(
                 self.out,
                 "dev={maj}:{min} ino={:x} index={index} req_count={req_count} order={} size={} async_size={} ra_pages={} mmap_miss={} prev_pos={prev_pos}",

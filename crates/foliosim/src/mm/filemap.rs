@@ -702,7 +702,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
     ) -> bool {
         let mapping = file.mapping;
         if let Some((t, cx)) = self.core.tracer() {
-            t.filemap_range(crate::trace::Ev::FilemapMapPages, cx, file.memcg, mapping, start, end);
+            let ev = crate::trace::Ev::FilemapMapPages;
+            t.filemap_range(ev, cx, file.memcg, mapping, start, end);
         }
         let memcg = file.memcg;
         let old_ptes = self.core.cfg.variants.old_prefaulted_ptes;

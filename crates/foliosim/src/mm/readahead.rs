@@ -154,7 +154,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// page_cache_sync_ra(): a cache miss at `index` for `req_count` pages.
     pub fn page_cache_sync_ra(&mut self, file: &mut OpenFile, index: u64, mut req_count: u64) {
         if let Some((t, cx)) = self.core.tracer() {
-            t.ra_op(crate::trace::Ev::SyncRa, cx, file.memcg, file.mapping, index, req_count, &file.ra);
+            let ev = crate::trace::Ev::SyncRa;
+            t.ra_op(ev, cx, file.memcg, file.mapping, index, req_count, &file.ra);
         }
         let mut forced = file.fmode_random;
         if file.ra.ra_pages == 0 {
@@ -219,7 +220,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return;
         }
         if let Some((t, cx)) = self.core.tracer() {
-            t.ra_op(crate::trace::Ev::AsyncRa, cx, file.memcg, file.mapping, index, req_count, &file.ra);
+            let ev = crate::trace::Ev::AsyncRa;
+            t.ra_op(ev, cx, file.memcg, file.mapping, index, req_count, &file.ra);
         }
         let f = self.core.folios.get_mut(folio);
         f.clear(pg::READAHEAD);

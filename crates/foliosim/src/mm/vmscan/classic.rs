@@ -738,7 +738,14 @@ impl ReclaimPolicy for ClassicLru {
 
 /// mm_vmscan_lru_isolate for isolate_lru_folios(): the model skips no
 /// folio (one zone), so scanned == taken.
-fn trace_isolate(core: &mut Core, memcg: MemcgId, sc: &ScanControl, nr_to_scan: u64, taken: u64, lru: usize) {
+fn trace_isolate(
+    core: &mut Core,
+    memcg: MemcgId,
+    sc: &ScanControl,
+    nr_to_scan: u64,
+    taken: u64,
+    lru: usize,
+) {
     if let Some((t, cx)) = core.tracer() {
         let mode = if sc.may_unmap { 0 } else { super::ISOLATE_UNMAPPED };
         t.lru_isolate(cx, memcg, mode, nr_to_scan, taken, 0, taken, lru as u32);

@@ -359,7 +359,12 @@ pub const ISOLATE_UNMAPPED: u32 = 0x2;
 /// struct reclaim_stat as shrink_folio_list() left it in `sc`, for
 /// mm_vmscan_lru_shrink_inactive (nr_congested, nr_unmap_fail and
 /// nr_ref_keep are not modelled: 0).
-pub fn trace_reclaim_stat(sc: &ScanControl, nr_scanned: u64, nr_reclaimed: u64, file: bool) -> crate::trace::ShrinkInactive {
+pub fn trace_reclaim_stat(
+    sc: &ScanControl,
+    nr_scanned: u64,
+    nr_reclaimed: u64,
+    file: bool,
+) -> crate::trace::ShrinkInactive {
     crate::trace::ShrinkInactive {
         nr_scanned,
         nr_reclaimed,

@@ -132,7 +132,11 @@ impl LruGen {
         }
         let memcg = m as MemcgId;
         if let Some((t, cx)) = core.tracer() {
-            let lru = if type_ == LRU_GEN_FILE { crate::trace::LRU_INACTIVE_FILE } else { crate::trace::LRU_INACTIVE_ANON };
+            let lru = if type_ == LRU_GEN_FILE {
+                crate::trace::LRU_INACTIVE_FILE
+            } else {
+                crate::trace::LRU_INACTIVE_ANON
+            };
             let mode = if sc.may_unmap { 0 } else { super::super::ISOLATE_UNMAPPED };
             t.lru_isolate(cx, memcg, mode, scan_batch, scanned, 0, isolated, lru);
         }
@@ -230,7 +234,8 @@ impl LruGen {
             sc.nr_reclaimed += reclaimed;
             core.count_pgsteal(memcg, type_ == LRU_GEN_FILE, reclaimed, sc);
             if core.trace.is_some() {
-                let stat = super::super::trace_reclaim_stat(sc, scanned, reclaimed, type_ == LRU_GEN_FILE);
+                let file = type_ == LRU_GEN_FILE;
+                let stat = super::super::trace_reclaim_stat(sc, scanned, reclaimed, file);
                 if let Some((t, cx)) = core.tracer() {
                     t.shrink_inactive(cx, memcg, &stat);
                 }
