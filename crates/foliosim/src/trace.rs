@@ -790,3 +790,126 @@ pub fn cgroup_path(memcgs: &[MemCgroup], memcg: MemcgId) -> String {
     parts.reverse();
     format!("/{}", parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run(filter: TraceFilter, f: impl FnOnce(&mut Tracer, &[MemCgroup])) -> Vec<String> {
+        let buf = Buf::default();
+        let memcgs = vec![
+            MemCgroup::new(0, "/", None),
+            {
+                let mut m = MemCgroup::new(1, "a", None);
+                m.parent = 0;
+                m
+            },
+            {
+                let mut m = MemCgroup::new(2, "b", None);
+                m.parent = 1;
+                m
+            },
+        ];
+        let mut t = Tracer::new(Box::new(buf.clone()), filter);
+        f(&mut t, &memcgs);
+        drop(t);
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(String::from)
+            .collect()
+    }
+
+    fn folio(memcg: MemcgId) -> FolioRec {
+        FolioRec {
+            id: 5,
+            memcg,
+            mapping: 0,
+            index: 3,
+            file: true,
+            shmem: false,
+        }
+    }
+
+    #[test]
+    fn lines_have_ftrace_layout_and_tp_printk_fields() {
+        let lines = run(TraceFilter::default(), |t, m| {
+            t.set_task("fio", 1000);
+            let cx = Ctx {
+                now: 12_345_678_901,
+                kswapd: false,
+                memcgs: m,
+            };
+            t.filemap_op(Ev::AddToPageCache, cx, folio(1));
+            t.kswapd(cx, true);
+            t.reclaim_end(Ev::MemcgReclaimEnd, cx, Some(1), 32);
+        });
+        // "%16s-%-7d [%03d] %s %5lu.%06lu: " then TP_printk(); ofs is
+        // index << PAGE_SHIFT, ino the mapping + 1, pfn PFN_BASE + slot.
+        assert_eq!(
+            lines,
+            [
+                "             fio-1000    [000] .....    12.345678: mm_filemap_add_to_page_cache: dev 253:0 ino 1 pfn=0x100005 ofs=12288 order=0",
+                "         kswapd0-2       [000] .....    12.345678: mm_vmscan_kswapd_wake: nid=0 order=0",
+                "             fio-1000    [000] .....    12.345678: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32",
+            ]
+        );
+    }
+
+    #[test]
+    fn filters_drop_what_they_should() {
+        let filter = TraceFilter {
+            events: TraceFilter::parse_events("filemap").unwrap(),
+            cgroup: Some("/a".into()),
+            window: Some(TraceFilter::parse_window("1,2").unwrap()),
+            file: Some("data".into()),
+        };
+        let lines = run(filter, |t, m| {
+            t.name_file(0, "data");
+            let at = |now| Ctx {
+                now,
+                kswapd: false,
+                memcgs: m,
+            };
+            t.filemap_op(Ev::AddToPageCache, at(1_500_000_000), folio(2)); // kept: /a/b
+            t.filemap_op(Ev::AddToPageCache, at(1_500_000_000), folio(0)); // root
+            t.filemap_op(Ev::AddToPageCache, at(2_000_000_000), folio(1)); // window end
+            t.lru_activate(at(1_500_000_000), folio(1)); // pagemap
+            t.name_file(0, "other");
+            t.filemap_op(Ev::AddToPageCache, at(1_500_000_000), folio(1)); // file
+        });
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("mm_filemap_add_to_page_cache"));
+    }
+
+    #[test]
+    fn bad_filters_are_refused() {
+        assert!(TraceFilter::parse_events("mm_nosuch").is_err());
+        assert!(TraceFilter::parse_events(",").is_err());
+        assert_eq!(
+            TraceFilter::parse_events("vmscan:mm_vmscan_kswapd_wake").unwrap(),
+            1 << Ev::KswapdWake as u8
+        );
+        assert_eq!(
+            TraceFilter::parse_window("0.5,1").unwrap(),
+            (500_000_000, 1_000_000_000)
+        );
+        assert!(TraceFilter::parse_window("2,1").is_err());
+        assert!(TraceFilter::parse_window("-1,1").is_err());
+        assert!(TraceFilter::parse_window("nan,1").is_err());
+    }
+}
