@@ -313,6 +313,44 @@ fn every_run_command_takes_trace() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A scenario (anon memory over its limit, swapped to zram): every
+/// pageout() to swap is one mm_vmscan_write_folio, charged to the process.
+#[test]
+fn scenario_swap_writes_are_traced() {
+    let t = tmp("scn.txt");
+    let scn = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/anon-over-limit-zram.toml"
+    );
+    let out = foliosim(&[
+        "run",
+        scn,
+        "--json",
+        "--trace",
+        t.to_str().unwrap(),
+        "--trace-events",
+        "mm_vmscan_write_folio",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines = read_trace(&t);
+    std::fs::remove_file(&t).unwrap();
+    let pswpout = r["vmstat"]["pswpout"].as_u64().unwrap();
+    assert!(pswpout > 0);
+    assert_eq!(lines.len() as u64, pswpout);
+    for l in &lines {
+        assert!(
+            l.fields.ends_with("flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC"),
+            "{l:?}"
+        );
+        assert!(l.pid >= 1000, "a scenario process: {l:?}");
+    }
+}
+
 /// Progress goes to a terminal only: with stderr a pipe, nothing, even
 /// with the bar's delay at 0 (under `script`, a pseudo-terminal, it shows).
 #[test]
