@@ -5,6 +5,7 @@ mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
 mod run_cmd;
+mod trace_args;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -83,6 +84,8 @@ struct MachineArgs {
     /// schema use `foliosim fio --output-format=json`).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    trace: trace_args::TraceArgs,
 }
 
 impl MachineArgs {
@@ -225,6 +228,8 @@ enum Cmd {
         /// Print counters per simulated second too.
         #[arg(long)]
         timeline: bool,
+        #[command(flatten)]
+        trace: trace_args::TraceArgs,
     },
     /// Replay a libCacheSim trace (oracleGeneral or csv): each object id is a
     /// 4 KiB page of one file, read with pread and readahead off.
@@ -292,6 +297,18 @@ enum ReproduceCmd {
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Run one cell only: LRU,VARIANT,PTES as the table names it
+        /// (e.g. mglru,pf-set-active,arm64); its row then carries the
+        /// whole run's vmstat and memory.stat.
+        #[arg(long, value_name = "LRU,VARIANT,PTES")]
+        cell: Option<String>,
+        /// The fio job's runtime in simulated seconds (the seed's 90);
+        /// shorter runs count refaults from a third of it to its end.
+        #[arg(long, default_value_t = 90)]
+        runtime: u64,
+        /// --trace needs --cell (one run, one trace).
+        #[command(flatten)]
+        trace: trace_args::TraceArgs,
     },
     /// Seed 003: the swappiness dispute (kernel build proxy with zram,
     /// swappiness 35..175) on mainline MGLRU, mm-new with and without the
@@ -391,6 +408,11 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "timeline",
         "check-invariants",
         "json",
+        "trace",
+        "trace-events",
+        "trace-file",
+        "trace-cgroup",
+        "trace-window",
     ];
     const FLAGS: &[&str] = &["timeline", "check-invariants", "json"];
     let mut ours: Vec<String> = vec!["machine".into()];
@@ -512,12 +534,20 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             }
             let sizes: Vec<u64> = files.into_values().collect();
             check_footprint(&cfg, &sizes)?;
-            Ok((sim::run_fio(cfg, &jobs), out, "fio".into()))
+            let spec = trace_args::arm(&m.trace)?;
+            // The bar's end: the longest runtime= (jobs may end sooner).
+            let runtime = jobs.iter().filter_map(|j| j.runtime_ns).max();
+            trace_args::progress::install(runtime.map(|ns| ns / 1_000_000_000));
+            let r = sim::run_fio(cfg, &jobs);
+            trace_args::progress::done();
+            trace_args::finish(&spec, m.trace.trace.as_deref())?;
+            Ok((r, out, "fio".into()))
         }
         Cmd::MmapProbe {
             probe,
             lru,
             timeline,
+            trace,
         } => {
             let spec = probe.spec()?;
             let mut m = MachineArgs {
@@ -525,6 +555,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                 variant: probe.variant.clone(),
                 seed: Some(probe.seed),
                 timeline: *timeline,
+                trace: trace.clone(),
                 ..Default::default()
             };
             m.memory = Some(probe.memory_bytes(8 << 30)?.to_string());
@@ -532,8 +563,13 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
             check_footprint(&cfg, &[spec.file_size])?;
+            let tspec = trace_args::arm(trace)?;
+            trace_args::progress::install(None);
+            let r = sim::run_probe(cfg, &spec);
+            trace_args::progress::done();
+            trace_args::finish(&tspec, trace.trace.as_deref())?;
             Ok((
-                sim::run_probe(cfg, &spec),
+                r,
                 Output::Foliosim { json: probe.json },
                 "mmap-probe".into(),
             ))
@@ -568,9 +604,12 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
             let cfg = machine.config()?;
             check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
-            let r = sim::Sim::new(cfg)
-                .run_trace(reader, *file_pages)
-                .map_err(|e| e.to_string())?;
+            let tspec = trace_args::arm(&machine.trace)?;
+            trace_args::progress::install(None);
+            let r = sim::Sim::new(cfg).run_trace(reader, *file_pages);
+            trace_args::progress::done();
+            let r = r.map_err(|e| e.to_string())?;
+            trace_args::finish(&tspec, machine.trace.trace.as_deref())?;
             Ok((r, Output::Foliosim { json: machine.json }, "replay".into()))
         }
         _ => unreachable!(),
@@ -599,6 +638,11 @@ fn print_report(r: &RunReport, out: &Output, what: &str) {
 fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
     if sets.len() < 2 {
         return Err("compare: give at least two --set".into());
+    }
+    if workload.iter().any(|a| a.starts_with("--trace")) {
+        return Err(
+            "compare: --trace writes one run's trace; trace the workload on its own".into(),
+        );
     }
     let mut reports = Vec::new();
     for set in sets {
@@ -890,7 +934,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 if format != "table" && format != "json" {
                     return Err(format!("--format: '{format}' is not table or json"));
                 }
+                trace_args::progress::install(None);
                 let rows = reproduce::mmap_miss_matrix(lru, *seed, *jobs);
+                trace_args::progress::done();
                 if format == "json" {
                     println!(
                         "{}",
@@ -901,11 +947,63 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 Ok(())
             }
-            ReproduceCmd::StridedMmap { format, jobs, seed } => {
+            ReproduceCmd::StridedMmap {
+                format,
+                jobs,
+                seed,
+                cell,
+                runtime,
+                trace,
+            } => {
                 if format != "table" && format != "json" {
                     return Err(format!("--format: '{format}' is not table or json"));
                 }
-                let rows = reproduce::strided_mmap(*seed, *jobs);
+                if *runtime == 0 || *runtime > 3600 {
+                    return Err(format!("--runtime: {runtime} is not in 1..=3600 seconds"));
+                }
+                let rows = match cell {
+                    None if trace.trace.is_some() => {
+                        return Err("--trace: needs --cell (one run, one trace)".into())
+                    }
+                    None if *runtime != 90 => return Err("--runtime: needs --cell".into()),
+                    None => {
+                        trace_args::progress::install(None);
+                        let rows = reproduce::strided_mmap(*seed, *jobs);
+                        trace_args::progress::done();
+                        rows
+                    }
+                    Some(c) => {
+                        let parts: Vec<&str> = c.split(',').map(str::trim).collect();
+                        let known = reproduce::STRIDED_CELLS.iter().find(|(l, v, p)| {
+                            parts.len() == 3
+                                && format!("{l:?}").eq_ignore_ascii_case(parts[0])
+                                && *v == parts[1]
+                                && *p == parts[2]
+                        });
+                        let Some(&(l, v, p)) = known else {
+                            let all: Vec<String> = reproduce::STRIDED_CELLS
+                                .iter()
+                                .map(|(l, v, p)| {
+                                    format!("{},{v},{p}", format!("{l:?}").to_lowercase())
+                                })
+                                .collect();
+                            return Err(format!("--cell: '{c}' is not one of {}", all.join(" ")));
+                        };
+                        let spec = trace.spec()?;
+                        trace_args::progress::install(Some(*runtime));
+                        let row = reproduce::strided_mmap_cell_with(
+                            l,
+                            v,
+                            p,
+                            *seed,
+                            *runtime,
+                            spec.clone(),
+                        );
+                        trace_args::progress::done();
+                        trace_args::finish(&spec, trace.trace.as_deref())?;
+                        vec![row]
+                    }
+                };
                 if format == "json" {
                     println!(
                         "{}",
@@ -925,12 +1023,14 @@ fn run(cli: Cli) -> Result<(), String> {
                     reclaim_loop::KERNEL_BUILD_TOML,
                     "examples/kernel-build.toml",
                 )?;
+                trace_args::progress::install(None);
                 let mut rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
                 let (oom, oom_base) = shipped_scenario(
                     reclaim_loop::AGING_OOM_TOML,
                     "examples/seed003-aging-oom-small.toml",
                 )?;
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
+                trace_args::progress::done();
                 if format == "json" {
                     println!(
                         "{}",
@@ -955,7 +1055,10 @@ fn run(cli: Cli) -> Result<(), String> {
                     base: base.parse().map_err(|e| format!("--base: {e}"))?,
                     ..wp::Size::default()
                 };
-                let rows = wp::workingset_protection(*seed, size, *jobs)?;
+                trace_args::progress::install(None);
+                let rows = wp::workingset_protection(*seed, size, *jobs);
+                trace_args::progress::done();
+                let rows = rows?;
                 if format == "json" {
                     println!(
                         "{}",

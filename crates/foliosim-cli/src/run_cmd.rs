@@ -41,7 +41,12 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         cfg.mm.zram_comp_ratio = r;
     }
     crate::check_footprint(&cfg, &footprint_sizes(&sc))?;
-    let r = foliosim::scenario::run_scenario(cfg, &sc)?;
+    let spec = crate::trace_args::arm(&m.trace)?;
+    crate::trace_args::progress::install(None);
+    let r = foliosim::scenario::run_scenario(cfg, &sc);
+    crate::trace_args::progress::done();
+    let r = r?;
+    crate::trace_args::finish(&spec, m.trace.trace.as_deref())?;
     if m.json {
         println!(
             "{}",

@@ -10,7 +10,9 @@
 pub mod fio_output;
 pub mod fio_stat;
 pub mod mm;
+pub mod progress;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;
 pub mod sim;
+pub mod trace;

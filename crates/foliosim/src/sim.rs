@@ -129,6 +129,8 @@ impl Sim {
             None => 0,
         };
         with_kernel!(&mut k, k => {
+            // A trace armed for this thread's next run (crate::trace::arm).
+            k.core.trace = crate::trace::take_armed();
             if cfg.timeline {
                 k.core.timeline = Some(Vec::new());
                 k.core.timeline_memcg = memcg;
@@ -212,9 +214,15 @@ impl Sim {
         })
     }
 
-    fn open(&mut self, size: u64) -> OpenFile {
+    fn open(&mut self, size: u64, name: &str) -> OpenFile {
         let ra_kb = self.cfg.mm.read_ahead_kb;
-        let mapping = with_kernel!(&mut self.k, k => k.core.add_file(size));
+        let mapping = with_kernel!(&mut self.k, k => {
+            let m = k.core.add_file(size);
+            if let Some(t) = k.core.trace.as_deref_mut() {
+                t.name_file(m, name);
+            }
+            m
+        });
         OpenFile {
             mapping,
             ra: FileRaState::new(ra_kb),
@@ -227,7 +235,7 @@ impl Sim {
 
     /// Seed 002's mmap_miss_probe: touch one byte at each chosen page.
     pub fn run_probe(mut self, spec: &ProbeSpec) -> RunReport {
-        let mut f = self.open(spec.file_size);
+        let mut f = self.open(spec.file_size, "mmap-probe");
         let mut oom = false;
         let on = self.cfg.timeline && self.cfg.lru == LruKind::Mglru;
         let memcg = self.memcg;
@@ -264,7 +272,7 @@ impl Sim {
     where
         I: Iterator<Item = Result<TraceReq, E>>,
     {
-        let mut f = self.open(file_pages * PAGE_SIZE);
+        let mut f = self.open(file_pages * PAGE_SIZE, "replay");
         f.ra.ra_pages = 0;
         let mut h = LatHist::default();
         let mut dist = LatDist::default();
@@ -388,7 +396,7 @@ impl Sim {
                     _ if j.ioengine.is_diskless() => NO_MAPPING,
                     Some(&m) => m,
                     None => {
-                        let f = self.open(size);
+                        let f = self.open(size, &spec.name);
                         by_name.insert(spec.name.clone(), f.mapping);
                         f.mapping
                     }
@@ -639,6 +647,10 @@ impl Sim {
                 }
                 let s = &mut st[i];
                 let j = &jobs[i];
+                if let Some(t) = k.core.trace.as_deref_mut() {
+                    // Every fio job is a process named fio.
+                    t.set_task("fio", 1000 + i as u32);
+                }
                 s.sleep_from = u64::MAX;
                 let stopped = s.stop_at.is_some_and(|stop| s.t >= stop);
                 if !stopped && j.ioengine == IoEngine::CpuIo {

@@ -350,6 +350,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.files[mapping as usize].set_folio(index, id);
         self.core.workingset_update_node(mapping, index, memcg);
         self.core.memcgs[memcg as usize].nr_file += 1;
+        if self.core.trace.is_some() {
+            let rec = self.core.trace_folio(id);
+            if let Some((t, cx)) = self.core.tracer() {
+                t.filemap_op(crate::trace::Ev::AddToPageCache, cx, rec);
+            }
+        }
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
@@ -614,6 +620,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn filemap_fault(&mut self, file: &mut OpenFile, index: u64, flags: u32) -> VmFault {
         let mapping = file.mapping;
         let memcg = file.memcg;
+        if let Some((t, cx)) = self.core.tracer() {
+            t.filemap_fault(cx, memcg, mapping, index);
+        }
         let mut fpin = false;
         let id = match self.core.files[mapping as usize].folio(index) {
             Some(id) => {
@@ -692,6 +701,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         flags: u32,
     ) -> bool {
         let mapping = file.mapping;
+        if let Some((t, cx)) = self.core.tracer() {
+            let ev = crate::trace::Ev::FilemapMapPages;
+            t.filemap_range(ev, cx, file.memcg, mapping, start, end);
+        }
         let memcg = file.memcg;
         let old_ptes = self.core.cfg.variants.old_prefaulted_ptes;
         let p1 = self.core.cfg.variants.mmap_miss_p1;
@@ -824,6 +837,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 continue;
             }
             self.policy.folio_del_lru(&mut self.core, id);
+            self.core.trace_delete_from_page_cache(id);
             self.core.files[mapping as usize].replace_with_shadow(idx, None);
             let memcg = self.core.folios.get(id).memcg;
             self.core.workingset_update_node(mapping, idx, memcg);

@@ -398,6 +398,9 @@ pub struct Core {
     pub kswapd_oom: bool,
     /// kswapd's node state and its own clock (vmscan/mod.rs).
     pub kswapd: vmscan::KswapdState,
+    /// `--trace`: the mm tracepoints' writer (crate::trace); None costs one
+    /// branch per hook.
+    pub trace: Option<Box<crate::trace::Tracer>>,
 }
 
 impl Core {
@@ -454,8 +457,76 @@ impl Core {
             charging: None,
             kswapd_oom: false,
             kswapd: Default::default(),
+            trace: None,
             cost: CpuCosts::default(),
             cfg,
+        }
+    }
+
+    /// The tracer and what its hooks need, when tracing is on.
+    #[inline(always)]
+    pub fn tracer(&mut self) -> Option<(&mut crate::trace::Tracer, crate::trace::Ctx<'_>)> {
+        match self.trace.as_deref_mut() {
+            None => None,
+            Some(t) => Some((
+                t,
+                crate::trace::Ctx {
+                    now: self.now,
+                    kswapd: self.in_kswapd,
+                    memcgs: &self.memcgs,
+                },
+            )),
+        }
+    }
+
+    /// mm_filemap_delete_from_page_cache, from __filemap_remove_folio()'s
+    /// callers (reclaim's __remove_mapping, truncation, invalidation).
+    #[inline]
+    pub fn trace_delete_from_page_cache(&mut self, id: FolioId) {
+        if self.trace.is_some() {
+            let rec = self.trace_folio(id);
+            if let Some((t, cx)) = self.tracer() {
+                t.filemap_op(crate::trace::Ev::DeleteFromPageCache, cx, rec);
+            }
+        }
+    }
+
+    /// mm_lru_insertion: lru_add() put the folio on list `lru` (enum
+    /// lru_list; MGLRU folios print as inactive, PG_active being folded
+    /// into their generation).
+    #[inline]
+    pub fn trace_lru_insertion(&mut self, id: FolioId, lru: u32) {
+        if self.trace.is_some() {
+            let rec = self.trace_folio(id);
+            let f = self.folios.get(id);
+            let (mapped, swapcache) = (f.test(pg::MAPPED), f.test(pg::SWAPCACHE));
+            if let Some((t, cx)) = self.tracer() {
+                t.lru_insertion(cx, rec, lru, mapped, swapcache);
+            }
+        }
+    }
+
+    /// mm_lru_activate: lru_activate() moved the folio to the active list.
+    #[inline]
+    pub fn trace_lru_activate(&mut self, id: FolioId) {
+        if self.trace.is_some() {
+            let rec = self.trace_folio(id);
+            if let Some((t, cx)) = self.tracer() {
+                t.lru_activate(cx, rec);
+            }
+        }
+    }
+
+    /// A folio as the tracepoints describe it.
+    pub fn trace_folio(&self, id: FolioId) -> crate::trace::FolioRec {
+        let f = self.folios.get(id);
+        crate::trace::FolioRec {
+            id,
+            memcg: f.memcg,
+            mapping: f.mapping,
+            index: f.index as u64,
+            file: f.is_file_lru(),
+            shmem: false,
         }
     }
 
@@ -529,6 +600,10 @@ impl Core {
             }
             self.next_tick += 1_000_000_000;
         }
+        crate::progress::tick(
+            self.now,
+            (self.vm.get(Item::PGPGIN) + self.vm.get(Item::PGPGOUT)) / (PAGE_SIZE / 1024),
+        );
         // flush_memcg_stats_dwork(): flush the whole tree, whatever the
         // number of pending updates, and queue itself FLUSH_TIME later.
         while self.now >= self.next_stats_flush {

@@ -73,6 +73,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     ) {
         let mapping = file.mapping;
         let memcg = file.memcg;
+        if let Some((t, cx)) = self.core.tracer() {
+            t.ra_unbounded(cx, memcg, mapping, index, nr_to_read, lookahead);
+        }
         let mark = nr_to_read.wrapping_sub(lookahead);
         // The batch being built: [start, end) of folios added, read as one
         // request (read_pages()).
@@ -150,6 +153,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// page_cache_sync_ra(): a cache miss at `index` for `req_count` pages.
     pub fn page_cache_sync_ra(&mut self, file: &mut OpenFile, index: u64, mut req_count: u64) {
+        if let Some((t, cx)) = self.core.tracer() {
+            let ev = crate::trace::Ev::SyncRa;
+            t.ra_op(ev, cx, file.memcg, file.mapping, index, req_count, &file.ra);
+        }
         let mut forced = file.fmode_random;
         if file.ra.ra_pages == 0 {
             req_count = 1;
@@ -212,6 +219,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if f.test(pg::WRITEBACK) {
             return;
         }
+        if let Some((t, cx)) = self.core.tracer() {
+            let ev = crate::trace::Ev::AsyncRa;
+            t.ra_op(ev, cx, file.memcg, file.mapping, index, req_count, &file.ra);
+        }
+        let f = self.core.folios.get_mut(folio);
         f.clear(pg::READAHEAD);
         self.core.count_vm(Item::RA_ASYNC, 1);
         let max_pages = file.ra.ra_pages;

@@ -319,6 +319,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                         self.core.memcgs[m as usize].nr_mapped -= 1;
                     }
                     self.policy.folio_del_lru(&mut self.core, id);
+                    self.core.trace_delete_from_page_cache(id);
                     self.core.files[mapping as usize].replace_with_shadow(idx, None);
                     self.core.workingset_update_node(mapping, idx, m);
                     self.core.memcgs[m as usize].nr_file -= 1;

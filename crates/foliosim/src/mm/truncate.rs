@@ -53,6 +53,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.wb.nr_dirty -= 1;
         }
         self.policy.folio_del_lru(&mut self.core, id);
+        self.core.trace_delete_from_page_cache(id);
         self.core.files[mapping as usize].replace_with_shadow(idx, None);
         self.core.workingset_update_node(mapping, idx, memcg);
         self.core.memcgs[memcg as usize].nr_file -= 1;

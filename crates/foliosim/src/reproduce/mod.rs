@@ -147,6 +147,7 @@ pub fn run_parallel<T: Send, C: Sync>(
                 if i >= cells.len() {
                     break;
                 }
+                crate::progress::cell(&format!("{}/{}", i + 1, cells.len()));
                 let r = f(&cells[i]);
                 out.lock().unwrap()[i] = Some(r);
             });
@@ -236,11 +237,32 @@ pub struct StridedRow {
     /// Shadow nodes the mm-shadow shrinker freed in the window: refaults
     /// of pages whose shadow went with them are not counted as refaults.
     pub workingset_nodereclaim: u64,
+    /// The whole run's /proc/vmstat and memcg memory.stat, for a traced
+    /// cell (its tracepoints add up to these).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmstat: Option<std::collections::BTreeMap<&'static str, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg: Option<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 /// One configuration of seed 000's experiment: a 600M file read 4K every
 /// 64K through mmap in a 400M memcg; refaults counted from second 30 to 90.
 pub fn strided_mmap_cell(lru: LruKind, variant: &str, ptes: &str, seed: u64) -> StridedRow {
+    strided_mmap_cell_with(lru, variant, ptes, seed, 90, None)
+}
+
+/// One cell with the fio job's runtime in simulated seconds (90 in the
+/// seed; a shorter run counts refaults from a third of it, at most second
+/// 30, to its end) and optionally traced; the row carries the whole run's
+/// /proc/vmstat and memory.stat.
+pub fn strided_mmap_cell_with(
+    lru: LruKind,
+    variant: &str,
+    ptes: &str,
+    seed: u64,
+    runtime_s: u64,
+    trace: Option<crate::trace::TraceSpec>,
+) -> StridedRow {
     let mut variants = Variants::newest();
     variants.apply(variant).expect("valid variant");
     variants.apply(ptes).expect("valid ptes");
@@ -257,9 +279,13 @@ pub fn strided_mmap_cell(lru: LruKind, variant: &str, ptes: &str, seed: u64) -> 
         timeline: true,
         lru_gen_sysctl: Vec::new(),
     };
+    let traced = trace.is_some();
+    if let Some(t) = trace {
+        crate::trace::arm(t);
+    }
     let mut jobs =
         foliosim_workload::fio::parse_job_str(SEED000_JOB, "seed000").expect("seed job parses");
-    jobs[0].runtime_ns = Some(90_000_000_000);
+    jobs[0].runtime_ns = Some(runtime_s * 1_000_000_000);
     let r = crate::sim::run_fio(cfg, &jobs);
     let tl = r.timeline.as_ref().expect("timeline on");
     let at = |s: u64, k: &str| {
@@ -268,7 +294,8 @@ pub fn strided_mmap_cell(lru: LruKind, variant: &str, ptes: &str, seed: u64) -> 
             .and_then(|x| x.memcg.get(k).copied())
             .unwrap_or(0)
     };
-    let window = |k: &str| at(90, k) - at(30, k);
+    let (from, to) = (30.min(runtime_s / 3), runtime_s);
+    let window = |k: &str| at(to, k).saturating_sub(at(from, k));
     let read = &r.jobs[0].read;
     // The seed measured its v1 patch and the code before it, on arm64.
     let (seed_refaults, seed_bw) = match (lru, ptes, variant) {
@@ -291,25 +318,29 @@ pub fn strided_mmap_cell(lru: LruKind, variant: &str, ptes: &str, seed: u64) -> 
         ra_unused_evicted: window("foliosim_ra_unused_evicted"),
         pgmajfault: window("pgmajfault"),
         workingset_nodereclaim: window("workingset_nodereclaim"),
+        vmstat: traced.then(|| r.vmstat.clone()),
+        memcg: traced.then(|| r.memcg.clone()),
     }
 }
 
 /// The whole of seed 000's comparison.
 pub fn strided_mmap(seed: u64, threads: usize) -> Vec<StridedRow> {
-    let cells: Vec<(LruKind, &str, &str)> = vec![
-        (LruKind::Mglru, "pf-set-active", "arm64"),
-        (LruKind::Mglru, "pf-mark-accessed", "arm64"),
-        (LruKind::Mglru, "pf-set-active", "x86"),
-        (LruKind::Mglru, "pf-mark-accessed", "x86"),
-        (LruKind::Mglru, "pf-merged", "arm64"),
-        (LruKind::Mglru, "pf-merged", "x86"),
-        (LruKind::Classic, "pf-mark-accessed", "arm64"),
-        (LruKind::Classic, "pf-mark-accessed", "x86"),
-    ];
-    run_parallel(&cells, threads, |&(l, v, p)| {
+    run_parallel(STRIDED_CELLS, threads, |&(l, v, p)| {
         strided_mmap_cell(l, v, p, seed)
     })
 }
+
+/// Seed 000's cells: (lru, fault-path variant, prefaulted PTEs).
+pub const STRIDED_CELLS: &[(LruKind, &str, &str)] = &[
+    (LruKind::Mglru, "pf-set-active", "arm64"),
+    (LruKind::Mglru, "pf-mark-accessed", "arm64"),
+    (LruKind::Mglru, "pf-set-active", "x86"),
+    (LruKind::Mglru, "pf-mark-accessed", "x86"),
+    (LruKind::Mglru, "pf-merged", "arm64"),
+    (LruKind::Mglru, "pf-merged", "x86"),
+    (LruKind::Classic, "pf-mark-accessed", "arm64"),
+    (LruKind::Classic, "pf-mark-accessed", "x86"),
+];
 
 pub fn render_strided(rows: &[StridedRow]) -> String {
     use std::fmt::Write;

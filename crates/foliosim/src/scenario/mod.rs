@@ -372,6 +372,9 @@ impl<'a> Driver<'a> {
                 FileFs::Disk => k.core.add_file(f.size),
                 FileFs::Tmpfs => k.core.shmem_file_setup(f.size),
             };
+            if let Some(t) = k.core.trace.as_deref_mut() {
+                t.name_file(mapping, &f.name);
+            }
             if !f.prefill {
                 k.truncate_setsize(mapping, 0);
             }
@@ -1050,6 +1053,11 @@ impl<'a> Driver<'a> {
         let proc = th.proc;
         k.core.now = th.t;
         k.core.current = self.procs[proc].mm;
+        if let Some(t) = k.core.trace.as_deref_mut() {
+            // comm is at most TASK_COMM_LEN - 1 bytes.
+            let comm: String = self.procs[proc].name.chars().take(15).collect();
+            t.set_task(&comm, 1000 + proc as u32);
+        }
         let idx = match th.oom_wait {
             Some(w) => match self.oom_synchronize(k, id, w)? {
                 Some(idx) => idx,

@@ -257,6 +257,7 @@ impl ClassicLru {
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         let n = list.len() as u64;
+        trace_isolate(core, memcg, sc, nr_to_scan, n, lru);
         core.count_reclaim(memcg, Item::PGREFILL, n, sc);
         core.cpu_reclaim(core.cost.scan_folio * n, sc);
         let mut nr_deactivate = 0;
@@ -272,6 +273,12 @@ impl ClassicLru {
         }
         self.move_folios_to_lru(core, &list);
         core.count(memcg, Item::PGDEACTIVATE, nr_deactivate);
+        if let Some((t, cx)) = core.tracer() {
+            // The folios kept active are the referenced executable ones.
+            let kept = n - nr_deactivate;
+            let file = lru == LRU_ACTIVE_FILE;
+            t.shrink_active(cx, memcg, n, kept, nr_deactivate, kept, sc.priority, file);
+        }
         list.clear();
         self.scratch = list;
     }
@@ -289,6 +296,7 @@ impl ClassicLru {
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         let nr_scanned = list.len() as u64;
+        trace_isolate(core, memcg, sc, nr_to_scan, nr_scanned, lru);
         if nr_scanned == 0 {
             self.scratch = list;
             return 0;
@@ -301,6 +309,12 @@ impl ClassicLru {
         sc.nr.immediate += sc.nr_immediate;
         self.move_folios_to_lru(core, &list);
         core.count_pgsteal(memcg, file, nr_reclaimed, sc);
+        if core.trace.is_some() {
+            let stat = super::trace_reclaim_stat(sc, nr_scanned, nr_reclaimed, file);
+            if let Some((t, cx)) = core.tracer() {
+                t.shrink_inactive(cx, memcg, &stat);
+            }
+        }
         self.lru_note_cost(core, memcg, file, sc.nr_pageout, nr_scanned - nr_reclaimed);
         list.clear();
         self.scratch = list;
@@ -535,6 +549,8 @@ impl ReclaimPolicy for ClassicLru {
 
     fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
         self.lruvec_add_folio(core, id);
+        let lru = core.folios.get(id).lru as u32;
+        core.trace_lru_insertion(id, lru);
     }
 
     fn folio_mark_accessed(&mut self, core: &mut Core, id: FolioId) {
@@ -550,6 +566,7 @@ impl ReclaimPolicy for ClassicLru {
                 core.folios.get_mut(id).set(pg::ACTIVE);
                 self.lruvec_add_folio(core, id);
                 core.count(memcg, Item::PGACTIVATE, 1);
+                core.trace_lru_activate(id);
             }
             core.folios.get_mut(id).clear(pg::REFERENCED);
             // workingset_activation()
@@ -564,7 +581,10 @@ impl ReclaimPolicy for ClassicLru {
     }
 
     fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId) {
+        // folio_putback_lru() is folio_add_lru(): lru_add() traces it.
         self.lruvec_add_folio(core, id);
+        let lru = core.folios.get(id).lru as u32;
+        core.trace_lru_insertion(id, lru);
     }
 
     /// shrink_node() -> shrink_node_memcgs(): every memcg under the target
@@ -725,5 +745,25 @@ impl ReclaimPolicy for ClassicLru {
             ));
         }
         Ok(())
+    }
+}
+
+/// mm_vmscan_lru_isolate for isolate_lru_folios(): the model skips no
+/// folio (one zone), so scanned == taken.
+fn trace_isolate(
+    core: &mut Core,
+    memcg: MemcgId,
+    sc: &ScanControl,
+    nr_to_scan: u64,
+    taken: u64,
+    lru: usize,
+) {
+    if let Some((t, cx)) = core.tracer() {
+        let mode = if sc.may_unmap {
+            0
+        } else {
+            super::ISOLATE_UNMAPPED
+        };
+        t.lru_isolate(cx, memcg, mode, nr_to_scan, taken, 0, taken, lru as u32);
     }
 }

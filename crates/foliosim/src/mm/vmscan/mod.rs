@@ -394,6 +394,31 @@ impl Core {
 /// the page cache (with a shadow entry for file folios) and are freed; the
 /// others stay in `folios` (PG_active set on those to activate) for the
 /// policy to put back. Returns the number reclaimed.
+/// ISOLATE_UNMAPPED (isolate_mode_t), for mm_vmscan_lru_isolate.
+pub const ISOLATE_UNMAPPED: u32 = 0x2;
+
+/// struct reclaim_stat as shrink_folio_list() left it in `sc`, for
+/// mm_vmscan_lru_shrink_inactive (nr_congested, nr_unmap_fail and
+/// nr_ref_keep are not modelled: 0).
+pub fn trace_reclaim_stat(
+    sc: &ScanControl,
+    nr_scanned: u64,
+    nr_reclaimed: u64,
+    file: bool,
+) -> crate::trace::ShrinkInactive {
+    crate::trace::ShrinkInactive {
+        nr_scanned,
+        nr_reclaimed,
+        nr_dirty: sc.nr_dirty,
+        nr_writeback: sc.nr_writeback,
+        nr_immediate: sc.nr_immediate,
+        nr_activate: sc.nr_activate,
+        nr_ref_keep: 0,
+        priority: sc.priority,
+        file,
+    }
+}
+
 pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     core: &mut Core,
     policy: &mut P,
@@ -537,6 +562,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             core.count(memcg, Item::RA_UNUSED_EVICTED, 1);
         }
         if file {
+            core.trace_delete_from_page_cache(id);
             core.files[f.mapping as usize].replace_with_shadow(f.index as u64, Some(shadow));
             core.workingset_update_node(f.mapping, f.index as u64, memcg);
             core.memcgs[memcg as usize].nr_file -= 1;
@@ -651,6 +677,14 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
         }
         core.folios.get_mut(id).set(pg::RECLAIM);
         core.count(f.memcg, Item::NR_VMSCAN_WRITE, 1);
+        // pageout(): mm_vmscan_write_folio once the folio is handed to
+        // writeout.
+        if core.trace.is_some() {
+            let rec = core.trace_folio(id);
+            if let Some((t, cx)) = core.tracer() {
+                t.write_folio(cx, rec, false);
+            }
+        }
         match core.swap_writeout(id, sc.is_kswapd) {
             SwapWrite::Done => {
                 sc.nr_pageout += 1;
@@ -759,7 +793,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
     ) -> u64 {
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), Some(memcg), false);
         sc.may_swap = may_swap;
-        self.do_try_to_free_pages(&mut sc)
+        use crate::trace::Ev;
+        if let Some((t, cx)) = self.core.tracer() {
+            t.reclaim_begin(Ev::MemcgReclaimBegin, cx, Some(memcg));
+        }
+        let nr = self.do_try_to_free_pages(&mut sc);
+        if let Some((t, cx)) = self.core.tracer() {
+            t.reclaim_end(Ev::MemcgReclaimEnd, cx, Some(memcg), nr);
+        }
+        nr
     }
 
     /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim that freed
@@ -779,7 +821,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// try_to_free_pages(): global direct reclaim.
     pub fn try_to_free_pages(&mut self, nr_pages: u64) -> u64 {
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), None, false);
-        self.do_try_to_free_pages(&mut sc)
+        use crate::trace::Ev;
+        if let Some((t, cx)) = self.core.tracer() {
+            t.reclaim_begin(Ev::DirectReclaimBegin, cx, None);
+        }
+        let nr = self.do_try_to_free_pages(&mut sc);
+        if let Some((t, cx)) = self.core.tracer() {
+            t.reclaim_end(Ev::DirectReclaimEnd, cx, None, nr);
+        }
+        nr
     }
 
     /// wakeup_kswapd(): nothing while kswapd is busy (running or throttled:
@@ -813,6 +863,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let was = (self.core.in_reclaim, self.core.in_kswapd);
         self.core.in_reclaim = true;
         self.core.in_kswapd = true;
+        // kswapd_try_to_sleep() -> mm_vmscan_kswapd_wake: only a kswapd
+        // that had gone to sleep wakes (not one still at an unbalanced node).
+        if !self.core.kswapd.unbalanced && self.core.kswapd.resume.is_none() {
+            if let Some((t, cx)) = self.core.tracer() {
+                t.kswapd(cx, true);
+            }
+        }
         self.core.kswapd.cpu_ns = 0;
         let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, None, true);
         let (priority, reclaimed) = self.core.kswapd.resume.take().unwrap_or((DEF_PRIORITY, 0));
@@ -867,9 +924,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
         // unless the node is hopeless.
         k.unbalanced = !balanced && k.failures < MAX_RECLAIM_RETRIES;
         k.busy_until = (self.core.now + k.cpu_ns).max(throttled_until.unwrap_or(0));
+        let sleeps = !k.unbalanced && k.resume.is_none();
         if k.resume.is_none() {
             // balance_pgdat()'s end: snapshot_refaults() for the root.
             self.policy.snapshot_refaults(&mut self.core, 0);
+        }
+        if sleeps {
+            if let Some((t, cx)) = self.core.tracer() {
+                t.kswapd(cx, false);
+            }
         }
         self.core.in_reclaim = was.0;
         self.core.in_kswapd = was.1;

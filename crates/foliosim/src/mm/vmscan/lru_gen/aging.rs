@@ -93,6 +93,7 @@ impl LruGen {
         core.folios.get_mut(id).set(pg::ACTIVE);
         self.lru_gen_add_folio(core, id, false);
         core.count(memcg, Item::PGACTIVATE, 1);
+        core.trace_lru_activate(id);
     }
 
     /// walk_update_folio(): with a walk, folio_update_gen(); from the rmap

@@ -131,6 +131,19 @@ impl LruGen {
             }
         }
         let memcg = m as MemcgId;
+        if let Some((t, cx)) = core.tracer() {
+            let lru = if type_ == LRU_GEN_FILE {
+                crate::trace::LRU_INACTIVE_FILE
+            } else {
+                crate::trace::LRU_INACTIVE_ANON
+            };
+            let mode = if sc.may_unmap {
+                0
+            } else {
+                super::super::ISOLATE_UNMAPPED
+            };
+            t.lru_isolate(cx, memcg, mode, scan_batch, scanned, 0, isolated, lru);
+        }
         core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
         core.cpu_reclaim(core.cost.scan_folio * sorted, sc);
         if isolated > 0 {
@@ -224,6 +237,13 @@ impl LruGen {
             let reclaimed = shrink_folio_list(core, self, &mut list, sc);
             sc.nr_reclaimed += reclaimed;
             core.count_pgsteal(memcg, type_ == LRU_GEN_FILE, reclaimed, sc);
+            if core.trace.is_some() {
+                let file = type_ == LRU_GEN_FILE;
+                let stat = super::super::trace_reclaim_stat(sc, scanned, reclaimed, file);
+                if let Some((t, cx)) = core.tracer() {
+                    t.shrink_inactive(cx, memcg, &stat);
+                }
+            }
             if reclaim_rework && !sc.is_kswapd && sc.nr_immediate > 0 {
                 self.reclaim_throttle(core, m);
             }

@@ -264,6 +264,19 @@ fn walk_skips(file: bool, swappiness: u32) -> bool {
 }
 
 impl LruGen {
+    /// folio_lru_list() of a folio on an MGLRU list, for mm_lru_insertion:
+    /// lru_gen_add_folio() clears PG_active, so it reads as inactive.
+    fn trace_lru(core: &Core, id: FolioId) -> u32 {
+        let f = core.folios.get(id);
+        if f.lru == LRU_UNEVICTABLE {
+            crate::trace::LRU_UNEVICTABLE
+        } else if f.is_file_lru() {
+            crate::trace::LRU_INACTIVE_FILE
+        } else {
+            crate::trace::LRU_INACTIVE_ANON
+        }
+    }
+
     /// MGLRU with every cap on (CONFIG_LRU_GEN_ENABLED: enabled = 0x0007).
     pub fn new() -> Self {
         LruGen {
@@ -567,6 +580,7 @@ impl ReclaimPolicy for LruGen {
             }
         }
         self.lru_gen_add_folio(core, id, false);
+        core.trace_lru_insertion(id, Self::trace_lru(core, id));
     }
 
     fn folio_mark_accessed(&mut self, core: &mut Core, id: FolioId) {
@@ -590,6 +604,7 @@ impl ReclaimPolicy for LruGen {
             return self.classic.folio_putback_lru(core, id);
         }
         self.lru_gen_add_folio(core, id, false);
+        core.trace_lru_insertion(id, Self::trace_lru(core, id));
     }
 
     fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl) {

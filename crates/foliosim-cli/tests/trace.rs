@@ -1,0 +1,393 @@
+//! `--trace`: the tracepoints of seed 000's strided cell add up to the
+//! run's counters, the lines have ftrace's layout, the filters filter, bad
+//! options are refused, and the progress bar stays off a non-terminal.
+//! (scripts/trace-perfetto reads the same trace with Perfetto's trace
+//! processor where one is installed.)
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn foliosim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .env_remove("FOLIOSIM_PROGRESS_DELAY_MS")
+        .output()
+        .expect("foliosim runs")
+}
+
+/// One event line: `comm-pid [cpu] flags secs.usecs: event: fields`.
+#[derive(Debug)]
+struct Line {
+    comm: String,
+    pid: u32,
+    ts_us: u64,
+    event: String,
+    fields: String,
+}
+
+fn parse_line(l: &str) -> Line {
+    let t = l.trim_start();
+    let (task, rest) = t.split_once(" [").unwrap_or_else(|| panic!("no cpu: {l}"));
+    let task = task.trim_end();
+    let (comm, pid) = task
+        .rsplit_once('-')
+        .unwrap_or_else(|| panic!("no pid: {l}"));
+    let (cpu, rest) = rest.split_once("] ").unwrap();
+    assert!(
+        cpu.len() == 3 && cpu.bytes().all(|b| b.is_ascii_digit()),
+        "{l}"
+    );
+    let (flags, rest) = rest.split_once(' ').unwrap();
+    assert_eq!(flags.len(), 5, "five latency flags: {l}");
+    let rest = rest.trim_start();
+    let (ts, rest) = rest.split_once(": ").unwrap();
+    let (s, us) = ts.split_once('.').unwrap();
+    assert_eq!(us.len(), 6, "microseconds: {l}");
+    let (event, fields) = rest
+        .split_once(": ")
+        .unwrap_or((rest.trim_end_matches(':'), ""));
+    Line {
+        comm: comm.to_string(),
+        pid: pid.parse().unwrap_or_else(|_| panic!("pid: {l}")),
+        ts_us: s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap(),
+        event: event.to_string(),
+        fields: fields.to_string(),
+    }
+}
+
+fn field(fields: &str, key: &str) -> u64 {
+    fields
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {key} in {fields}"))
+        .parse()
+        .unwrap()
+}
+
+fn read_trace(path: &Path) -> Vec<Line> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("# tracer: nop"));
+    lines
+        .filter(|l| !l.starts_with('#'))
+        .map(parse_line)
+        .collect()
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("foliosim-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// Runs the cell traced; returns the trace and the row's counters.
+fn strided(extra: &[&str], name: &str) -> (Vec<Line>, serde_json::Value, Vec<u8>) {
+    let path = tmp(name);
+    let p = path.to_str().unwrap();
+    let mut args = vec![
+        "reproduce",
+        "strided-mmap",
+        "--cell",
+        "mglru,pf-set-active,arm64",
+        "--runtime",
+        "3",
+        "--format",
+        "json",
+        "--trace",
+        p,
+    ];
+    args.extend_from_slice(extra);
+    let out = foliosim(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stderr.is_empty(), "nothing on a non-terminal stderr");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let lines = read_trace(&path);
+    std::fs::remove_file(&path).unwrap();
+    (lines, rows[0].clone(), bytes)
+}
+
+#[test]
+fn strided_cell_trace_matches_counters() {
+    let (lines, row, bytes) = strided(&["--trace-events", "filemap,vmscan,readahead"], "all.txt");
+    let v = &row["vmstat"];
+    let m = &row["memcg"];
+    let get = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or(0);
+    let mut n: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut reclaimed = 0;
+    let mut last = 0;
+    for l in &lines {
+        *n.entry(l.event.as_str()).or_default() += 1;
+        assert_eq!(
+            (l.comm.as_str(), l.pid),
+            ("fio", 1000),
+            "one fio job: {l:?}"
+        );
+        // One job on one clock: the trace is in time order.
+        assert!(l.ts_us >= last, "time goes back at {l:?}");
+        last = l.ts_us;
+        if l.event == "mm_vmscan_lru_shrink_inactive" {
+            reclaimed += field(&l.fields, "nr_reclaimed");
+            assert!(
+                l.fields.ends_with("flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC"),
+                "{l:?}"
+            );
+        }
+    }
+    assert!(last <= 3_000_000 + 1_000, "inside the 3 s run: {last}");
+    let c = |e: &str| n.get(e).copied().unwrap_or(0);
+    // Every page read in was added to the page cache (pgpgin is in KiB).
+    assert_eq!(c("mm_filemap_add_to_page_cache"), get(v, "pgpgin") / 4);
+    // Pages leave it only by reclaim here (no truncation): pgsteal.
+    let steal = get(m, "pgsteal_kswapd") + get(m, "pgsteal_direct");
+    assert!(steal > 10_000, "the cell thrashes: {steal}");
+    assert_eq!(c("mm_filemap_delete_from_page_cache"), steal);
+    assert_eq!(reclaimed, steal);
+    // What is left is the memcg's page cache.
+    assert_eq!(
+        c("mm_filemap_add_to_page_cache") - c("mm_filemap_delete_from_page_cache"),
+        get(m, "file") / 4096
+    );
+    // Every limit reclaim begins and ends; every major fault is traced.
+    assert_eq!(
+        c("mm_vmscan_memcg_reclaim_begin"),
+        c("mm_vmscan_memcg_reclaim_end")
+    );
+    assert!(c("mm_vmscan_memcg_reclaim_begin") > 0);
+    // ->fault runs for every major fault, and for a cached page still
+    // being read (a minor one that retries); a retry maps its page by
+    // fault-around (mm_filemap_map_pages), not ->fault.
+    let (maj, retry) = (get(v, "pgmajfault"), get(v, "foliosim_fault_retry"));
+    assert!(
+        maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")),
+        "{maj} {retry} {n:?}"
+    );
+    assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
+    assert_eq!(c("mm_lru_insertion"), 0, "pagemap was not asked for");
+    // Same seed, same trace, byte for byte.
+    let (_, _, again) = strided(&["--trace-events", "filemap,vmscan,readahead"], "again.txt");
+    assert!(bytes == again, "the trace is deterministic");
+}
+
+#[test]
+fn filters_window_events_and_cgroup() {
+    let (lines, _, _) = strided(
+        &[
+            "--trace-window",
+            "1,2",
+            "--trace-events",
+            "mm_vmscan_lru_shrink_inactive,mm_lru_insertion",
+        ],
+        "window.txt",
+    );
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!((1_000_000..2_000_000).contains(&l.ts_us), "{l:?}");
+        assert!(
+            l.event == "mm_vmscan_lru_shrink_inactive" || l.event == "mm_lru_insertion",
+            "{l:?}"
+        );
+    }
+    assert!(lines.iter().any(|l| l.event == "mm_lru_insertion"));
+    // The job's memcg is /foliosim: another cgroup sees none of its events.
+    let (other, _, _) = strided(
+        &["--trace-cgroup", "/other", "--trace-window", "0,1"],
+        "cg.txt",
+    );
+    assert!(other.is_empty(), "{:?}", other.first());
+    let (mine, _, _) = strided(
+        &["--trace-cgroup", "/foliosim", "--trace-window", "0,1"],
+        "cg2.txt",
+    );
+    assert!(mine
+        .iter()
+        .any(|l| l.event == "mm_filemap_add_to_page_cache"));
+    // The file filter: the seed job's file by its name, and another name.
+    let (none, _, _) = strided(
+        &[
+            "--trace-file",
+            "nosuch",
+            "--trace-window",
+            "0,1",
+            "--trace-events",
+            "filemap",
+        ],
+        "f.txt",
+    );
+    assert!(none.is_empty());
+}
+
+#[test]
+fn bad_trace_options_exit_2_with_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--trace-events", "vmscan"],
+            "--trace-events: needs --trace FILE",
+        ),
+        (
+            &["--trace", "/nonexistent-dir/x.txt"],
+            "--trace: /nonexistent-dir/x.txt",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-events", "mm_nosuch"],
+            "unknown event 'mm_nosuch'",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-window", "3,1"],
+            "END must be after START",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-window", "x"],
+            "is not START,END",
+        ),
+        (
+            &["--trace", "/dev/null", "--trace-cgroup", "foliosim"],
+            "is not a cgroup path",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec!["mmap-probe", "--file-size", "64M"];
+        args.extend_from_slice(extra);
+        let out = foliosim(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let out = foliosim(&["reproduce", "strided-mmap", "--trace", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --cell"));
+}
+
+#[test]
+fn every_run_command_takes_trace() {
+    let dir = tmp("cmds");
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("fio.txt");
+    let out = foliosim(&[
+        "fio",
+        "--name=r",
+        "--rw=read",
+        "--bs=4k",
+        "--size=8M",
+        "--filename=data",
+        "--trace",
+        t.to_str().unwrap(),
+        "--trace-file",
+        "data",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_trace(&t);
+    // A sequential read of 8M: 2048 pages added, read ahead in windows.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.event == "mm_filemap_add_to_page_cache")
+            .count(),
+        2048
+    );
+    assert!(lines.iter().any(|l| l.event == "page_cache_async_ra"));
+    let t = dir.join("probe.txt");
+    let out = foliosim(&[
+        "mmap-probe",
+        "--file-size",
+        "64M",
+        "--trace",
+        t.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(read_trace(&t).iter().any(|l| l.event == "mm_filemap_fault"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A scenario (anon memory over its limit, swapped to zram): every
+/// pageout() to swap is one mm_vmscan_write_folio, charged to the process.
+#[test]
+fn scenario_swap_writes_are_traced() {
+    let t = tmp("scn.txt");
+    let scn = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/anon-over-limit-zram.toml"
+    );
+    let out = foliosim(&[
+        "run",
+        scn,
+        "--json",
+        "--trace",
+        t.to_str().unwrap(),
+        "--trace-events",
+        "mm_vmscan_write_folio",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines = read_trace(&t);
+    std::fs::remove_file(&t).unwrap();
+    let pswpout = r["vmstat"]["pswpout"].as_u64().unwrap();
+    assert!(pswpout > 0);
+    assert_eq!(lines.len() as u64, pswpout);
+    for l in &lines {
+        assert!(
+            l.fields.ends_with("flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC"),
+            "{l:?}"
+        );
+        assert!(l.pid >= 1000, "a scenario process: {l:?}");
+    }
+}
+
+/// Progress goes to a terminal only: with stderr a pipe, nothing, even
+/// with the bar's delay at 0 (under `script`, a pseudo-terminal, it shows).
+#[test]
+fn progress_only_on_a_terminal() {
+    let args = [
+        "reproduce",
+        "strided-mmap",
+        "--cell",
+        "classic,pf-mark-accessed,x86",
+        "--runtime",
+        "3",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+        .args(args)
+        .env("FOLIOSIM_PROGRESS_DELAY_MS", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no script(1) for a pseudo-terminal");
+        return;
+    }
+    let cmd = format!(
+        "{} {} >/dev/null",
+        env!("CARGO_BIN_EXE_foliosim"),
+        args.join(" ")
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("FOLIOSIM_PROGRESS_DELAY_MS", "0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("s simulated"), "{text}");
+}
