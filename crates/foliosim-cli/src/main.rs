@@ -27,6 +27,10 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// The size of the file system `--fs ext4` lays out without --disk-size
+/// (only the inode tables' place depends on it).
+const DEFAULT_FS_BYTES: u64 = 1 << 40;
+
 /// Options of the modelled machine, shared by the workload commands.
 #[derive(clap::Args, Clone, Debug, Default)]
 struct MachineArgs {
@@ -61,6 +65,12 @@ struct MachineArgs {
     /// otherwise start with no files). No default.
     #[arg(long)]
     existing_file_size: Option<String>,
+    /// File system of the workload's files: none (file data only, the
+    /// default) or ext4 (its metadata reads through the block device's page
+    /// cache, on a file system as mke2fs makes it with its defaults on a
+    /// --disk-size device, 1T without one).
+    #[arg(long)]
+    fs: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -184,6 +194,18 @@ impl MachineArgs {
             }
         }
         mm.check_invariants = self.check_invariants;
+        mm.fs = match self.fs.as_deref() {
+            None | Some("none") => None,
+            Some("ext4") => {
+                let disk = match &self.disk_size {
+                    Some(d) => parse_size(d).map_err(|e| format!("--disk-size: {e}"))?,
+                    None => DEFAULT_FS_BYTES,
+                };
+                let geo = foliosim::fs::ext4::Ext4Geometry::mkfs_default(disk);
+                Some(foliosim::fs::ext4::Ext4Config::new(geo, None).map_err(|e| format!("--fs: {e}"))?)
+            }
+            Some(f) => return Err(format!("--fs: unknown file system '{f}' (none, ext4)")),
+        };
         let memcg_limit = match &self.memcg_limit {
             Some(s) => {
                 let l = parse_size(s).map_err(|e| format!("--memcg-limit: {e}"))?;
@@ -386,6 +408,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "swap",
         "disk-size",
         "existing-file-size",
+        "fs",
         "sysctl",
         "seed",
         "timeline",
