@@ -732,6 +732,7 @@ fn oracle_model(
         ..MmConfig::default()
     };
     mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    mm.fs = oracle_fs(host)?;
     let lru = match host.lru_gen {
         Some(v) if v != 0 => LruKind::Mglru,
         _ => LruKind::Classic,
@@ -762,6 +763,40 @@ fn oracle_model(
         }
     };
     Ok(oracle_counters(&r))
+}
+
+/// The model's ext4 from the host's: its measured geometry and the case's
+/// files as laid out (inodes, directory, data blocks, inode tables); none
+/// when the scratch directory is not on ext4. Directory features are
+/// mke2fs's defaults (dir_index, metadata_csum): the superblock is not
+/// readable without the block device.
+fn oracle_fs(
+    host: &foliosim_oracle::HostInfo,
+) -> Result<Option<foliosim::fs::ext4::Ext4Config>, String> {
+    use foliosim::fs::ext4::{Ext4Config, Ext4Geometry, Ext4Layout, LaidOutFile};
+    let Ok(g) = &host.ext4 else { return Ok(None) };
+    let mut geo = Ext4Geometry::mkfs_default(1 << 40);
+    geo.block_size = g.block_size;
+    geo.blocks_per_group = g.blocks_per_group;
+    geo.inodes_per_group = g.inodes_per_group;
+    geo.inode_size = g.inode_size;
+    geo.inode_readahead_blks = g.inode_readahead_blks;
+    geo.flex_bg_size = g.flex_bg_size;
+    let layout = host.layout.as_ref().map(|l| Ext4Layout {
+        dir_ino: l.dir_ino,
+        dir_blocks: l.dir_blocks,
+        files: l
+            .files
+            .iter()
+            .map(|(name, ino, b)| LaidOutFile {
+                name: name.clone(),
+                ino: *ino,
+                data_block: *b,
+            })
+            .collect(),
+        itables: l.itables.clone(),
+    });
+    Ext4Config::new(geo, layout).map(Some).map_err(|e| format!("host ext4: {e}"))
 }
 
 /// The model side of a scenario case: the host's RAM, read-ahead, LRU,
@@ -1058,6 +1093,8 @@ mod tests {
             },
             is_root: true,
             fio_version: None,
+            ext4: Err("test host".into()),
+            layout: None,
         }
     }
 

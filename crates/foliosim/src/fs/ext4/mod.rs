@@ -273,7 +273,9 @@ impl Ext4 {
             dir: Dir::new(dir_ino),
             itables,
             own_fs,
-            allocated: (1..=dir_ino).collect(),
+            // The reserved inodes, lost+found and the directory on the
+            // model's file system; on a host's only what was measured.
+            allocated: if own_fs { (1..=dir_ino).collect() } else { BTreeSet::from([dir_ino]) },
             icache: BTreeSet::new(),
             dcache: BTreeSet::new(),
             buddy_ready: BTreeSet::new(),
