@@ -589,6 +589,9 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                 return Err("--file-pages: must be > 0".into());
             }
             let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
+            if machine.fs.is_some() {
+                return Err("--fs: only fio jobs run on the model's file system".into());
+            }
             let cfg = machine.config()?;
             check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
             let r = sim::Sim::new(cfg)
@@ -1169,6 +1172,75 @@ mod tests {
                 format!("--sysctl: unknown key or value out of range: '{bad}'")
             );
         }
+    }
+
+    #[test]
+    fn fs_option_picks_the_models_file_system() {
+        let args = |fs: Option<&str>, disk: Option<&str>| MachineArgs {
+            fs: fs.map(String::from),
+            disk_size: disk.map(String::from),
+            ..MachineArgs::default()
+        };
+        assert!(args(None, None).config().unwrap().mm.fs.is_none());
+        assert!(args(Some("none"), None).config().unwrap().mm.fs.is_none());
+        let e = args(Some("ext4"), None).config().unwrap().mm.fs.unwrap();
+        assert!(e.layout.is_none(), "the model lays its files out");
+        assert_eq!(e.geo, foliosim::fs::ext4::Ext4Geometry::mkfs_default(DEFAULT_FS_BYTES));
+        // The device's size places the inode tables (mke2fs's reserved GDT).
+        let small = args(Some("ext4"), Some("1G")).config().unwrap().mm.fs.unwrap();
+        assert_ne!(small.geo.itable0, e.geo.itable0);
+        assert_eq!(
+            args(Some("xfs"), None).config().map(|_| ()).unwrap_err(),
+            "--fs: unknown file system 'xfs' (none, ext4)"
+        );
+    }
+
+    /// The oracle's model call takes the host's measured ext4 and the
+    /// case's laid-out files: two inodes 64 table blocks apart cost two
+    /// 33-block readahead windows, plus the directory's one block.
+    #[test]
+    fn the_oracle_model_reads_the_hosts_measured_ext4_layout() {
+        let dir = std::env::temp_dir().join(format!("foliosim-cli-ext4-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jf = dir.join("s.fio");
+        let text = "[t0]\nioengine=filestat\nfilesize=4k\nnrfiles=2\n";
+        std::fs::write(&jf, text).unwrap();
+        let case = foliosim_oracle::Case::new(
+            "s".into(),
+            foliosim_oracle::CaseKind::Fio {
+                job_file: jf.clone(),
+                job: foliosim_oracle::jobsafe::sanitize_with_env(text, "s.fio").unwrap(),
+            },
+            256 << 20,
+            None,
+            String::new(),
+            String::new(),
+        );
+        let mut h = host();
+        let plain = oracle_model(&h, &case).unwrap();
+        assert_eq!(plain["io.rbytes"], 0.0, "no ext4 on the host: file data only");
+        h.ext4 = Ok(foliosim_oracle::ext4::Ext4Host {
+            block_size: 4096,
+            blocks_per_group: 32768,
+            inodes_per_group: 8192,
+            inode_size: 256,
+            inode_readahead_blks: 32,
+            flex_bg_size: 1,
+        });
+        let g3 = 3 * 8192;
+        h.layout = Some(foliosim_oracle::ext4::FileLayout {
+            dir_ino: g3 + 1,
+            dir_blocks: 1,
+            files: vec![
+                ("t0.0.0".into(), g3 + 2, None),
+                ("t0.0.1".into(), g3 + 2 + 16 * 64, None),
+            ],
+            itables: std::collections::BTreeMap::from([(3, 3 * 32768 + 2)]),
+        });
+        let m = oracle_model(&h, &case).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(m["io.rbytes"], ((33 + 33 + 1) * 4096) as f64);
+        assert_eq!(m["file"], m["io.rbytes"]);
     }
 
     #[test]

@@ -219,6 +219,7 @@ impl Dir {
     }
 
     /// Leaves of the htree (for the tests).
+    #[cfg(test)]
     pub fn nr_leaves(&self) -> usize {
         self.leaves.len()
     }
