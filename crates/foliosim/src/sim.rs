@@ -1492,9 +1492,13 @@ pub fn counter(r: &RunReport, name: &str) -> Option<u64> {
     r.memcg.get(name).or_else(|| r.vmstat.get(name)).copied()
 }
 
-/// The names of a job's files, as fio names them (`j.files`, or its one
-/// `filename`).
+/// The names of a job's files on the file system, as fio names them
+/// (`j.files`, or its one `filename`); block devices are not on it.
 fn job_file_names(j: &FioJob) -> impl Iterator<Item = &str> {
     let one = j.files.is_empty().then_some(j.filename.as_str());
-    j.files.iter().map(|f| f.name.as_str()).chain(one)
+    j.files
+        .iter()
+        .map(|f| f.name.as_str())
+        .chain(one)
+        .filter(|n| !n.starts_with("/dev/"))
 }

@@ -85,3 +85,12 @@ fn deterministic() {
     let b = serde_json::to_string(&run(STAT, true)).unwrap();
     assert_eq!(a, b);
 }
+
+/// A job on a block device opens no file of the file system.
+#[test]
+fn a_block_device_is_not_on_the_file_system() {
+    let job = "[r]\nfilename=/dev/sdz\nrw=read\nsize=1M\nbs=4k\nioengine=psync\n";
+    let none = counter(&run(job, false), "pgpgin").unwrap();
+    assert_eq!(none, 1024);
+    assert_eq!(counter(&run(job, true), "pgpgin").unwrap(), none);
+}

@@ -31,11 +31,10 @@ impl Ext4 {
     }
 
     /// __ext4_new_inode() for a regular file: find_group_other() starts at
-    /// the parent's group, find_inode_bit() takes its lowest free inode
-    /// (on a host's file system, whose bitmap the model has not seen, the
-    /// one after the highest inode it knows there); then the new inode's
-    /// table block (ext4_mark_inode_dirty -> ext4_get_inode_loc with the
-    /// inode in memory).
+    /// the parent's group, whose inode bitmap is read, and the inode is
+    /// picked there (Ext4::next_ino); then the new inode's table block
+    /// (ext4_mark_inode_dirty -> ext4_get_inode_loc with the inode in
+    /// memory).
     #[allow(non_snake_case)]
     pub fn __ext4_new_inode<P: ReclaimPolicy>(
         &mut self,
