@@ -177,7 +177,7 @@ pub fn read_ext4(dir: &Path, dev: &str) -> Result<Ext4Host, String> {
             .unwrap_or(groups)
     };
     let itable_blocks = len0 / flex;
-    if itable_blocks == 0 || ipg == 0 || (itable_blocks * bs) % ipg != 0 {
+    if itable_blocks == 0 || ipg == 0 || !(itable_blocks * bs).is_multiple_of(ipg) {
         return Err(format!(
             "ext4 geometry of {}: {ipg} inodes per group in {itable_blocks} table blocks",
             dir.display()

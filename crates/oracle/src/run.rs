@@ -262,6 +262,9 @@ pub fn probe_child_main(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// One real run's counters (the crate-level contract's names).
+type RealRun = BTreeMap<String, f64>;
+
 /// One measured real run of `case` (files must be laid out).
 fn run_once(
     case: &Case,
@@ -416,7 +419,7 @@ fn run_real(
     host: &HostInfo,
     opts: &RunOpts,
     scratch: &mut Scratch,
-) -> Result<(Vec<BTreeMap<String, f64>>, Option<FileLayout>), String> {
+) -> Result<(Vec<RealRun>, Option<FileLayout>), String> {
     if opts.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }

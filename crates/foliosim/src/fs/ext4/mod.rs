@@ -126,9 +126,9 @@ impl Ext4Geometry {
             ));
         }
         if self.inode_size == 0
-            || self.block_size % self.inode_size != 0
+            || !self.block_size.is_multiple_of(self.inode_size)
             || self.inodes_per_group == 0
-            || self.inodes_per_group % self.inodes_per_block() != 0
+            || !self.inodes_per_group.is_multiple_of(self.inodes_per_block())
             || self.blocks_per_group == 0
         {
             return Err(format!(
