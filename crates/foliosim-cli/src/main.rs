@@ -28,6 +28,10 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// The size of the file system `--fs ext4` lays out without --disk-size
+/// (only the inode tables' place depends on it).
+const DEFAULT_FS_BYTES: u64 = 1 << 40;
+
 /// Options of the modelled machine, shared by the workload commands.
 #[derive(clap::Args, Clone, Debug, Default)]
 struct MachineArgs {
@@ -62,6 +66,12 @@ struct MachineArgs {
     /// otherwise start with no files). No default.
     #[arg(long)]
     existing_file_size: Option<String>,
+    /// File system of the workload's files: none (file data only, the
+    /// default) or ext4 (its metadata reads through the block device's page
+    /// cache, on a file system as mke2fs makes it with its defaults on a
+    /// --disk-size device, 1T without one).
+    #[arg(long)]
+    fs: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -187,6 +197,18 @@ impl MachineArgs {
             }
         }
         mm.check_invariants = self.check_invariants;
+        mm.fs = match self.fs.as_deref() {
+            None | Some("none") => None,
+            Some("ext4") => {
+                let disk = match &self.disk_size {
+                    Some(d) => parse_size(d).map_err(|e| format!("--disk-size: {e}"))?,
+                    None => DEFAULT_FS_BYTES,
+                };
+                let geo = foliosim::fs::ext4::Ext4Geometry::mkfs_default(disk);
+                Some(foliosim::fs::ext4::Ext4Config::new(geo, None).map_err(|e| format!("--fs: {e}"))?)
+            }
+            Some(f) => return Err(format!("--fs: unknown file system '{f}' (none, ext4)")),
+        };
         let memcg_limit = match &self.memcg_limit {
             Some(s) => {
                 let l = parse_size(s).map_err(|e| format!("--memcg-limit: {e}"))?;
@@ -403,6 +425,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "swap",
         "disk-size",
         "existing-file-size",
+        "fs",
         "sysctl",
         "seed",
         "timeline",
@@ -602,6 +625,9 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                 return Err("--file-pages: must be > 0".into());
             }
             let reader = trace::open(trace, &fmt).map_err(|e| e.to_string())?;
+            if machine.fs.is_some() {
+                return Err("--fs: only fio jobs run on the model's file system".into());
+            }
             let cfg = machine.config()?;
             check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
             let tspec = trace_args::arm(&machine.trace)?;
@@ -753,6 +779,7 @@ fn oracle_model(
         ..MmConfig::default()
     };
     mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    mm.fs = oracle_fs(host)?;
     let lru = match host.lru_gen {
         Some(v) if v != 0 => LruKind::Mglru,
         _ => LruKind::Classic,
@@ -783,6 +810,40 @@ fn oracle_model(
         }
     };
     Ok(oracle_counters(&r))
+}
+
+/// The model's ext4 from the host's: its measured geometry and the case's
+/// files as laid out (inodes, directory, data blocks, inode tables); none
+/// when the scratch directory is not on ext4. Directory features are
+/// mke2fs's defaults (dir_index, metadata_csum): the superblock is not
+/// readable without the block device.
+fn oracle_fs(
+    host: &foliosim_oracle::HostInfo,
+) -> Result<Option<foliosim::fs::ext4::Ext4Config>, String> {
+    use foliosim::fs::ext4::{Ext4Config, Ext4Geometry, Ext4Layout, LaidOutFile};
+    let Ok(g) = &host.ext4 else { return Ok(None) };
+    let mut geo = Ext4Geometry::mkfs_default(1 << 40);
+    geo.block_size = g.block_size;
+    geo.blocks_per_group = g.blocks_per_group;
+    geo.inodes_per_group = g.inodes_per_group;
+    geo.inode_size = g.inode_size;
+    geo.inode_readahead_blks = g.inode_readahead_blks;
+    geo.flex_bg_size = g.flex_bg_size;
+    let layout = host.layout.as_ref().map(|l| Ext4Layout {
+        dir_ino: l.dir_ino,
+        dir_blocks: l.dir_blocks,
+        files: l
+            .files
+            .iter()
+            .map(|(name, ino, b)| LaidOutFile {
+                name: name.clone(),
+                ino: *ino,
+                data_block: *b,
+            })
+            .collect(),
+        itables: l.itables.clone(),
+    });
+    Ext4Config::new(geo, layout).map(Some).map_err(|e| format!("host ext4: {e}"))
 }
 
 /// The model side of a scenario case: the host's RAM, read-ahead, LRU,
@@ -1138,6 +1199,8 @@ mod tests {
             },
             is_root: true,
             fio_version: None,
+            ext4: Err("test host".into()),
+            layout: None,
         }
     }
 
@@ -1212,6 +1275,75 @@ mod tests {
                 format!("--sysctl: unknown key or value out of range: '{bad}'")
             );
         }
+    }
+
+    #[test]
+    fn fs_option_picks_the_models_file_system() {
+        let args = |fs: Option<&str>, disk: Option<&str>| MachineArgs {
+            fs: fs.map(String::from),
+            disk_size: disk.map(String::from),
+            ..MachineArgs::default()
+        };
+        assert!(args(None, None).config().unwrap().mm.fs.is_none());
+        assert!(args(Some("none"), None).config().unwrap().mm.fs.is_none());
+        let e = args(Some("ext4"), None).config().unwrap().mm.fs.unwrap();
+        assert!(e.layout.is_none(), "the model lays its files out");
+        assert_eq!(e.geo, foliosim::fs::ext4::Ext4Geometry::mkfs_default(DEFAULT_FS_BYTES));
+        // The device's size places the inode tables (mke2fs's reserved GDT).
+        let small = args(Some("ext4"), Some("1G")).config().unwrap().mm.fs.unwrap();
+        assert_ne!(small.geo.itable0, e.geo.itable0);
+        assert_eq!(
+            args(Some("xfs"), None).config().map(|_| ()).unwrap_err(),
+            "--fs: unknown file system 'xfs' (none, ext4)"
+        );
+    }
+
+    /// The oracle's model call takes the host's measured ext4 and the
+    /// case's laid-out files: two inodes 64 table blocks apart cost two
+    /// 33-block readahead windows, plus the directory's one block.
+    #[test]
+    fn the_oracle_model_reads_the_hosts_measured_ext4_layout() {
+        let dir = std::env::temp_dir().join(format!("foliosim-cli-ext4-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jf = dir.join("s.fio");
+        let text = "[t0]\nioengine=filestat\nfilesize=4k\nnrfiles=2\n";
+        std::fs::write(&jf, text).unwrap();
+        let case = foliosim_oracle::Case::new(
+            "s".into(),
+            foliosim_oracle::CaseKind::Fio {
+                job_file: jf.clone(),
+                job: foliosim_oracle::jobsafe::sanitize_with_env(text, "s.fio").unwrap(),
+            },
+            256 << 20,
+            None,
+            String::new(),
+            String::new(),
+        );
+        let mut h = host();
+        let plain = oracle_model(&h, &case).unwrap();
+        assert_eq!(plain["io.rbytes"], 0.0, "no ext4 on the host: file data only");
+        h.ext4 = Ok(foliosim_oracle::ext4::Ext4Host {
+            block_size: 4096,
+            blocks_per_group: 32768,
+            inodes_per_group: 8192,
+            inode_size: 256,
+            inode_readahead_blks: 32,
+            flex_bg_size: 1,
+        });
+        let g3 = 3 * 8192;
+        h.layout = Some(foliosim_oracle::ext4::FileLayout {
+            dir_ino: g3 + 1,
+            dir_blocks: 1,
+            files: vec![
+                ("t0.0.0".into(), g3 + 2, None),
+                ("t0.0.1".into(), g3 + 2 + 16 * 64, None),
+            ],
+            itables: std::collections::BTreeMap::from([(3, 3 * 32768 + 2)]),
+        });
+        let m = oracle_model(&h, &case).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(m["io.rbytes"], ((33 + 33 + 1) * 4096) as f64);
+        assert_eq!(m["file"], m["io.rbytes"]);
     }
 
     #[test]

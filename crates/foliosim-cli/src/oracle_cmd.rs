@@ -133,7 +133,7 @@ fn run_opts(real: &RealArgs) -> Result<RunOpts, String> {
 
 fn host_line(h: &HostInfo) -> String {
     format!(
-        "host: Linux {}, {} MiB RAM, {} ({}) read_ahead_kb {}, swappiness {}, THP {}, lru_gen {}",
+        "host: Linux {}, {} MiB RAM, {} ({}) read_ahead_kb {}, swappiness {}, THP {}, lru_gen {}, {}",
         h.kernel_release,
         h.ram_bytes >> 20,
         h.block_device,
@@ -142,7 +142,14 @@ fn host_line(h: &HostInfo) -> String {
         h.swappiness,
         h.thp_enabled,
         h.lru_gen
-            .map_or("absent".to_string(), |v| format!("{v:#x}"))
+            .map_or("absent".to_string(), |v| format!("{v:#x}")),
+        match &h.ext4 {
+            Ok(g) => format!(
+                "ext4 {} inodes of {} B per group, inode_readahead_blks {}, flex_bg {}",
+                g.inodes_per_group, g.inode_size, g.inode_readahead_blks, g.flex_bg_size
+            ),
+            Err(e) => format!("no ext4 metadata model ({e})"),
+        }
     )
 }
 

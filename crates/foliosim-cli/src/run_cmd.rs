@@ -34,6 +34,9 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         (None, None) => return Err("run: give a scenario file or --usemem".into()),
     };
     let m = with_scenario_defaults(&a.machine, &sc)?;
+    if m.fs.is_some() {
+        return Err("--fs: only fio jobs run on the model's file system".into());
+    }
     let mut cfg = m.config()?;
     // The ratio the zram device compresses the scenario's data at (the
     // oracle fills anon memory so that zram reaches it).

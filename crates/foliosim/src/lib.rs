@@ -9,6 +9,7 @@
 
 pub mod fio_output;
 pub mod fio_stat;
+pub mod fs;
 pub mod mm;
 pub mod progress;
 pub mod report;

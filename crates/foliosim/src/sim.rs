@@ -16,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
+use crate::fs::ext4::{Ext4, NameSpec};
 use crate::mm::filemap::OpenFile;
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::readahead::FileRaState;
@@ -530,7 +531,22 @@ impl Sim {
         let memcg = self.memcg;
         let mut samples = std::mem::take(&mut self.lru_gen_samples);
         let mut next = self.next_sample;
+        // The file system's metadata (--fs ext4): the names the jobs use,
+        // laid out before the run unless a job creates them.
+        let fs_names: Vec<(String, bool)> = jobs
+            .iter()
+            .filter(|j| !matches!(j.ioengine, IoEngine::Null | IoEngine::CpuIo))
+            .flat_map(|j| {
+                let exists = !matches!(j.ioengine, IoEngine::FileCreate | IoEngine::DirCreate);
+                job_file_names(j).map(move |n| (n.to_string(), exists))
+            })
+            .collect();
+        let fs_cfg = self.cfg.mm.fs.clone();
         with_kernel!(&mut self.k, k => {
+            let mut ext4 = fs_cfg.as_ref().map(|c| {
+                let names: Vec<NameSpec> = fs_names.iter().map(|(n, e)| NameSpec { name: n, exists: *e }).collect();
+                Ext4::new(k, c, &names)
+            });
             let mut now = 0u64;
             let mut waiting = st.len();
             loop {
@@ -574,6 +590,18 @@ impl Sim {
                     if j.ctl.create_only {
                         // Only the setup phase (file layout, not modelled).
                         s.run = Run::Done;
+                    } else if let (Some(fs), false) = (ext4.as_mut(), j.ioengine.is_diskless()) {
+                        // td_io_open_file(): each file's path walk and
+                        // inode before the first I/O.
+                        k.core.now = now;
+                        for name in job_file_names(j) {
+                            if fs.open(k, name, memcg).is_none() {
+                                s.oom = true;
+                                s.run = Run::Done;
+                                break;
+                            }
+                        }
+                        s.t = k.core.now;
                     }
                 }
                 // The job furthest behind runs next (ties: lowest index).
@@ -676,6 +704,19 @@ impl Sim {
                         _ => c.unlink,
                     };
                     k.core.cpu(cost);
+                    let idx = (j.nrfiles - s.fileops_left - 1) as usize;
+                    if let Some(fs) = ext4.as_mut() {
+                        let name = j.files.get(idx).map_or(j.filename.as_str(), |f| f.name.as_str());
+                        let r = match j.ioengine {
+                            IoEngine::FileCreate | IoEngine::DirCreate => fs.ext4_create(k, name, memcg),
+                            IoEngine::FileStat | IoEngine::DirStat => fs.open(k, name, memcg),
+                            _ => fs.ext4_unlink(k, name, memcg),
+                        };
+                        if r.is_none() {
+                            s.oom = true;
+                            s.fileops_left = 0;
+                        }
+                    }
                     if j.ioengine == IoEngine::FileDelete && s.fileops_left + 1 == j.nrfiles {
                         // The job's first file is the one it names; a file
                         // other jobs read or wrote loses its cache when the
@@ -689,7 +730,6 @@ impl Sim {
                     // (fileoperations.c; checked on fio 3.33: 1200 stats of
                     // 4 KiB files report 4,915,200 bytes).
                     let d = (j.rw.has_writes() && !j.rw.has_reads()) as usize;
-                    let idx = (j.nrfiles - s.fileops_left - 1) as usize;
                     let fsize = j.files.get(idx).map_or(j.size / j.nrfiles.max(1) as u64, |f| f.size);
                     if s.start_stats.is_some() {
                         s.stats.io_complete(d, k.core.now - t0, k.core.now, fsize);
@@ -1462,4 +1502,15 @@ pub fn run_fio(cfg: SimConfig, jobs: &[FioJob]) -> RunReport {
 /// The value of a counter by name from a report: memcg first, then vmstat.
 pub fn counter(r: &RunReport, name: &str) -> Option<u64> {
     r.memcg.get(name).or_else(|| r.vmstat.get(name)).copied()
+}
+
+/// The names of a job's files on the file system, as fio names them
+/// (`j.files`, or its one `filename`); block devices are not on it.
+fn job_file_names(j: &FioJob) -> impl Iterator<Item = &str> {
+    let one = j.files.is_empty().then_some(j.filename.as_str());
+    j.files
+        .iter()
+        .map(|f| f.name.as_str())
+        .chain(one)
+        .filter(|n| !n.starts_with("/dev/"))
 }

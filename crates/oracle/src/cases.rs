@@ -597,6 +597,8 @@ mod tests {
             },
             is_root: true,
             fio_version: Some("fio-3.33".into()),
+            ext4: Err("fake host".into()),
+            layout: None,
         }
     }
 

@@ -75,6 +75,13 @@ pub struct HostInfo {
     pub is_root: bool,
     /// `fio --version`, None when fio is not installed.
     pub fio_version: Option<String>,
+    /// The scratch directory's ext4 geometry (crate::ext4), or why there
+    /// is none (not ext4, or not readable).
+    pub ext4: Result<crate::ext4::Ext4Host, String>,
+    /// A case's files as its layout left them: set for the model's call
+    /// only (run::run_case), None in the host's own facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<crate::ext4::FileLayout>,
 }
 
 fn read_trim(p: &Path) -> Result<String, String> {
@@ -157,6 +164,10 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
     });
     // SAFETY: geteuid cannot fail and touches no memory.
     let is_root = unsafe { libc::geteuid() } == 0;
+    let ext4 = match fs_type.as_str() {
+        "ext4" => crate::ext4::read_ext4(dir, &block_device),
+        t => Err(format!("the scratch directory is on '{t}', not ext4")),
+    };
     Ok(HostInfo {
         kernel_release,
         ram_bytes,
@@ -176,6 +187,8 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         io_accounting,
         is_root,
         fio_version: fio_version(),
+        ext4,
+        layout: None,
     })
 }
 

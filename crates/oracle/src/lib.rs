@@ -48,6 +48,7 @@
 pub mod cases;
 pub mod cgroup;
 pub mod compare;
+pub mod ext4;
 pub mod fio;
 pub mod host;
 pub mod jobsafe;

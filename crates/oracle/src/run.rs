@@ -11,6 +11,7 @@
 use crate::cases::{Case, CaseKind};
 use crate::cgroup::{read_vmstat, vmstat_delta, MemCgroup};
 use crate::compare::{compare, CounterRow};
+use crate::ext4::FileLayout;
 use crate::host::HostInfo;
 use crate::jobsafe;
 use crate::journal::{self, Kind, Token};
@@ -261,6 +262,9 @@ pub fn probe_child_main(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// One real run's counters (the crate-level contract's names).
+type RealRun = BTreeMap<String, f64>;
+
 /// One measured real run of `case` (files must be laid out).
 fn run_once(
     case: &Case,
@@ -415,12 +419,12 @@ fn run_real(
     host: &HostInfo,
     opts: &RunOpts,
     scratch: &mut Scratch,
-) -> Result<Vec<BTreeMap<String, f64>>, String> {
+) -> Result<(Vec<RealRun>, Option<FileLayout>), String> {
     if opts.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
     if let CaseKind::Scenario { scenario } = &case.kind {
-        return crate::scn::run_real(scenario, host, opts, scratch);
+        return Ok((crate::scn::run_real(scenario, host, opts, scratch)?, None));
     }
     preflight(case, &scratch.dir)?;
     let _ra = match case.read_ahead_kb {
@@ -430,6 +434,12 @@ fn run_real(
         _ => None,
     };
     let (work, job) = prepare(case, scratch)?;
+    // The model reads the metadata blocks of the files as laid out here
+    // (their inodes, directory and data groups), as measured inputs.
+    let layout = match (&case.kind, &host.ext4) {
+        (CaseKind::Fio { .. }, Ok(geo)) => Some(crate::ext4::read_layout(&work, geo)?),
+        _ => None,
+    };
     let mut runs = Vec::new();
     for i in 0..opts.repeat {
         if i > 0 && matches!(case.kind, CaseKind::Fio { .. }) {
@@ -455,7 +465,7 @@ fn run_real(
         }
         runs.push(m);
     }
-    Ok(runs)
+    Ok((runs, layout))
 }
 
 /// Runs `case` for real (`opts.repeat` times) and in the model, and
@@ -471,8 +481,10 @@ pub fn run_case(
         Some(reason) => Outcome::Skipped { reason },
         None => match run_real(case, host, opts, scratch) {
             Err(error) => Outcome::Failed { error },
-            Ok(runs) => {
-                let (m, model_error) = match model(host, case) {
+            Ok((runs, layout)) => {
+                let mut h = host.clone();
+                h.layout = layout;
+                let (m, model_error) = match model(&h, case) {
                     Ok(m) => (m, None),
                     Err(e) => (BTreeMap::new(), Some(e)),
                 };

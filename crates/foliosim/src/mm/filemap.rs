@@ -88,6 +88,19 @@ impl AddressSpace {
         }
     }
 
+    /// Extends the mapping to `size` bytes (new slots empty): the block
+    /// device's mapping (fs/ext4) gets a slot per metadata block as it is
+    /// first touched, so it grows instead of covering the whole disk.
+    pub fn grow(&mut self, size: u64) {
+        let n = size.div_ceil(PAGE_SIZE) as usize;
+        if n > self.slots.len() {
+            self.slots.resize(n, 0);
+            self.nodes
+                .resize(n.div_ceil(1 << XA_CHUNK_SHIFT), XaNode::default());
+        }
+        self.size = self.size.max(size);
+    }
+
     #[inline]
     pub fn nr_pages(&self) -> u64 {
         self.slots.len() as u64

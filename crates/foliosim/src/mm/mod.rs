@@ -209,6 +209,11 @@ pub struct MmConfig {
     /// the flush phase; docs/fidelity/scenarios.md has the measurements.
     /// Off: exact sizes and counters.
     pub memcg_stats_lazy_flush: bool,
+    /// The file system the workload's files are on (`--fs ext4`): its
+    /// metadata reads go through the block device's page cache
+    /// (crate::fs::ext4). None: file data only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs: Option<crate::fs::ext4::Ext4Config>,
 }
 
 impl Default for MmConfig {
@@ -235,6 +240,7 @@ impl Default for MmConfig {
             check_invariants: false,
             stats_flush_phase_ns: FLUSH_TIME_NS,
             memcg_stats_lazy_flush: false,
+            fs: None,
         }
     }
 }

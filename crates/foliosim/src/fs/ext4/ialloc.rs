@@ -1,0 +1,51 @@
+//! fs/ext4/ialloc.c: inode bitmaps, inode allocation and freeing.
+
+use super::{Ext4, KEY_IBITMAP};
+use crate::mm::memcontrol::MemcgId;
+use crate::mm::vmscan::ReclaimPolicy;
+use crate::mm::Kernel;
+
+impl Ext4 {
+    /// ext4_read_inode_bitmap(): group `g`'s inode bitmap, read if not
+    /// cached.
+    pub fn ext4_read_inode_bitmap<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        g: u64,
+        memcg: MemcgId,
+    ) -> Option<()> {
+        self.bread(k, KEY_IBITMAP | g, memcg)
+    }
+
+    /// ext4_free_inode(): the inode's bit cleared in its group's bitmap.
+    pub fn ext4_free_inode<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        ino: u64,
+        memcg: MemcgId,
+    ) -> Option<()> {
+        self.ext4_read_inode_bitmap(k, self.geo.group_of_ino(ino), memcg)?;
+        self.allocated.remove(&ino);
+        self.icache.remove(&ino);
+        Some(())
+    }
+
+    /// __ext4_new_inode() for a regular file: find_group_other() starts at
+    /// the parent's group, whose inode bitmap is read, and the inode is
+    /// picked there (Ext4::next_ino); then the new inode's table block
+    /// (ext4_mark_inode_dirty -> ext4_get_inode_loc with the inode in
+    /// memory).
+    #[allow(non_snake_case)]
+    pub fn __ext4_new_inode<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        memcg: MemcgId,
+    ) -> Option<u64> {
+        let g = self.geo.group_of_ino(self.dir.ino);
+        self.ext4_read_inode_bitmap(k, g, memcg)?;
+        let ino = self.next_ino(g);
+        self.allocated.insert(ino);
+        self.__ext4_get_inode_loc(k, ino, true, memcg)?;
+        Some(ino)
+    }
+}
