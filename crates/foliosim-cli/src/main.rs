@@ -205,7 +205,10 @@ impl MachineArgs {
                     None => DEFAULT_FS_BYTES,
                 };
                 let geo = foliosim::fs::ext4::Ext4Geometry::mkfs_default(disk);
-                Some(foliosim::fs::ext4::Ext4Config::new(geo, None).map_err(|e| format!("--fs: {e}"))?)
+                Some(
+                    foliosim::fs::ext4::Ext4Config::new(geo, None)
+                        .map_err(|e| format!("--fs: {e}"))?,
+                )
             }
             Some(f) => return Err(format!("--fs: unknown file system '{f}' (none, ext4)")),
         };
@@ -843,7 +846,9 @@ fn oracle_fs(
             .collect(),
         itables: l.itables.clone(),
     });
-    Ext4Config::new(geo, layout).map(Some).map_err(|e| format!("host ext4: {e}"))
+    Ext4Config::new(geo, layout)
+        .map(Some)
+        .map_err(|e| format!("host ext4: {e}"))
 }
 
 /// The model side of a scenario case: the host's RAM, read-ahead, LRU,
@@ -1288,9 +1293,17 @@ mod tests {
         assert!(args(Some("none"), None).config().unwrap().mm.fs.is_none());
         let e = args(Some("ext4"), None).config().unwrap().mm.fs.unwrap();
         assert!(e.layout.is_none(), "the model lays its files out");
-        assert_eq!(e.geo, foliosim::fs::ext4::Ext4Geometry::mkfs_default(DEFAULT_FS_BYTES));
+        assert_eq!(
+            e.geo,
+            foliosim::fs::ext4::Ext4Geometry::mkfs_default(DEFAULT_FS_BYTES)
+        );
         // The device's size places the inode tables (mke2fs's reserved GDT).
-        let small = args(Some("ext4"), Some("1G")).config().unwrap().mm.fs.unwrap();
+        let small = args(Some("ext4"), Some("1G"))
+            .config()
+            .unwrap()
+            .mm
+            .fs
+            .unwrap();
         assert_ne!(small.geo.itable0, e.geo.itable0);
         assert_eq!(
             args(Some("xfs"), None).config().map(|_| ()).unwrap_err(),
@@ -1321,7 +1334,10 @@ mod tests {
         );
         let mut h = host();
         let plain = oracle_model(&h, &case).unwrap();
-        assert_eq!(plain["io.rbytes"], 0.0, "no ext4 on the host: file data only");
+        assert_eq!(
+            plain["io.rbytes"], 0.0,
+            "no ext4 on the host: file data only"
+        );
         h.ext4 = Ok(foliosim_oracle::ext4::Ext4Host {
             block_size: 4096,
             blocks_per_group: 32768,

@@ -75,7 +75,10 @@ fn filedelete_reads_the_bitmaps_and_builds_the_buddy() {
     let del = STAT.replace("filestat", "filedelete");
     let s = run(STAT, true);
     let d = run(&del, true);
-    assert_eq!(counter(&d, "pgpgin").unwrap(), counter(&s, "pgpgin").unwrap() + 2 * 4);
+    assert_eq!(
+        counter(&d, "pgpgin").unwrap(),
+        counter(&s, "pgpgin").unwrap() + 2 * 4
+    );
     assert_eq!(d.memcg["file"], s.memcg["file"] + 4 * 4096);
 }
 

@@ -133,9 +133,18 @@ fn fsmap(f: &fs::File, bs: u64, lo: u64, hi: u64) -> Result<Vec<Fsmap>, String> 
     };
     // SAFETY: `h` is a fsmap_head followed by room for fmh_count records,
     // as the ioctl expects; the fd is open.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFSMAP as _, &mut h as *mut FsmapHead) };
+    let r = unsafe {
+        libc::ioctl(
+            f.as_raw_fd(),
+            FS_IOC_GETFSMAP as _,
+            &mut h as *mut FsmapHead,
+        )
+    };
     if r != 0 {
-        return Err(format!("FS_IOC_GETFSMAP: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "FS_IOC_GETFSMAP: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(h.recs[..(h.fmh_entries as usize).min(FSMAP_RECS)].to_vec())
 }
@@ -148,7 +157,11 @@ pub fn read_ext4(dir: &Path, dev: &str) -> Result<Ext4Host, String> {
         .map_err(|_| format!("{}: NUL in path", dir.display()))?;
     // SAFETY: a valid C string and a statfs buffer.
     if unsafe { libc::statfs(c.as_ptr(), &mut sf) } != 0 {
-        return Err(format!("statfs {}: {}", dir.display(), std::io::Error::last_os_error()));
+        return Err(format!(
+            "statfs {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ));
     }
     let bs = sf.f_bsize as u64;
     let mbg = format!("/proc/fs/ext4/{dev}/mb_groups");
@@ -173,7 +186,11 @@ pub fn read_ext4(dir: &Path, dev: &str) -> Result<Ext4Host, String> {
         1
     } else {
         (2..=groups.min(1 << 16))
-            .find(|&g| !itable_records(&f, bs, g * bpg, (g + 1) * bpg).unwrap_or_default().is_empty())
+            .find(|&g| {
+                !itable_records(&f, bs, g * bpg, (g + 1) * bpg)
+                    .unwrap_or_default()
+                    .is_empty()
+            })
             .unwrap_or(groups)
     };
     let itable_blocks = len0 / flex;
@@ -228,7 +245,11 @@ fn first_block(p: &Path, bs: u64) -> Result<Option<u64>, String> {
     // SAFETY: a fiemap with room for fm_extent_count extents; fd open.
     let r = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
     if r != 0 {
-        return Err(format!("{}: FS_IOC_FIEMAP: {}", p.display(), std::io::Error::last_os_error()));
+        return Err(format!(
+            "{}: FS_IOC_FIEMAP: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        ));
     }
     Ok((m.fm_mapped_extents > 0).then(|| m.fm_extents[0].fe_physical / bs))
 }
@@ -273,7 +294,8 @@ mod tests {
     #[test]
     fn ioctl_numbers_match_the_uapi_encoding() {
         // _IOC(dir=READ|WRITE, type, nr, size) = dir << 30 | size << 16 | type << 8 | nr
-        let iowr = |t: u8, nr: u64, size: usize| 3u64 << 30 | (size as u64) << 16 | (t as u64) << 8 | nr;
+        let iowr =
+            |t: u8, nr: u64, size: usize| 3u64 << 30 | (size as u64) << 16 | (t as u64) << 8 | nr;
         let head = std::mem::size_of::<FsmapHead>() - FSMAP_RECS * std::mem::size_of::<Fsmap>();
         assert_eq!(std::mem::size_of::<Fsmap>(), 64);
         assert_eq!(FS_IOC_GETFSMAP, iowr(b'X', 59, head));
@@ -299,7 +321,10 @@ mod tests {
             Err(e) if e.contains("GETFSMAP") && unsafe { libc::geteuid() } != 0 => return,
             Err(e) => panic!("{e}"),
         };
-        assert!(geo.block_size.is_power_of_two() && geo.inode_size.is_power_of_two(), "{geo:?}");
+        assert!(
+            geo.block_size.is_power_of_two() && geo.inode_size.is_power_of_two(),
+            "{geo:?}"
+        );
         assert_eq!(geo.inodes_per_group * geo.inode_size % geo.block_size, 0);
         let d = base.join(format!("foliosim-ext4-layout-{}", std::process::id()));
         fs::create_dir_all(&d).unwrap();

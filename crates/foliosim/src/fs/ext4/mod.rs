@@ -128,7 +128,9 @@ impl Ext4Geometry {
         if self.inode_size == 0
             || !self.block_size.is_multiple_of(self.inode_size)
             || self.inodes_per_group == 0
-            || !self.inodes_per_group.is_multiple_of(self.inodes_per_block())
+            || !self
+                .inodes_per_group
+                .is_multiple_of(self.inodes_per_block())
             || self.blocks_per_group == 0
         {
             return Err(format!(
@@ -247,12 +249,11 @@ pub struct NameSpec<'a> {
 impl Ext4 {
     /// Mounts the model's ext4 with `cfg` and lays out `names` (those not
     /// in a measured layout are laid out as a fresh file system would).
-    pub fn new<P: ReclaimPolicy>(
-        k: &mut Kernel<P>,
-        cfg: &Ext4Config,
-        names: &[NameSpec],
-    ) -> Ext4 {
-        debug_assert!(cfg.geo.check().is_ok(), "geometry checked by Ext4Config::new");
+    pub fn new<P: ReclaimPolicy>(k: &mut Kernel<P>, cfg: &Ext4Config, names: &[NameSpec]) -> Ext4 {
+        debug_assert!(
+            cfg.geo.check().is_ok(),
+            "geometry checked by Ext4Config::new"
+        );
         let geo = cfg.geo.clone();
         let bdev = k.core.add_file(0);
         let buddy = k.core.add_file(0);
@@ -275,7 +276,11 @@ impl Ext4 {
             own_fs,
             // The reserved inodes, lost+found and the directory on the
             // model's file system; on a host's only what was measured.
-            allocated: if own_fs { (1..=dir_ino).collect() } else { BTreeSet::from([dir_ino]) },
+            allocated: if own_fs {
+                (1..=dir_ino).collect()
+            } else {
+                BTreeSet::from([dir_ino])
+            },
             icache: BTreeSet::new(),
             dcache: BTreeSet::new(),
             buddy_ready: BTreeSet::new(),
@@ -351,7 +356,10 @@ impl Ext4 {
         if self.own_fs {
             (lo..hi).find(|i| !self.allocated.contains(i)).unwrap_or(hi)
         } else {
-            self.allocated.range(lo..hi).next_back().map_or(lo, |&i| i + 1)
+            self.allocated
+                .range(lo..hi)
+                .next_back()
+                .map_or(lo, |&i| i + 1)
         }
     }
 
@@ -371,7 +379,12 @@ impl Ext4 {
             .map_or(0, |&i| i - lo + 1)
     }
 
-    fn slot_of(&mut self, buddy: bool, key: u64, k_files: &mut [crate::mm::filemap::AddressSpace]) -> u64 {
+    fn slot_of(
+        &mut self,
+        buddy: bool,
+        key: u64,
+        k_files: &mut [crate::mm::filemap::AddressSpace],
+    ) -> u64 {
         let (map, mapping) = if buddy {
             (&mut self.buddy_slots, self.buddy)
         } else {

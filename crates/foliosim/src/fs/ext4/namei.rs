@@ -129,7 +129,9 @@ impl Dir {
     }
 
     fn leaf_of(&self, h: u32) -> usize {
-        self.leaves.partition_point(|l| l.start <= h).saturating_sub(1)
+        self.leaves
+            .partition_point(|l| l.start <= h)
+            .saturating_sub(1)
     }
 
     /// ext4_add_entry(): the name goes into the first linear block with
@@ -206,7 +208,11 @@ impl Dir {
         let i = if self.dx {
             self.leaf_of(h)
         } else {
-            match self.leaves.iter().position(|l| l.entries.contains(&(h, rl))) {
+            match self
+                .leaves
+                .iter()
+                .position(|l| l.entries.contains(&(h, rl)))
+            {
                 Some(i) => i,
                 None => return,
             }

@@ -20,7 +20,13 @@ fn names(n: usize) -> Vec<String> {
 }
 
 fn mount(k: &mut Kernel<ClassicLru>, cfg: &Ext4Config, names: &[String]) -> Ext4 {
-    let specs: Vec<NameSpec> = names.iter().map(|n| NameSpec { name: n, exists: true }).collect();
+    let specs: Vec<NameSpec> = names
+        .iter()
+        .map(|n| NameSpec {
+            name: n,
+            exists: true,
+        })
+        .collect();
     Ext4::new(k, cfg, &specs)
 }
 
@@ -44,11 +50,17 @@ fn mkfs_default_places_group_0s_inode_table_as_mke2fs() {
     // (what this host's GETFSMAP shows for its 256 GiB file system), then
     // flex_bg's 16 block and 16 inode bitmaps.
     let g = Ext4Geometry::mkfs_default(256 << 30);
-    assert_eq!((g.inodes_per_group, g.inode_size, g.itable_blocks()), (8192, 256, 512));
+    assert_eq!(
+        (g.inodes_per_group, g.inode_size, g.itable_blocks()),
+        (8192, 256, 512)
+    );
     assert_eq!(g.itable0, 1 + 32 + 1024 + 32);
     // A 1 GiB disk: 8 groups, one descriptor block, room to grow 1024-fold
     // (8192 groups: 128 blocks of descriptors, less the one in use).
-    assert_eq!(Ext4Geometry::mkfs_default(1 << 30).itable0, 1 + 1 + 127 + 16);
+    assert_eq!(
+        Ext4Geometry::mkfs_default(1 << 30).itable0,
+        1 + 1 + 127 + 16
+    );
     assert!(g.check().is_ok());
     let mut bad = g.clone();
     bad.inode_readahead_blks = 24;
@@ -75,14 +87,24 @@ fn stat_reads_after_drop_caches_and_hits_when_warm() {
     let dir_blocks = e.dir.nr_leaves() as u64 + 1;
     assert!(e.dir.dx, "1200 entries do not fit one block");
     assert_eq!(cold, 76 + dir_blocks);
-    assert_eq!(pgpgin_kib(&k), cold * 4, "pgpgin in KiB: one 4 KiB bio per block");
+    assert_eq!(
+        pgpgin_kib(&k),
+        cold * 4,
+        "pgpgin in KiB: one 4 KiB bio per block"
+    );
     let pages_before = k.core.memcgs[m as usize].nr_file;
     stat_all(&mut k, &mut e, &n, m);
-    assert_eq!(e.blocks_read, cold, "warm: dcache and icache hits read nothing");
+    assert_eq!(
+        e.blocks_read, cold,
+        "warm: dcache and icache hits read nothing"
+    );
     assert_eq!(pgpgin_kib(&k), cold * 4);
     assert_eq!(k.core.memcgs[m as usize].nr_file, pages_before);
     e.drop_caches(&mut k);
-    assert_eq!(k.core.files[e.bdev as usize].nrpages, 0, "bdev pages dropped");
+    assert_eq!(
+        k.core.files[e.bdev as usize].nrpages, 0,
+        "bdev pages dropped"
+    );
     assert_eq!(k.core.memcgs[m as usize].nr_file, 0);
     stat_all(&mut k, &mut e, &n, m);
     assert_eq!(e.blocks_read, 2 * cold, "the same blocks once more");
@@ -101,8 +123,14 @@ fn metadata_pages_are_charged_and_counted() {
     let bdev_pages = k.core.files[e.bdev as usize].nrpages;
     assert_eq!(bdev_pages, e.blocks_read);
     assert_eq!(k.core.memcgs[m as usize].nr_file, bdev_pages);
-    assert_eq!(k.core.memcgs[m as usize].stat.get(Item::PGPGIN), bdev_pages * 4);
-    assert_eq!(k.core.memcgs[m as usize].stat.get(Item::MEMCG_PGPGIN), bdev_pages);
+    assert_eq!(
+        k.core.memcgs[m as usize].stat.get(Item::PGPGIN),
+        bdev_pages * 4
+    );
+    assert_eq!(
+        k.core.memcgs[m as usize].stat.get(Item::MEMCG_PGPGIN),
+        bdev_pages
+    );
     assert_eq!(k.core.dev.bytes_read, bdev_pages * PAGE_SIZE);
 }
 
@@ -118,8 +146,16 @@ fn inode_readahead_window_on_a_measured_layout() {
         dir_ino: 2 * 8192 + 5,
         dir_blocks: 1,
         files: vec![
-            LaidOutFile { name: "a".into(), ino: 2 * 8192 + 1, data_block: None },
-            LaidOutFile { name: "b".into(), ino: ino_b, data_block: None },
+            LaidOutFile {
+                name: "a".into(),
+                ino: 2 * 8192 + 1,
+                data_block: None,
+            },
+            LaidOutFile {
+                name: "b".into(),
+                ino: ino_b,
+                data_block: None,
+            },
         ],
         itables: BTreeMap::from([(2, 2 * 32768 + 4096)]),
     };
@@ -160,10 +196,16 @@ fn htree_directory_blocks() {
     let refs: Vec<&str> = n.iter().map(String::as_str).collect();
     d.lay_out(&geo, &refs, None);
     assert!(d.dx);
-    let bytes: u64 = n.iter().map(|s| namei::ext4_dir_rec_len(s.len()) as u64).sum();
+    let bytes: u64 = n
+        .iter()
+        .map(|s| namei::ext4_dir_rec_len(s.len()) as u64)
+        .sum();
     let cap = geo.block_size - 12;
     let leaves = d.nr_leaves() as u64;
-    assert!(leaves >= bytes.div_ceil(cap), "{leaves} leaves hold {bytes} bytes");
+    assert!(
+        leaves >= bytes.div_ceil(cap),
+        "{leaves} leaves hold {bytes} bytes"
+    );
     // Splits leave leaves at least half full, so at most twice the minimum.
     assert!(leaves <= 2 * bytes.div_ceil(cap) + 1, "{leaves}");
     assert_eq!(d.nblocks, leaves + 1, "root + leaves");
@@ -200,7 +242,11 @@ fn unlink_reads_bitmaps_once_per_group() {
     for name in &n {
         assert_eq!(e.ext4_unlink(&mut k, name, m), Some(true));
     }
-    assert_eq!(e.blocks_read, after_stat + 2, "one inode bitmap, one block bitmap");
+    assert_eq!(
+        e.blocks_read,
+        after_stat + 2,
+        "one inode bitmap, one block bitmap"
+    );
     assert_eq!(e.blocks_zeroed, 2, "the group's bitmap and buddy pages");
     assert_eq!(k.core.files[e.buddy as usize].nrpages, 2);
     assert_eq!(
@@ -238,7 +284,11 @@ fn create_takes_the_lowest_free_inode() {
     }
     assert_eq!(e.blocks_read, r, "nothing more read");
     assert_eq!(e.blocks_zeroed, z + 1);
-    assert_eq!(e.ext4_create(&mut k, "new0", m), Some(false), "exists: opened");
+    assert_eq!(
+        e.ext4_create(&mut k, "new0", m),
+        Some(false),
+        "exists: opened"
+    );
 }
 
 /// The same inputs give the same reads, in the same order.
