@@ -4,6 +4,7 @@
 mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
+mod report_cmd;
 mod run_cmd;
 
 use std::collections::BTreeMap;
@@ -248,6 +249,10 @@ enum Cmd {
         /// A variant set (variants, plus "classic"/"mglru"); give two or more.
         #[arg(long = "set", required = true)]
         sets: Vec<String>,
+        /// Print one JSON object: the sets and each set's run object
+        /// (as `--json` prints it), for `foliosim report`.
+        #[arg(long)]
+        json: bool,
         /// The workload command (fio ..., mmap-probe ..., replay ...).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         workload: Vec<String>,
@@ -267,6 +272,9 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Benchmark the folio refcount schemes of seed 001.
     RefcountBench(refcount_cmd::RefcountBenchArgs),
+    /// Results (--json output, sweep CSV) as one self-contained HTML page
+    /// with plots, or the plots as SVG/PNG files.
+    Report(report_cmd::ReportArgs),
 }
 
 #[derive(Subcommand)]
@@ -596,7 +604,7 @@ fn print_report(r: &RunReport, out: &Output, what: &str) {
     }
 }
 
-fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
+fn compare(sets: &[String], workload: &[String], json: bool) -> Result<(), String> {
     if sets.len() < 2 {
         return Err("compare: give at least two --set".into());
     }
@@ -642,6 +650,11 @@ fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
         }
         let (r, _, _) = run_workload(&cli.cmd)?;
         reports.push(r);
+    }
+    if json {
+        let v = serde_json::json!({ "sets": sets, "workload": workload, "reports": reports });
+        println!("{}", serde_json::to_string_pretty(&v).expect("reports serialise"));
+        return Ok(());
     }
     let mut names: Vec<&str> = Vec::new();
     for r in &reports {
@@ -878,7 +891,11 @@ fn run(cli: Cli) -> Result<(), String> {
             print_report(&r, &out, &what);
             Ok(())
         }
-        Cmd::Compare { sets, workload } => compare(sets, workload),
+        Cmd::Compare {
+            sets,
+            json,
+            workload,
+        } => compare(sets, workload, *json),
         Cmd::Reproduce { which } => match which {
             ReproduceCmd::MmapMiss {
                 format,
@@ -970,6 +987,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
+        Cmd::Report(a) => report_cmd::run(a),
     }
 }
 

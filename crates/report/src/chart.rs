@@ -258,6 +258,40 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
     let tick = (FONT, 12.5 * s).into_font().color(&RGBColor(40, 40, 40));
     let unit = c.unit;
     let yfmt = move |v: &f64| unit.fmt(*v);
+    // Legends get a column of their own right of the plot: drawn over the
+    // plot they hide whichever lines run there.
+    let legend: Vec<(String, RGBColor)> = match &c.kind {
+        Kind::Lines { series, .. } if series.len() > 1 => {
+            series.iter().enumerate().map(|(i, s)| (s.name.clone(), color(i))).collect()
+        }
+        // Top band first, as they stack.
+        Kind::Stacked { series } => {
+            series.iter().enumerate().rev().map(|(i, s)| (s.name.clone(), color(i))).collect()
+        }
+        _ => Vec::new(),
+    };
+    let area = if legend.is_empty() {
+        root.clone()
+    } else {
+        let longest = legend.iter().map(|l| l.0.chars().count()).max().unwrap_or(0);
+        let w = px((longest as f64 * 7.0 + 40.0).min(300.0));
+        let (plot, side) = root.split_horizontally(root.dim_in_pixel().0.saturating_sub(w));
+        let filled = matches!(c.kind, Kind::Stacked { .. });
+        for (i, (name, col)) in legend.iter().enumerate() {
+            let y = px(52.0 + 21.0 * i as f64) as i32;
+            let (x0, x1) = (px(2.0) as i32, px(22.0) as i32);
+            if filled {
+                side.draw(&Rectangle::new([(x0, y - px(6.0) as i32), (x1, y + px(6.0) as i32)], col.filled()))
+                    .map_err(err)?;
+            } else {
+                side.draw(&PathElement::new(vec![(x0, y), (x1, y)], col.stroke_width(px(3.0))))
+                    .map_err(err)?;
+            }
+            let st = tick.clone().pos(Pos::new(HPos::Left, VPos::Center));
+            side.draw(&Text::new(name.clone(), (x1 + px(6.0) as i32, y), st)).map_err(err)?;
+        }
+        plot
+    };
     match &c.kind {
         Kind::Lines { x, series } => {
             let all_x = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
@@ -283,7 +317,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                         .flat_map(|r| r.iter().flat_map(|&(a, b)| [a, b])),
                 )
             }));
-            let mut b = ChartBuilder::on(root);
+            let mut b = ChartBuilder::on(&area);
             b.caption(&c.title, title)
                 .margin(px(12.0))
                 .x_label_area_size(px(46.0))
@@ -298,7 +332,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 }
                 XAxis::Numeric => ticks(x0..x1, nice_ticks(x0, x1, 8)),
             };
-            let mut ch = b.build_cartesian_2d(xr, y0..y1).map_err(err)?;
+            let mut ch = b.build_cartesian_2d(xr, ticks(y0..y1, y_ticks(unit, y0, y1))).map_err(err)?;
             let xfmt = |v: &f64| {
                 if cats.is_empty() {
                     trim_float(*v, 3)
@@ -313,7 +347,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 .label_style(tick.clone())
                 .x_label_formatter(&xfmt)
                 .y_label_formatter(&yfmt)
-                .light_line_style(RGBColor(235, 235, 235))
+                .light_line_style(TRANSPARENT)
                 .bold_line_style(RGBColor(215, 215, 215))
                 .draw()
                 .map_err(err)?;
@@ -329,11 +363,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                     se.points.iter().copied(),
                     col.stroke_width(px(2.0)),
                 ))
-                .map_err(err)?
-                .label(se.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + px(18.0) as i32, y)], col.stroke_width(px(3.0)))
-                });
+                .map_err(err)?;
                 if se.points.len() <= 40 {
                     ch.draw_series(
                         se.points
@@ -342,15 +372,6 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                     )
                     .map_err(err)?;
                 }
-            }
-            if series.len() > 1 {
-                ch.configure_series_labels()
-                    .label_font(tick.clone())
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(RGBColor(190, 190, 190))
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .draw()
-                    .map_err(err)?;
             }
         }
         Kind::Stacked { series } => {
@@ -373,12 +394,12 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
             let x0 = xs.first().map_or(0.0, |p| p.0);
             let x1 = xs.last().map_or(1.0, |p| p.0).max(x0 + 1.0);
             let (y0, y1) = y_range(acc.iter().copied());
-            let mut ch = ChartBuilder::on(root)
+            let mut ch = ChartBuilder::on(&area)
                 .caption(&c.title, title)
                 .margin(px(12.0))
                 .x_label_area_size(px(46.0))
                 .y_label_area_size(px(78.0))
-                .build_cartesian_2d(ticks(x0..x1, nice_ticks(x0, x1, 8)), y0..y1)
+                .build_cartesian_2d(ticks(x0..x1, nice_ticks(x0, x1, 8)), ticks(y0..y1, y_ticks(unit, y0, y1)))
                 .map_err(err)?;
             let xfmt = |v: &f64| trim_float(*v, 3);
             ch.configure_mesh()
@@ -388,7 +409,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 .label_style(tick.clone())
                 .x_label_formatter(&xfmt)
                 .y_label_formatter(&yfmt)
-                .light_line_style(RGBColor(235, 235, 235))
+                .light_line_style(TRANSPARENT)
                 .bold_line_style(RGBColor(215, 215, 215))
                 .draw()
                 .map_err(err)?;
@@ -396,19 +417,8 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
             for (i, top) in tops.iter().enumerate().rev() {
                 let col = color(i);
                 ch.draw_series(AreaSeries::new(top.iter().copied(), 0.0, col.mix(0.85)).border_style(col.stroke_width(px(1.0))))
-                    .map_err(err)?
-                    .label(series[i].name.clone())
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - px(5.0) as i32), (x + px(14.0) as i32, y + px(5.0) as i32)], col.filled())
-                    });
+                    .map_err(err)?;
             }
-            ch.configure_series_labels()
-                .label_font(tick.clone())
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(190, 190, 190))
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(err)?;
         }
         Kind::Bars(bars) => {
             let n = bars.len();
@@ -422,7 +432,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 .y_label_area_size(px(78.0))
                 .build_cartesian_2d(
                     index_ticks(-0.6..n as f64 - 0.4, n),
-                    ticks(y0..y1, nice_ticks(y0, y1, 6)),
+                    ticks(y0..y1, y_ticks(unit, y0, y1)),
                 )
                 .map_err(err)?;
             let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
@@ -436,7 +446,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 .x_label_formatter(&xfmt)
                 .y_label_formatter(&yfmt)
                 .bold_line_style(RGBColor(215, 215, 215))
-                .light_line_style(RGBColor(240, 240, 240))
+                .light_line_style(TRANSPARENT)
                 .draw()
                 .map_err(err)?;
             ch.draw_series(bars.iter().enumerate().map(|(i, b)| {
@@ -532,6 +542,19 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
         }
     }
     Ok(())
+}
+
+/// Round ticks in the unit a reader sees: bytes step in KiB/MiB/GiB so the
+/// labels come out as 256 MiB rather than 268 MB's odd binary value.
+fn y_ticks(unit: Unit, lo: f64, hi: f64) -> Vec<f64> {
+    let m = lo.abs().max(hi.abs());
+    let d = match unit {
+        Unit::Bytes if m >= (1u64 << 30) as f64 => (1u64 << 30) as f64,
+        Unit::Bytes if m >= (1u64 << 20) as f64 => (1u64 << 20) as f64,
+        Unit::Bytes if m >= 1024.0 => 1024.0,
+        _ => 1.0,
+    };
+    nice_ticks(lo / d, hi / d, 6).into_iter().map(|t| t * d).collect()
 }
 
 /// Round tick positions (1, 2 or 5 times a power of ten) across [lo, hi].

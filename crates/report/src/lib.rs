@@ -73,7 +73,7 @@ impl Report {
     }
 }
 
-const WIDE: (u32, u32) = (780, 330);
+const WIDE: (u32, u32) = (660, 320);
 const SMALL: (u32, u32) = (380, 260);
 
 /// Builds the report's sections from the loaded inputs (`sources[i]` is
