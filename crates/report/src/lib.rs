@@ -76,6 +76,13 @@ impl Report {
 const WIDE: (u32, u32) = (660, 320);
 const SMALL: (u32, u32) = (380, 260);
 
+/// Bar charts widen so that the runs' names under the bars stay apart.
+fn bar_size(runs: &[Run]) -> (u32, u32) {
+    let longest = runs.iter().map(|r| r.label.chars().count()).max().unwrap_or(0) as u32;
+    let per_bar = (longest * 7 + 14).max(60);
+    (SMALL.0.max(110 + per_bar * runs.len() as u32).min(1500), SMALL.1)
+}
+
 /// Builds the report's sections from the loaded inputs (`sources[i]` is
 /// the name `inputs[i]` was given by).
 pub fn build(inputs: &[Input], sources: &[String], opts: &Options) -> Result<Report, String> {
@@ -461,7 +468,7 @@ fn comparison(runs: &[Run]) -> Section {
                 },
                 unit,
                 kind: Kind::Bars(bars),
-                size: SMALL,
+                size: bar_size(runs),
             },
             caption: format!("{k}: {}.", counters::describe(k)),
         });
