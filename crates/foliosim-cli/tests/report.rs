@@ -109,6 +109,15 @@ fn report(dir: &Path, inputs: &[PathBuf], extra: &[&str], out: &str) -> PathBuf 
 fn the_page_is_self_contained_and_repeats_byte_for_byte() {
     let dir = outdir("report-page");
     let inputs = results(&dir);
+    // The timeline carries the memcg's usage (the usage plot): charged
+    // pages, never over the 32M limit, never none while the job reads.
+    let run: Value = serde_json::from_slice(&std::fs::read(&inputs[0]).unwrap()).unwrap();
+    let tl = run["timeline"].as_array().unwrap();
+    assert_eq!(tl.len(), 4);
+    for s in tl {
+        let u = s["memcg"]["usage_in_bytes"].as_u64().unwrap();
+        assert!(u > 0 && u <= 32 << 20, "{u}");
+    }
     let a = std::fs::read_to_string(report(&dir, &inputs, &[], "a.html")).unwrap();
     let b = std::fs::read_to_string(report(&dir, &inputs, &[], "b.html")).unwrap();
     assert!(a == b, "same inputs, different pages");

@@ -79,7 +79,7 @@ const SMALL: (u32, u32) = (380, 260);
 /// Bar charts widen so that the runs' names under the bars stay apart.
 fn bar_size(runs: &[Run]) -> (u32, u32) {
     let longest = runs.iter().map(|r| r.label.chars().count()).max().unwrap_or(0) as u32;
-    let per_bar = (longest * 7 + 14).max(60);
+    let per_bar = (longest * 6 + 8).max(60);
     (SMALL.0.max(110 + per_bar * runs.len() as u32).min(1500), SMALL.1)
 }
 
