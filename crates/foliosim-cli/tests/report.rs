@@ -192,7 +192,7 @@ fn bad_inputs_get_one_line_and_exit_2() {
 
 fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("FOLIOSIM_CHROMIUM") {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     ["chromium", "chromium-browser"]
@@ -323,26 +323,33 @@ impl Drop for Browser {
     }
 }
 
-#[test]
-fn the_page_renders_in_headless_chromium() {
-    let Some(exe) = find_chromium() else {
-        // In CI the test fails; a developer may skip it only by saying so.
-        let ci = std::env::var_os("CI").is_some();
-        if !ci && std::env::var("FOLIOSIM_SKIP_CHROMIUM").as_deref() == Ok("1") {
-            eprintln!("SKIPPED the_page_renders_in_headless_chromium: no chromium (FOLIOSIM_SKIP_CHROMIUM=1)");
-            return;
-        }
-        panic!("no chromium on PATH: install Debian's package (apt-get install -y chromium; .ci/run does), \
-                or point FOLIOSIM_CHROMIUM at one; to skip locally, FOLIOSIM_SKIP_CHROMIUM=1");
-    };
-    let dir = outdir("report-chromium");
-    let inputs = results(&dir);
-    let page = report(&dir, &inputs, &[], "report.html");
-    let expected_plots = std::fs::read_to_string(&page).unwrap().matches("<figure class=\"plot\"").count();
-    assert!(expected_plots >= 20, "{expected_plots} plots");
-    let url = format!("file://{}", page.display());
+/// Chromium, or None where a developer said to skip (never in CI).
+fn chromium_or_skip(test: &str) -> Option<PathBuf> {
+    if let Some(exe) = find_chromium() {
+        return Some(exe);
+    }
+    // In CI the test fails; a developer may skip it only by saying so.
+    let ci = std::env::var_os("CI").is_some();
+    if !ci && std::env::var("FOLIOSIM_SKIP_CHROMIUM").as_deref() == Ok("1") {
+        eprintln!("SKIPPED {test}: no chromium (FOLIOSIM_SKIP_CHROMIUM=1)");
+        return None;
+    }
+    panic!("no chromium on PATH: install Debian's package (apt-get install -y chromium; .ci/run does), \
+            or point FOLIOSIM_CHROMIUM at one; to skip locally, FOLIOSIM_SKIP_CHROMIUM=1");
+}
 
-    let mut b = Browser::start(&exe, &dir.join("profile"));
+/// What Chromium made of a page: each plot's size and marks, the
+/// problems it reported (console errors and warnings, exceptions, any
+/// request but the page's own), and a full-page screenshot.
+struct Seen {
+    plots: Vec<Value>,
+    problems: Vec<String>,
+    png: Vec<u8>,
+}
+
+fn open_page(exe: &Path, dir: &Path, page: &Path) -> Seen {
+    let url = format!("file://{}", page.display());
+    let mut b = Browser::start(exe, &dir.join("profile"));
     let t = b.call(None, "Target.createTarget", json!({ "url": "about:blank" }));
     let target = t["targetId"].as_str().unwrap().to_string();
     let s = b.call(None, "Target.attachToTarget", json!({ "targetId": target, "flatten": true }));
@@ -373,15 +380,7 @@ fn the_page_renders_in_headless_chromium() {
     })()"#;
     let v = b.call(sid, "Runtime.evaluate", json!({ "expression": probe, "returnByValue": true }));
     let v = &v["result"]["value"];
-    let plots = v["plots"].as_array().expect("the probe ran");
-    assert_eq!(plots.len(), expected_plots);
-    for p in plots {
-        let (w, h) = (p["w"].as_f64().unwrap(), p["h"].as_f64().unwrap());
-        // Drawn: laid out at its size, with marks and a title and axis labels.
-        assert!(w >= 300.0 && h >= 200.0, "{p}");
-        assert!(p["marks"].as_u64().unwrap() >= 8, "{p}");
-        assert!(p["texts"].as_u64().unwrap() >= 4, "{p}");
-    }
+    let plots = v["plots"].as_array().expect("the probe ran").clone();
     let height = v["height"].as_f64().unwrap().min(16000.0);
     let shot = b.call(sid, "Page.captureScreenshot", json!({
         "format": "png", "captureBeyondViewport": true,
@@ -389,13 +388,9 @@ fn the_page_renders_in_headless_chromium() {
     }));
     use base64::Engine;
     let png = base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().unwrap()).unwrap();
-    assert_eq!(&png[..4], b"\x89PNG");
-    let shot_path = dir.join("report.png");
-    std::fs::write(&shot_path, &png).unwrap();
-    eprintln!("screenshot: {}", shot_path.display());
     let _ = b.call(None, "Browser.close", json!({}));
 
-    let mut problems = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
     for e in &b.events {
         let p = &e["params"];
         match e["method"].as_str().unwrap_or("") {
@@ -412,7 +407,53 @@ fn the_page_renders_in_headless_chromium() {
             _ => {}
         }
     }
-    assert!(problems.is_empty(), "{problems:#?}");
-    // The page itself was loaded (the network events are being seen).
-    assert!(b.events.iter().any(|e| e["method"] == "Network.requestWillBeSent"));
+    // The page itself was requested: network events are being seen.
+    if !b.events.iter().any(|e| e["method"] == "Network.requestWillBeSent") {
+        problems.push("no request seen, not even the page's".into());
+    }
+    Seen { plots, problems, png }
+}
+
+#[test]
+fn the_page_renders_in_headless_chromium() {
+    let Some(exe) = chromium_or_skip("the_page_renders_in_headless_chromium") else { return };
+    let dir = outdir("report-chromium");
+    let inputs = results(&dir);
+    let page = report(&dir, &inputs, &[], "report.html");
+    let expected_plots = std::fs::read_to_string(&page).unwrap().matches("<figure class=\"plot\"").count();
+    assert!(expected_plots >= 20, "{expected_plots} plots");
+    let seen = open_page(&exe, &dir, &page);
+    assert_eq!(&seen.png[..4], b"\x89PNG");
+    let shot = dir.join("report.png");
+    std::fs::write(&shot, &seen.png).unwrap();
+    eprintln!("screenshot: {}", shot.display());
+    assert!(seen.problems.is_empty(), "{:#?}", seen.problems);
+    assert_eq!(seen.plots.len(), expected_plots);
+    for p in &seen.plots {
+        let (w, h) = (p["w"].as_f64().unwrap(), p["h"].as_f64().unwrap());
+        // Drawn: laid out at its size, with marks and a title and axis labels.
+        assert!(w >= 300.0 && h >= 200.0, "{p}");
+        assert!(p["marks"].as_u64().unwrap() >= 8, "{p}");
+        assert!(p["texts"].as_u64().unwrap() >= 4, "{p}");
+    }
+}
+
+/// The checks above can fail: a page with a script error, a fetch and an
+/// empty plot is caught on each count.
+#[test]
+fn the_chromium_check_sees_errors_fetches_and_empty_plots() {
+    let Some(exe) = chromium_or_skip("the_chromium_check_sees_errors_fetches_and_empty_plots") else { return };
+    let dir = outdir("report-chromium-neg");
+    let page = dir.join("bad.html");
+    std::fs::write(&page, "<!DOCTYPE html><html><body>\
+        <figure class=\"plot\" id=\"plot-empty\"><svg width=\"400\" height=\"300\"></svg></figure>\
+        <img src=\"http://127.0.0.1:9/x.png\">\
+        <script>console.error('broken'); undefined_function();</script></body></html>").unwrap();
+    let seen = open_page(&exe, &dir, &page);
+    let p = seen.problems.join("\n");
+    assert!(p.contains("console \"error\""), "{p}");
+    assert!(p.contains("exception"), "{p}");
+    assert!(p.contains("fetched \"http://127.0.0.1:9/x.png\""), "{p}");
+    assert_eq!(seen.plots.len(), 1);
+    assert_eq!(seen.plots[0]["marks"], 0);
 }

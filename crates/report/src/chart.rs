@@ -560,7 +560,7 @@ fn y_ticks(unit: Unit, lo: f64, hi: f64) -> Vec<f64> {
 /// Round tick positions (1, 2 or 5 times a power of ten) across [lo, hi].
 pub fn nice_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
     let span = hi - lo;
-    if !(span > 0.0) || !span.is_finite() {
+    if span.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !span.is_finite() {
         return vec![lo];
     }
     let raw = span / max.max(1) as f64;

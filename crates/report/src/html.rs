@@ -61,7 +61,7 @@ fn table(out: &mut String, t: &Table) {
         out.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
             // Counter names in the kernel's monospace, numbers right-aligned.
-            let class = if i >= t.numeric_from && !t.head.get(i).is_some_and(|h| h == "meaning") {
+            let class = if i >= t.numeric_from && t.head.get(i).is_none_or(|h| h != "meaning") {
                 " class=\"n\""
             } else if i == 0 {
                 " class=\"k\""

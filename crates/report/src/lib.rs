@@ -367,7 +367,7 @@ fn gen_chart(r: &Run, idx: usize) -> Item {
                 .iter()
                 .map(|(t, gens)| {
                     let mut g: Vec<_> = gens.iter().collect();
-                    g.sort_by(|a, b| b.seq.cmp(&a.seq));
+                    g.sort_by_key(|g| std::cmp::Reverse(g.seq));
                     let v = g.get(rank).map_or(0, |g| g.anon + g.file);
                     (*t, (v * 4096) as f64)
                 })
