@@ -4,6 +4,7 @@
 mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
+mod report_cmd;
 mod run_cmd;
 mod trace_args;
 
@@ -278,6 +279,10 @@ enum Cmd {
         /// A variant set (variants, plus "classic"/"mglru"); give two or more.
         #[arg(long = "set", required = true)]
         sets: Vec<String>,
+        /// Print one JSON object: the sets and each set's run object
+        /// (as `--json` prints it), for `foliosim report`.
+        #[arg(long)]
+        json: bool,
         /// The workload command (fio ..., mmap-probe ..., replay ...).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         workload: Vec<String>,
@@ -297,6 +302,9 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Benchmark the folio refcount schemes of seed 001.
     RefcountBench(refcount_cmd::RefcountBenchArgs),
+    /// Results (--json output, sweep CSV) as one self-contained HTML page
+    /// with plots, or the plots as SVG/PNG files.
+    Report(report_cmd::ReportArgs),
 }
 
 #[derive(Subcommand)]
@@ -664,7 +672,7 @@ fn print_report(r: &RunReport, out: &Output, what: &str) {
     }
 }
 
-fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
+fn compare(sets: &[String], workload: &[String], json: bool) -> Result<(), String> {
     if sets.len() < 2 {
         return Err("compare: give at least two --set".into());
     }
@@ -715,6 +723,11 @@ fn compare(sets: &[String], workload: &[String]) -> Result<(), String> {
         }
         let (r, _, _) = run_workload(&cli.cmd)?;
         reports.push(r);
+    }
+    if json {
+        let v = serde_json::json!({ "sets": sets, "workload": workload, "reports": reports });
+        println!("{}", serde_json::to_string_pretty(&v).expect("reports serialise"));
+        return Ok(());
     }
     let mut names: Vec<&str> = Vec::new();
     for r in &reports {
@@ -988,7 +1001,11 @@ fn run(cli: Cli) -> Result<(), String> {
             print_report(&r, &out, &what);
             Ok(())
         }
-        Cmd::Compare { sets, workload } => compare(sets, workload),
+        Cmd::Compare {
+            sets,
+            json,
+            workload,
+        } => compare(sets, workload, *json),
         Cmd::Reproduce { which } => match which {
             ReproduceCmd::MmapMiss {
                 format,
@@ -1139,6 +1156,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
+        Cmd::Report(a) => report_cmd::run(a),
     }
 }
 

@@ -367,8 +367,9 @@ pub struct Core {
     pub in_reclaim: bool,
     /// Reclaim met dirty file folios: wake the flusher (wakeup_flusher_threads).
     pub wb_wakeup_flusher: bool,
-    /// Per-second counter snapshots for --timeline.
-    pub timeline: Option<Vec<(u64, Counters, Counters)>>,
+    /// Per-second counter snapshots for --timeline: the second, vmstat,
+    /// the timeline memcg's events and its page_counter usage (pages).
+    pub timeline: Option<Vec<(u64, Counters, Counters, u64)>>,
     next_tick: u64,
     /// The earlier of next_tick and next_stats_flush: when tick() has work.
     next_event: u64,
@@ -601,8 +602,8 @@ impl Core {
     fn tick(&mut self) {
         while self.now >= self.next_tick {
             if let Some(tl) = self.timeline.as_mut() {
-                let m = self.memcgs[self.timeline_memcg as usize].stat.clone();
-                tl.push((self.next_tick / 1_000_000_000, self.vm.clone(), m));
+                let mc = &self.memcgs[self.timeline_memcg as usize];
+                tl.push((self.next_tick / 1_000_000_000, self.vm.clone(), mc.stat.clone(), mc.usage));
             }
             self.next_tick += 1_000_000_000;
         }

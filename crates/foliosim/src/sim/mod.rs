@@ -194,7 +194,14 @@ impl Sim {
             memcg.insert("usage_in_bytes", (m.usage) * PAGE_SIZE);
             memcg.insert("max_usage_in_bytes", m.watermark * PAGE_SIZE);
             let timeline = core.timeline.as_ref().map(|tl| {
-                tl.iter().map(|(s, v, mc)| TimelineSample { second: *s, vmstat: counters_map(v), memcg: counters_map(if self.memcg == 0 { v } else { mc }) }).collect()
+                tl.iter()
+                    .map(|(s, v, mc, usage)| {
+                        let mut memcg = counters_map(if self.memcg == 0 { v } else { mc });
+                        // A gauge beside the events: what `foliosim report` plots as memcg usage.
+                        memcg.insert("usage_in_bytes", usage * PAGE_SIZE);
+                        TimelineSample { second: *s, vmstat: counters_map(v), memcg }
+                    })
+                    .collect()
             });
             let mut vmstat = counters_map(&core.vm);
             // /proc/vmstat's workingset_nodes, a gauge: xa_nodes holding only
