@@ -63,7 +63,8 @@ fn bad_grids_exit_2_with_one_line_naming_file_line_key() {
         ("workload = [\"fio\", \"job.fio\"\n", ":1: toml:", "invalid TOML"),
         (
             "workload = [\"fio\", \"job.fio\"]\n[[point]]\nlru = \"mglru\"\n[[point]]\nmemcg-limit = \"4M\"\n",
-            ":4: lru:",
+            // The first point (its [[point]] line) lacks the second's key.
+            ":2: memcg-limit:",
             "no value",
         ),
         ("workload = [\"fio\", \"job.fio\"]\nrepeats = 0\n", ":2: repeats:", "1..="),
@@ -135,7 +136,7 @@ fn the_table_is_sorted_and_the_same_for_any_number_of_workers() {
     }
     // The 1M group holds less than the 2M and 3M files: reclaim ran there
     // and not under the 4M limit.
-    let scanned = |i: usize| rows[i][col("memcg.pgscan")].parse::<u64>().unwrap();
+    let scanned = |i: usize| rows[i][col("memcg.pgscan_direct")].parse::<u64>().unwrap();
     assert!(scanned(4) > 0, "1M limit, 2M file");
     assert_eq!(scanned(12 + 4), 0, "4M limit, 2M file");
 }
