@@ -95,15 +95,15 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     fn line(&self, span: &Range<usize>) -> usize {
-        self.line_starts.partition_point(|&s| s <= span.start).max(1)
+        self.line_starts
+            .partition_point(|&s| s <= span.start)
+            .max(1)
     }
 }
 
 /// A table's entries with nested tables flattened to dotted names
 /// (`sysctl.vm.swappiness = ...` is a dotted key), in file order.
-fn flat<'a, 'i>(
-    t: &'a DeTable<'i>,
-) -> Vec<(String, Range<usize>, &'a Spanned<DeValue<'i>>)> {
+fn flat<'a, 'i>(t: &'a DeTable<'i>) -> Vec<(String, Range<usize>, &'a Spanned<DeValue<'i>>)> {
     fn walk<'a, 'i>(
         prefix: &str,
         t: &'a DeTable<'i>,
@@ -133,8 +133,14 @@ fn scalar(cx: &Cx, key: &str, v: &Spanned<DeValue>) -> Result<Value, String> {
         DeValue::String(s) => (s.to_string(), false, None),
         DeValue::Integer(i) => {
             let digits: String = i.as_str().chars().filter(|c| *c != '_').collect();
-            let n = i64::from_str_radix(&digits, i.radix())
-                .map_err(|_| err(cx.file, line, key, format!("integer '{}' out of range", i.as_str())))?;
+            let n = i64::from_str_radix(&digits, i.radix()).map_err(|_| {
+                err(
+                    cx.file,
+                    line,
+                    key,
+                    format!("integer '{}' out of range", i.as_str()),
+                )
+            })?;
             (n.to_string(), true, None)
         }
         DeValue::Float(f) => (f.as_str().to_string(), false, None),
@@ -144,7 +150,10 @@ fn scalar(cx: &Cx, key: &str, v: &Spanned<DeValue>) -> Result<Value, String> {
                 cx.file,
                 line,
                 key,
-                format!("expected a string, integer or boolean, found {}", other.type_str()),
+                format!(
+                    "expected a string, integer or boolean, found {}",
+                    other.type_str()
+                ),
             ))
         }
     };
@@ -162,12 +171,22 @@ fn check_name(cx: &Cx, key: &str, line: usize) -> Result<(), String> {
         return Ok(());
     }
     if plain && OUTPUT_OPTIONS.contains(&key) {
-        return Err(err(cx.file, line, key, "an output option: the sweep writes its own tables"));
+        return Err(err(
+            cx.file,
+            line,
+            key,
+            "an output option: the sweep writes its own tables",
+        ));
     }
     for prefix in ["sysctl.", "fio.", "scenario."] {
         if let Some(rest) = key.strip_prefix(prefix) {
             if rest.is_empty() {
-                return Err(err(cx.file, line, key, format!("'{prefix}' needs a name after it")));
+                return Err(err(
+                    cx.file,
+                    line,
+                    key,
+                    format!("'{prefix}' needs a name after it"),
+                ));
             }
             return Ok(());
         }
@@ -188,7 +207,8 @@ impl Grid {
     /// checked by [`Grid::check`]).
     pub fn load(path: &Path) -> Result<Grid, String> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Grid::parse(&text, &file, &dir)
     }
@@ -201,7 +221,12 @@ impl Grid {
         let cx = Cx { file, line_starts };
         let doc = DeTable::parse(text).map_err(|e| {
             let line = e.span().map_or(1, |s| cx.line(&s));
-            let msg = e.message().lines().next().unwrap_or("invalid TOML").to_string();
+            let msg = e
+                .message()
+                .lines()
+                .next()
+                .unwrap_or("invalid TOML")
+                .to_string();
             err(file, line, "toml", format!("invalid TOML: {msg}"))
         })?;
         let mut grid = Grid {
@@ -229,7 +254,12 @@ impl Grid {
                         match item.get_ref() {
                             DeValue::String(s) => grid.workload.push(s.to_string()),
                             other => {
-                                return Err(err(file, line, key, format!("expected strings, found {}", other.type_str())))
+                                return Err(err(
+                                    file,
+                                    line,
+                                    key,
+                                    format!("expected strings, found {}", other.type_str()),
+                                ))
                             }
                         }
                     }
@@ -253,12 +283,20 @@ impl Grid {
                         let l = cx.line(&span);
                         check_name(&cx, &name, l)?;
                         if name == "seed" {
-                            return Err(err(file, l, &name, "the first repeat's seed is the top-level `seed`"));
+                            return Err(err(
+                                file,
+                                l,
+                                &name,
+                                "the first repeat's seed is the top-level `seed`",
+                            ));
                         }
                         let values = match val.get_ref() {
                             // A list of values for one option (several
                             // --sysctl or --variant).
-                            DeValue::Array(a) => a.iter().map(|x| scalar(&cx, &name, x)).collect::<Result<Vec<_>, _>>()?,
+                            DeValue::Array(a) => a
+                                .iter()
+                                .map(|x| scalar(&cx, &name, x))
+                                .collect::<Result<Vec<_>, _>>()?,
                             _ => vec![scalar(&cx, &name, val)?],
                         };
                         for x in values {
@@ -274,9 +312,17 @@ impl Grid {
                             return Err(err(file, l, &name, "expected a list of values"));
                         };
                         if a.is_empty() {
-                            return Err(err(file, l, &name, "an empty list of values makes no points"));
+                            return Err(err(
+                                file,
+                                l,
+                                &name,
+                                "an empty list of values makes no points",
+                            ));
                         }
-                        let values = a.iter().map(|x| scalar(&cx, &name, x)).collect::<Result<Vec<_>, _>>()?;
+                        let values = a
+                            .iter()
+                            .map(|x| scalar(&cx, &name, x))
+                            .collect::<Result<Vec<_>, _>>()?;
                         vary.push((name, l, values));
                     }
                 }
@@ -295,7 +341,12 @@ impl Grid {
                     }
                 }
                 ("workload" | "repeats" | "seed" | "base" | "vary" | "point", other) => {
-                    return Err(err(file, line, key, format!("unexpected {}", other.type_str())))
+                    return Err(err(
+                        file,
+                        line,
+                        key,
+                        format!("unexpected {}", other.type_str()),
+                    ))
                 }
                 _ => {
                     return Err(err(
@@ -308,7 +359,12 @@ impl Grid {
             }
         }
         if grid.workload.is_empty() {
-            return Err(err(file, 1, "workload", "missing: e.g. workload = [\"fio\", \"job.fio\"]"));
+            return Err(err(
+                file,
+                1,
+                "workload",
+                "missing: e.g. workload = [\"fio\", \"job.fio\"]",
+            ));
         }
         // File arguments (job files, scenarios, traces) are relative to
         // the grid file's folder.
@@ -320,10 +376,14 @@ impl Grid {
         if grid.workload[0] == "run" {
             let path = grid.workload.iter().skip(1).find(|a| !a.starts_with('-'));
             if let Some(p) = path {
-                grid.scenario = Some(
-                    std::fs::read_to_string(p)
-                        .map_err(|e| err(file, grid.workload_line, "workload", format!("{p}: cannot read: {e}")))?,
-                );
+                grid.scenario = Some(std::fs::read_to_string(p).map_err(|e| {
+                    err(
+                        file,
+                        grid.workload_line,
+                        "workload",
+                        format!("{p}: cannot read: {e}"),
+                    )
+                })?);
             }
         }
         // Parameters: [vary]'s in file order, then names only points give.
@@ -367,7 +427,14 @@ impl Grid {
             for name in &grid.params {
                 match vals.iter().find(|(n, _)| n == name) {
                     Some((_, v)) => row.push(Some(v.clone())),
-                    None => return Err(err(file, line, name, "this point gives no value for a varied parameter")),
+                    None => {
+                        return Err(err(
+                            file,
+                            line,
+                            name,
+                            "this point gives no value for a varied parameter",
+                        ))
+                    }
                 }
             }
             points.push((row, line));
@@ -378,7 +445,14 @@ impl Grid {
         }
         grid.points = points
             .into_iter()
-            .map(|(v, l)| (v.into_iter().map(|x| x.expect("every parameter set")).collect(), l))
+            .map(|(v, l)| {
+                (
+                    v.into_iter()
+                        .map(|x| x.expect("every parameter set"))
+                        .collect(),
+                    l,
+                )
+            })
             .collect();
         Ok(grid)
     }
@@ -401,9 +475,14 @@ impl Grid {
         match self.params.iter().position(|p| p == "seed") {
             Some(i) => {
                 let v = &self.points[point].0[i];
-                v.text
-                    .parse()
-                    .map_err(|_| err(&self.file, v.line, "seed", format!("'{}' is not a non-negative integer", v.text)))
+                v.text.parse().map_err(|_| {
+                    err(
+                        &self.file,
+                        v.line,
+                        "seed",
+                        format!("'{}' is not a non-negative integer", v.text),
+                    )
+                })
             }
             None => Ok(self.seed),
         }
@@ -418,7 +497,11 @@ impl Grid {
 
     /// The command line, fio overrides and scenario text of a run with
     /// `values` (name, value) over the base.
-    fn invocation(&self, values: &[(&str, &Value)], seed: u64) -> (Vec<String>, Vec<(String, String)>, Option<String>) {
+    fn invocation(
+        &self,
+        values: &[(&str, &Value)],
+        seed: u64,
+    ) -> (Vec<String>, Vec<(String, String)>, Option<String>) {
         // (option, values): later values of a single-valued option replace
         // earlier ones; list options (sysctl, variant) accumulate.
         let mut opts: Vec<(String, Vec<Value>)> = Vec::new();
@@ -426,8 +509,10 @@ impl Grid {
         let mut subs: Vec<(String, String)> = Vec::new();
         let mut add = |name: &str, v: &Value, base: bool| {
             if let Some(k) = name.strip_prefix("sysctl.") {
+                // A value, never a bare flag: `sysctl.k = true` is k=true.
                 let v = Value {
                     text: format!("{k}={}", v.text),
+                    flag: None,
                     ..v.clone()
                 };
                 return push(&mut opts, "sysctl", v, true);
@@ -444,9 +529,15 @@ impl Grid {
             }
             if name == "set" {
                 // compare's --set: variants, plus the LRU by name.
-                for tok in v.text.split([',', '+']).map(str::trim).filter(|t| !t.is_empty()) {
+                for tok in v
+                    .text
+                    .split([',', '+'])
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                {
                     let x = Value {
                         text: tok.to_string(),
+                        flag: None,
                         ..v.clone()
                     };
                     if tok == "classic" || tok == "mglru" {
@@ -458,7 +549,12 @@ impl Grid {
                 return;
             }
             // Base lists (several --variant) keep every entry.
-            push(&mut opts, name, v.clone(), base || name == "variant" || name == "sysctl");
+            push(
+                &mut opts,
+                name,
+                v.clone(),
+                base || name == "variant" || name == "sysctl",
+            );
         };
         fn push(opts: &mut Vec<(String, Vec<Value>)>, name: &str, v: Value, accumulate: bool) {
             match opts.iter_mut().find(|(n, _)| n == name) {
@@ -504,7 +600,12 @@ impl Grid {
             .collect()
     }
 
-    fn execute(&self, values: &[(&str, &Value)], seed: u64, dry: bool) -> Result<Option<Report>, String> {
+    fn execute(
+        &self,
+        values: &[(&str, &Value)],
+        seed: u64,
+        dry: bool,
+    ) -> Result<Option<Report>, String> {
         let (argv, fio, scenario) = self.invocation(values, seed);
         if !fio.is_empty() && !self.is_fio() {
             return Err("fio.OPTION parameters need a fio workload".into());
@@ -530,7 +631,12 @@ impl Grid {
                 }
                 if name == "seed" {
                     if v.text.parse::<u64>().is_err() {
-                        return Err(err(&self.file, v.line, name, "must be a non-negative integer"));
+                        return Err(err(
+                            &self.file,
+                            v.line,
+                            name,
+                            "must be a non-negative integer",
+                        ));
                     }
                     continue;
                 }
@@ -573,7 +679,13 @@ impl Grid {
         (names, vals)
     }
 
-    fn row(&self, point: usize, repeat: u64, seed: u64, rep: &Report) -> (Vec<String>, Vec<String>) {
+    fn row(
+        &self,
+        point: usize,
+        repeat: u64,
+        seed: u64,
+        rep: &Report,
+    ) -> (Vec<String>, Vec<String>) {
         let r = rep.run();
         let (mut names, mut vals) = self.key_columns(point, repeat, seed);
         names.push("elapsed_s".into());
@@ -606,7 +718,9 @@ impl Grid {
 
 /// One CSV line (with its newline) of `fields`.
 pub fn csv_line(fields: &[String]) -> String {
-    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
     w.write_record(fields).expect("writes to memory");
     String::from_utf8(w.into_inner().expect("flushes to memory")).expect("fields are UTF-8")
 }
@@ -663,7 +777,10 @@ impl Journal {
                 }
             }
             // Cut the torn tail so the next row starts on a fresh line.
-            let f = OpenOptions::new().write(true).open(path).map_err(|e| format!("{name}: {e}"))?;
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| format!("{name}: {e}"))?;
             f.set_len(keep as u64).map_err(|e| format!("{name}: {e}"))?;
         }
         let file = OpenOptions::new()
@@ -682,7 +799,13 @@ impl Journal {
     /// Appends a row (the header first, if the journal has none) in one
     /// write, then fsyncs: a row is either wholly recorded or torn and
     /// dropped on resume.
-    fn append(&mut self, point: usize, repeat: u64, names: &[String], vals: &[String]) -> Result<(), String> {
+    fn append(
+        &mut self,
+        point: usize,
+        repeat: u64,
+        names: &[String],
+        vals: &[String],
+    ) -> Result<(), String> {
         let name = self.path.display().to_string();
         let mut text = String::new();
         match &self.header {
@@ -696,7 +819,9 @@ impl Journal {
             Some(_) => {}
         }
         text.push_str(&csv_line(vals));
-        self.file.write_all(text.as_bytes()).map_err(|e| format!("{name}: {e}"))?;
+        self.file
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("{name}: {e}"))?;
         self.file.sync_data().map_err(|e| format!("{name}: {e}"))?;
         self.done.insert((point, repeat));
         Ok(())
@@ -731,7 +856,10 @@ pub fn sweep(a: &SweepArgs) -> Result<Outcome, String> {
     let prefix = prefix(a);
     let jpath = with_suffix(&prefix, ".journal.csv");
     if a.resume && !jpath.exists() {
-        return Err(format!("--resume: no journal {} to resume", jpath.display()));
+        return Err(format!(
+            "--resume: no journal {} to resume",
+            jpath.display()
+        ));
     }
     let mut journal = Journal::open(&jpath, &grid)?;
     let resumed = journal.done.len();
@@ -750,7 +878,10 @@ pub fn sweep(a: &SweepArgs) -> Result<Outcome, String> {
         }
         Some(addr) => run_ray(a, addr, &pending, &mut journal)?,
     }
-    let (csv, parquet) = (with_suffix(&prefix, ".csv"), with_suffix(&prefix, ".parquet"));
+    let (csv, parquet) = (
+        with_suffix(&prefix, ".csv"),
+        with_suffix(&prefix, ".parquet"),
+    );
     finish(&grid, &jpath, &csv, &parquet)?;
     Ok(Outcome {
         csv,
@@ -762,7 +893,12 @@ pub fn sweep(a: &SweepArgs) -> Result<Outcome, String> {
 
 type RowResult = Result<(Vec<String>, Vec<String>), String>;
 
-fn run_local(grid: &Grid, pending: &[(usize, u64)], jobs: usize, journal: &mut Journal) -> Result<(), String> {
+fn run_local(
+    grid: &Grid,
+    pending: &[(usize, u64)],
+    jobs: usize,
+    journal: &mut Journal,
+) -> Result<(), String> {
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<((usize, u64), RowResult)>();
@@ -797,7 +933,12 @@ fn run_local(grid: &Grid, pending: &[(usize, u64)], jobs: usize, journal: &mut J
 /// driver (`python -m foliosim._ray_driver`) submits them and prints one
 /// JSON object per finished row; the rows are journalled here as local
 /// ones are.
-fn run_ray(a: &SweepArgs, addr: &str, pending: &[(usize, u64)], journal: &mut Journal) -> Result<(), String> {
+fn run_ray(
+    a: &SweepArgs,
+    addr: &str,
+    pending: &[(usize, u64)],
+    journal: &mut Journal,
+) -> Result<(), String> {
     use std::process::{Command, Stdio};
     if pending.is_empty() {
         return Ok(());
@@ -813,20 +954,26 @@ fn run_ray(a: &SweepArgs, addr: &str, pending: &[(usize, u64)], journal: &mut Jo
     {
         let mut stdin = child.stdin.take().expect("piped");
         let list: String = pending.iter().map(|(p, r)| format!("{p} {r}\n")).collect();
-        stdin.write_all(list.as_bytes()).map_err(|e| format!("--ray: {e}"))?;
+        stdin
+            .write_all(list.as_bytes())
+            .map_err(|e| format!("--ray: {e}"))?;
     }
     let out = BufReader::new(child.stdout.take().expect("piped"));
     let mut got = 0;
     for line in out.lines() {
         let line = line.map_err(|e| format!("--ray: {e}"))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| format!("--ray: driver printed '{line}': {e}"))?;
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .map_err(|e| format!("--ray: driver printed '{line}': {e}"))?;
         if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
             let _ = child.kill();
             return Err(format!("--ray: {e}"));
         }
         let strs = |k: &str| -> Option<Vec<String>> {
-            v.get(k)?.as_array()?.iter().map(|x| x.as_str().map(String::from)).collect()
+            v.get(k)?
+                .as_array()?
+                .iter()
+                .map(|x| x.as_str().map(String::from))
+                .collect()
         };
         let (Some(p), Some(r), Some(names), Some(vals)) = (
             v.get("point").and_then(|x| x.as_u64()),
@@ -842,7 +989,10 @@ fn run_ray(a: &SweepArgs, addr: &str, pending: &[(usize, u64)], journal: &mut Jo
     }
     let status = child.wait().map_err(|e| format!("--ray: {e}"))?;
     if !status.success() || got != pending.len() {
-        return Err(format!("--ray: the driver ended ({status}) after {got} of {} rows", pending.len()));
+        return Err(format!(
+            "--ray: the driver ended ({status}) after {got} of {} rows",
+            pending.len()
+        ));
     }
     Ok(())
 }
@@ -855,18 +1005,29 @@ fn finish(grid: &Grid, jpath: &Path, csv_path: &Path, parquet_path: &Path) -> Re
         .has_headers(true)
         .from_path(jpath)
         .map_err(|e| format!("{jname}: {e}"))?;
-    let header: Vec<String> = rd.headers().map_err(|e| format!("{jname}: {e}"))?.iter().map(String::from).collect();
+    let header: Vec<String> = rd
+        .headers()
+        .map_err(|e| format!("{jname}: {e}"))?
+        .iter()
+        .map(String::from)
+        .collect();
     let mut rows: Vec<((usize, u64), Vec<String>)> = Vec::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| format!("{jname}: {e}"))?;
         let f: Vec<String> = rec.iter().map(String::from).collect();
-        let key = (f[0].parse().map_err(|_| format!("{jname}: bad point"))?, f[1].parse().map_err(|_| format!("{jname}: bad repeat"))?);
+        let key = (
+            f[0].parse().map_err(|_| format!("{jname}: bad point"))?,
+            f[1].parse().map_err(|_| format!("{jname}: bad repeat"))?,
+        );
         rows.push((key, f));
     }
     rows.sort_by_key(|r| r.0);
     let expect = grid.len() * grid.repeats as usize;
     if rows.len() != expect || rows.windows(2).any(|w| w[0].0 == w[1].0) {
-        return Err(format!("{jname}: {} rows for {expect} (point, repeat) pairs", rows.len()));
+        return Err(format!(
+            "{jname}: {} rows for {expect} (point, repeat) pairs",
+            rows.len()
+        ));
     }
     let mut text = csv_line(&header);
     for (_, f) in &rows {
@@ -874,8 +1035,9 @@ fn finish(grid: &Grid, jpath: &Path, csv_path: &Path, parquet_path: &Path) -> Re
     }
     write_atomically(csv_path, text.as_bytes())?;
     let table: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
-    let bytes = crate::sweep_parquet::encode(&header, &table, grid.params.len(), &grid.int_params())
-        .map_err(|e| format!("{}: {e}", parquet_path.display()))?;
+    let bytes =
+        crate::sweep_parquet::encode(&header, &table, grid.params.len(), &grid.int_params())
+            .map_err(|e| format!("{}: {e}", parquet_path.display()))?;
     write_atomically(parquet_path, &bytes)
 }
 

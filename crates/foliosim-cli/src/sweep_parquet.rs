@@ -23,7 +23,12 @@ enum Col {
 /// `rows` (all of `header`'s columns, as the CSV writes them) encoded as
 /// one Parquet file; the `nparams` columns after point/repeat/seed are
 /// the parameters, `int_params` tells which are integers.
-pub fn encode(header: &[String], rows: &[Vec<String>], nparams: usize, int_params: &[bool]) -> Result<Vec<u8>> {
+pub fn encode(
+    header: &[String],
+    rows: &[Vec<String>],
+    nparams: usize,
+    int_params: &[bool],
+) -> Result<Vec<u8>> {
     let kinds: Vec<Col> = header
         .iter()
         .enumerate()
@@ -49,14 +54,27 @@ pub fn encode(header: &[String], rows: &[Vec<String>], nparams: usize, int_param
         };
         fields.push(Arc::new(t.with_repetition(Repetition::REQUIRED).build()?));
     }
-    let schema = Arc::new(Type::group_type_builder("foliosim_sweep").with_fields(fields).build()?);
-    let props = Arc::new(WriterProperties::builder().set_created_by("foliosim".into()).build());
+    let schema = Arc::new(
+        Type::group_type_builder("foliosim_sweep")
+            .with_fields(fields)
+            .build()?,
+    );
+    let props = Arc::new(
+        WriterProperties::builder()
+            .set_created_by("foliosim".into())
+            .build(),
+    );
     let mut out = Vec::new();
     let mut w = SerializedFileWriter::new(&mut out, schema, props)?;
     let mut rg = w.next_row_group()?;
     let mut i = 0;
     while let Some(mut col) = rg.next_column()? {
-        let bad = |v: &str| parquet::errors::ParquetError::General(format!("column {}: '{v}' is not a number", header[i]));
+        let bad = |v: &str| {
+            parquet::errors::ParquetError::General(format!(
+                "column {}: '{v}' is not a number",
+                header[i]
+            ))
+        };
         match kinds[i] {
             Col::Int => {
                 let vals = rows
@@ -73,8 +91,12 @@ pub fn encode(header: &[String], rows: &[Vec<String>], nparams: usize, int_param
                 col.typed::<DoubleType>().write_batch(&vals, None, None)?;
             }
             Col::Text => {
-                let vals: Vec<ByteArray> = rows.iter().map(|r| ByteArray::from(r[i].as_str())).collect();
-                col.typed::<ByteArrayType>().write_batch(&vals, None, None)?;
+                let vals: Vec<ByteArray> = rows
+                    .iter()
+                    .map(|r| ByteArray::from(r[i].as_str()))
+                    .collect();
+                col.typed::<ByteArrayType>()
+                    .write_batch(&vals, None, None)?;
             }
         }
         col.close()?;

@@ -77,7 +77,10 @@ fn bad_grids_exit_2_with_one_line_naming_file_line_key() {
         assert_eq!(code, 2, "case {i}: {stderr}");
         assert!(stdout.is_empty(), "case {i}: {stdout}");
         assert_eq!(stderr.lines().count(), 1, "case {i}: {stderr}");
-        assert!(stderr.starts_with(&format!("foliosim: {g}{at}")), "case {i}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("foliosim: {g}{at}")),
+            "case {i}: {stderr}"
+        );
         assert!(stderr.contains(msg), "case {i}: {stderr}");
         // Refused before anything ran: no journal, no table.
         assert!(!d.join(format!("o{i}.journal.csv")).exists(), "case {i}");
@@ -114,7 +117,10 @@ fn the_table_is_sorted_and_the_same_for_any_number_of_workers() {
         ]
     );
     let memcg = header.iter().position(|h| h.starts_with("memcg.")).unwrap();
-    let vmstat = header.iter().position(|h| h.starts_with("vmstat.")).unwrap();
+    let vmstat = header
+        .iter()
+        .position(|h| h.starts_with("vmstat."))
+        .unwrap();
     assert!(memcg < vmstat && header[vmstat..].iter().all(|h| h.starts_with("vmstat.")));
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
@@ -159,7 +165,10 @@ fn a_journal_resumes_dropping_a_torn_line_and_the_table_is_unchanged() {
     part.push_str(&lines[3][..lines[3].len() / 2]);
     std::fs::write(d.join("part.journal.csv"), part).unwrap();
     let out = sweep(&g, &d.join("part"), &["--resume"]);
-    assert!(out.contains("24 rows (15 run now, 9 from the journal)"), "{out}");
+    assert!(
+        out.contains("24 rows (15 run now, 9 from the journal)"),
+        "{out}"
+    );
     assert_eq!(
         std::fs::read(d.join("full.csv")).unwrap(),
         std::fs::read(d.join("part.csv")).unwrap()
@@ -181,12 +190,25 @@ fn a_journal_of_another_grid_is_refused() {
     let d = dir("other");
     let g = write(&d, "grid.toml", GRID);
     sweep(&g, &d.join("a"), &[]);
-    let other = write(&d, "other.toml", &GRID.replace("\"1M\", \"4M\"", "\"1M\", \"8M\""));
+    let other = write(
+        &d,
+        "other.toml",
+        &GRID.replace("\"1M\", \"4M\"", "\"1M\", \"8M\""),
+    );
     let out = d.join("a").display().to_string();
     let (code, _, stderr) = foliosim(&["sweep", &other, "--out", &out]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("the journal is not this grid's"), "{stderr}");
-    let (code, _, stderr) = foliosim(&["sweep", &g, "--out", &d.join("none").display().to_string(), "--resume"]);
+    assert!(
+        stderr.contains("the journal is not this grid's"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = foliosim(&[
+        "sweep",
+        &g,
+        "--out",
+        &d.join("none").display().to_string(),
+        "--resume",
+    ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("--resume: no journal"), "{stderr}");
 }
@@ -209,9 +231,14 @@ fn scenario_parameters_substitute_into_the_scenario() {
     let text = std::fs::read_to_string(d.join("o.csv")).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert!(!header.contains(&"fio.read_bytes"), "no fio columns for a scenario");
+    assert!(
+        !header.contains(&"fio.read_bytes"),
+        "no fio columns for a scenario"
+    );
     let col = header.iter().position(|h| *h == "vmstat.pgfault").unwrap();
-    let faults: Vec<u64> = lines.map(|l| l.split(',').nth(col).unwrap().parse().unwrap()).collect();
+    let faults: Vec<u64> = lines
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect();
     // Writing each page of an anonymous mapping faults once: 256 more
     // pages, 256 more faults.
     assert_eq!(faults[1] - faults[0], 256, "{faults:?}");

@@ -14,7 +14,11 @@ use pyo3::prelude::*;
 /// raises ValueError with the command line's one-line message.
 #[pyfunction]
 #[pyo3(signature = (argv, fio_overrides = Vec::new()))]
-fn run_json(py: Python<'_>, argv: Vec<String>, fio_overrides: Vec<(String, String)>) -> PyResult<String> {
+fn run_json(
+    py: Python<'_>,
+    argv: Vec<String>,
+    fio_overrides: Vec<(String, String)>,
+) -> PyResult<String> {
     py.detach(|| foliosim_cli::run_argv(&argv, &fio_overrides).map(|r| r.to_json()))
         .map_err(PyValueError::new_err)
 }
@@ -40,7 +44,9 @@ fn sweep(
         ray,
         python,
     };
-    let o = py.detach(|| foliosim_cli::sweep::sweep(&a)).map_err(PyValueError::new_err)?;
+    let o = py
+        .detach(|| foliosim_cli::sweep::sweep(&a))
+        .map_err(PyValueError::new_err)?;
     Ok((
         o.csv.display().to_string(),
         o.parquet.display().to_string(),
@@ -52,7 +58,12 @@ fn sweep(
 /// One (point, repeat) of a grid, run here: (column names, values), the
 /// row the sweep journals. What a Ray task runs.
 #[pyfunction]
-fn grid_row(py: Python<'_>, grid: PathBuf, point: usize, repeat: u64) -> PyResult<(Vec<String>, Vec<String>)> {
+fn grid_row(
+    py: Python<'_>,
+    grid: PathBuf,
+    point: usize,
+    repeat: u64,
+) -> PyResult<(Vec<String>, Vec<String>)> {
     py.detach(|| {
         let g = foliosim_cli::sweep::Grid::load(&grid)?;
         g.run_row(point, repeat)

@@ -481,8 +481,12 @@ fn overrides_win_over_job_files_and_name_their_source_in_errors() {
     let o = parse_cmdline_overriding(&file, &kw, &ov("bs", "64k")).unwrap();
     assert_eq!((o[0].bs, o[1].bs), (65536, 65536));
     assert_eq!((o[0].size, o[1].size), (1 << 20, 2 << 20));
-    let cmdline = parse_cmdline_overriding(&args("--name=c --size=1m --bs=4k"), &kw, &ov("size", "3m")).unwrap();
+    let cmdline =
+        parse_cmdline_overriding(&args("--name=c --size=1m --bs=4k"), &kw, &ov("size", "3m"))
+            .unwrap();
     assert_eq!(cmdline[0].size, 3 << 20);
-    let e = parse_cmdline_overriding(&file, &kw, &ov("bs", "zz")).unwrap_err().to_string();
+    let e = parse_cmdline_overriding(&file, &kw, &ov("bs", "zz"))
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("<override>:1: bs: "), "{e}");
 }
