@@ -82,11 +82,17 @@ def test_bad_input_raises_the_clis_one_line_message(tmp_path):
         foliosim.run(tmp_path / "x.txt")
 
 
-def test_a_scenario_and_the_probe_run(tmp_path):
+def test_a_scenario_the_probe_and_a_trace_run(tmp_path):
     sc = foliosim.run(REPO / "examples" / "anon-oom.toml", timeline=False)
     assert sc.cgroups and sc.processes
     pr = foliosim.run(["mmap-probe", "--file-size", "16M", "--memcg-limit", "8M"], timeline=False)
     assert pr.vmstat["pgmajfault"] > 0
+    trace = tmp_path / "t.csv"
+    trace.write_text("time,id\n1,5\n2,6\n3,5\n4,7\n")
+    tr = foliosim.run(["replay", str(trace), "--csv-spec", "time-col=1, obj-id-col=2, has-header=true"],
+                      timeline=False)
+    # Pages 5, 6 and 7 read once each (replay reads with readahead off).
+    assert tr.vmstat["pgpgin"] == 3 * 4
 
 
 def grid_200(tmp_path: Path, mib: int = 1) -> Path:
