@@ -1063,3 +1063,69 @@ pub fn run(a: &SweepArgs) -> Result<(), String> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(text: &str) -> Grid {
+        Grid::parse(text, "g.toml", Path::new("/nonexistent")).unwrap()
+    }
+
+    #[test]
+    fn a_point_becomes_the_command_line_with_base_values_replaced_or_added() {
+        let g = grid(
+            "workload = [\"fio\", \"--name=j\", \"--size=1M\"]\nseed = 10\n\
+             [base]\nlru = \"classic\"\nvariant = [\"arm64\"]\nsysctl.vm.swappiness = 60\ncheck-invariants = true\n\
+             [vary]\nset = [\"mglru+p1\"]\nsysctl.vm.dirty_ratio = [true]\nfio.bs = [\"8k\"]\n",
+        );
+        let (argv, fio, scenario) = g.invocation(&g.point_values(0), g.seed(0, 2).unwrap());
+        assert_eq!(
+            argv,
+            [
+                "fio",
+                "--name=j",
+                "--size=1M",
+                // The set's LRU replaces the base's; its variant adds to
+                // the base's; sysctls accumulate in order (a boolean is a
+                // value there, not a flag); a true flag is bare.
+                "--lru=mglru",
+                "--variant=arm64",
+                "--variant=p1",
+                "--sysctl=vm.swappiness=60",
+                "--sysctl=vm.dirty_ratio=true",
+                "--check-invariants",
+                "--seed=12",
+            ]
+        );
+        assert_eq!(fio, [("bs".to_string(), "8k".to_string())]);
+        assert_eq!(scenario, None);
+    }
+
+    #[test]
+    fn the_product_varies_the_first_parameter_slowest_then_explicit_points_follow() {
+        let g = grid(
+            "workload = [\"fio\", \"--name=j\"]\n[vary]\nmemory = [\"1G\", \"2G\"]\nseed = [1, 5, 9]\n\
+             [[point]]\nmemory = \"4G\"\nseed = 3\n",
+        );
+        assert_eq!(g.params, ["memory", "seed"]);
+        let rows: Vec<(String, u64)> = (0..g.len())
+            .map(|p| (g.points[p].0[0].text.clone(), g.seed(p, 1).unwrap()))
+            .collect();
+        let want = [
+            ("1G", 2),
+            ("1G", 6),
+            ("1G", 10),
+            ("2G", 2),
+            ("2G", 6),
+            ("2G", 10),
+            ("4G", 4),
+        ];
+        assert_eq!(rows.len(), want.len());
+        for (r, w) in rows.iter().zip(want) {
+            assert_eq!((r.0.as_str(), r.1), w);
+        }
+        // Integer columns only where every point has an integer.
+        assert_eq!(g.int_params(), [false, true]);
+    }
+}
