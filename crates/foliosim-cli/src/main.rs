@@ -1,11 +1,15 @@
 //! foliosim: the command line. Thin: parses options, calls the model
 //! library, prints. Bad input exits 2 with one line naming what was wrong.
+//! A library as well (`foliosim_cli`): [`run_argv`] runs one workload
+//! command line as the binary would, for the Python bindings and sweeps.
 
 mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
 mod report_cmd;
 mod run_cmd;
+pub mod sweep;
+mod sweep_parquet;
 mod trace_args;
 
 use std::collections::BTreeMap;
@@ -305,6 +309,9 @@ enum Cmd {
     /// Results (--json output, sweep CSV) as one self-contained HTML page
     /// with plots, or the plots as SVG/PNG files.
     Report(report_cmd::ReportArgs),
+    /// Run a parameter study (docs/sweep.md): every point of a grid file,
+    /// on every core or a Ray cluster, to CSV and Parquet; resumes.
+    Sweep(sweep::SweepArgs),
 }
 
 #[derive(Subcommand)]
@@ -511,6 +518,17 @@ fn check_footprint(cfg: &SimConfig, file_sizes: &[u64]) -> Result<(), String> {
 }
 
 fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
+    Ok(run_workload_with(cmd, &[], false)?.expect("not a dry run"))
+}
+
+/// [`run_workload`] with fio job options that override every job's own
+/// (a sweep's `fio.OPTION` parameters); `dry` checks everything up to
+/// the run and returns None (a sweep checks its grid before it starts).
+fn run_workload_with(
+    cmd: &Cmd,
+    fio_overrides: &[(String, String)],
+    dry: bool,
+) -> Result<Option<(RunReport, Output, String)>, String> {
     match cmd {
         Cmd::Fio { args } => {
             let (m, mut fio_args) = split_fio_args(args)?;
@@ -531,8 +549,9 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
                 ncpus: 1,
                 existing_file_size,
             };
-            let mut jobs = foliosim_workload::fio::parse_cmdline_with(&fio_args, &kw)
-                .map_err(|e| e.to_string())?;
+            let mut jobs =
+                foliosim_workload::fio::parse_cmdline_overriding(&fio_args, &kw, fio_overrides)
+                    .map_err(|e| e.to_string())?;
             let disk = match &m.disk_size {
                 Some(d) => Some(parse_size(d).map_err(|e| format!("--disk-size: {e}"))?),
                 None => None,
@@ -568,6 +587,9 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             }
             let sizes: Vec<u64> = files.into_values().collect();
             check_footprint(&cfg, &sizes)?;
+            if dry {
+                return Ok(None);
+            }
             let spec = trace_args::arm(&m.trace)?;
             // The bar's end: the longest runtime= (jobs may end sooner).
             let runtime = jobs.iter().filter_map(|j| j.runtime_ns).max();
@@ -575,7 +597,7 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             let r = sim::run_fio(cfg, &jobs);
             trace_args::progress::done();
             trace_args::finish(&spec, m.trace.trace.as_deref())?;
-            Ok((r, out, "fio".into()))
+            Ok(Some((r, out, "fio".into())))
         }
         Cmd::MmapProbe {
             probe,
@@ -597,16 +619,19 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             m.read_ahead_kb = probe.read_ahead_kb.map(u64::from);
             let cfg = m.config()?;
             check_footprint(&cfg, &[spec.file_size])?;
+            if dry {
+                return Ok(None);
+            }
             let tspec = trace_args::arm(trace)?;
             trace_args::progress::install(None);
             let r = sim::run_probe(cfg, &spec);
             trace_args::progress::done();
             trace_args::finish(&tspec, trace.trace.as_deref())?;
-            Ok((
+            Ok(Some((
                 r,
                 Output::Foliosim { json: probe.json },
                 "mmap-probe".into(),
-            ))
+            )))
         }
         Cmd::Replay {
             trace,
@@ -641,13 +666,20 @@ fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
             }
             let cfg = machine.config()?;
             check_footprint(&cfg, &[file_pages.saturating_mul(4096)])?;
+            if dry {
+                return Ok(None);
+            }
             let tspec = trace_args::arm(&machine.trace)?;
             trace_args::progress::install(None);
             let r = sim::Sim::new(cfg).run_trace(reader, *file_pages);
             trace_args::progress::done();
             let r = r.map_err(|e| e.to_string())?;
             trace_args::finish(&tspec, machine.trace.trace.as_deref())?;
-            Ok((r, Output::Foliosim { json: machine.json }, "replay".into()))
+            Ok(Some((
+                r,
+                Output::Foliosim { json: machine.json },
+                "replay".into(),
+            )))
         }
         _ => unreachable!(),
     }
@@ -726,7 +758,10 @@ fn compare(sets: &[String], workload: &[String], json: bool) -> Result<(), Strin
     }
     if json {
         let v = serde_json::json!({ "sets": sets, "workload": workload, "reports": reports });
-        println!("{}", serde_json::to_string_pretty(&v).expect("reports serialise"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("reports serialise")
+        );
         return Ok(());
     }
     let mut names: Vec<&str> = Vec::new();
@@ -1157,10 +1192,79 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
+        Cmd::Sweep(a) => sweep::run(a),
     }
 }
 
-fn main() -> ExitCode {
+/// One workload's report: fio's `jobs`/`vmstat`/`memcg` object, or a
+/// scenario's (with `cgroups` and `processes` beside `run`).
+pub enum Report {
+    Run(RunReport),
+    Scenario(foliosim::scenario::ScenarioReport),
+}
+
+impl Report {
+    /// The machine-wide run report (a scenario's `run`).
+    pub fn run(&self) -> &RunReport {
+        match self {
+            Report::Run(r) => r,
+            Report::Scenario(s) => &s.run,
+        }
+    }
+
+    /// foliosim's JSON object, as `--json` prints it.
+    pub fn to_json(&self) -> String {
+        match self {
+            Report::Run(r) => serde_json::to_string(r),
+            Report::Scenario(s) => serde_json::to_string(s),
+        }
+        .expect("report serialises")
+    }
+}
+
+/// Runs one workload command line as `foliosim ARGV...` would (`fio ...`,
+/// `run SCENARIO`, `mmap-probe ...`, `replay ...`, machine options and
+/// variants included) and returns its report instead of printing it.
+/// `fio_overrides` are fio job options applied over every job.
+pub fn run_argv(argv: &[String], fio_overrides: &[(String, String)]) -> Result<Report, String> {
+    let r = run_point(argv, fio_overrides, None, false)?;
+    Ok(r.expect("not a dry run"))
+}
+
+/// [`run_argv`] with a scenario's text in place of its file's (`run`
+/// only); `dry` checks all but the run and returns None.
+pub(crate) fn run_point(
+    argv: &[String],
+    fio_overrides: &[(String, String)],
+    scenario_text: Option<&str>,
+    dry: bool,
+) -> Result<Option<Report>, String> {
+    let cmd = parse_workload(argv)?;
+    if !fio_overrides.is_empty() && !matches!(cmd, Cmd::Fio { .. }) {
+        return Err("fio options given for a workload that is not fio".into());
+    }
+    match &cmd {
+        Cmd::Run(a) => Ok(run_cmd::report(a, scenario_text, dry)?.map(Report::Scenario)),
+        _ => Ok(run_workload_with(&cmd, fio_overrides, dry)?.map(|r| Report::Run(r.0))),
+    }
+}
+
+/// A workload command line parsed as the binary parses it.
+fn parse_workload(argv: &[String]) -> Result<Cmd, String> {
+    let full = std::iter::once("foliosim".to_string()).chain(argv.iter().cloned());
+    let cli = Cli::try_parse_from(full).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or("bad arguments");
+        first.strip_prefix("error: ").unwrap_or(first).to_string()
+    })?;
+    match cli.cmd {
+        c @ (Cmd::Fio { .. } | Cmd::MmapProbe { .. } | Cmd::Replay { .. } | Cmd::Run(_)) => Ok(c),
+        _ => Err("the workload must be fio, run, mmap-probe or replay".into()),
+    }
+}
+
+/// The binary's entry point.
+pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -58,7 +58,9 @@ pub fn run(a: &ReportArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&a.output).map_err(|e| format!("{out}: {e}"))?;
     for (i, c) in report.charts().enumerate() {
-        let path = a.output.join(format!("{:02}-{}.{}", i + 1, c.slug, a.format));
+        let path = a
+            .output
+            .join(format!("{:02}-{}.{}", i + 1, c.slug, a.format));
         let bytes = if a.format == "svg" {
             foliosim_report::chart::svg(c)?.into_bytes()
         } else {

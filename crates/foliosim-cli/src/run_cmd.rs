@@ -20,10 +20,33 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> Result<(), String> {
+    let r = report(a, None, false)?.expect("not a dry run");
+    if a.machine.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("report serialises")
+        );
+    } else {
+        print!("{}", foliosim::scenario::render_text(&r));
+    }
+    Ok(())
+}
+
+/// The scenario's report; `text`, when given, replaces the scenario
+/// file's contents (a sweep's `scenario.NAME` substitutions); `dry`
+/// checks all but the run and returns None.
+pub(crate) fn report(
+    a: &RunArgs,
+    text: Option<&str>,
+    dry: bool,
+) -> Result<Option<foliosim::scenario::ScenarioReport>, String> {
     let sc = match (&a.scenario, &a.usemem) {
         (Some(path), _) => {
             let file = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
+            let text = match text {
+                Some(t) => t.to_string(),
+                None => std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?,
+            };
             foliosim_workload::scenario::parse(&text, &file).map_err(|e| e.to_string())?
         }
         (None, Some(args)) => {
@@ -44,21 +67,16 @@ pub fn run(a: &RunArgs) -> Result<(), String> {
         cfg.mm.zram_comp_ratio = r;
     }
     crate::check_footprint(&cfg, &footprint_sizes(&sc))?;
+    if dry {
+        return Ok(None);
+    }
     let spec = crate::trace_args::arm(&m.trace)?;
     crate::trace_args::progress::install(None);
     let r = foliosim::scenario::run_scenario(cfg, &sc);
     crate::trace_args::progress::done();
     let r = r?;
     crate::trace_args::finish(&spec, m.trace.trace.as_deref())?;
-    if m.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).expect("report serialises")
-        );
-    } else {
-        print!("{}", foliosim::scenario::render_text(&r));
-    }
-    Ok(())
+    Ok(Some(r))
 }
 
 /// The command line's machine options over the scenario's `[machine]`

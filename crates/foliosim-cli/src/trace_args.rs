@@ -112,6 +112,14 @@ pub mod progress {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
     static BAR: std::sync::OnceLock<ProgressBar> = std::sync::OnceLock::new();
+    /// Set by a sweep: its points run side by side, and one run's bar
+    /// would show whichever point ticked last.
+    static OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// No per-run bar from now on in this process (sweeps).
+    pub fn disable() {
+        OFF.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 
     /// Clears the bar when the run is over (before the results print).
     pub fn done() {
@@ -168,7 +176,7 @@ pub mod progress {
     /// Installs the bar for a run lasting `total_s` simulated seconds
     /// when known; nothing when stderr is not a terminal.
     pub fn install(total_s: Option<u64>) {
-        if !std::io::stderr().is_terminal() {
+        if OFF.load(std::sync::atomic::Ordering::Relaxed) || !std::io::stderr().is_terminal() {
             return;
         }
         let bar = match total_s {

@@ -24,21 +24,37 @@ fn outdir(name: &str) -> PathBuf {
 }
 
 fn foliosim(args: &[&str]) -> std::process::Output {
-    Command::new(bin()).args(args).output().expect("foliosim runs")
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("foliosim runs")
 }
 
 fn ok(args: &[&str]) -> Vec<u8> {
     let o = foliosim(args);
-    assert!(o.status.success(), "foliosim {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "foliosim {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     o.stdout
 }
 
 /// A small strided mmap read through a memcg too small for it (seed
 /// 000's shape, scaled down): refaults, reclaim, MGLRU generations.
 const JOB: &[&str] = &[
-    "--name=hot_ws", "--rw=read", "--bs=4K", "--size=48M", "--runtime=4",
-    "--zonemode=strided", "--zonesize=4K", "--zonerange=16K", "--time_based",
-    "--filename=hot_data.bin", "--ioengine=mmap", "--memcg-limit=32M",
+    "--name=hot_ws",
+    "--rw=read",
+    "--bs=4K",
+    "--size=48M",
+    "--runtime=4",
+    "--zonemode=strided",
+    "--zonesize=4K",
+    "--zonerange=16K",
+    "--time_based",
+    "--filename=hot_data.bin",
+    "--ioengine=mmap",
+    "--memcg-limit=32M",
 ];
 
 /// The results a report reads, made by the command itself.
@@ -53,8 +69,20 @@ fn results(dir: &Path) -> Vec<PathBuf> {
         out.push(p);
     };
     fio("mglru.json", &["--lru=mglru", "--timeline", "--json"]);
-    fio("classic.json", &["--lru=classic", "--timeline", "--output-format=json"]);
-    let mut a = vec!["compare", "--json", "--set", "mglru", "--set", "mglru,pf-set-active", "--", "fio"];
+    fio(
+        "classic.json",
+        &["--lru=classic", "--timeline", "--output-format=json"],
+    );
+    let mut a = vec![
+        "compare",
+        "--json",
+        "--set",
+        "mglru",
+        "--set",
+        "mglru,pf-set-active",
+        "--",
+        "fio",
+    ];
     a.extend_from_slice(JOB);
     a.push("--timeline");
     let p = dir.join("compare.json");
@@ -70,9 +98,19 @@ fn results(dir: &Path) -> Vec<PathBuf> {
             for rep in 0..2u32 {
                 let seed = (rep + 1).to_string();
                 // Zipf-skewed random reads of a file larger than the group.
-                let mut a = vec!["fio", "--name=ws", "--rw=randread", "--bs=4K", "--size=64M",
-                    "--number_ios=30000", "--random_distribution=zipf:0.8", "--filename=d",
-                    "--ioengine=psync", "--randrepeat=0", "--json"];
+                let mut a = vec![
+                    "fio",
+                    "--name=ws",
+                    "--rw=randread",
+                    "--bs=4K",
+                    "--size=64M",
+                    "--number_ios=30000",
+                    "--random_distribution=zipf:0.8",
+                    "--filename=d",
+                    "--ioengine=psync",
+                    "--randrepeat=0",
+                    "--json",
+                ];
                 let l = format!("--memcg-limit={lim}");
                 let r = format!("--lru={lru}");
                 a.extend([l.as_str(), r.as_str(), "--seed", seed.as_str()]);
@@ -80,7 +118,10 @@ fn results(dir: &Path) -> Vec<PathBuf> {
                 let m = |k: &str| v["memcg"][k].as_u64().unwrap();
                 csv.push_str(&format!(
                     "{point},{rep},{seed},{lim},{lru},{},{},{},{},{},{}\n",
-                    m("workingset_refault_file"), m("pgpgin"), m("pgmajfault"), m("pgscan_direct"),
+                    m("workingset_refault_file"),
+                    m("pgpgin"),
+                    m("pgmajfault"),
+                    m("pgscan_direct"),
                     v["vmstat"]["pgpgin"].as_u64().unwrap(),
                     v["elapsed_ns"].as_u64().unwrap() as f64 / 1e9
                 ));
@@ -127,11 +168,23 @@ fn the_page_is_self_contained_and_repeats_byte_for_byte() {
         assert!(!a.contains(bad), "{bad} in the page");
     }
     let urls = a.matches("http").count();
-    assert_eq!(urls, a.matches("xmlns=\"http://www.w3.org/2000/svg\"").count());
+    assert_eq!(
+        urls,
+        a.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
     // The kernel's names where people look for them.
-    for s in ["Run: mglru", "Run: classic", "Run: mglru,pf-set-active", "Sweep: sweep",
-        "workingset_refault_file", "MGLRU generation sizes", "memcg usage",
-        "memory.stat (the workload", "/proc/vmstat (the machine)", "pgpgin over memcg_limit and lru"] {
+    for s in [
+        "Run: mglru",
+        "Run: classic",
+        "Run: mglru,pf-set-active",
+        "Sweep: sweep",
+        "workingset_refault_file",
+        "MGLRU generation sizes",
+        "memcg usage",
+        "memory.stat (the workload",
+        "/proc/vmstat (the machine)",
+        "pgpgin over memcg_limit and lru",
+    ] {
         assert!(a.contains(s), "no {s:?} in the page");
     }
 }
@@ -141,23 +194,42 @@ fn plots_as_files_svg_and_png() {
     let dir = outdir("report-files");
     let inputs = results(&dir);
     let svg = report(&dir, &inputs[..1], &["--format", "svg"], "svg");
-    let png = report(&dir, &inputs[..1], &["--format", "png", "--scale", "1"], "png");
+    let png = report(
+        &dir,
+        &inputs[..1],
+        &["--format", "png", "--scale", "1"],
+        "png",
+    );
     let names = |d: &Path| {
-        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         v.sort();
         v
     };
     let (s, p) = (names(&svg), names(&png));
     assert!(s.len() >= 5, "{s:?}");
     assert!(s.iter().any(|n| n.ends_with("-mglru-lru-gen.svg")), "{s:?}");
-    assert_eq!(s.iter().map(|n| n.replace(".svg", "")).collect::<Vec<_>>(), p.iter().map(|n| n.replace(".png", "")).collect::<Vec<_>>());
+    assert_eq!(
+        s.iter().map(|n| n.replace(".svg", "")).collect::<Vec<_>>(),
+        p.iter().map(|n| n.replace(".png", "")).collect::<Vec<_>>()
+    );
     for n in &p {
         let b = std::fs::read(png.join(n)).unwrap();
         assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "{n}");
     }
-    let again = report(&dir, &inputs[..1], &["--format", "png", "--scale", "1"], "png2");
+    let again = report(
+        &dir,
+        &inputs[..1],
+        &["--format", "png", "--scale", "1"],
+        "png2",
+    );
     for n in &p {
-        assert!(std::fs::read(png.join(n)).unwrap() == std::fs::read(again.join(n)).unwrap(), "{n} differs");
+        assert!(
+            std::fs::read(png.join(n)).unwrap() == std::fs::read(again.join(n)).unwrap(),
+            "{n} differs"
+        );
     }
 }
 
@@ -167,13 +239,33 @@ fn bad_inputs_get_one_line_and_exit_2() {
     let notjson = dir.join("x.json");
     std::fs::write(&notjson, "[1,2]").unwrap();
     let csv = dir.join("s.csv");
-    std::fs::write(&csv, "point,repeat,param.a,memcg.pgpgin\n0,0,1,5\n1,0,2,7\n").unwrap();
+    std::fs::write(
+        &csv,
+        "point,repeat,param.a,memcg.pgpgin\n0,0,1,5\n1,0,2,7\n",
+    )
+    .unwrap();
     let out = dir.join("o.html").display().to_string();
     let cases: Vec<(Vec<String>, String)> = vec![
-        (vec![dir.join("none.json").display().to_string()], format!("{}: No such file", dir.join("none.json").display())),
-        (vec![notjson.display().to_string()], format!("{}: not a foliosim result", notjson.display())),
-        (vec![csv.display().to_string(), "--metric".into(), "pgpgout".into()], "--metric: 'pgpgout' is not a result column of s (memcg.pgpgin)".into()),
-        (vec![csv.display().to_string(), "--format".into(), "pdf".into()], "--format: 'pdf' is not html, svg or png".into()),
+        (
+            vec![dir.join("none.json").display().to_string()],
+            format!("{}: No such file", dir.join("none.json").display()),
+        ),
+        (
+            vec![notjson.display().to_string()],
+            format!("{}: not a foliosim result", notjson.display()),
+        ),
+        (
+            vec![
+                csv.display().to_string(),
+                "--metric".into(),
+                "pgpgout".into(),
+            ],
+            "--metric: 'pgpgout' is not a result column of s (memcg.pgpgin)".into(),
+        ),
+        (
+            vec![csv.display().to_string(), "--format".into(), "pdf".into()],
+            "--format: 'pdf' is not html, svg or png".into(),
+        ),
     ];
     for (args, want) in cases {
         let mut a = vec!["report".to_string()];
@@ -184,7 +276,10 @@ fn bad_inputs_get_one_line_and_exit_2() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.starts_with(&format!("foliosim: {want}")), "{a:?}: {err}");
+        assert!(
+            err.starts_with(&format!("foliosim: {want}")),
+            "{a:?}: {err}"
+        );
     }
 }
 
@@ -222,9 +317,16 @@ impl Browser {
         let (r, w) = (cdp_in_r.as_raw_fd(), cdp_out_w.as_raw_fd());
         let mut cmd = Command::new(exe);
         cmd.args([
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-dev-shm-usage", "--remote-debugging-pipe",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--remote-debugging-pipe",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .stdin(Stdio::null())
@@ -352,14 +454,26 @@ fn open_page(exe: &Path, dir: &Path, page: &Path) -> Seen {
     let mut b = Browser::start(exe, &dir.join("profile"));
     let t = b.call(None, "Target.createTarget", json!({ "url": "about:blank" }));
     let target = t["targetId"].as_str().unwrap().to_string();
-    let s = b.call(None, "Target.attachToTarget", json!({ "targetId": target, "flatten": true }));
+    let s = b.call(
+        None,
+        "Target.attachToTarget",
+        json!({ "targetId": target, "flatten": true }),
+    );
     let sid = s["sessionId"].as_str().unwrap().to_string();
     let sid = Some(sid.as_str());
-    for m in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+    for m in [
+        "Runtime.enable",
+        "Log.enable",
+        "Network.enable",
+        "Page.enable",
+    ] {
         b.call(sid, m, json!({}));
     }
-    b.call(sid, "Emulation.setDeviceMetricsOverride",
-        json!({ "width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false }));
+    b.call(
+        sid,
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false }),
+    );
     b.call(sid, "Page.navigate", json!({ "url": url }));
     b.wait_event("Page.loadEventFired");
     let probe = r#"(() => {
@@ -378,27 +492,43 @@ fn open_page(exe: &Path, dir: &Path, page: &Path) -> Seen {
             }),
         };
     })()"#;
-    let v = b.call(sid, "Runtime.evaluate", json!({ "expression": probe, "returnByValue": true }));
+    let v = b.call(
+        sid,
+        "Runtime.evaluate",
+        json!({ "expression": probe, "returnByValue": true }),
+    );
     let v = &v["result"]["value"];
     let plots = v["plots"].as_array().expect("the probe ran").clone();
     let height = v["height"].as_f64().unwrap().min(16000.0);
-    let shot = b.call(sid, "Page.captureScreenshot", json!({
-        "format": "png", "captureBeyondViewport": true,
-        "clip": { "x": 0, "y": 0, "width": 1400, "height": height, "scale": 1 },
-    }));
+    let shot = b.call(
+        sid,
+        "Page.captureScreenshot",
+        json!({
+            "format": "png", "captureBeyondViewport": true,
+            "clip": { "x": 0, "y": 0, "width": 1400, "height": height, "scale": 1 },
+        }),
+    );
     use base64::Engine;
-    let png = base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().unwrap()).unwrap();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().unwrap())
+        .unwrap();
     let _ = b.call(None, "Browser.close", json!({}));
 
     let mut problems: Vec<String> = Vec::new();
     for e in &b.events {
         let p = &e["params"];
         match e["method"].as_str().unwrap_or("") {
-            "Runtime.consoleAPICalled" if matches!(p["type"].as_str(), Some("error" | "assert" | "warning")) => {
+            "Runtime.consoleAPICalled"
+                if matches!(p["type"].as_str(), Some("error" | "assert" | "warning")) =>
+            {
                 problems.push(format!("console {}: {}", p["type"], p["args"]))
             }
-            "Runtime.exceptionThrown" => problems.push(format!("exception: {}", p["exceptionDetails"])),
-            "Log.entryAdded" if matches!(p["entry"]["level"].as_str(), Some("error" | "warning")) => {
+            "Runtime.exceptionThrown" => {
+                problems.push(format!("exception: {}", p["exceptionDetails"]))
+            }
+            "Log.entryAdded"
+                if matches!(p["entry"]["level"].as_str(), Some("error" | "warning")) =>
+            {
                 problems.push(format!("log: {}", p["entry"]))
             }
             "Network.requestWillBeSent" if p["request"]["url"] != url.as_str() => {
@@ -408,19 +538,32 @@ fn open_page(exe: &Path, dir: &Path, page: &Path) -> Seen {
         }
     }
     // The page itself was requested: network events are being seen.
-    if !b.events.iter().any(|e| e["method"] == "Network.requestWillBeSent") {
+    if !b
+        .events
+        .iter()
+        .any(|e| e["method"] == "Network.requestWillBeSent")
+    {
         problems.push("no request seen, not even the page's".into());
     }
-    Seen { plots, problems, png }
+    Seen {
+        plots,
+        problems,
+        png,
+    }
 }
 
 #[test]
 fn the_page_renders_in_headless_chromium() {
-    let Some(exe) = chromium_or_skip("the_page_renders_in_headless_chromium") else { return };
+    let Some(exe) = chromium_or_skip("the_page_renders_in_headless_chromium") else {
+        return;
+    };
     let dir = outdir("report-chromium");
     let inputs = results(&dir);
     let page = report(&dir, &inputs, &[], "report.html");
-    let expected_plots = std::fs::read_to_string(&page).unwrap().matches("<figure class=\"plot\"").count();
+    let expected_plots = std::fs::read_to_string(&page)
+        .unwrap()
+        .matches("<figure class=\"plot\"")
+        .count();
     assert!(expected_plots >= 20, "{expected_plots} plots");
     let seen = open_page(&exe, &dir, &page);
     assert_eq!(&seen.png[..4], b"\x89PNG");
@@ -442,13 +585,20 @@ fn the_page_renders_in_headless_chromium() {
 /// empty plot is caught on each count.
 #[test]
 fn the_chromium_check_sees_errors_fetches_and_empty_plots() {
-    let Some(exe) = chromium_or_skip("the_chromium_check_sees_errors_fetches_and_empty_plots") else { return };
+    let Some(exe) = chromium_or_skip("the_chromium_check_sees_errors_fetches_and_empty_plots")
+    else {
+        return;
+    };
     let dir = outdir("report-chromium-neg");
     let page = dir.join("bad.html");
-    std::fs::write(&page, "<!DOCTYPE html><html><body>\
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><html><body>\
         <figure class=\"plot\" id=\"plot-empty\"><svg width=\"400\" height=\"300\"></svg></figure>\
         <img src=\"http://127.0.0.1:9/x.png\">\
-        <script>console.error('broken'); undefined_function();</script></body></html>").unwrap();
+        <script>console.error('broken'); undefined_function();</script></body></html>",
+    )
+    .unwrap();
     let seen = open_page(&exe, &dir, &page);
     let p = seen.problems.join("\n");
     assert!(p.contains("console \"error\""), "{p}");

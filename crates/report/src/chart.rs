@@ -43,7 +43,10 @@ pub fn fmt_si(v: f64) -> String {
     } else {
         (1.0, "")
     };
-    format!("{}{s}", trim_float(v / d, if d == 1.0 { 2 } else { 3 - digits(a / d) }))
+    format!(
+        "{}{s}",
+        trim_float(v / d, if d == 1.0 { 2 } else { 3 - digits(a / d) })
+    )
 }
 
 pub fn fmt_bytes(v: f64) -> String {
@@ -109,9 +112,14 @@ pub struct Bar {
 
 #[derive(Clone, Debug)]
 pub enum Kind {
-    Lines { x: XAxis, series: Vec<Series> },
+    Lines {
+        x: XAxis,
+        series: Vec<Series>,
+    },
     /// Areas stacked bottom to top in series order (same x in each).
-    Stacked { series: Vec<Series> },
+    Stacked {
+        series: Vec<Series>,
+    },
     Bars(Vec<Bar>),
     /// `cells[y][x]`; None where the sweep has no such point.
     Heatmap {
@@ -209,7 +217,11 @@ impl Ranged for Ticks {
     type ValueType = f64;
     fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
         let span = self.range.end - self.range.start;
-        let f = if span > 0.0 { (v - self.range.start) / span } else { 0.5 };
+        let f = if span > 0.0 {
+            (v - self.range.start) / span
+        } else {
+            0.5
+        };
         limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
     }
     fn key_points<H: KeyPointHint>(&self, _: H) -> Vec<f64> {
@@ -261,19 +273,28 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
     // Legends get a column of their own right of the plot: drawn over the
     // plot they hide whichever lines run there.
     let legend: Vec<(String, RGBColor)> = match &c.kind {
-        Kind::Lines { series, .. } if series.len() > 1 => {
-            series.iter().enumerate().map(|(i, s)| (s.name.clone(), color(i))).collect()
-        }
+        Kind::Lines { series, .. } if series.len() > 1 => series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), color(i)))
+            .collect(),
         // Top band first, as they stack.
-        Kind::Stacked { series } => {
-            series.iter().enumerate().rev().map(|(i, s)| (s.name.clone(), color(i))).collect()
-        }
+        Kind::Stacked { series } => series
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, s)| (s.name.clone(), color(i)))
+            .collect(),
         _ => Vec::new(),
     };
     let area = if legend.is_empty() {
         root.clone()
     } else {
-        let longest = legend.iter().map(|l| l.0.chars().count()).max().unwrap_or(0);
+        let longest = legend
+            .iter()
+            .map(|l| l.0.chars().count())
+            .max()
+            .unwrap_or(0);
         let w = px((longest as f64 * 7.0 + 40.0).min(300.0));
         let (plot, side) = root.split_horizontally(root.dim_in_pixel().0.saturating_sub(w));
         let filled = matches!(c.kind, Kind::Stacked { .. });
@@ -281,14 +302,21 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
             let y = px(52.0 + 21.0 * i as f64) as i32;
             let (x0, x1) = (px(2.0) as i32, px(22.0) as i32);
             if filled {
-                side.draw(&Rectangle::new([(x0, y - px(6.0) as i32), (x1, y + px(6.0) as i32)], col.filled()))
-                    .map_err(err)?;
+                side.draw(&Rectangle::new(
+                    [(x0, y - px(6.0) as i32), (x1, y + px(6.0) as i32)],
+                    col.filled(),
+                ))
+                .map_err(err)?;
             } else {
-                side.draw(&PathElement::new(vec![(x0, y), (x1, y)], col.stroke_width(px(3.0))))
-                    .map_err(err)?;
+                side.draw(&PathElement::new(
+                    vec![(x0, y), (x1, y)],
+                    col.stroke_width(px(3.0)),
+                ))
+                .map_err(err)?;
             }
             let st = tick.clone().pos(Pos::new(HPos::Left, VPos::Center));
-            side.draw(&Text::new(name.clone(), (x1 + px(6.0) as i32, y), st)).map_err(err)?;
+            side.draw(&Text::new(name.clone(), (x1 + px(6.0) as i32, y), st))
+                .map_err(err)?;
         }
         plot
     };
@@ -327,12 +355,12 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 XAxis::Numeric => Vec::new(),
             };
             let xr = match x {
-                XAxis::Categories(l) => {
-                    index_ticks(x0..x1, l.len())
-                }
+                XAxis::Categories(l) => index_ticks(x0..x1, l.len()),
                 XAxis::Numeric => ticks(x0..x1, nice_ticks(x0, x1, 8)),
             };
-            let mut ch = b.build_cartesian_2d(xr, ticks(y0..y1, y_ticks(unit, y0, y1))).map_err(err)?;
+            let mut ch = b
+                .build_cartesian_2d(xr, ticks(y0..y1, y_ticks(unit, y0, y1)))
+                .map_err(err)?;
             let xfmt = |v: &f64| {
                 if cats.is_empty() {
                     trim_float(*v, 3)
@@ -355,7 +383,10 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 let col = color(i);
                 if let Some(r) = &se.range {
                     let bars = se.points.iter().zip(r).map(|(p, &(lo, hi))| {
-                        PathElement::new(vec![(p.0, lo), (p.0, hi)], col.mix(0.6).stroke_width(px(1.5)))
+                        PathElement::new(
+                            vec![(p.0, lo), (p.0, hi)],
+                            col.mix(0.6).stroke_width(px(1.5)),
+                        )
                     });
                     ch.draw_series(bars).map_err(err)?;
                 }
@@ -382,13 +413,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 for (a, p) in acc.iter_mut().zip(&se.points) {
                     *a += p.1;
                 }
-                tops.push(
-                    se.points
-                        .iter()
-                        .zip(&acc)
-                        .map(|(p, &a)| (p.0, a))
-                        .collect(),
-                );
+                tops.push(se.points.iter().zip(&acc).map(|(p, &a)| (p.0, a)).collect());
             }
             let xs = series.first().map(|s| s.points.as_slice()).unwrap_or(&[]);
             let x0 = xs.first().map_or(0.0, |p| p.0);
@@ -399,7 +424,10 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 .margin(px(12.0))
                 .x_label_area_size(px(46.0))
                 .y_label_area_size(px(78.0))
-                .build_cartesian_2d(ticks(x0..x1, nice_ticks(x0, x1, 8)), ticks(y0..y1, y_ticks(unit, y0, y1)))
+                .build_cartesian_2d(
+                    ticks(x0..x1, nice_ticks(x0, x1, 8)),
+                    ticks(y0..y1, y_ticks(unit, y0, y1)),
+                )
                 .map_err(err)?;
             let xfmt = |v: &f64| trim_float(*v, 3);
             ch.configure_mesh()
@@ -416,8 +444,11 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
             // Highest first, each painted down to zero: the bands stack.
             for (i, top) in tops.iter().enumerate().rev() {
                 let col = color(i);
-                ch.draw_series(AreaSeries::new(top.iter().copied(), 0.0, col.mix(0.85)).border_style(col.stroke_width(px(1.0))))
-                    .map_err(err)?;
+                ch.draw_series(
+                    AreaSeries::new(top.iter().copied(), 0.0, col.mix(0.85))
+                        .border_style(col.stroke_width(px(1.0))),
+                )
+                .map_err(err)?;
             }
         }
         Kind::Bars(bars) => {
@@ -461,7 +492,11 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 } else {
                     format!("{} ({})", unit.fmt(b.value), b.note)
                 };
-                Text::new(text, (i as f64, b.value.max(0.0) + (y1 - y0) * 0.01), above.clone())
+                Text::new(
+                    text,
+                    (i as f64, b.value.max(0.0) + (y1 - y0) * 0.01),
+                    above.clone(),
+                )
             }))
             .map_err(err)?;
         }
@@ -502,12 +537,18 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 for (xi, v) in row.iter().enumerate() {
                     let (x, y) = (xi as f64, yi as f64);
                     let Some(v) = v else {
-                        rects.push(Rectangle::new([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)], RGBColor(245, 245, 245).filled()));
+                        rects.push(Rectangle::new(
+                            [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                            RGBColor(245, 245, 245).filled(),
+                        ));
                         continue;
                     };
                     let t = norm(*v);
                     let col: RGBColor = ViridisRGB.get_color(t as f32);
-                    rects.push(Rectangle::new([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)], col.filled()));
+                    rects.push(Rectangle::new(
+                        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                        col.filled(),
+                    ));
                     // Dark text on viridis' light end, white on its dark end.
                     let fg = if t > 0.6 { &BLACK } else { &WHITE };
                     texts.push(Text::new(unit.fmt(*v), (x, y), centre.clone().color(fg)));
@@ -554,7 +595,10 @@ fn y_ticks(unit: Unit, lo: f64, hi: f64) -> Vec<f64> {
         Unit::Bytes if m >= 1024.0 => 1024.0,
         _ => 1.0,
     };
-    nice_ticks(lo / d, hi / d, 6).into_iter().map(|t| t * d).collect()
+    nice_ticks(lo / d, hi / d, 6)
+        .into_iter()
+        .map(|t| t * d)
+        .collect()
 }
 
 /// Round tick positions (1, 2 or 5 times a power of ten) across [lo, hi].
@@ -595,9 +639,15 @@ mod tests {
     #[test]
     fn ticks_are_round_and_inside() {
         assert_eq!(nice_ticks(0.0, 20.0, 8), vec![0.0, 5.0, 10.0, 15.0, 20.0]);
-        assert_eq!(nice_ticks(35.0, 175.0, 8), vec![40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0]);
+        assert_eq!(
+            nice_ticks(35.0, 175.0, 8),
+            vec![40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0]
+        );
         let t = nice_ticks(0.3, 0.9, 8);
-        assert!(t.iter().all(|&v| (0.3..=0.9).contains(&v)) && t.len() >= 3, "{t:?}");
+        assert!(
+            t.iter().all(|&v| (0.3..=0.9).contains(&v)) && t.len() >= 3,
+            "{t:?}"
+        );
     }
 
     fn sample() -> Chart {

@@ -51,11 +51,19 @@ pub fn scale(name: &str) -> f64 {
 pub fn describe(name: &str) -> &'static str {
     let base = name.rsplit('.').next().unwrap_or(name);
     match base {
-        "workingset_refault_file" => "file pages read back in soon after reclaim evicted them (refaults)",
-        "workingset_refault_anon" => "anonymous pages swapped back in soon after reclaim evicted them",
-        "workingset_activate_file" => "refaulted file pages activated at once (the workingset was judged hot)",
+        "workingset_refault_file" => {
+            "file pages read back in soon after reclaim evicted them (refaults)"
+        }
+        "workingset_refault_anon" => {
+            "anonymous pages swapped back in soon after reclaim evicted them"
+        }
+        "workingset_activate_file" => {
+            "refaulted file pages activated at once (the workingset was judged hot)"
+        }
         "workingset_restore_file" => "refaulted file pages that had been active before eviction",
-        "workingset_nodereclaim" => "shadow-entry nodes freed by the shadow shrinker (refaults no longer detectable)",
+        "workingset_nodereclaim" => {
+            "shadow-entry nodes freed by the shadow shrinker (refaults no longer detectable)"
+        }
         "pgpgin" => "data read from the block device (KiB in the kernel's output)",
         "pgpgout" => "data written to the block device (KiB in the kernel's output)",
         "pgmajfault" => "page faults that waited for I/O",

@@ -43,7 +43,12 @@ pub fn esc(s: &str) -> String {
 
 fn table(out: &mut String, t: &Table) {
     if t.folded {
-        let _ = write!(out, "<details><summary>{} ({} rows)</summary>", esc(&t.caption), t.rows.len());
+        let _ = write!(
+            out,
+            "<details><summary>{} ({} rows)</summary>",
+            esc(&t.caption),
+            t.rows.len()
+        );
     }
     out.push_str("<table>");
     if !t.folded {
@@ -100,7 +105,12 @@ pub fn render_html(r: &Report) -> Result<String, String> {
     }
     out.push_str("</nav>\n</header>\n");
     for s in &r.sections {
-        let _ = writeln!(out, "<section id=\"{}\">\n<h2>{}</h2>", esc(&s.id), esc(&s.title));
+        let _ = writeln!(
+            out,
+            "<section id=\"{}\">\n<h2>{}</h2>",
+            esc(&s.id),
+            esc(&s.title)
+        );
         for it in &s.items {
             match it {
                 Item::Note(t) => {

@@ -96,7 +96,10 @@ pub struct SweepRow {
 #[derive(Clone, Debug)]
 pub enum Input {
     /// One run, or a comparison's runs (one per set).
-    Runs { compare: bool, runs: Vec<Run> },
+    Runs {
+        compare: bool,
+        runs: Vec<Run>,
+    },
     Sweep(Sweep),
 }
 
@@ -108,14 +111,17 @@ pub fn load(path: &Path) -> Result<Input, String> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.clone());
-    let is_csv = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    let is_csv = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
         || bytes.starts_with(b"point,");
     if is_csv {
-        return parse_sweep(&bytes, &stem).map(Input::Sweep).map_err(|e| format!("{file}: {e}"));
+        return parse_sweep(&bytes, &stem)
+            .map(Input::Sweep)
+            .map_err(|e| format!("{file}: {e}"));
     }
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        format!("{file}: not JSON or a sweep CSV (line {}: {e})", e.line())
-    })?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{file}: not JSON or a sweep CSV (line {}: {e})", e.line()))?;
     parse_json(&v, &stem).map_err(|e| format!("{file}: {e}"))
 }
 
@@ -126,7 +132,9 @@ pub fn parse_json(v: &Value, stem: &str) -> Result<Input, String> {
     if let (Some(sets), Some(reports)) = (o.get("sets"), o.get("reports")) {
         // compare --json: the workload under each set.
         let sets = sets.as_array().ok_or("compare: 'sets' is not an array")?;
-        let reports = reports.as_array().ok_or("compare: 'reports' is not an array")?;
+        let reports = reports
+            .as_array()
+            .ok_or("compare: 'reports' is not an array")?;
         if sets.len() != reports.len() || sets.is_empty() {
             return Err("compare: 'sets' and 'reports' differ in length".into());
         }
@@ -140,7 +148,10 @@ pub fn parse_json(v: &Value, stem: &str) -> Result<Input, String> {
                 Ok(run)
             })
             .collect::<Result<Vec<_>, String>>()?;
-        return Ok(Input::Runs { compare: true, runs });
+        return Ok(Input::Runs {
+            compare: true,
+            runs,
+        });
     }
     let mut run = if let Some(f) = o.get("foliosim").filter(|_| o.contains_key("fio version")) {
         // fio's JSON: foliosim's object under its own key, fio's jobs at the top.
@@ -150,13 +161,20 @@ pub fn parse_json(v: &Value, stem: &str) -> Result<Input, String> {
         }
         run
     } else if o.contains_key("vmstat") && o.contains_key("memcg") {
-        let kind = if o.contains_key("cgroups") { "scenario" } else { "run" };
+        let kind = if o.contains_key("cgroups") {
+            "scenario"
+        } else {
+            "run"
+        };
         parse_run(v, kind)?
     } else {
         return Err("not a foliosim result: no 'vmstat' and 'memcg' (fio --json, run --json, compare --json)".into());
     };
     run.label = stem.to_string();
-    Ok(Input::Runs { compare: false, runs: vec![run] })
+    Ok(Input::Runs {
+        compare: false,
+        runs: vec![run],
+    })
 }
 
 fn counters(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, u64>, String> {
@@ -194,7 +212,11 @@ fn gens(v: &Value) -> Option<Vec<Gen>> {
 fn parse_run(v: &Value, kind: &str) -> Result<Run, String> {
     let mut r = Run {
         kind: kind.to_string(),
-        lru: v.get("lru").and_then(Value::as_str).unwrap_or("?").to_string(),
+        lru: v
+            .get("lru")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string(),
         elapsed_s: num(v, "elapsed_ns") / 1e9,
         io_wait_s: num(v, "io_wait_ns") / 1e9,
         memcg: counters(v.get("memcg"), "memcg")?,
@@ -204,7 +226,12 @@ fn parse_run(v: &Value, kind: &str) -> Result<Run, String> {
     if let Some(vs) = v.get("variants").and_then(Value::as_object) {
         r.variants = vs
             .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), String::from)))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str().map_or_else(|| v.to_string(), String::from),
+                )
+            })
             .collect();
     }
     if let Some(tl) = v.get("timeline").and_then(Value::as_array) {
@@ -231,7 +258,8 @@ fn parse_run(v: &Value, kind: &str) -> Result<Run, String> {
     }
     if let Some(cg) = v.get("cgroups").and_then(Value::as_object) {
         for (path, m) in cg {
-            r.cgroups.insert(path.clone(), counters(Some(m), &format!("cgroups.{path}"))?);
+            r.cgroups
+                .insert(path.clone(), counters(Some(m), &format!("cgroups.{path}"))?);
         }
     }
     if let Some(ps) = v.get("processes").and_then(Value::as_array) {
@@ -240,7 +268,10 @@ fn parse_run(v: &Value, kind: &str) -> Result<Run, String> {
             .map(|p| Process {
                 name: p.get("name").and_then(Value::as_str).unwrap_or("?").into(),
                 cgroup: p.get("cgroup").and_then(Value::as_str).unwrap_or("").into(),
-                oom_killed: p.get("oom_killed").and_then(Value::as_bool).unwrap_or(false),
+                oom_killed: p
+                    .get("oom_killed")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
                 elapsed_s: num(p, "elapsed_ns") / 1e9,
                 rss_anon: num(p, "rss_anon") as u64,
                 rss_file: num(p, "rss_file") as u64,
@@ -260,12 +291,21 @@ fn run_job(j: &Value) -> Job {
             num(v, "bw_bytes") as u64,
             num(v, "iops"),
             num(v, "clat_mean_ns"),
-            v.get("clat_ns").and_then(|c| c.get("99.000000")).and_then(Value::as_u64),
+            v.get("clat_ns")
+                .and_then(|c| c.get("99.000000"))
+                .and_then(Value::as_u64),
         )
     };
     Job {
-        name: j.get("jobname").and_then(Value::as_str).unwrap_or("?").into(),
-        oom_killed: j.get("oom_killed").and_then(Value::as_bool).unwrap_or(false),
+        name: j
+            .get("jobname")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .into(),
+        oom_killed: j
+            .get("oom_killed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         dirs: [dir("read"), dir("write")],
     }
 }
@@ -280,11 +320,17 @@ fn fio_job(j: &Value) -> Job {
             num(v, "bw_bytes") as u64,
             num(v, "iops"),
             num(clat, "mean"),
-            clat.get("percentile").and_then(|p| p.get("99.000000")).and_then(Value::as_u64),
+            clat.get("percentile")
+                .and_then(|p| p.get("99.000000"))
+                .and_then(Value::as_u64),
         )
     };
     Job {
-        name: j.get("jobname").and_then(Value::as_str).unwrap_or("?").into(),
+        name: j
+            .get("jobname")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .into(),
         oom_killed: false,
         dirs: [dir("read"), dir("write")],
     }
@@ -294,7 +340,9 @@ fn fio_job(j: &Value) -> Job {
 /// numeric results. Columns that are neither (text the sweep adds) are
 /// left out of the plots.
 pub fn parse_sweep(bytes: &[u8], label: &str) -> Result<Sweep, String> {
-    let mut rd = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
     let header: Vec<String> = rd
         .headers()
         .map_err(|e| format!("line 1: {e}"))?
@@ -315,7 +363,12 @@ pub fn parse_sweep(bytes: &[u8], label: &str) -> Result<Sweep, String> {
     for (i, rec) in rd.records().enumerate() {
         let rec = rec.map_err(|e| format!("line {}: {e}", i + 2))?;
         if rec.len() != header.len() {
-            return Err(format!("line {}: {} fields, the header has {}", i + 2, rec.len(), header.len()));
+            return Err(format!(
+                "line {}: {} fields, the header has {}",
+                i + 2,
+                rec.len(),
+                header.len()
+            ));
         }
         records.push(rec);
     }
@@ -323,12 +376,19 @@ pub fn parse_sweep(bytes: &[u8], label: &str) -> Result<Sweep, String> {
     let skip = |i: usize| i == pc || i == rc || header[i] == "seed" || param_cols.contains(&i);
     let metric_cols: Vec<usize> = (0..header.len())
         .filter(|&i| !skip(i))
-        .filter(|&i| records.iter().all(|r| r[i].is_empty() || r[i].parse::<f64>().is_ok()))
+        .filter(|&i| {
+            records
+                .iter()
+                .all(|r| r[i].is_empty() || r[i].parse::<f64>().is_ok())
+        })
         .filter(|&i| records.iter().any(|r| !r[i].is_empty()))
         .collect();
     Ok(Sweep {
         label: label.to_string(),
-        params: param_cols.iter().map(|&i| header[i]["param.".len()..].to_string()).collect(),
+        params: param_cols
+            .iter()
+            .map(|&i| header[i]["param.".len()..].to_string())
+            .collect(),
         metrics: metric_cols.iter().map(|&i| header[i].clone()).collect(),
         rows: records
             .iter()
@@ -362,13 +422,19 @@ mod tests {
     #[test]
     fn bad_tables_and_objects_say_what_is_wrong() {
         let e = parse_sweep(b"a,b\n1,2\n", "s").unwrap_err();
-        assert_eq!(e, "line 1: a sweep table needs 'point' and 'repeat' columns");
+        assert_eq!(
+            e,
+            "line 1: a sweep table needs 'point' and 'repeat' columns"
+        );
         let e = parse_sweep(b"point,repeat,param.x\n0,0\n", "s").unwrap_err();
         assert!(e.starts_with("line 2: "), "{e}");
         let e = parse_json(&serde_json::json!([1, 2]), "x").unwrap_err();
         assert!(e.starts_with("not a foliosim result"), "{e}");
-        let e = parse_json(&serde_json::json!({"vmstat": {"pgpgin": -1}, "memcg": {}}), "x")
-            .unwrap_err();
+        let e = parse_json(
+            &serde_json::json!({"vmstat": {"pgpgin": -1}, "memcg": {}}),
+            "x",
+        )
+        .unwrap_err();
         assert_eq!(e, "vmstat.pgpgin: not a counter (-1)");
     }
 }

@@ -41,7 +41,10 @@ pub struct Table {
 
 #[derive(Clone, Debug)]
 pub enum Item {
-    Chart { chart: Chart, caption: String },
+    Chart {
+        chart: Chart,
+        caption: String,
+    },
     Table(Table),
     /// A short paragraph of plain text.
     Note(String),
@@ -78,9 +81,16 @@ const SMALL: (u32, u32) = (380, 260);
 
 /// Bar charts widen so that the runs' names under the bars stay apart.
 fn bar_size(runs: &[Run]) -> (u32, u32) {
-    let longest = runs.iter().map(|r| r.label.chars().count()).max().unwrap_or(0) as u32;
+    let longest = runs
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
     let per_bar = (longest * 6 + 8).max(60);
-    (SMALL.0.max(110 + per_bar * runs.len() as u32).min(1500), SMALL.1)
+    (
+        SMALL.0.max(110 + per_bar * runs.len() as u32).min(1500),
+        SMALL.1,
+    )
 }
 
 /// Builds the report's sections from the loaded inputs (`sources[i]` is
@@ -120,7 +130,10 @@ pub fn build(inputs: &[Input], sources: &[String], opts: &Options) -> Result<Rep
         return Err("--x: only for a sweep's CSV".into());
     }
     Ok(Report {
-        title: opts.title.clone().unwrap_or_else(|| "foliosim report".into()),
+        title: opts
+            .title
+            .clone()
+            .unwrap_or_else(|| "foliosim report".into()),
         sources: sources.to_vec(),
         sections,
     })
@@ -170,7 +183,11 @@ fn rate_chart(
     let series: Vec<Series> = keys
         .iter()
         .filter(|k| r.timeline.iter().any(|s| counter(&s.memcg, k) > 0))
-        .map(|k| Series { name: k.to_string(), points: rate(&r.timeline, k), range: None })
+        .map(|k| Series {
+            name: k.to_string(),
+            points: rate(&r.timeline, k),
+            range: None,
+        })
         .collect();
     if series.is_empty() {
         return None;
@@ -187,7 +204,10 @@ fn rate_chart(
             x_label: "simulated time (s)".into(),
             y_label: y.into(),
             unit,
-            kind: Kind::Lines { x: XAxis::Numeric, series },
+            kind: Kind::Lines {
+                x: XAxis::Numeric,
+                series,
+            },
             size: WIDE,
         },
         caption: format!("Per simulated second, the workload's memcg. {caption}."),
@@ -205,7 +225,10 @@ fn run_section(r: &Run, idx: usize) -> Section {
             vec!["reclaim (lru)".into(), r.lru.clone()],
             vec!["variants".into(), variants.join(", ")],
             vec!["simulated time".into(), format!("{:.3} s", r.elapsed_s)],
-            vec!["of it waiting on I/O".into(), format!("{:.3} s", r.io_wait_s)],
+            vec![
+                "of it waiting on I/O".into(),
+                format!("{:.3} s", r.io_wait_s),
+            ],
         ],
         numeric_from: usize::MAX,
         folded: false,
@@ -217,17 +240,66 @@ fn run_section(r: &Run, idx: usize) -> Section {
         ));
     }
     let charts = [
-        rate_chart(r, idx, "refaults", "Refaults", "pages per second", Unit::Count,
-            &["workingset_refault_file", "workingset_refault_anon", "workingset_activate_file"]),
-        rate_chart(r, idx, "pgpgin", "Block I/O (pgpgin, pgpgout)", "bytes per second", Unit::Bytes,
-            &["pgpgin", "pgpgout"]),
-        rate_chart(r, idx, "faults", "Major faults", "faults per second", Unit::Count, &["pgmajfault"]),
-        rate_chart(r, idx, "reclaim", "Reclaim: pages scanned and reclaimed", "pages per second", Unit::Count,
-            &["pgscan_kswapd", "pgsteal_kswapd", "pgscan_direct", "pgsteal_direct"]),
-        rate_chart(r, idx, "swap", "Swap", "pages per second", Unit::Count, &["pswpin", "pswpout"]),
+        rate_chart(
+            r,
+            idx,
+            "refaults",
+            "Refaults",
+            "pages per second",
+            Unit::Count,
+            &[
+                "workingset_refault_file",
+                "workingset_refault_anon",
+                "workingset_activate_file",
+            ],
+        ),
+        rate_chart(
+            r,
+            idx,
+            "pgpgin",
+            "Block I/O (pgpgin, pgpgout)",
+            "bytes per second",
+            Unit::Bytes,
+            &["pgpgin", "pgpgout"],
+        ),
+        rate_chart(
+            r,
+            idx,
+            "faults",
+            "Major faults",
+            "faults per second",
+            Unit::Count,
+            &["pgmajfault"],
+        ),
+        rate_chart(
+            r,
+            idx,
+            "reclaim",
+            "Reclaim: pages scanned and reclaimed",
+            "pages per second",
+            Unit::Count,
+            &[
+                "pgscan_kswapd",
+                "pgsteal_kswapd",
+                "pgscan_direct",
+                "pgsteal_direct",
+            ],
+        ),
+        rate_chart(
+            r,
+            idx,
+            "swap",
+            "Swap",
+            "pages per second",
+            Unit::Count,
+            &["pswpin", "pswpout"],
+        ),
     ];
     items.extend(charts.into_iter().flatten());
-    if r.timeline.iter().any(|s| s.memcg.contains_key("usage_in_bytes")) {
+    if r.timeline
+        .iter()
+        .any(|s| s.memcg.contains_key("usage_in_bytes"))
+    {
         let pts = r
             .timeline
             .iter()
@@ -260,7 +332,11 @@ fn run_section(r: &Run, idx: usize) -> Section {
                     continue;
                 }
                 rows.push(vec![
-                    format!("{}{}", j.name, if j.oom_killed { " (OOM-killed)" } else { "" }),
+                    format!(
+                        "{}{}",
+                        j.name,
+                        if j.oom_killed { " (OOM-killed)" } else { "" }
+                    ),
                     name.into(),
                     chart::fmt_bytes(d.0 as f64),
                     format!("{}/s", chart::fmt_bytes(d.1 as f64)),
@@ -272,9 +348,17 @@ fn run_section(r: &Run, idx: usize) -> Section {
         }
         items.push(Item::Table(Table {
             caption: "fio jobs".into(),
-            head: ["job", "dir", "io", "bw", "IOPS", "clat mean (ns)", "clat p99 (ns)"]
-                .map(String::from)
-                .to_vec(),
+            head: [
+                "job",
+                "dir",
+                "io",
+                "bw",
+                "IOPS",
+                "clat mean (ns)",
+                "clat p99 (ns)",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows,
             numeric_from: 2,
             folded: false,
@@ -283,10 +367,19 @@ fn run_section(r: &Run, idx: usize) -> Section {
     if let Some(g) = &r.lru_gen {
         items.push(Item::Table(Table {
             caption: "MGLRU generations at the end (/sys/kernel/debug/lru_gen)".into(),
-            head: ["seq", "age_ms", "anon (pages)", "file (pages)"].map(String::from).to_vec(),
+            head: ["seq", "age_ms", "anon (pages)", "file (pages)"]
+                .map(String::from)
+                .to_vec(),
             rows: g
                 .iter()
-                .map(|g| vec![g.seq.to_string(), g.age_ms.to_string(), g.anon.to_string(), g.file.to_string()])
+                .map(|g| {
+                    vec![
+                        g.seq.to_string(),
+                        g.age_ms.to_string(),
+                        g.anon.to_string(),
+                        g.file.to_string(),
+                    ]
+                })
                 .collect(),
             numeric_from: 0,
             folded: false,
@@ -296,7 +389,10 @@ fn run_section(r: &Run, idx: usize) -> Section {
         "memory.stat (the workload's memcg)",
         &r.memcg,
     )));
-    items.push(Item::Table(counter_table("/proc/vmstat (the machine)", &r.vmstat)));
+    items.push(Item::Table(counter_table(
+        "/proc/vmstat (the machine)",
+        &r.vmstat,
+    )));
     if !r.cgroups.is_empty() {
         let paths: Vec<&String> = r.cgroups.keys().collect();
         let mut names: Vec<&String> = r.cgroups.values().flat_map(|m| m.keys()).collect();
@@ -324,9 +420,17 @@ fn run_section(r: &Run, idx: usize) -> Section {
     if !r.processes.is_empty() {
         items.push(Item::Table(Table {
             caption: "Processes".into(),
-            head: ["process", "cgroup", "OOM-killed", "ran (s)", "rss_anon", "rss_file", "swapents"]
-                .map(String::from)
-                .to_vec(),
+            head: [
+                "process",
+                "cgroup",
+                "OOM-killed",
+                "ran (s)",
+                "rss_anon",
+                "rss_file",
+                "swapents",
+            ]
+            .map(String::from)
+            .to_vec(),
             rows: r
                 .processes
                 .iter()
@@ -334,7 +438,11 @@ fn run_section(r: &Run, idx: usize) -> Section {
                     vec![
                         p.name.clone(),
                         p.cgroup.clone(),
-                        if p.oom_killed { "yes".into() } else { "no".into() },
+                        if p.oom_killed {
+                            "yes".into()
+                        } else {
+                            "no".into()
+                        },
                         format!("{:.3}", p.elapsed_s),
                         chart::fmt_bytes(p.rss_anon as f64),
                         chart::fmt_bytes(p.rss_file as f64),
@@ -356,12 +464,21 @@ fn run_section(r: &Run, idx: usize) -> Section {
 /// MGLRU generation sizes over time, youngest on top: how aging and
 /// eviction moved pages between generations.
 fn gen_chart(r: &Run, idx: usize) -> Item {
-    let depth = r.gen_timeline.iter().map(|(_, g)| g.len()).max().unwrap_or(0);
+    let depth = r
+        .gen_timeline
+        .iter()
+        .map(|(_, g)| g.len())
+        .max()
+        .unwrap_or(0);
     // Rank 0 is the youngest (max_seq); stacked oldest first.
     let mut series: Vec<Series> = (0..depth)
         .rev()
         .map(|rank| Series {
-            name: if rank == 0 { "max_seq (youngest)".into() } else { format!("max_seq-{rank}") },
+            name: if rank == 0 {
+                "max_seq (youngest)".into()
+            } else {
+                format!("max_seq-{rank}")
+            },
             points: r
                 .gen_timeline
                 .iter()
@@ -400,14 +517,25 @@ fn counter_table(caption: &str, m: &BTreeMap<String, u64>) -> Table {
         .filter(|(_, v)| **v != 0)
         .map(|(k, v)| {
             let u = counters::unit(k);
-            let readable = if u == Unit::Bytes { u.fmt(*v as f64 * counters::scale(k)) } else { String::new() };
-            vec![k.clone(), v.to_string(), readable, counters::describe(k).to_string()]
+            let readable = if u == Unit::Bytes {
+                u.fmt(*v as f64 * counters::scale(k))
+            } else {
+                String::new()
+            };
+            vec![
+                k.clone(),
+                v.to_string(),
+                readable,
+                counters::describe(k).to_string(),
+            ]
         })
         .collect();
     let zero = m.values().filter(|v| **v == 0).count();
     Table {
         caption: format!("{caption}: non-zero counters ({zero} more are 0)"),
-        head: ["counter", "value", "", "meaning"].map(String::from).to_vec(),
+        head: ["counter", "value", "", "meaning"]
+            .map(String::from)
+            .to_vec(),
         rows,
         numeric_from: 1,
         folded: false,
@@ -437,7 +565,11 @@ fn comparison(runs: &[Run]) -> Section {
         (if k == "elapsed_s" {
             r.elapsed_s
         } else {
-            r.memcg.get(k).or_else(|| r.vmstat.get(k)).copied().unwrap_or(0) as f64
+            r.memcg
+                .get(k)
+                .or_else(|| r.vmstat.get(k))
+                .copied()
+                .unwrap_or(0) as f64
         }) * counters::scale(k)
     };
     for k in counters::KEY.iter().chain(&["elapsed_s"]) {
@@ -452,7 +584,11 @@ fn comparison(runs: &[Run]) -> Section {
             .map(|(i, (r, &v))| Bar {
                 label: r.label.clone(),
                 value: v,
-                note: if i == 0 { String::new() } else { pct(vals[0], v) },
+                note: if i == 0 {
+                    String::new()
+                } else {
+                    pct(vals[0], v)
+                },
             })
             .collect();
         let unit = counters::unit(k);
@@ -464,7 +600,13 @@ fn comparison(runs: &[Run]) -> Section {
                 y_label: match unit {
                     Unit::Bytes => "bytes".into(),
                     Unit::Seconds => "seconds".into(),
-                    Unit::Count => if k.starts_with("pg") && *k != "pgmajfault" { "pages".into() } else { "events".into() },
+                    Unit::Count => {
+                        if k.starts_with("pg") && *k != "pgmajfault" {
+                            "pages".into()
+                        } else {
+                            "events".into()
+                        }
+                    }
                 },
                 unit,
                 kind: Kind::Bars(bars),
@@ -476,10 +618,23 @@ fn comparison(runs: &[Run]) -> Section {
     let with_tl: Vec<&Run> = runs.iter().filter(|r| !r.timeline.is_empty()).collect();
     if with_tl.len() >= 2 {
         for (k, title, unit, y) in [
-            ("workingset_refault_file", "workingset_refault_file per second", Unit::Count, "pages per second"),
-            ("pgpgin", "pgpgin per second", Unit::Bytes, "bytes per second"),
+            (
+                "workingset_refault_file",
+                "workingset_refault_file per second",
+                Unit::Count,
+                "pages per second",
+            ),
+            (
+                "pgpgin",
+                "pgpgin per second",
+                Unit::Bytes,
+                "bytes per second",
+            ),
         ] {
-            if with_tl.iter().all(|r| r.timeline.iter().all(|s| counter(&s.memcg, k) == 0)) {
+            if with_tl
+                .iter()
+                .all(|r| r.timeline.iter().all(|s| counter(&s.memcg, k) == 0))
+            {
                 continue;
             }
             items.push(Item::Chart {
@@ -493,7 +648,11 @@ fn comparison(runs: &[Run]) -> Section {
                         x: XAxis::Numeric,
                         series: with_tl
                             .iter()
-                            .map(|r| Series { name: r.label.clone(), points: rate(&r.timeline, k), range: None })
+                            .map(|r| Series {
+                                name: r.label.clone(),
+                                points: rate(&r.timeline, k),
+                                range: None,
+                            })
                             .collect(),
                     },
                     size: WIDE,
@@ -506,7 +665,13 @@ fn comparison(runs: &[Run]) -> Section {
     for (src, f) in [("memory.stat", 0), ("vmstat", 1)] {
         let mut ks: Vec<&String> = runs
             .iter()
-            .flat_map(|r| if f == 0 { r.memcg.keys() } else { r.vmstat.keys() })
+            .flat_map(|r| {
+                if f == 0 {
+                    r.memcg.keys()
+                } else {
+                    r.vmstat.keys()
+                }
+            })
             .collect();
         ks.sort();
         ks.dedup();
@@ -516,7 +681,16 @@ fn comparison(runs: &[Run]) -> Section {
     for (src, k) in &names {
         let vals: Vec<u64> = runs
             .iter()
-            .map(|r| counter(if *src == "vmstat" { &r.vmstat } else { &r.memcg }, k))
+            .map(|r| {
+                counter(
+                    if *src == "vmstat" {
+                        &r.vmstat
+                    } else {
+                        &r.memcg
+                    },
+                    k,
+                )
+            })
             .collect();
         if vals.iter().all(|&v| v == 0) {
             continue;
@@ -536,7 +710,11 @@ fn comparison(runs: &[Run]) -> Section {
         numeric_from: 1,
         folded: true,
     }));
-    Section { id: "comparison".into(), title: "Comparison".into(), items }
+    Section {
+        id: "comparison".into(),
+        title: "Comparison".into(),
+        items,
+    }
 }
 
 #[cfg(test)]
@@ -544,16 +722,29 @@ mod tests {
     use super::*;
 
     fn run(label: &str, refaults: &[u64]) -> Run {
-        let mut r = Run { label: label.into(), kind: "fio".into(), lru: "Mglru".into(), ..Run::default() };
+        let mut r = Run {
+            label: label.into(),
+            kind: "fio".into(),
+            lru: "Mglru".into(),
+            ..Run::default()
+        };
         let mut acc = 0;
         for (i, d) in refaults.iter().enumerate() {
             acc += d;
             let mut m = BTreeMap::new();
             m.insert("workingset_refault_file".to_string(), acc);
             m.insert("pgpgin".to_string(), acc * 4);
-            r.timeline.push(Sample { second: (i + 1) as f64, memcg: m.clone(), vmstat: m });
+            r.timeline.push(Sample {
+                second: (i + 1) as f64,
+                memcg: m.clone(),
+                vmstat: m,
+            });
         }
-        r.memcg = r.timeline.last().map(|s| s.memcg.clone()).unwrap_or_default();
+        r.memcg = r
+            .timeline
+            .last()
+            .map(|s| s.memcg.clone())
+            .unwrap_or_default();
         r.vmstat = r.memcg.clone();
         r
     }
@@ -561,15 +752,28 @@ mod tests {
     #[test]
     fn timelines_plot_per_second_increments() {
         let r = run("a", &[5, 0, 7]);
-        assert_eq!(rate(&r.timeline, "workingset_refault_file"), [(1.0, 5.0), (2.0, 0.0), (3.0, 7.0)]);
+        assert_eq!(
+            rate(&r.timeline, "workingset_refault_file"),
+            [(1.0, 5.0), (2.0, 0.0), (3.0, 7.0)]
+        );
         // pgpgin is KiB: plotted as bytes.
         assert_eq!(rate(&r.timeline, "pgpgin")[2], (3.0, 28.0 * 1024.0));
     }
 
     #[test]
     fn a_comparison_has_bars_with_deltas_against_the_first_run() {
-        let runs = [run("base", &[10, 10]), run("p1", &[5, 10]), run("p1", &[10, 20])];
-        let inputs: Vec<Input> = runs.iter().map(|r| Input::Runs { compare: false, runs: vec![r.clone()] }).collect();
+        let runs = [
+            run("base", &[10, 10]),
+            run("p1", &[5, 10]),
+            run("p1", &[10, 20]),
+        ];
+        let inputs: Vec<Input> = runs
+            .iter()
+            .map(|r| Input::Runs {
+                compare: false,
+                runs: vec![r.clone()],
+            })
+            .collect();
         let srcs: Vec<String> = (0..3).map(|i| format!("r{i}.json")).collect();
         let rep = build(&inputs, &srcs, &Options::default()).unwrap();
         assert_eq!(rep.sections[0].id, "comparison");
@@ -580,9 +784,19 @@ mod tests {
                 _ => None,
             })
             .unwrap();
-        let got: Vec<(&str, f64, &str)> = bars.iter().map(|b| (b.label.as_str(), b.value, b.note.as_str())).collect();
+        let got: Vec<(&str, f64, &str)> = bars
+            .iter()
+            .map(|b| (b.label.as_str(), b.value, b.note.as_str()))
+            .collect();
         // Same labels are told apart.
-        assert_eq!(got, [("base", 20.0, ""), ("p1", 15.0, "-25.0%"), ("p1 #2", 30.0, "+50.0%")]);
+        assert_eq!(
+            got,
+            [
+                ("base", 20.0, ""),
+                ("p1", 15.0, "-25.0%"),
+                ("p1 #2", 30.0, "+50.0%")
+            ]
+        );
         // Three run sections after it, each with its refault timeline.
         assert_eq!(rep.sections.len(), 4);
         assert!(rep.charts().any(|c| c.slug == "run1-p1-refaults"));
@@ -591,13 +805,28 @@ mod tests {
     #[test]
     fn generations_stack_by_age_from_the_lru_gen_timeline() {
         use input::Gen;
-        let g = |seq, file| Gen { seq, age_ms: 0, anon: 0, file };
+        let g = |seq, file| Gen {
+            seq,
+            age_ms: 0,
+            anon: 0,
+            file,
+        };
         let mut r = run("m", &[1]);
-        r.gen_timeline = vec![(1.0, vec![g(2, 10), g(3, 20)]), (2.0, vec![g(3, 5), g(4, 1), g(2, 7)])];
-        let Item::Chart { chart, .. } = gen_chart(&r, 0) else { unreachable!() };
-        let Kind::Stacked { series } = chart.kind else { unreachable!() };
+        r.gen_timeline = vec![
+            (1.0, vec![g(2, 10), g(3, 20)]),
+            (2.0, vec![g(3, 5), g(4, 1), g(2, 7)]),
+        ];
+        let Item::Chart { chart, .. } = gen_chart(&r, 0) else {
+            unreachable!()
+        };
+        let Kind::Stacked { series } = chart.kind else {
+            unreachable!()
+        };
         let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["max_seq-2 (oldest)", "max_seq-1", "max_seq (youngest)"]);
+        assert_eq!(
+            names,
+            ["max_seq-2 (oldest)", "max_seq-1", "max_seq (youngest)"]
+        );
         let pg = 4096.0;
         assert_eq!(series[0].points, [(1.0, 0.0), (2.0, 7.0 * pg)]);
         assert_eq!(series[2].points, [(1.0, 20.0 * pg), (2.0, 1.0 * pg)]);

@@ -15,7 +15,11 @@ fn size_bytes(s: &str) -> Option<f64> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
         Some((i, _)) => {
-            let m = match t[i..].trim_end_matches(['i', 'B', 'b']).to_ascii_uppercase().as_str() {
+            let m = match t[i..]
+                .trim_end_matches(['i', 'B', 'b'])
+                .to_ascii_uppercase()
+                .as_str()
+            {
                 "K" => 1u64 << 10,
                 "M" => 1 << 20,
                 "G" => 1 << 30,
@@ -40,7 +44,11 @@ fn axis_values(vals: impl Iterator<Item = String>) -> (Vec<String>, bool) {
     }
     let numeric = v.iter().all(|x| x.parse::<f64>().is_ok());
     if numeric {
-        v.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse::<f64>().unwrap()));
+        v.sort_by(|a, b| {
+            a.parse::<f64>()
+                .unwrap()
+                .total_cmp(&b.parse::<f64>().unwrap())
+        });
     } else if v.iter().all(|x| size_bytes(x).is_some()) {
         v.sort_by(|a, b| size_bytes(a).unwrap().total_cmp(&size_bytes(b).unwrap()));
     }
@@ -86,7 +94,10 @@ fn find_metric(s: &Sweep, m: &str) -> Result<usize, String> {
         _ => Err(format!(
             "--metric: '{m}' is ambiguous in {} ({})",
             s.label,
-            ends.iter().map(|&i| s.metrics[i].as_str()).collect::<Vec<_>>().join(", ")
+            ends.iter()
+                .map(|&i| s.metrics[i].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -109,7 +120,12 @@ fn default_metrics(s: &Sweep) -> Vec<usize> {
         }
     }
     out.truncate(5);
-    if let Some(i) = s.metrics.iter().position(|m| m == "elapsed_s").filter(|&i| varies(i)) {
+    if let Some(i) = s
+        .metrics
+        .iter()
+        .position(|m| m == "elapsed_s")
+        .filter(|&i| varies(i))
+    {
         out.push(i);
     }
     out
@@ -119,16 +135,25 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
     let axes: Vec<(Vec<String>, bool)> = (0..s.params.len())
         .map(|p| axis_values(s.rows.iter().map(|r| r.params[p].clone())))
         .collect();
-    let varied: Vec<usize> = (0..s.params.len()).filter(|&p| axes[p].0.len() > 1).collect();
+    let varied: Vec<usize> = (0..s.params.len())
+        .filter(|&p| axes[p].0.len() > 1)
+        .collect();
     let metrics: Vec<usize> = if opts.metrics.is_empty() {
         default_metrics(s)
     } else {
-        opts.metrics.iter().map(|m| find_metric(s, m)).collect::<Result<_, _>>()?
+        opts.metrics
+            .iter()
+            .map(|m| find_metric(s, m))
+            .collect::<Result<_, _>>()?
     };
     let x = match &opts.x {
         Some(name) => {
             let p = s.params.iter().position(|p| p == name).ok_or_else(|| {
-                format!("--x: '{name}' is not a parameter of {} ({})", s.label, s.params.join(", "))
+                format!(
+                    "--x: '{name}' is not a parameter of {} ({})",
+                    s.label,
+                    s.params.join(", ")
+                )
             })?;
             if !varied.contains(&p) {
                 return Err(format!("--x: '{name}' does not vary in {}", s.label));
@@ -140,7 +165,9 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
     // Repeats of each point, keyed by the parameters' values.
     let mut cells: BTreeMap<Vec<String>, Vec<Vec<f64>>> = BTreeMap::new();
     for r in &s.rows {
-        let c = cells.entry(r.params.clone()).or_insert_with(|| vec![Vec::new(); s.metrics.len()]);
+        let c = cells
+            .entry(r.params.clone())
+            .or_insert_with(|| vec![Vec::new(); s.metrics.len()]);
         for (i, v) in r.metrics.iter().enumerate() {
             if let Some(v) = v {
                 c[i].push(*v);
@@ -148,7 +175,11 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
         }
     }
     let get = |key: &[String], m: usize| cells.get(key).and_then(|c| stat(&c[m]));
-    let repeats = cells.values().map(|c| c.iter().map(Vec::len).max().unwrap_or(0)).max().unwrap_or(0);
+    let repeats = cells
+        .values()
+        .map(|c| c.iter().map(Vec::len).max().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
     let mut items = vec![Item::Note(format!(
         "{} rows: {} points, up to {repeats} repeats each; plotted values are means over the repeats{}. Varied: {}.",
         s.rows.len(),
@@ -197,10 +228,17 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
                     x_label: s.params[xp].clone(),
                     y_label: s.params[yp].clone(),
                     unit,
-                    kind: Kind::Heatmap { xs: axes[xp].0.clone(), ys: axes[yp].0.clone(), cells: grid },
+                    kind: Kind::Heatmap {
+                        xs: axes[xp].0.clone(),
+                        ys: axes[yp].0.clone(),
+                        cells: grid,
+                    },
                     size: (780, 120 + 46 * axes[yp].0.len().clamp(3, 10) as u32),
                 },
-                caption: format!("{name}{}{desc}; mean over repeats in each cell.", if desc.is_empty() { "" } else { ": " }),
+                caption: format!(
+                    "{name}{}{desc}; mean over repeats in each cell.",
+                    if desc.is_empty() { "" } else { ": " }
+                ),
             });
             continue;
         }
@@ -209,11 +247,13 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
         for &p in &others {
             combos = combos
                 .into_iter()
-                .flat_map(|c| axes[p].0.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.push((p, v));
-                    c
-                }))
+                .flat_map(|c| {
+                    axes[p].0.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((p, v));
+                        c
+                    })
+                })
                 .collect();
         }
         let total = combos.len();
@@ -228,14 +268,23 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
                     let mut k = c.clone();
                     k.push((xp, xv));
                     if let Some(st) = get(&key_of(&k), m) {
-                        let xpos = if *numeric { xv.parse().unwrap_or(i as f64) } else { i as f64 };
+                        let xpos = if *numeric {
+                            xv.parse().unwrap_or(i as f64)
+                        } else {
+                            i as f64
+                        };
                         pts.push((xpos, st.mean * sc));
                         range.push((st.min * sc, st.max * sc));
                     }
                 }
                 Series {
-                    name: if c.is_empty() { name.clone() } else {
-                        c.iter().map(|(p, v)| format!("{}={v}", s.params[*p])).collect::<Vec<_>>().join(", ")
+                    name: if c.is_empty() {
+                        name.clone()
+                    } else {
+                        c.iter()
+                            .map(|(p, v)| format!("{}={v}", s.params[*p]))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     },
                     points: pts,
                     range: (repeats > 1).then_some(range),
@@ -252,19 +301,29 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
                 slug: format!("sweep{idx}-{}-{}", slug(&s.label), slug(name)),
                 title: format!("{name} over {}", s.params[xp]),
                 x_label: s.params[xp].clone(),
-                y_label: format!("{name} ({})", match unit {
-                    chart::Unit::Bytes => "bytes",
-                    chart::Unit::Seconds => "s",
-                    chart::Unit::Count => "count",
-                }),
+                y_label: format!(
+                    "{name} ({})",
+                    match unit {
+                        chart::Unit::Bytes => "bytes",
+                        chart::Unit::Seconds => "s",
+                        chart::Unit::Count => "count",
+                    }
+                ),
                 unit,
                 kind: Kind::Lines {
-                    x: if *numeric { XAxis::Numeric } else { XAxis::Categories(xs.clone()) },
+                    x: if *numeric {
+                        XAxis::Numeric
+                    } else {
+                        XAxis::Categories(xs.clone())
+                    },
                     series,
                 },
                 size: (780, 340),
             },
-            caption: format!("{name}{}{desc}; mean over repeats.{left_out}", if desc.is_empty() { "" } else { ": " }),
+            caption: format!(
+                "{name}{}{desc}; mean over repeats.{left_out}",
+                if desc.is_empty() { "" } else { ": " }
+            ),
         });
     }
     // The means, one row per point.
@@ -284,7 +343,12 @@ pub fn section(s: &Sweep, idx: usize, opts: &Options) -> Result<Section, String>
             for &m in &metrics {
                 row.push(match get(k, m) {
                     Some(st) if st.n > 1 && st.min != st.max => {
-                        format!("{} ({}–{})", chart::trim_float(st.mean, 2), chart::trim_float(st.min, 2), chart::trim_float(st.max, 2))
+                        format!(
+                            "{} ({}–{})",
+                            chart::trim_float(st.mean, 2),
+                            chart::trim_float(st.min, 2),
+                            chart::trim_float(st.max, 2)
+                        )
                     }
                     Some(st) => chart::trim_float(st.mean, 2),
                     None => "—".into(),
@@ -320,7 +384,11 @@ mod tests {
         for sw in [100, 20] {
             for (lim, m) in [("1G", 1024), ("512M", 512)] {
                 for rep in 0..2 {
-                    csv.push_str(&format!("{point},{rep},{},{sw},{lim},{},2.5\n", rep + 1, sw + m + rep));
+                    csv.push_str(&format!(
+                        "{point},{rep},{},{sw},{lim},{},2.5\n",
+                        rep + 1,
+                        sw + m + rep
+                    ));
                 }
                 point += 1;
             }
@@ -331,10 +399,19 @@ mod tests {
     #[test]
     fn two_varied_parameters_give_a_heatmap_of_means_in_axis_order() {
         let sec = section(&table(), 0, &Options::default()).unwrap();
-        let charts: Vec<&Chart> = sec.items.iter().filter_map(|i| match i { Item::Chart { chart, .. } => Some(chart), _ => None }).collect();
+        let charts: Vec<&Chart> = sec
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Chart { chart, .. } => Some(chart),
+                _ => None,
+            })
+            .collect();
         // elapsed_s does not vary: only the refaults are plotted.
         assert_eq!(charts.len(), 1);
-        let Kind::Heatmap { xs, ys, cells } = &charts[0].kind else { panic!("{:?}", charts[0].kind) };
+        let Kind::Heatmap { xs, ys, cells } = &charts[0].kind else {
+            panic!("{:?}", charts[0].kind)
+        };
         assert_eq!(xs, &["20", "100"]);
         assert_eq!(ys, &["512M", "1G"]);
         // Mean of (sw + m) and (sw + m + 1).
@@ -344,25 +421,49 @@ mod tests {
 
     #[test]
     fn one_parameter_on_x_gives_lines_with_the_repeats_range() {
-        let opts = Options { metrics: vec!["workingset_refault_file".into()], x: Some("memcg_limit".into()), ..Options::default() };
+        let opts = Options {
+            metrics: vec!["workingset_refault_file".into()],
+            x: Some("memcg_limit".into()),
+            ..Options::default()
+        };
         // Only memcg_limit varies when swappiness is held at 20.
         let mut s = table();
         s.rows.retain(|r| r.params[0] == "20");
         let sec = section(&s, 0, &opts).unwrap();
-        let Some(Item::Chart { chart, .. }) = sec.items.get(1) else { panic!() };
-        let Kind::Lines { x: XAxis::Categories(xs), series } = &chart.kind else { panic!("{:?}", chart.kind) };
+        let Some(Item::Chart { chart, .. }) = sec.items.get(1) else {
+            panic!()
+        };
+        let Kind::Lines {
+            x: XAxis::Categories(xs),
+            series,
+        } = &chart.kind
+        else {
+            panic!("{:?}", chart.kind)
+        };
         assert_eq!(xs, &["512M", "1G"]);
         assert_eq!(series[0].points, [(0.0, 532.5), (1.0, 1044.5)]);
-        assert_eq!(series[0].range.as_deref(), Some(&[(532.0, 533.0), (1044.0, 1045.0)][..]));
+        assert_eq!(
+            series[0].range.as_deref(),
+            Some(&[(532.0, 533.0), (1044.0, 1045.0)][..])
+        );
     }
 
     #[test]
     fn bad_metric_or_axis_names_the_columns() {
-        let opts = Options { metrics: vec!["pgpgout".into()], ..Options::default() };
+        let opts = Options {
+            metrics: vec!["pgpgout".into()],
+            ..Options::default()
+        };
         let e = section(&table(), 0, &opts).unwrap_err();
         assert_eq!(e, "--metric: 'pgpgout' is not a result column of grid (memcg.workingset_refault_file, elapsed_s)");
-        let opts = Options { x: Some("seed".into()), ..Options::default() };
+        let opts = Options {
+            x: Some("seed".into()),
+            ..Options::default()
+        };
         let e = section(&table(), 0, &opts).unwrap_err();
-        assert_eq!(e, "--x: 'seed' is not a parameter of grid (swappiness, memcg_limit)");
+        assert_eq!(
+            e,
+            "--x: 'seed' is not a parameter of grid (swappiness, memcg_limit)"
+        );
     }
 }

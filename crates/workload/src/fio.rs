@@ -305,7 +305,12 @@ pub fn parse_job_str_with(
     kw: &Keywords,
 ) -> Result<Vec<FioJob>, ParseError> {
     let sections = split_ini(text, file_label, kw)?;
-    let mut jobs = build_jobs(&Builder::default(), sections, file_label)?;
+    let no_overrides = Section {
+        name: "override".into(),
+        line: 0,
+        entries: Vec::new(),
+    };
+    let mut jobs = build_jobs(&Builder::default(), sections, file_label, &no_overrides)?;
     if jobs.is_empty() {
         return Err(no_jobs(file_label));
     }
@@ -411,7 +416,32 @@ pub fn parse_cmdline(args: &[String]) -> Result<Vec<FioJob>, ParseError> {
 /// later job files start with a stonewall (fio's parse_jobs_ini with
 /// stonewall_flag).
 pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>, ParseError> {
+    parse_cmdline_overriding(args, kw, &[])
+}
+
+/// [`parse_cmdline_with`], then `overrides` (option, value) applied to
+/// every job after its own section, job files' included: what a sweep
+/// varies wins over the job file (fio's command line only gives defaults).
+/// Errors in an override name the file "<override>".
+pub fn parse_cmdline_overriding(
+    args: &[String],
+    kw: &Keywords,
+    overrides: &[(String, String)],
+) -> Result<Vec<FioJob>, ParseError> {
     const CMDLINE: &str = "<command line>";
+    let forced = Section {
+        name: "override".into(),
+        line: 0,
+        entries: overrides
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| Entry {
+                key: k.clone(),
+                val: Some(v.clone()),
+                line: i + 1,
+            })
+            .collect(),
+    };
     let mut global = Section {
         name: "global".into(),
         line: 0,
@@ -477,7 +507,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
     }
     let mut base = Builder::default();
     base.apply_section(&global, CMDLINE)?;
-    let mut out = build_jobs(&base, jobs, CMDLINE)?;
+    let mut out = build_jobs(&base, jobs, CMDLINE, &forced)?;
     for (fileno, f) in files.into_iter().enumerate() {
         let text = std::fs::read_to_string(&f).map_err(|e| ParseError {
             file: f.clone(),
@@ -486,7 +516,7 @@ pub fn parse_cmdline_with(args: &[String], kw: &Keywords) -> Result<Vec<FioJob>,
             msg: format!("cannot read: {e}"),
         })?;
         let sections = split_ini(&text, &f, kw)?;
-        let mut jobs = build_jobs(&base, sections, &f)?;
+        let mut jobs = build_jobs(&base, sections, &f, &forced)?;
         if jobs.is_empty() {
             return Err(no_jobs(&f));
         }
@@ -518,6 +548,7 @@ fn build_jobs(
     base: &Builder,
     sections: Vec<Section>,
     file: &str,
+    forced: &Section,
 ) -> Result<Vec<FioJob>, ParseError> {
     let mut global = base.clone();
     let mut out = Vec::new();
@@ -530,6 +561,7 @@ fn build_jobs(
         let mut b = global.clone();
         b.name = Some(s.name.clone());
         b.apply_section(&s, file)?;
+        b.apply_section(forced, "<override>")?;
         out.extend(b.finish(file, s.line)?);
     }
     Ok(out)

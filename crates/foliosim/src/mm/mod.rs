@@ -603,7 +603,12 @@ impl Core {
         while self.now >= self.next_tick {
             if let Some(tl) = self.timeline.as_mut() {
                 let mc = &self.memcgs[self.timeline_memcg as usize];
-                tl.push((self.next_tick / 1_000_000_000, self.vm.clone(), mc.stat.clone(), mc.usage));
+                tl.push((
+                    self.next_tick / 1_000_000_000,
+                    self.vm.clone(),
+                    mc.stat.clone(),
+                    mc.usage,
+                ));
             }
             self.next_tick += 1_000_000_000;
         }

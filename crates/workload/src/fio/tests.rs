@@ -461,3 +461,32 @@ fn accepted_cosmetic_options() {
     let j = one("[a]\nsize=1m\ngroup_reporting\ndescription=x y\niodepth=32\nthread\npercentile_list=50:99\n");
     assert_eq!(j.size, 1 << 20);
 }
+
+#[test]
+fn overrides_win_over_job_files_and_name_their_source_in_errors() {
+    let dir = std::env::temp_dir().join(format!("foliosim-override-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("j.fio");
+    std::fs::write(&f, "[global]\nbs=8k\n[a]\nsize=1m\nbs=16k\n[b]\nsize=2m\n").unwrap();
+    let kw = Keywords::default();
+    let file = vec![f.display().to_string()];
+    let ov = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    // Without overrides: the section's bs, then [global]'s.
+    let plain = parse_cmdline_overriding(&file, &kw, &[]).unwrap();
+    assert_eq!((plain[0].bs, plain[1].bs), (16384, 8192));
+    // A command-line option only gives a default: the file's own wins.
+    let cmd = parse_cmdline_with(&[file[0].clone(), "--bs=64k".into()], &kw).unwrap();
+    assert_eq!((cmd[0].bs, cmd[1].bs), (16384, 8192));
+    // An override applies after each job's section: every job has it.
+    let o = parse_cmdline_overriding(&file, &kw, &ov("bs", "64k")).unwrap();
+    assert_eq!((o[0].bs, o[1].bs), (65536, 65536));
+    assert_eq!((o[0].size, o[1].size), (1 << 20, 2 << 20));
+    let cmdline =
+        parse_cmdline_overriding(&args("--name=c --size=1m --bs=4k"), &kw, &ov("size", "3m"))
+            .unwrap();
+    assert_eq!(cmdline[0].size, 3 << 20);
+    let e = parse_cmdline_overriding(&file, &kw, &ov("bs", "zz"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("<override>:1: bs: "), "{e}");
+}
