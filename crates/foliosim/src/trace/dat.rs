@@ -522,7 +522,7 @@ mod tests {
         }
         let mut out = Vec::new();
         w.finish(&mut out).unwrap();
-        assert_eq!(&out[..13], b"\x17\x08\x44tracing6\0\0\x08");
+        assert_eq!(&out[..14], b"\x17\x08\x44tracing6\0\0\x08");
         assert_eq!(out.len() % PAGE_SIZE, 0);
         let page = &out[out.len() - PAGE_SIZE..];
         assert_eq!(u64::from_le_bytes(page[..8].try_into().unwrap()), 5);
