@@ -1,6 +1,8 @@
 //! `--trace`: the tracepoints of seed 000's strided cell add up to the
 //! run's counters, the lines have ftrace's layout, the filters filter, bad
 //! options are refused, and the progress bar stays off a non-terminal.
+//! Written as trace.dat, the same cell is read by `trace-cmd report`, an
+//! independent reader (Debian's trace-cmd; .ci/run installs it).
 //! (scripts/trace-perfetto reads the same trace with Perfetto's trace
 //! processor where one is installed.)
 
@@ -582,7 +584,9 @@ fn dat_prints_like_the_text_trace() {
         })
         .collect();
     assert!(want.len() > 1000, "{}", want.len());
-    assert!(got.iter().any(|l| l.contains("flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC")));
+    assert!(got
+        .iter()
+        .any(|l| l.contains("flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC")));
     assert!(got.iter().any(|l| l.contains("gfp_flags=GFP_KERNEL")));
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {

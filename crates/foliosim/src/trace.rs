@@ -1,7 +1,8 @@
 //! The kernel's mm tracepoints (include/trace/events/filemap.h, pagemap.h,
 //! vmscan.h, readahead.h), written as ftrace's `trace` file prints them:
 //! comment header, then `comm-pid [cpu] flags secs.usecs: event: fields`
-//! with each event's TP_printk() format, on the model's simulated clock.
+//! with each event's TP_printk() format, on the model's simulated clock;
+//! or as trace-cmd's binary trace.dat (dat.rs).
 //!
 //! Off costs one predictable branch per hook: `Core::trace` is an
 //! `Option<Box<Tracer>>` and the formatting lives in cold, out-of-line
@@ -843,9 +844,9 @@ impl Tracer {
                 dat::dev_t(maj, min),
                 index,
                 ra.order as u64,
-                ra.size as u64,
-                ra.async_size as u64,
-                ra.ra_pages as u64,
+                ra.size,
+                ra.async_size,
+                ra.ra_pages,
                 ra.mmap_miss as u64,
                 ra.prev_pos, // u64::MAX is loff_t -1
                 req_count,
