@@ -3,15 +3,20 @@
 
 use std::path::PathBuf;
 
-use foliosim::trace::{TraceFilter, TraceSpec};
+use foliosim::trace::{TraceFilter, TraceFormat, TraceSpec};
 
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct TraceArgs {
     /// Write the kernel's mm tracepoints (filemap, pagemap, vmscan,
     /// readahead) to FILE in ftrace's text format, on the simulated clock
-    /// (docs/tracing.md).
+    /// (docs/tracing.md); a FILE ending in .dat gets trace-cmd's trace.dat.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The trace file's format: text (ftrace's `trace` file) or dat
+    /// (trace-cmd's trace.dat, for `trace-cmd report` and KernelShark);
+    /// by default dat for a FILE ending in .dat, else text.
+    #[arg(long, value_name = "text|dat")]
+    pub trace_format: Option<String>,
     /// Only these events: names (mm_lru_activate) or systems (vmscan),
     /// comma separated.
     #[arg(long, value_name = "EVENTS")]
@@ -37,6 +42,7 @@ impl TraceArgs {
                 (self.trace_file.is_some(), "--trace-file"),
                 (self.trace_cgroup.is_some(), "--trace-cgroup"),
                 (self.trace_window.is_some(), "--trace-window"),
+                (self.trace_format.is_some(), "--trace-format"),
             ] {
                 if set {
                     return Err(format!("{name}: needs --trace FILE"));
@@ -72,9 +78,16 @@ impl TraceArgs {
             }
             filter.file = Some(f.clone());
         }
+        let format = match self.trace_format.as_deref() {
+            Some("text") => TraceFormat::Text,
+            Some("dat") => TraceFormat::Dat,
+            Some(f) => return Err(format!("--trace-format: '{f}' is not text or dat")),
+            None if path.extension().is_some_and(|e| e == "dat") => TraceFormat::Dat,
+            None => TraceFormat::Text,
+        };
         let file =
             std::fs::File::create(path).map_err(|e| format!("--trace: {}: {e}", path.display()))?;
-        Ok(Some(TraceSpec::new(Box::new(file), filter)))
+        Ok(Some(TraceSpec::with_format(Box::new(file), filter, format)))
     }
 }
 

@@ -1,6 +1,8 @@
 //! `--trace`: the tracepoints of seed 000's strided cell add up to the
 //! run's counters, the lines have ftrace's layout, the filters filter, bad
 //! options are refused, and the progress bar stays off a non-terminal.
+//! Written as trace.dat, the same cell is read by `trace-cmd report`, an
+//! independent reader (Debian's trace-cmd; .ci/run installs it).
 //! (scripts/trace-perfetto reads the same trace with Perfetto's trace
 //! processor where one is installed.)
 
@@ -249,6 +251,14 @@ fn bad_trace_options_exit_2_with_one_line() {
             &["--trace", "/dev/null", "--trace-cgroup", "foliosim"],
             "is not a cgroup path",
         ),
+        (
+            &["--trace", "/dev/null", "--trace-format", "json"],
+            "--trace-format: 'json' is not text or dat",
+        ),
+        (
+            &["--trace-format", "dat"],
+            "--trace-format: needs --trace FILE",
+        ),
     ];
     for (extra, want) in cases {
         let mut args = vec!["mmap-probe", "--file-size", "64M"];
@@ -390,4 +400,240 @@ fn progress_only_on_a_terminal() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("s simulated"), "{text}");
+}
+
+/// Runs `trace-cmd report -i FILE` with `args`: Debian's trace-cmd, an
+/// independent reader of trace.dat (libtraceevent, as KernelShark uses).
+/// Returns stdout; trace-cmd must succeed and say nothing on stderr (it
+/// warns there about formats or pages it cannot parse).
+fn trace_cmd_report(path: &Path, args: &[&str]) -> String {
+    let out = match Command::new("trace-cmd")
+        .arg("report")
+        .args(args)
+        .arg("-i")
+        .arg(path)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => panic!(
+            "trace-cmd could not be run ({e}): install it (apt-get install trace-cmd; .ci/run does)"
+        ),
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "trace-cmd report {args:?}: {err}");
+    assert!(err.trim().is_empty(), "trace-cmd report {args:?}: {err}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs the cell with `--trace PATH` and `extra`; returns the row.
+fn strided_to(path: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "reproduce",
+        "strided-mmap",
+        "--cell",
+        "mglru,pf-set-active,arm64",
+        "--runtime",
+        "3",
+        "--format",
+        "json",
+        "--trace",
+        path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = foliosim(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    rows[0].clone()
+}
+
+/// One line of `trace-cmd report -R -t`: `comm-pid [cpu] secs.nsecs:
+/// event: name=value ...` with the raw field values.
+fn report_line(l: &str) -> (&str, u64, &str, &str) {
+    let (task, rest) = l.trim_start().split_once(" [").unwrap();
+    let (cpu, rest) = rest.split_once("] ").unwrap();
+    assert_eq!(cpu, "000", "{l}");
+    let (ts, rest) = rest.trim_start().split_once(": ").unwrap();
+    let (s, ns) = ts.split_once('.').unwrap();
+    assert_eq!(ns.len(), 9, "-t prints nanoseconds: {l}");
+    let ts = s.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap();
+    let (event, fields) = rest.split_once(':').unwrap_or((rest, ""));
+    (task.trim_end(), ts, event, fields.trim())
+}
+
+/// A raw field value (decimal, or 0x hex as -R prints some).
+fn raw(fields: &str, key: &str) -> u64 {
+    let v = fields
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {key} in {fields}"));
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).unwrap(),
+        None => v.parse().unwrap(),
+    }
+}
+
+/// The cell traced as trace-cmd's trace.dat (`--trace FILE.dat`): trace-cmd
+/// reads it without a complaint, its event counts give the counters' sums
+/// (the equalities of strided_cell_trace_matches_counters), the raw fields
+/// decode with the kernel's layout, and the bytes are deterministic.
+#[test]
+fn strided_cell_dat_reads_in_trace_cmd() {
+    let events = ["--trace-events", "filemap,vmscan,readahead"];
+    let path = tmp("cell.dat");
+    let row = strided_to(&path, &events);
+    let bytes = std::fs::read(&path).unwrap();
+    let text = trace_cmd_report(&path, &["-R", "-t"]);
+    let v = &row["vmstat"];
+    let m = &row["memcg"];
+    let get = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or(0);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("cpus=1"));
+    let mut n: BTreeMap<&str, u64> = BTreeMap::new();
+    let (mut reclaimed, mut last) = (0, 0);
+    for l in lines {
+        let (task, ts, event, fields) = report_line(l);
+        *n.entry(event).or_default() += 1;
+        // saved_cmdlines names the pid; the clock is the simulated one.
+        assert_eq!(task, "fio-1000", "{l}");
+        assert!(ts >= last, "time goes back at {l}");
+        last = ts;
+        match event {
+            "mm_vmscan_lru_shrink_inactive" => {
+                reclaimed += raw(fields, "nr_reclaimed");
+                // RECLAIM_WB_FILE | RECLAIM_WB_ASYNC; nid 0.
+                assert_eq!(raw(fields, "reclaim_flags"), 0x2 | 0x8, "{l}");
+                assert_eq!(raw(fields, "nid"), 0, "{l}");
+            }
+            "mm_filemap_add_to_page_cache" | "mm_filemap_delete_from_page_cache" => {
+                // vda's dev_t (253 << 20), the job's one file, order 0.
+                assert_eq!(raw(fields, "s_dev"), 253 << 20, "{l}");
+                assert_eq!(raw(fields, "i_ino"), 1, "{l}");
+                assert_eq!(raw(fields, "order"), 0, "{l}");
+                assert!(raw(fields, "pfn") >= 0x100000, "{l}");
+            }
+            "mm_vmscan_memcg_reclaim_begin" => {
+                assert_eq!(raw(fields, "gfp_flags"), 0xcc0, "GFP_KERNEL: {l}")
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        last > 1_000_000_000 && last <= 3_001_000_000,
+        "inside the 3 s run: {last}"
+    );
+    let c = |e: &str| n.get(e).copied().unwrap_or(0);
+    assert_eq!(c("mm_filemap_add_to_page_cache"), get(v, "pgpgin") / 4);
+    let steal = get(m, "pgsteal_kswapd") + get(m, "pgsteal_direct");
+    assert!(steal > 10_000, "the cell thrashes: {steal}");
+    assert_eq!(c("mm_filemap_delete_from_page_cache"), steal);
+    assert_eq!(reclaimed, steal);
+    assert_eq!(
+        c("mm_filemap_add_to_page_cache") - c("mm_filemap_delete_from_page_cache"),
+        get(m, "file") / 4096
+    );
+    assert_eq!(
+        c("mm_vmscan_memcg_reclaim_begin"),
+        c("mm_vmscan_memcg_reclaim_end")
+    );
+    assert!(c("mm_vmscan_memcg_reclaim_begin") > 0);
+    let (maj, retry) = (get(v, "pgmajfault"), get(v, "foliosim_fault_retry"));
+    assert!(
+        maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")),
+        "{maj} {retry} {n:?}"
+    );
+    assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
+    assert!(c("page_cache_ra_unbounded") > 0, "{n:?}");
+    assert_eq!(c("mm_lru_insertion"), 0, "pagemap was not asked for");
+    // Same seed, same bytes.
+    let again = tmp("again.dat");
+    strided_to(&again, &events);
+    assert!(bytes == std::fs::read(&again).unwrap(), "deterministic");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(&again).unwrap();
+}
+
+/// trace-cmd prints the .dat's events with the print fmts it carries as
+/// the text format prints them (the vmscan events of the first 2 simulated
+/// seconds, line by line); `--trace-format` overrides the extension.
+#[test]
+fn dat_prints_like_the_text_trace() {
+    let extra = ["--trace-events", "vmscan", "--trace-window", "0,2"];
+    let dat = tmp("vmscan.bin");
+    strided_to(&dat, &[&extra[..], &["--trace-format", "dat"]].concat());
+    let txt = tmp("vmscan.dat");
+    strided_to(&txt, &[&extra[..], &["--trace-format", "text"]].concat());
+    let want: Vec<String> = read_trace(&txt)
+        .iter()
+        .map(|l| format!("{}: {}", l.event, l.fields))
+        .collect();
+    let report = trace_cmd_report(&dat, &[]);
+    let got: Vec<String> = report
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (_, rest) = l.split_once("] ").unwrap();
+            let (_, ev) = rest.trim_start().split_once(": ").unwrap();
+            // trace-cmd pads the event name to a column.
+            let (name, fields) = ev.split_once(':').unwrap();
+            format!("{name}: {}", fields.trim())
+        })
+        .collect();
+    assert!(want.len() > 1000, "{}", want.len());
+    assert!(got
+        .iter()
+        .any(|l| l.contains("flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC")));
+    assert!(got.iter().any(|l| l.contains("gfp_flags=GFP_KERNEL")));
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+    std::fs::remove_file(&dat).unwrap();
+    std::fs::remove_file(&txt).unwrap();
+}
+
+/// Events 300 ms apart (fio's thinktime) need time-extend records (a
+/// delta over 2^27 ns): trace-cmd's timestamps, in ns, are the text
+/// trace's to the microsecond, and the reads are all there.
+#[test]
+fn dat_time_extends_keep_the_clock() {
+    let run = |path: &Path| {
+        let out = foliosim(&[
+            "fio",
+            "--name=r",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=4M",
+            "--filename=data",
+            "--thinktime=300000",
+            "--number_ios=20",
+            "--trace-events",
+            "mm_filemap_add_to_page_cache",
+            "--trace",
+            path.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let (dat, txt) = (tmp("think.dat"), tmp("think.txt"));
+    run(&dat);
+    run(&txt);
+    let want: Vec<u64> = read_trace(&txt).iter().map(|l| l.ts_us).collect();
+    let report = trace_cmd_report(&dat, &["-t"]);
+    let got: Vec<u64> = report
+        .lines()
+        .skip(1)
+        .map(|l| report_line(l).1 / 1000)
+        .collect();
+    assert_eq!(want.len(), 20, "one page read in per I/O");
+    assert!(want.windows(2).all(|w| w[1] - w[0] >= 300_000), "{want:?}");
+    assert_eq!(got, want);
+    std::fs::remove_file(&dat).unwrap();
+    std::fs::remove_file(&txt).unwrap();
 }

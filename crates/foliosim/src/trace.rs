@@ -1,7 +1,8 @@
 //! The kernel's mm tracepoints (include/trace/events/filemap.h, pagemap.h,
 //! vmscan.h, readahead.h), written as ftrace's `trace` file prints them:
 //! comment header, then `comm-pid [cpu] flags secs.usecs: event: fields`
-//! with each event's TP_printk() format, on the model's simulated clock.
+//! with each event's TP_printk() format, on the model's simulated clock;
+//! or as trace-cmd's binary trace.dat (dat.rs).
 //!
 //! Off costs one predictable branch per hook: `Core::trace` is an
 //! `Option<Box<Tracer>>` and the formatting lives in cold, out-of-line
@@ -14,6 +15,8 @@
 //! cpu 0.
 
 use std::io::{self, Write};
+
+pub mod dat;
 
 use crate::mm::folio::FolioId;
 use crate::mm::memcontrol::{MemCgroup, MemcgId};
@@ -90,6 +93,15 @@ const LRU_NAMES: [&str; 5] = [
 /// try_charge passes down, GFP_KERNEL for the model's charges.
 const GFP_HIGHUSER_MOVABLE: &str = "GFP_HIGHUSER_MOVABLE";
 const GFP_KERNEL: &str = "GFP_KERNEL";
+
+/// How the trace file is written: ftrace's text (the `trace` file) or
+/// trace-cmd's binary trace.dat (dat.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceFormat {
+    #[default]
+    Text,
+    Dat,
+}
 
 /// What `--trace` and its filters asked for (checked by `TraceSpec::parse_*`).
 #[derive(Clone, Debug, Default)]
@@ -172,12 +184,14 @@ pub struct TraceSink {
 pub struct TraceSpec {
     pub sink: std::sync::Arc<std::sync::Mutex<TraceSink>>,
     pub filter: TraceFilter,
+    pub format: TraceFormat,
 }
 
 impl std::fmt::Debug for TraceSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TraceSpec")
             .field("filter", &self.filter)
+            .field("format", &self.format)
             .finish()
     }
 }
@@ -190,13 +204,26 @@ impl TraceSpec {
                 ..TraceSink::default()
             })),
             filter,
+            format: TraceFormat::Text,
+        }
+    }
+
+    /// The same, writing `format`.
+    pub fn with_format(
+        out: Box<dyn Write + Send>,
+        filter: TraceFilter,
+        format: TraceFormat,
+    ) -> TraceSpec {
+        TraceSpec {
+            format,
+            ..TraceSpec::new(out, filter)
         }
     }
 
     /// The tracer for a run; None once another run has taken the sink.
     pub fn tracer(&self) -> Option<Box<Tracer>> {
         let out = self.sink.lock().ok()?.out.take()?;
-        let mut t = Tracer::new(out, self.filter.clone());
+        let mut t = Tracer::with_format(out, self.filter.clone(), self.format);
         t.sink = Some(self.sink.clone());
         Some(Box::new(t))
     }
@@ -249,6 +276,8 @@ pub struct Tracer {
     pub written: [u64; NR_EVENTS],
     err: Option<io::Error>,
     sink: Option<std::sync::Arc<std::sync::Mutex<TraceSink>>>,
+    /// trace.dat's ring buffer; None for the text format.
+    dat: Option<Box<dat::DatWriter>>,
 }
 
 /// kswapd's comm and a stand-in pid.
@@ -264,6 +293,14 @@ pub struct Ctx<'a> {
 
 impl Tracer {
     pub fn new(out: Box<dyn Write + Send>, filter: TraceFilter) -> Tracer {
+        Tracer::with_format(out, filter, TraceFormat::Text)
+    }
+
+    pub fn with_format(
+        out: Box<dyn Write + Send>,
+        filter: TraceFilter,
+        format: TraceFormat,
+    ) -> Tracer {
         let mut t = Tracer {
             out: io::BufWriter::with_capacity(1 << 16, out),
             filter,
@@ -274,9 +311,21 @@ impl Tracer {
             written: [0; NR_EVENTS],
             err: None,
             sink: None,
+            dat: None,
         };
-        let r = t.header();
-        t.note(r);
+        if format == TraceFormat::Dat {
+            match dat::DatWriter::new() {
+                Ok(d) => t.dat = Some(Box::new(d)),
+                Err(e) => {
+                    // Reported at the end; nothing is written meanwhile.
+                    t.note(Err(e));
+                    t.filter.events = 1 << 31;
+                }
+            }
+        } else {
+            let r = t.header();
+            t.note(r);
+        }
         t
     }
 
@@ -336,6 +385,9 @@ impl Tracer {
         if let Some(e) = self.err.take() {
             return Err(e);
         }
+        if let Some(d) = self.dat.take() {
+            d.finish(&mut self.out)?;
+        }
         self.out.flush()
     }
 
@@ -388,6 +440,10 @@ impl Tracer {
         } else {
             (self.comm.as_str(), self.pid)
         };
+        if let Some(d) = self.dat.as_mut() {
+            d.begin(ev, cx.now, pid, comm);
+            return true;
+        }
         let us = cx.now / 1000;
         let r = write!(
             self.out,
@@ -396,6 +452,17 @@ impl Tracer {
             us % 1_000_000,
             NAMES[ev as usize].1
         );
+        self.note(r);
+        true
+    }
+
+    /// trace.dat: the event's fields, in its layout's order (dat.rs);
+    /// false when the text format is written.
+    fn dat_fields(&mut self, values: &[u64]) -> bool {
+        let Some(d) = self.dat.as_mut() else {
+            return false;
+        };
+        let r = d.fields(values);
         self.note(r);
         true
     }
@@ -413,6 +480,11 @@ impl Tracer {
     pub fn filemap_op(&mut self, ev: Ev, cx: Ctx, f: FolioRec) {
         if self.begin(ev, cx, Some(f.memcg), Some(f.mapping)) {
             let (maj, min) = dev(f.shmem, f.mapping);
+            let d = dat::dev_t(maj, min);
+            if self.dat_fields(&[pfn(f.id), f.mapping as u64 + 1, f.index, d, 0]) {
+                return;
+            }
+            let (maj, min) = dev(f.shmem, f.mapping);
             let r = writeln!(
                 self.out,
                 "dev {maj}:{min} ino {:x} pfn=0x{:x} ofs={} order=0",
@@ -429,6 +501,11 @@ impl Tracer {
     #[inline(never)]
     pub fn filemap_fault(&mut self, cx: Ctx, memcg: MemcgId, mapping: u32, index: u64) {
         if self.begin(Ev::FilemapFault, cx, Some(memcg), Some(mapping)) {
+            let (maj, min) = dev(false, mapping);
+            let d = dat::dev_t(maj, min);
+            if self.dat_fields(&[mapping as u64 + 1, d, index]) {
+                return;
+            }
             let (maj, min) = dev(false, mapping);
             let r = writeln!(
                 self.out,
@@ -454,6 +531,11 @@ impl Tracer {
     ) {
         if self.begin(ev, cx, Some(memcg), Some(mapping)) {
             let (maj, min) = dev(false, mapping);
+            let d = dat::dev_t(maj, min);
+            if self.dat_fields(&[mapping as u64 + 1, d, first, last]) {
+                return;
+            }
+            let (maj, min) = dev(false, mapping);
             let r = writeln!(
                 self.out,
                 "dev={maj}:{min} ino={:x} ofs={}-{}",
@@ -471,6 +553,13 @@ impl Tracer {
     #[inline(never)]
     pub fn lru_insertion(&mut self, cx: Ctx, f: FolioRec, lru: u32, mapped: bool, swapcache: bool) {
         if self.begin(Ev::LruInsertion, cx, Some(f.memcg), f.file_mapping()) {
+            let flags = (mapped as u64 * dat::PAGEMAP_MAPPED)
+                | ((lru < LRU_INACTIVE_FILE) as u64 * dat::PAGEMAP_ANONYMOUS)
+                | (swapcache as u64 * dat::PAGEMAP_SWAPCACHE)
+                | ((lru < LRU_INACTIVE_FILE || f.shmem) as u64 * dat::PAGEMAP_SWAPBACKED);
+            if self.dat_fields(&[page_ptr(f.id), pfn(f.id), lru as u64, flags]) {
+                return;
+            }
             let anon = lru < LRU_INACTIVE_FILE;
             let r = writeln!(
                 self.out,
@@ -492,6 +581,9 @@ impl Tracer {
     #[inline(never)]
     pub fn lru_activate(&mut self, cx: Ctx, f: FolioRec) {
         if self.begin(Ev::LruActivate, cx, Some(f.memcg), f.file_mapping()) {
+            if self.dat_fields(&[page_ptr(f.id), pfn(f.id)]) {
+                return;
+            }
             let r = writeln!(
                 self.out,
                 "folio={:016x} pfn=0x{:x}",
@@ -507,6 +599,9 @@ impl Tracer {
     #[inline(never)]
     pub fn write_folio(&mut self, cx: Ctx, f: FolioRec, file: bool) {
         if self.begin(Ev::WriteFolio, cx, Some(f.memcg), f.file_mapping()) {
+            if self.dat_fields(&[pfn(f.id), dat::reclaim_flags(file)]) {
+                return;
+            }
             let r = writeln!(
                 self.out,
                 "page={:016x} pfn=0x{:x} flags={}",
@@ -518,8 +613,8 @@ impl Tracer {
         }
     }
 
-    /// mm_vmscan_lru_isolate ("isolate_mode=%d classzone=%d order=%d
-    /// nr_requested=%lu nr_scanned=%lu nr_skipped=%lu nr_taken=%lu lru=%s").
+    /// mm_vmscan_lru_isolate ("classzone=%d order=%d nr_requested=%lu
+    /// nr_scanned=%lu nr_skipped=%lu nr_taken=%lu lru=%s", 6.18's fields).
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -527,7 +622,6 @@ impl Tracer {
         &mut self,
         cx: Ctx,
         memcg: MemcgId,
-        isolate_mode: u32,
         nr_requested: u64,
         nr_scanned: u64,
         nr_skipped: u64,
@@ -535,9 +629,22 @@ impl Tracer {
         lru: u32,
     ) {
         if self.begin(Ev::LruIsolate, cx, Some(memcg), None) {
+            // highest_zoneidx (printed as classzone) 2, order 0.
+            let v = [
+                2,
+                0,
+                nr_requested,
+                nr_scanned,
+                nr_skipped,
+                nr_taken,
+                lru as u64,
+            ];
+            if self.dat_fields(&v) {
+                return;
+            }
             let r = writeln!(
                 self.out,
-                "isolate_mode={isolate_mode} classzone=2 order=0 nr_requested={nr_requested} nr_scanned={nr_scanned} nr_skipped={nr_skipped} nr_taken={nr_taken} lru={}",
+                "classzone=2 order=0 nr_requested={nr_requested} nr_scanned={nr_scanned} nr_skipped={nr_skipped} nr_taken={nr_taken} lru={}",
                 LRU_NAMES[lru as usize]
             );
             self.note(r);
@@ -549,6 +656,24 @@ impl Tracer {
     #[inline(never)]
     pub fn shrink_inactive(&mut self, cx: Ctx, memcg: MemcgId, s: &ShrinkInactive) {
         if self.begin(Ev::ShrinkInactive, cx, Some(memcg), None) {
+            let v = [
+                0,
+                s.nr_scanned,
+                s.nr_reclaimed,
+                s.nr_dirty,
+                s.nr_writeback,
+                0,
+                s.nr_immediate,
+                s.nr_activate[0],
+                s.nr_activate[1],
+                s.nr_ref_keep,
+                0,
+                s.priority as u64,
+                dat::reclaim_flags(s.file),
+            ];
+            if self.dat_fields(&v) {
+                return;
+            }
             let r = writeln!(
                 self.out,
                 "nid=0 nr_scanned={} nr_reclaimed={} nr_dirty={} nr_writeback={} nr_congested=0 nr_immediate={} nr_activate_anon={} nr_activate_file={} nr_ref_keep={} nr_unmap_fail=0 priority={} flags={}",
@@ -584,6 +709,18 @@ impl Tracer {
         file: bool,
     ) {
         if self.begin(Ev::ShrinkActive, cx, Some(memcg), None) {
+            let v = [
+                0,
+                nr_taken,
+                nr_active,
+                nr_deactivated,
+                nr_referenced,
+                priority as u64,
+                dat::reclaim_flags(file),
+            ];
+            if self.dat_fields(&v) {
+                return;
+            }
             let r = writeln!(
                 self.out,
                 "nid=0 nr_taken={nr_taken} nr_active={nr_active} nr_deactivated={nr_deactivated} nr_referenced={nr_referenced} priority={priority} flags={}",
@@ -599,6 +736,14 @@ impl Tracer {
     #[inline(never)]
     pub fn reclaim_begin(&mut self, ev: Ev, cx: Ctx, memcg: Option<MemcgId>) {
         if self.begin(ev, cx, memcg, None) {
+            let g = if ev == Ev::MemcgReclaimBegin {
+                dat::GFP_KERNEL
+            } else {
+                dat::GFP_HIGHUSER_MOVABLE
+            };
+            if self.dat_fields(&[0, g]) {
+                return;
+            }
             let gfp = if ev == Ev::MemcgReclaimBegin {
                 GFP_KERNEL
             } else {
@@ -615,6 +760,9 @@ impl Tracer {
     #[inline(never)]
     pub fn reclaim_end(&mut self, ev: Ev, cx: Ctx, memcg: Option<MemcgId>, nr_reclaimed: u64) {
         if self.begin(ev, cx, memcg, None) {
+            if self.dat_fields(&[nr_reclaimed]) {
+                return;
+            }
             let r = writeln!(self.out, "nr_reclaimed={nr_reclaimed}");
             self.note(r);
         }
@@ -631,6 +779,10 @@ impl Tracer {
             Ev::KswapdSleep
         };
         if self.begin(ev, Ctx { kswapd: true, ..cx }, None, None) {
+            // kswapd_wake: nid, zid (ZONE_NORMAL), order.
+            if self.dat_fields(if wake { &[0, 2, 0] } else { &[0] }) {
+                return;
+            }
             let r = if wake {
                 writeln!(self.out, "nid=0 order=0")
             } else {
@@ -654,6 +806,11 @@ impl Tracer {
         lookahead: u64,
     ) {
         if self.begin(Ev::RaUnbounded, cx, Some(memcg), Some(mapping)) {
+            let (maj, min) = dev(false, mapping);
+            let d = dat::dev_t(maj, min);
+            if self.dat_fields(&[mapping as u64 + 1, d, index, nr_to_read, lookahead]) {
+                return;
+            }
             let (maj, min) = dev(false, mapping);
             let r = writeln!(
                 self.out,
@@ -680,6 +837,22 @@ impl Tracer {
         ra: &crate::mm::readahead::FileRaState,
     ) {
         if self.begin(ev, cx, Some(memcg), Some(mapping)) {
+            let (maj, min) = dev(false, mapping);
+            let v = [
+                mapping as u64 + 1,
+                dat::dev_t(maj, min),
+                index,
+                ra.order as u64,
+                ra.size,
+                ra.async_size,
+                ra.ra_pages,
+                ra.mmap_miss as u64,
+                ra.prev_pos, // u64::MAX is loff_t -1
+                req_count,
+            ];
+            if self.dat_fields(&v) {
+                return;
+            }
             let (maj, min) = dev(false, mapping);
             // prev_pos is a loff_t that starts at -1.
             let prev_pos = if ra.prev_pos == u64::MAX {

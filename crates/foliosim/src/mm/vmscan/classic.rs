@@ -257,7 +257,7 @@ impl ClassicLru {
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         let n = list.len() as u64;
-        trace_isolate(core, memcg, sc, nr_to_scan, n, lru);
+        trace_isolate(core, memcg, nr_to_scan, n, lru);
         core.count_reclaim(memcg, Item::PGREFILL, n, sc);
         core.cpu_reclaim(core.cost.scan_folio * n, sc);
         let mut nr_deactivate = 0;
@@ -296,7 +296,7 @@ impl ClassicLru {
         self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         let nr_scanned = list.len() as u64;
-        trace_isolate(core, memcg, sc, nr_to_scan, nr_scanned, lru);
+        trace_isolate(core, memcg, nr_to_scan, nr_scanned, lru);
         if nr_scanned == 0 {
             self.scratch = list;
             return 0;
@@ -750,20 +750,8 @@ impl ReclaimPolicy for ClassicLru {
 
 /// mm_vmscan_lru_isolate for isolate_lru_folios(): the model skips no
 /// folio (one zone), so scanned == taken.
-fn trace_isolate(
-    core: &mut Core,
-    memcg: MemcgId,
-    sc: &ScanControl,
-    nr_to_scan: u64,
-    taken: u64,
-    lru: usize,
-) {
+fn trace_isolate(core: &mut Core, memcg: MemcgId, nr_to_scan: u64, taken: u64, lru: usize) {
     if let Some((t, cx)) = core.tracer() {
-        let mode = if sc.may_unmap {
-            0
-        } else {
-            super::ISOLATE_UNMAPPED
-        };
-        t.lru_isolate(cx, memcg, mode, nr_to_scan, taken, 0, taken, lru as u32);
+        t.lru_isolate(cx, memcg, nr_to_scan, taken, 0, taken, lru as u32);
     }
 }

@@ -390,13 +390,6 @@ impl Core {
     }
 }
 
-/// shrink_folio_list(): decide each isolated folio's fate. Freed folios leave
-/// the page cache (with a shadow entry for file folios) and are freed; the
-/// others stay in `folios` (PG_active set on those to activate) for the
-/// policy to put back. Returns the number reclaimed.
-/// ISOLATE_UNMAPPED (isolate_mode_t), for mm_vmscan_lru_isolate.
-pub const ISOLATE_UNMAPPED: u32 = 0x2;
-
 /// struct reclaim_stat as shrink_folio_list() left it in `sc`, for
 /// mm_vmscan_lru_shrink_inactive (nr_congested, nr_unmap_fail and
 /// nr_ref_keep are not modelled: 0).
@@ -419,6 +412,10 @@ pub fn trace_reclaim_stat(
     }
 }
 
+/// shrink_folio_list(): decide each isolated folio's fate. Freed folios leave
+/// the page cache (with a shadow entry for file folios) and are freed; the
+/// others stay in `folios` (PG_active set on those to activate) for the
+/// policy to put back. Returns the number reclaimed.
 pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     core: &mut Core,
     policy: &mut P,

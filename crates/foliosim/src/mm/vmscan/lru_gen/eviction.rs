@@ -137,12 +137,7 @@ impl LruGen {
             } else {
                 crate::trace::LRU_INACTIVE_ANON
             };
-            let mode = if sc.may_unmap {
-                0
-            } else {
-                super::super::ISOLATE_UNMAPPED
-            };
-            t.lru_isolate(cx, memcg, mode, scan_batch, scanned, 0, isolated, lru);
+            t.lru_isolate(cx, memcg, scan_batch, scanned, 0, isolated, lru);
         }
         core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
         core.cpu_reclaim(core.cost.scan_folio * sorted, sc);
