@@ -104,27 +104,7 @@ impl Cx<'_> {
 /// A table's entries with nested tables flattened to dotted names
 /// (`sysctl.vm.swappiness = ...` is a dotted key), in file order.
 fn flat<'a, 'i>(t: &'a DeTable<'i>) -> Vec<(String, Range<usize>, &'a Spanned<DeValue<'i>>)> {
-    fn walk<'a, 'i>(
-        prefix: &str,
-        t: &'a DeTable<'i>,
-        out: &mut Vec<(String, Range<usize>, &'a Spanned<DeValue<'i>>)>,
-    ) {
-        for (k, v) in t.iter() {
-            let key = if prefix.is_empty() {
-                k.get_ref().to_string()
-            } else {
-                format!("{prefix}.{}", k.get_ref())
-            };
-            match v.get_ref() {
-                DeValue::Table(sub) => walk(&key, sub, out),
-                _ => out.push((key, k.span(), v)),
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk("", t, &mut out);
-    out.sort_by_key(|e| e.1.start);
-    out
+    foliosim_workload::scenario::flatten_table(t)
 }
 
 fn scalar(cx: &Cx, key: &str, v: &Spanned<DeValue>) -> Result<Value, String> {

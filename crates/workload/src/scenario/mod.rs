@@ -313,4 +313,4 @@ pub mod gen;
 mod parse;
 pub mod usemem;
 
-pub use parse::{parse, parse_file};
+pub use parse::{flatten_table, parse, parse_file};

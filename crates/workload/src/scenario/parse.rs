@@ -12,6 +12,33 @@ use toml::Spanned;
 
 type Val<'i> = Spanned<DeValue<'i>>;
 
+/// A TOML table's leaves with nested plain tables flattened into dotted
+/// keys (`memory.max = "1G"`, `sysctl.vm.swappiness = 10`), each with its
+/// key's span, in file order. Shared with the sweep's grid files.
+pub fn flatten_table<'a, 'i>(t: &'a DeTable<'i>) -> Vec<(String, Range<usize>, &'a Val<'i>)> {
+    fn walk<'a, 'i>(
+        prefix: &str,
+        t: &'a DeTable<'i>,
+        out: &mut Vec<(String, Range<usize>, &'a Val<'i>)>,
+    ) {
+        for (k, v) in t.iter() {
+            let key = if prefix.is_empty() {
+                k.get_ref().to_string()
+            } else {
+                format!("{prefix}.{}", k.get_ref())
+            };
+            match v.get_ref() {
+                DeValue::Table(sub) => walk(&key, sub, out),
+                _ => out.push((key, k.span(), v)),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", t, &mut out);
+    out.sort_by_key(|e| e.1.start);
+    out
+}
+
 /// Device profiles the model knows (foliosim's blkdev::PROFILES; the
 /// workload crate cannot depend on the model, so the names are repeated).
 const DEVICES: &[&str] = &["nvme", "sata-ssd", "hdd", "virtio", "ramdisk", "zram"];
@@ -165,26 +192,7 @@ impl<'c, 'a, 'i> Tbl<'c, 'a, 'i> {
     /// `memory.max = "1G"` (a dotted key: a table `memory`) reads as the
     /// cgroup file name "memory.max".
     fn flat(cx: &'c Cx<'c>, t: &'a DeTable<'i>, span: Range<usize>, what: &'static str) -> Self {
-        fn walk<'a, 'i>(
-            prefix: &str,
-            t: &'a DeTable<'i>,
-            out: &mut Vec<(String, Range<usize>, &'a Val<'i>)>,
-        ) {
-            for (k, v) in t.iter() {
-                let key = if prefix.is_empty() {
-                    k.get_ref().to_string()
-                } else {
-                    format!("{prefix}.{}", k.get_ref())
-                };
-                match v.get_ref() {
-                    DeValue::Table(sub) => walk(&key, sub, out),
-                    _ => out.push((key, k.span(), v)),
-                }
-            }
-        }
-        let mut entries = Vec::new();
-        walk("", t, &mut entries);
-        entries.sort_by_key(|e| e.1.start);
+        let entries = flatten_table(t);
         let taken = vec![false; entries.len()];
         Tbl {
             cx,
