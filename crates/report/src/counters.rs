@@ -52,13 +52,13 @@ pub fn describe(name: &str) -> &'static str {
     let base = name.rsplit('.').next().unwrap_or(name);
     match base {
         "workingset_refault_file" => {
-            "file pages read back in soon after reclaim evicted them (refaults)"
+            "evicted file pages read back in while their shadow entry remained (refaults, at any distance)"
         }
         "workingset_refault_anon" => {
-            "anonymous pages swapped back in soon after reclaim evicted them"
+            "evicted anonymous pages swapped back in while their shadow entry remained"
         }
         "workingset_activate_file" => {
-            "refaulted file pages activated at once (the workingset was judged hot)"
+            "file refaults whose refault distance fit the workingset: activated at once"
         }
         "workingset_restore_file" => "refaulted file pages that had been active before eviction",
         "workingset_nodereclaim" => {
