@@ -1055,14 +1055,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 trace_args::progress::install(None);
                 let rows = reproduce::mmap_miss_matrix(lru, *seed, *jobs);
                 trace_args::progress::done();
-                if format == "json" {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&rows).expect("rows serialise")
-                    );
-                } else {
-                    print!("{}", reproduce::render_mmap_miss(&rows));
-                }
+                print_rows(format, &rows, || reproduce::render_mmap_miss(&rows));
                 Ok(())
             }
             ReproduceCmd::StridedMmap {
@@ -1122,14 +1115,7 @@ fn run(cli: Cli) -> Result<(), String> {
                         vec![row]
                     }
                 };
-                if format == "json" {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&rows).expect("rows serialise")
-                    );
-                } else {
-                    print!("{}", reproduce::render_strided(&rows));
-                }
+                print_rows(format, &rows, || reproduce::render_strided(&rows));
                 Ok(())
             }
             ReproduceCmd::ReclaimLoop { format, jobs } => {
@@ -1149,14 +1135,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 )?;
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
                 trace_args::progress::done();
-                if format == "json" {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&rows).expect("rows serialise")
-                    );
-                } else {
-                    print!("{}", reclaim_loop::render(&rows));
-                }
+                print_rows(format, &rows, || reclaim_loop::render(&rows));
                 Ok(())
             }
             ReproduceCmd::WorkingsetProtection {
@@ -1177,14 +1156,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 let rows = wp::workingset_protection(*seed, size, *jobs);
                 trace_args::progress::done();
                 let rows = rows?;
-                if format == "json" {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&rows).expect("rows serialise")
-                    );
-                } else {
-                    print!("{}", wp::render(&rows, size));
-                }
+                print_rows(format, &rows, || wp::render(&rows, size));
                 Ok(())
             }
         },
@@ -1553,5 +1525,17 @@ mod tests {
         assert_eq!(m["killed[hog]"], 1.0);
         assert_eq!(m["killed[small]"], 0.0);
         assert_eq!(m["oom_kill"], 1.0);
+    }
+}
+
+/// A reproduction's rows: JSON (`--format json`) or its text table.
+fn print_rows<T: serde::Serialize + ?Sized>(format: &str, rows: &T, text: impl FnOnce() -> String) {
+    if format == "json" {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(rows).expect("rows serialise")
+        );
+    } else {
+        print!("{}", text());
     }
 }

@@ -117,9 +117,6 @@ fn strided(extra: &[&str], name: &str) -> (Vec<Line>, serde_json::Value, Vec<u8>
 #[test]
 fn strided_cell_trace_matches_counters() {
     let (lines, row, bytes) = strided(&["--trace-events", "filemap,vmscan,readahead"], "all.txt");
-    let v = &row["vmstat"];
-    let m = &row["memcg"];
-    let get = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or(0);
     let mut n: BTreeMap<&str, u64> = BTreeMap::new();
     let mut reclaimed = 0;
     let mut last = 0;
@@ -142,35 +139,11 @@ fn strided_cell_trace_matches_counters() {
         }
     }
     assert!(last <= 3_000_000 + 1_000, "inside the 3 s run: {last}");
-    let c = |e: &str| n.get(e).copied().unwrap_or(0);
-    // Every page read in was added to the page cache (pgpgin is in KiB).
-    assert_eq!(c("mm_filemap_add_to_page_cache"), get(v, "pgpgin") / 4);
-    // Pages leave it only by reclaim here (no truncation): pgsteal.
-    let steal = get(m, "pgsteal_kswapd") + get(m, "pgsteal_direct");
-    assert!(steal > 10_000, "the cell thrashes: {steal}");
-    assert_eq!(c("mm_filemap_delete_from_page_cache"), steal);
-    assert_eq!(reclaimed, steal);
-    // What is left is the memcg's page cache.
-    assert_eq!(
-        c("mm_filemap_add_to_page_cache") - c("mm_filemap_delete_from_page_cache"),
-        get(m, "file") / 4096
-    );
-    // Every limit reclaim begins and ends; every major fault is traced.
-    assert_eq!(
-        c("mm_vmscan_memcg_reclaim_begin"),
-        c("mm_vmscan_memcg_reclaim_end")
-    );
-    assert!(c("mm_vmscan_memcg_reclaim_begin") > 0);
-    // ->fault runs for every major fault, and for a cached page still
-    // being read (a minor one that retries); a retry maps its page by
-    // fault-around (mm_filemap_map_pages), not ->fault.
-    let (maj, retry) = (get(v, "pgmajfault"), get(v, "foliosim_fault_retry"));
+    assert_counts_match_counters(&n, &row, reclaimed);
     assert!(
-        maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")),
-        "{maj} {retry} {n:?}"
+        !n.contains_key("mm_lru_insertion"),
+        "pagemap was not asked for"
     );
-    assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
-    assert_eq!(c("mm_lru_insertion"), 0, "pagemap was not asked for");
     // Same seed, same trace, byte for byte.
     let (_, _, again) = strided(&["--trace-events", "filemap,vmscan,readahead"], "again.txt");
     assert!(bytes == again, "the trace is deterministic");
@@ -487,9 +460,6 @@ fn strided_cell_dat_reads_in_trace_cmd() {
     let row = strided_to(&path, &events);
     let bytes = std::fs::read(&path).unwrap();
     let text = trace_cmd_report(&path, &["-R", "-t"]);
-    let v = &row["vmstat"];
-    let m = &row["memcg"];
-    let get = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or(0);
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("cpus=1"));
     let mut n: BTreeMap<&str, u64> = BTreeMap::new();
@@ -525,27 +495,8 @@ fn strided_cell_dat_reads_in_trace_cmd() {
         last > 1_000_000_000 && last <= 3_001_000_000,
         "inside the 3 s run: {last}"
     );
+    assert_counts_match_counters(&n, &row, reclaimed);
     let c = |e: &str| n.get(e).copied().unwrap_or(0);
-    assert_eq!(c("mm_filemap_add_to_page_cache"), get(v, "pgpgin") / 4);
-    let steal = get(m, "pgsteal_kswapd") + get(m, "pgsteal_direct");
-    assert!(steal > 10_000, "the cell thrashes: {steal}");
-    assert_eq!(c("mm_filemap_delete_from_page_cache"), steal);
-    assert_eq!(reclaimed, steal);
-    assert_eq!(
-        c("mm_filemap_add_to_page_cache") - c("mm_filemap_delete_from_page_cache"),
-        get(m, "file") / 4096
-    );
-    assert_eq!(
-        c("mm_vmscan_memcg_reclaim_begin"),
-        c("mm_vmscan_memcg_reclaim_end")
-    );
-    assert!(c("mm_vmscan_memcg_reclaim_begin") > 0);
-    let (maj, retry) = (get(v, "pgmajfault"), get(v, "foliosim_fault_retry"));
-    assert!(
-        maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")),
-        "{maj} {retry} {n:?}"
-    );
-    assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
     assert!(c("page_cache_ra_unbounded") > 0, "{n:?}");
     assert_eq!(c("mm_lru_insertion"), 0, "pagemap was not asked for");
     // Same seed, same bytes.
@@ -636,4 +587,37 @@ fn dat_time_extends_keep_the_clock() {
     assert_eq!(got, want);
     std::fs::remove_file(&dat).unwrap();
     std::fs::remove_file(&txt).unwrap();
+}
+
+/// The strided cell's event counts against its counters: every page read
+/// in was added to the page cache (pgpgin is in KiB); pages leave it only
+/// by reclaim (no truncation), so deletions = pgsteal = the shrink_inactive
+/// events' nr_reclaimed; what is left is the memcg's page cache; every
+/// limit reclaim begins and ends; ->fault runs for every major fault and
+/// for a cached page still being read (a minor one that retries), while a
+/// retry maps its page by fault-around (mm_filemap_map_pages).
+fn assert_counts_match_counters(n: &BTreeMap<&str, u64>, row: &serde_json::Value, reclaimed: u64) {
+    let (v, m) = (&row["vmstat"], &row["memcg"]);
+    let get = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or(0);
+    let c = |e: &str| n.get(e).copied().unwrap_or(0);
+    assert_eq!(c("mm_filemap_add_to_page_cache"), get(v, "pgpgin") / 4);
+    let steal = get(m, "pgsteal_kswapd") + get(m, "pgsteal_direct");
+    assert!(steal > 10_000, "the cell thrashes: {steal}");
+    assert_eq!(c("mm_filemap_delete_from_page_cache"), steal);
+    assert_eq!(reclaimed, steal);
+    assert_eq!(
+        c("mm_filemap_add_to_page_cache") - c("mm_filemap_delete_from_page_cache"),
+        get(m, "file") / 4096
+    );
+    assert_eq!(
+        c("mm_vmscan_memcg_reclaim_begin"),
+        c("mm_vmscan_memcg_reclaim_end")
+    );
+    assert!(c("mm_vmscan_memcg_reclaim_begin") > 0);
+    let (maj, retry) = (get(v, "pgmajfault"), get(v, "foliosim_fault_retry"));
+    assert!(
+        maj > 0 && (maj..=maj + retry).contains(&c("mm_filemap_fault")),
+        "{maj} {retry} {n:?}"
+    );
+    assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
 }
