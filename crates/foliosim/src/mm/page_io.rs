@@ -27,19 +27,15 @@ pub enum SwapWrite {
 
 impl Core {
     /// swap_writeout() -> swap_writepage(): counts pswpout and pgpgout;
-    /// `in_kswapd` decides whether zram's compression is the task's CPU.
-    pub fn swap_writeout(&mut self, id: FolioId, in_kswapd: bool) -> SwapWrite {
+    /// zram compresses on the reclaimer's CPU (kswapd's or the task's).
+    pub fn swap_writeout(&mut self, id: FolioId) -> SwapWrite {
         let off = self.swap.folio_swap[id as usize];
         let memcg = self.folios.get(id).memcg;
         if self.swap.zram.is_some() {
             if !self.zram_write(off) {
                 return SwapWrite::Failed;
             }
-            if in_kswapd {
-                self.kswapd.cpu_ns += self.cost.zram_compress;
-            } else {
-                self.cpu(self.cost.zram_compress);
-            }
+            self.cpu_or_kswapd(self.cost.zram_compress);
             self.folios.get_mut(id).clear(pg::DIRTY);
             self.count(memcg, Item::PSWPOUT, 1);
             self.count(memcg, Item::PGPGOUT, PAGE_SIZE / 1024);

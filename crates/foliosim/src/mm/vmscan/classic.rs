@@ -259,7 +259,7 @@ impl ClassicLru {
         let n = list.len() as u64;
         trace_isolate(core, memcg, nr_to_scan, n, lru);
         core.count_reclaim(memcg, Item::PGREFILL, n, sc);
-        core.cpu_reclaim(core.cost.scan_folio * n, sc);
+        core.cpu_or_kswapd(core.cost.scan_folio * n);
         let mut nr_deactivate = 0;
         for &id in &list {
             let (referenced, exec) = super::folio_referenced(core, id);

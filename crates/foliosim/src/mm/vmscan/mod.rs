@@ -332,7 +332,7 @@ impl Core {
             n,
             sc,
         );
-        self.cpu_reclaim(self.cost.scan_folio * n, sc);
+        self.cpu_or_kswapd(self.cost.scan_folio * n);
     }
 
     /// pgsteal for the folios of a batch that were reclaimed.
@@ -375,17 +375,6 @@ impl Core {
             }
         } else {
             self.count(memcg, item, n);
-        }
-    }
-
-    /// Reclaim CPU time: charged to the task in direct and limit reclaim,
-    /// not for kswapd (it runs on another CPU).
-    #[inline]
-    pub fn cpu_reclaim(&mut self, ns: u64, sc: &ScanControl) {
-        if sc.is_kswapd {
-            self.kswapd.cpu_ns += ns;
-        } else {
-            self.cpu(ns);
         }
     }
 }
@@ -682,7 +671,7 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
                 t.write_folio(cx, rec, false);
             }
         }
-        match core.swap_writeout(id, sc.is_kswapd) {
+        match core.swap_writeout(id) {
             SwapWrite::Done => {
                 sc.nr_pageout += 1;
                 core.folios.get_mut(id).clear(pg::RECLAIM);
@@ -942,15 +931,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
     fn reclaim_throttle_kswapd(&mut self) -> u64 {
         let start = self.core.now + self.core.kswapd.cpu_ns;
         let timeout = start + 100_000_000;
-        let n = SWAP_CLUSTER_MAX as usize;
-        let written = self
-            .core
-            .wb
-            .inflight
-            .iter()
-            .map(|&(_, done)| done)
-            .filter(|&done| done > start)
-            .nth(n);
+        // The queue completes in order (wb_complete pops its front), so the
+        // wake-up is the 33rd completion after `start`: a search, not a walk.
+        let q = &self.core.wb.inflight;
+        let first = q.partition_point(|&(_, done)| done <= start);
+        let written = q
+            .get(first + SWAP_CLUSTER_MAX as usize)
+            .map(|&(_, done)| done);
         written.map_or(timeout, |t| t.min(timeout))
     }
 }

@@ -140,7 +140,7 @@ impl LruGen {
             t.lru_isolate(cx, memcg, scan_batch, scanned, 0, isolated, lru);
         }
         core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
-        core.cpu_reclaim(core.cost.scan_folio * sorted, sc);
+        core.cpu_or_kswapd(core.cost.scan_folio * sorted);
         if isolated > 0 {
             core.count_pgscan(memcg, type_ == LRU_GEN_FILE, isolated, sc);
         }
