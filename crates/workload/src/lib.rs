@@ -8,6 +8,7 @@ pub mod fio_rand;
 pub mod iogen;
 pub mod jobio;
 pub mod lat_target;
+pub mod lsm;
 pub mod mmap_probe;
 pub mod scenario;
 pub mod steadystate;

@@ -14,6 +14,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use foliosim_workload::access::{stream_seed, AccessGen};
+use foliosim_workload::lsm::{SstLayout, TableCache};
 use foliosim_workload::scenario::{Amount, FileFs, Op, Pattern, Scenario, Step};
 
 use crate::mm::filemap::OpenFile;
@@ -104,6 +105,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
             touches: p.touches,
             ios: p.ios,
             io_bytes: p.io_bytes,
+            ops: p.ops,
         })
         .collect();
     Ok(ScenarioReport {
@@ -227,6 +229,12 @@ enum Target {
     Map(u32),
     /// I/O of `bs` bytes per block to a scenario file.
     Io { file: usize, bs: u64, direct: bool },
+    /// GETs or SCANs of `records` records in a file of sorted tables.
+    Kv {
+        file: usize,
+        layout: SstLayout,
+        records: u64,
+    },
 }
 
 struct Thread {
@@ -243,6 +251,9 @@ struct Thread {
     /// Its open files (each thread opens a file itself: its own readahead
     /// state and fadvise hints).
     fds: Vec<Option<OpenFile>>,
+    /// The table cache of each kv_get step (by generator slot): like
+    /// LevelDB's, it lives as long as the database is open.
+    tables: Vec<Option<TableCache>>,
     children_left: u32,
     children_end: u64,
     forks: u64,
@@ -297,6 +308,7 @@ struct Proc<'a> {
     touches: u64,
     ios: u64,
     io_bytes: u64,
+    ops: u64,
 }
 
 struct FileRt {
@@ -534,7 +546,7 @@ impl<'a> Driver<'a> {
                         gen: usize::MAX,
                     });
                 }
-                Op::Touch { .. } | Op::Io { .. } => {
+                Op::Touch { .. } | Op::Io { .. } | Op::KvGet { .. } => {
                     let gen = b.ngens;
                     b.ngens += 1;
                     b.ins.push(Ins::Op { step, gen });
@@ -578,6 +590,7 @@ impl<'a> Driver<'a> {
             rss: [0; 4],
             touches: 0,
             ios: 0,
+            ops: 0,
             io_bytes: 0,
         });
         self.procs.len() - 1
@@ -597,6 +610,7 @@ impl<'a> Driver<'a> {
             st: St::Run,
             loops: vec![LoopFrame::default(); b.nloops],
             gens: (0..b.ngens).map(|_| None).collect(),
+            tables: (0..b.ngens).map(|_| None).collect(),
             cur: None,
             ident,
             fds: (0..self.files.len()).map(|_| None).collect(),
@@ -911,6 +925,47 @@ impl<'a> Driver<'a> {
                     id, step, gen, pattern, blocks, amount, *write, *think_ns, target,
                 )?;
             }
+            Op::KvGet {
+                file,
+                keys,
+                record,
+                table_size,
+                table_cache,
+                records,
+                pattern,
+                amount,
+                think_ns,
+            } => {
+                let fi = self.file_index(file, line)?;
+                let layout = SstLayout::new(*keys, *record, PAGE_SIZE, *table_size)
+                    .map_err(|e| err(sc, line, "keys", e))?;
+                if layout.file_bytes() > sc.files[fi].size {
+                    return Err(err(
+                        sc,
+                        line,
+                        "keys",
+                        format!(
+                            "{keys} records of {record} bytes take {} tables of {table_size} bytes ({} bytes); file '{file}' has {}",
+                            layout.tables,
+                            layout.file_bytes(),
+                            sc.files[fi].size
+                        ),
+                    ));
+                }
+                self.fd(id, fi);
+                let slot = &mut self.threads[id].tables[gen];
+                if slot.as_ref().map(|c| c.capacity()) != Some(*table_cache as usize) {
+                    *slot = Some(TableCache::new(*table_cache as usize));
+                }
+                let target = Target::Kv {
+                    file: fi,
+                    layout,
+                    records: *records,
+                };
+                self.start_access(
+                    id, step, gen, pattern, *keys, amount, false, *think_ns, target,
+                )?;
+            }
             Op::Munmap { map } => {
                 let Some(mi) = self.find_map(id, map) else {
                     return Err(err(
@@ -1111,6 +1166,27 @@ impl<'a> Driver<'a> {
                 } else {
                     k.filemap_read(open, pos, bs).is_some()
                 }
+            }
+            Target::Kv {
+                file,
+                layout,
+                records,
+            } => {
+                let th = &mut self.threads[id];
+                let p = &mut self.procs[proc];
+                p.ops += 1;
+                let open = th.fds[file].as_mut().expect("opened at the step's start");
+                let cache = th.tables[cur.gen].as_mut().expect("made at the step's start");
+                let mut ok = true;
+                foliosim_workload::lsm::plan(&layout, cache, idx, records, |r| {
+                    let (off, len) = r.range();
+                    if ok {
+                        p.ios += 1;
+                        p.io_bytes += len;
+                        ok = k.filemap_read(open, off, len).is_some();
+                    }
+                });
+                ok
             }
         };
         // The return to user space: memory.high reclaim and its penalty

@@ -29,6 +29,9 @@ pub struct ProcessReport {
     pub touches: u64,
     pub ios: u64,
     pub io_bytes: u64,
+    /// Key-value operations (kv_get steps: GETs and SCANs), the unit of
+    /// throughput in ops per simulated second.
+    pub ops: u64,
 }
 
 /// `foliosim fio`'s report plus one memory.stat map per cgroup and the
@@ -76,7 +79,7 @@ pub fn render_text(r: &ScenarioReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{:<28} {:<12} {:>6} {:>10} {:>12} {:>12} {:>12} {:>10} {:>12}",
+        "\n{:<28} {:<12} {:>6} {:>10} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10}",
         "process",
         "cgroup",
         "killed",
@@ -85,12 +88,13 @@ pub fn render_text(r: &ScenarioReport) -> String {
         "swapents",
         "touches",
         "ios",
-        "io_bytes"
+        "io_bytes",
+        "ops"
     );
     for p in &r.processes {
         let _ = writeln!(
             out,
-            "{:<28} {:<12} {:>6} {:>10.3} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            "{:<28} {:<12} {:>6} {:>10.3} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10}",
             p.name,
             if p.cgroup.is_empty() { "/" } else { &p.cgroup },
             if p.oom_killed { "yes" } else { "no" },
@@ -99,7 +103,8 @@ pub fn render_text(r: &ScenarioReport) -> String {
             p.swapents,
             p.touches,
             p.ios,
-            p.io_bytes
+            p.io_bytes,
+            p.ops
         );
     }
     out

@@ -612,6 +612,45 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 think(*think_ns);
             }
         }
+        Op::KvGet {
+            file,
+            keys,
+            record,
+            table_size,
+            table_cache,
+            records,
+            pattern,
+            amount,
+            think_ns,
+        } => {
+            let (f, size) = open(t, file, false)?;
+            let l = foliosim_workload::lsm::SstLayout::new(*keys, *record, 4096, *table_size)?;
+            if l.file_bytes() > size {
+                return Err(format!(
+                    "kv_get '{file}': {} tables need {} bytes, the file has {size}",
+                    l.tables,
+                    l.file_bytes()
+                ));
+            }
+            let g = access_gen(t, st, pattern, *keys)?;
+            let mut cache = foliosim_workload::lsm::TableCache::new(*table_cache as usize);
+            let mut buf = AlignedBuf::new(l.index_bytes.max(4096) as usize)?;
+            let mut b = Budget::new(amount, *keys);
+            let mut i = 0u64;
+            let mut res = Ok(());
+            while b.take(i) {
+                foliosim_workload::lsm::plan(&l, &mut cache, g.next_index(), *records, |r| {
+                    let (off, len) = r.range();
+                    if res.is_ok() {
+                        res = f.read_at(buf.slice(len as usize), off).map(|_| ());
+                    }
+                });
+                res.as_ref()
+                    .map_err(|e| format!("pread '{file}': {e}"))?;
+                i += 1;
+                think(*think_ns);
+            }
+        }
         Op::Fsync { file } => {
             let (f, _) = open(t, file, false)?;
             f.sync_all().map_err(|e| format!("fsync '{file}': {e}"))?;

@@ -156,6 +156,7 @@ pub fn check_safe(sc: &Scenario) -> Result<(), String> {
         let file = match &s.op {
             Op::MmapFile { file, .. }
             | Op::Io { file, .. }
+            | Op::KvGet { file, .. }
             | Op::Fsync { file }
             | Op::Fadvise { file, .. }
             | Op::Truncate { file, .. } => file,

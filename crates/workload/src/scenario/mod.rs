@@ -255,6 +255,20 @@ pub enum Op {
         direct: bool,
         think_ns: u64,
     },
+    /// GETs (records = 1) or SCANs of a key-value store's sorted tables
+    /// in `file` (crate::lsm): each access is one operation of
+    /// `records` records from a key drawn by `pattern` over `keys`.
+    KvGet {
+        file: String,
+        keys: u64,
+        record: u64,
+        table_size: u64,
+        table_cache: u64,
+        records: u64,
+        pattern: Pattern,
+        amount: Amount,
+        think_ns: u64,
+    },
     Fsync {
         file: String,
     },

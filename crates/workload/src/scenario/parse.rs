@@ -885,7 +885,7 @@ fn step_list(cx: &Cx, k: &str, v: &Val) -> Result<Vec<Step>, ParseError> {
     list.into_iter().map(|(t, s)| step(cx, t, s)).collect()
 }
 
-const OPS: &str = "mmap_anon, mmap_file, touch, munmap|free, madvise, read, write, fsync, fadvise, truncate, fio, sleep, compute, barrier, loop, fork, exit";
+const OPS: &str = "mmap_anon, mmap_file, touch, munmap|free, madvise, read, write, kv_get, fsync, fadvise, truncate, fio, sleep, compute, barrier, loop, fork, exit";
 
 /// How long a touch or I/O step goes on: passes (default 1), accesses,
 /// duration, or for I/O an amount of bytes.
@@ -995,6 +995,10 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "munmap" | "free" => &["op", "map"],
         "madvise" => &["op", "map", "advice"],
         "read" | "write" => IO,
+        "kv_get" => &[
+            "op", "file", "keys", "record", "table_size", "table_cache", "records", "pattern",
+            "passes", "accesses", "duration", "think",
+        ],
         "fsync" => &["op", "file"],
         "fadvise" => &["op", "file", "advice", "offset", "len"],
         "truncate" => &["op", "file", "size"],
@@ -1130,6 +1134,50 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 bs,
                 amount,
                 direct,
+                think_ns,
+            }
+        }
+        "kv_get" => {
+            let file = file_name(cx, &mut t)?;
+            let (k, v) = t.req(&["keys"])?;
+            let keys = count(cx, k, v)?;
+            let keys_span = v.span();
+            // YCSB's default record: 10 fields of 100 bytes.
+            let mut record = 1000;
+            if let Some((k, v)) = t.take1(&["record"])? {
+                record = nonzero_size(cx, k, v)?;
+            }
+            // LevelDB's max_file_size.
+            let mut table_size = 2 << 20;
+            if let Some((k, v)) = t.take1(&["table_size"])? {
+                table_size = nonzero_size(cx, k, v)?;
+            }
+            // LevelDB's max_open_files (1000) less its 10 reserved.
+            let mut table_cache = 990;
+            if let Some((k, v)) = t.take1(&["table_cache"])? {
+                table_cache = count(cx, k, v)?;
+            }
+            let mut records = 1;
+            if let Some((k, v)) = t.take1(&["records"])? {
+                records = count(cx, k, v)?;
+            }
+            let mut pat = Pattern::Ycsb { theta: 0.99 };
+            if let Some((k, v)) = t.take1(&["pattern"])? {
+                pat = pattern(cx, k, v)?;
+            }
+            crate::lsm::SstLayout::new(keys, record, 4096, table_size)
+                .map_err(|e| cx.error(&keys_span, "keys", e))?;
+            let amount = amount(cx, &mut t, None)?;
+            let think_ns = think(cx, &mut t)?;
+            Op::KvGet {
+                file,
+                keys,
+                record,
+                table_size,
+                table_cache,
+                records,
+                pattern: pat,
+                amount,
                 think_ns,
             }
         }
