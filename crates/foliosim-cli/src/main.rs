@@ -359,6 +359,17 @@ enum ReproduceCmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
+    /// cache_ext (SOSP 2025): file search, YCSB C and Uniform, GET-SCAN and
+    /// isolation (examples/cache_ext/) under the kernel's LRUs and
+    /// cache_ext's policies, beside the paper's figures.
+    CacheExt {
+        /// text or json (rows: experiment, policy, metric, value, paper_value).
+        #[arg(long, default_value = "text")]
+        format: String,
+        /// Worker threads (cells run in parallel; output is the same).
+        #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()))]
+        jobs: usize,
+    },
     /// Seed 004: MGLRU's workingset protection rework on the TPC-C and
     /// LULESH proxies (examples/seed004-*.toml), wsprot-legacy vs
     /// wsprot-rework, beside the seed's figures.
@@ -1136,6 +1147,24 @@ fn run(cli: Cli) -> Result<(), String> {
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
                 trace_args::progress::done();
                 print_rows(format, &rows, || reclaim_loop::render(&rows));
+                Ok(())
+            }
+            ReproduceCmd::CacheExt { format, jobs } => {
+                use reproduce::cache_ext;
+                if format != "text" && format != "json" {
+                    return Err(format!("--format: '{format}' is not text or json"));
+                }
+                // Each experiment's [machine] is the same; the first gives
+                // the machine.
+                let (_, base) = shipped_scenario(
+                    cache_ext::YCSB_C_TOML,
+                    "examples/cache_ext/ycsb-c.toml",
+                )?;
+                trace_args::progress::install(None);
+                let rows = cache_ext::cache_ext(&base, *jobs);
+                trace_args::progress::done();
+                let rows = rows?;
+                print_rows(format, &rows, || cache_ext::render(&rows));
                 Ok(())
             }
             ReproduceCmd::WorkingsetProtection {

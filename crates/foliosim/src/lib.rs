@@ -13,6 +13,7 @@ pub mod fs;
 pub mod mm;
 pub mod progress;
 pub mod report;
+pub mod policy;
 pub mod reproduce;
 pub mod scenario;
 pub mod sim;

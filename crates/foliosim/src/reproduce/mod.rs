@@ -1,6 +1,7 @@
 //! The seeds' experiments, each runnable with one command and printed
 //! beside the seed's own figures.
 
+pub mod cache_ext;
 pub mod reclaim_loop;
 
 use serde::Serialize;

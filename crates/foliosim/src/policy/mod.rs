@@ -1,0 +1,3 @@
+//! cache_ext policies.
+
+pub mod lhd_model;
