@@ -206,8 +206,8 @@ mod tests {
     use super::*;
 
     fn layout() -> SstLayout {
-        // 1 KiB records, 4 KiB blocks, 2 MiB tables: 504 blocks of 4
-        // records (504 * (4096 + 45) + 48 <= 2 MiB < 505 * ...).
+        // 1 KiB records, 4 KiB blocks, 2 MiB tables: 506 blocks of 4
+        // records (506 * (4096 + 45) + 48 <= 2 MiB < 507 * (4096 + 45) + 48).
         SstLayout::new(10_000, 1024, 4096, 2 << 20).unwrap()
     }
 
@@ -215,14 +215,14 @@ mod tests {
     fn layout_fills_tables_with_index_and_footer() {
         let l = layout();
         assert_eq!(l.keys_per_block, 4);
-        assert_eq!(l.data_blocks, 504);
+        assert_eq!(l.data_blocks, 506);
         assert!(l.data_blocks * l.block_size + l.index_bytes + FOOTER_BYTES <= l.table_size);
         assert!((l.data_blocks + 1) * (l.block_size + INDEX_ENTRY_BYTES) + FOOTER_BYTES > l.table_size);
-        assert_eq!(l.tables, 10_000u64.div_ceil(2016));
+        assert_eq!(l.tables, 10_000u64.div_ceil(2024));
         // The index sits after the data and ends before the footer.
         let (io, il) = l.index_range(1);
         let (fo, _) = l.footer_range(1);
-        assert_eq!(io, l.table_size + 504 * 4096);
+        assert_eq!(io, l.table_size + 506 * 4096);
         assert!(io + il <= fo);
         assert_eq!(fo + FOOTER_BYTES, 2 * l.table_size);
     }
@@ -232,17 +232,18 @@ mod tests {
         let l = layout();
         let mut c = TableCache::new(2);
         let mut v = Vec::new();
-        plan(&l, &mut c, 2016 + 9, 1, |r| v.push(r));
+        // Key 9 of table 1: its third block.
+        plan(&l, &mut c, 2024 + 9, 1, |r| v.push(r));
         assert_eq!(
             v,
             vec![
                 KvRead::Footer { off: 2 * l.table_size - 48, len: 48 },
-                KvRead::Index { off: l.table_size + 504 * 4096, len: 504 * 45 },
+                KvRead::Index { off: l.table_size + 506 * 4096, len: 506 * 45 },
                 KvRead::Data { off: l.table_size + 2 * 4096, len: 4096 },
             ]
         );
         v.clear();
-        plan(&l, &mut c, 2016 + 10, 1, |r| v.push(r));
+        plan(&l, &mut c, 2024 + 10, 1, |r| v.push(r));
         assert_eq!(v.len(), 1, "the table is open: only the data block");
     }
 
@@ -263,14 +264,15 @@ mod tests {
         let mut c = TableCache::new(990);
         let mut data = 0;
         let mut opens = 0;
-        // From the last record of table 0: 1 + 2016 + 3 records.
-        plan(&l, &mut c, 2015, 2020, |r| match r {
+        // From the last record of table 0: 1 record there, 2019 in table 1
+        // (505 blocks, the last partly).
+        plan(&l, &mut c, 2023, 2020, |r| match r {
             KvRead::Data { .. } => data += 1,
             KvRead::Footer { .. } => opens += 1,
             KvRead::Index { .. } => {}
         });
         assert_eq!(opens, 2);
-        assert_eq!(data, 1 + 504 + 1);
+        assert_eq!(data, 1 + 505);
     }
 
     #[test]

@@ -155,6 +155,16 @@ pub fn scenarios() -> Result<Scenarios, String> {
     let mut list = Vec::new();
     for (name, text, file) in EXPERIMENTS {
         let sc = foliosim_workload::scenario::parse(text, file).map_err(|e| e.to_string())?;
+        // One machine for all: the command builds it from the first.
+        if let Some((_, first)) = list.first() {
+            let first: &Scenario = first;
+            if first.machine != sc.machine {
+                return Err(format!(
+                    "{file}: [machine] differs from {}'s (the experiments share one machine)",
+                    first.file
+                ));
+            }
+        }
         list.push((*name, sc));
     }
     Ok(Scenarios { list })
