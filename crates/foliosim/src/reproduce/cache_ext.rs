@@ -409,6 +409,15 @@ fn rank<'a>(it: impl Iterator<Item = (&'a str, f64)>) -> Vec<String> {
     v.into_iter().map(|(p, _)| p.to_string()).collect()
 }
 
+/// Large figures (bytes, ops/s) without decimals.
+fn num(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 pub fn render(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -429,11 +438,11 @@ pub fn render(rows: &[Row]) -> String {
             };
             let _ = writeln!(
                 s,
-                "{:<10} {:<20} {:>16.2} {:>14} {:>10} {:>10}",
+                "{:<10} {:<20} {:>16} {:>14} {:>10} {:>10}",
                 r.policy,
                 r.metric,
-                r.value,
-                r.paper_value.map_or("-".into(), |v| format!("{v:.2}")),
+                num(r.value),
+                r.paper_value.map_or("-".into(), num),
                 rel(r.value, def.map(|d| d.0)),
                 r.paper_value
                     .map_or("-".into(), |v| rel(v, def.and_then(|d| d.1))),
