@@ -11,6 +11,7 @@ pub mod fio_output;
 pub mod fio_stat;
 pub mod fs;
 pub mod mm;
+pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod reproduce;
