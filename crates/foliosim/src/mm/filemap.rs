@@ -372,9 +372,24 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
+        // cache_ext's hook in __filemap_add_folio() (before the LRU add).
+        self.core
+            .cache_ext
+            .folio_added(&self.core.folios, id, self.core.now);
         self.policy.folio_add_lru(&mut self.core, id);
         self.core.folios.get_mut(id).clear(pg::LOCKED);
         Some(id)
+    }
+
+    /// folio_mark_accessed() (mm/swap.c): the LRU policy's aging, then
+    /// cache_ext's folio_accessed() hook. PTE accessed bits never come
+    /// here, so a cache_ext policy does not see mmap accesses.
+    #[inline]
+    pub fn folio_mark_accessed(&mut self, id: FolioId) {
+        self.policy.folio_mark_accessed(&mut self.core, id);
+        self.core
+            .cache_ext
+            .folio_accessed(&self.core.folios, id, self.core.now);
     }
 
     /// Submits the read of pages [start, end) of a file (read_pages /
@@ -454,7 +469,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 // pos_same_folio(ki_pos, last_pos - 1): the previous read's
                 // last byte (prev_pos starts at -1, as in the kernel).
                 if i > 0 || (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != fi {
-                    self.policy.folio_mark_accessed(&mut self.core, id);
+                    self.folio_mark_accessed(id);
                 }
                 self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
                 let fstart = fi << PAGE_SHIFT;
@@ -535,7 +550,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core
                 .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
             self.folio_mark_dirty(id);
-            self.policy.folio_mark_accessed(&mut self.core, id);
+            self.folio_mark_accessed(id);
             p = chunk_end;
         }
         if end > isize {

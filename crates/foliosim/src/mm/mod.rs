@@ -2,6 +2,7 @@
 //! kernel functions they model.
 
 pub mod blkdev;
+pub mod cache_ext;
 pub mod filemap;
 pub mod folio;
 pub mod memcontrol;
@@ -408,6 +409,8 @@ pub struct Core {
     /// `--trace`: the mm tracepoints' writer (crate::trace); None costs one
     /// branch per hook.
     pub trace: Option<Box<crate::trace::Tracer>>,
+    /// cache_ext's per-memcg policies and their lists.
+    pub cache_ext: cache_ext::CacheExt,
 }
 
 impl Core {
@@ -465,6 +468,7 @@ impl Core {
             kswapd_oom: false,
             kswapd: Default::default(),
             trace: None,
+            cache_ext: Default::default(),
             cost: CpuCosts::default(),
             cfg,
         }

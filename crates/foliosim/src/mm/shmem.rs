@@ -238,7 +238,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 .shmem_get_folio(mapping, index, file.memcg, false, false)
                 .ok()?
             {
-                self.policy.folio_mark_accessed(&mut self.core, id);
+                self.folio_mark_accessed(id);
             }
             self.core
                 .cpu(self.core.cost.copy_page * (chunk_end - pos) / PAGE_SIZE + 20);
@@ -269,7 +269,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core
                 .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
             self.core.folios.get_mut(id).set(pg::DIRTY);
-            self.policy.folio_mark_accessed(&mut self.core, id);
+            self.folio_mark_accessed(id);
             p = chunk_end;
         }
         let a = &mut self.core.files[mapping as usize];

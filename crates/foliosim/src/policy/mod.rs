@@ -1,4 +1,147 @@
-//! cache_ext policies.
+//! Page-cache policies for cache_ext ([`crate::mm::cache_ext`]): user
+//! programs (cache_ext's BPF policies), so they live outside `mm`. One
+//! file per policy, written from the behaviour of cache_ext's published
+//! policies (cache-ext/cache_ext, policies/*.bpf.c).
+//!
+//! A policy is selected by a spec `NAME[:key=val,...]`; `default` means no
+//! policy (the kernel's LRU alone).
 
+pub mod fifo;
 pub mod lhd_model;
 pub mod mglru_bpf_model;
+
+use crate::mm::cache_ext::CacheExtOps;
+
+/// A parsed `NAME[:key=val,...]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub args: Vec<(String, String)>,
+}
+
+/// The registry: name, one-line description, keys accepted.
+const POLICIES: &[(&str, &str, &[&str])] = &[
+    ("fifo", "evict in insertion order", &[]),
+];
+
+/// The names `--policy` accepts, `default` first.
+pub fn policy_names() -> Vec<&'static str> {
+    std::iter::once("default")
+        .chain(POLICIES.iter().map(|p| p.0))
+        .collect()
+}
+
+/// One line listing the policies, for errors and `--policy help`.
+pub fn policy_help() -> String {
+    format!("policies: {}", policy_names().join(", "))
+}
+
+impl PolicySpec {
+    /// Parses a spec; errors name what is wrong (the caller adds the
+    /// option or file and line).
+    pub fn parse(spec: &str) -> Result<PolicySpec, String> {
+        let (name, rest) = match spec.split_once(':') {
+            Some((n, r)) => (n, Some(r)),
+            None => (spec, None),
+        };
+        let name = name.trim();
+        if name != "default" && !POLICIES.iter().any(|p| p.0 == name) {
+            return Err(format!("unknown policy {name:?} ({})", policy_help()));
+        }
+        let mut args = Vec::new();
+        if let Some(rest) = rest {
+            for kv in rest.split(',') {
+                let Some((k, v)) = kv.split_once('=') else {
+                    return Err(format!("policy {name}: expected key=value, got {kv:?}"));
+                };
+                let (k, v) = (k.trim(), v.trim());
+                let keys = POLICIES
+                    .iter()
+                    .find(|p| p.0 == name)
+                    .map(|p| p.2)
+                    .unwrap_or(&[]);
+                if !keys.contains(&k) {
+                    return Err(if keys.is_empty() {
+                        format!("policy {name}: takes no keys, got {k:?}")
+                    } else {
+                        format!("policy {name}: unknown key {k:?} (keys: {})", keys.join(", "))
+                    });
+                }
+                if args.iter().any(|(a, _): &(String, String)| a == k) {
+                    return Err(format!("policy {name}: key {k:?} given twice"));
+                }
+                args.push((k.to_string(), v.to_string()));
+            }
+        }
+        Ok(PolicySpec {
+            name: name.to_string(),
+            args,
+        })
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.name == "default"
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.args
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A numeric key, or its default.
+    pub fn get_u64(&self, key: &str, default: u64) -> Result<u64, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => crate::policy::parse_u64(v)
+                .ok_or_else(|| format!("policy {}: {key}: not a number: {v:?}", self.name)),
+        }
+    }
+
+    /// Builds the policy; None for `default`.
+    pub fn build(&self) -> Result<Option<Box<dyn CacheExtOps>>, String> {
+        Ok(Some(match self.name.as_str() {
+            "default" => return Ok(None),
+            "fifo" => Box::new(fifo::Fifo::default()),
+            other => return Err(format!("unknown policy {other:?} ({})", policy_help())),
+        }))
+    }
+}
+
+/// Parses and builds a spec in one go.
+pub fn new_policy(spec: &str) -> Result<Option<Box<dyn CacheExtOps>>, String> {
+    PolicySpec::parse(spec)?.build()
+}
+
+/// Decimal with an optional k/m/g (binary) suffix.
+pub(crate) fn parse_u64(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (num, mult) = match v.char_indices().last()? {
+        (i, 'k' | 'K') => (&v[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&v[..i], 1 << 20),
+        (i, 'g' | 'G') => (&v[..i], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_parsing_and_errors() {
+        assert!(PolicySpec::parse("default").unwrap().is_default());
+        assert!(new_policy("default").unwrap().is_none());
+        assert_eq!(new_policy("fifo").unwrap().unwrap().name(), "fifo");
+        let e = PolicySpec::parse("lru2").unwrap_err();
+        assert!(e.contains("unknown policy \"lru2\"") && e.contains("fifo"), "{e}");
+        let e = PolicySpec::parse("fifo:x=1").unwrap_err();
+        assert!(e.contains("takes no keys"), "{e}");
+        let e = PolicySpec::parse("fifo:x").unwrap_err();
+        assert!(e.contains("key=value"), "{e}");
+        assert_eq!(parse_u64("4k"), Some(4096));
+        assert_eq!(parse_u64("x"), None);
+    }
+}

@@ -427,7 +427,7 @@ impl Ext4 {
                 wait_idx = Some(idx);
             }
             if let Slot::Folio(id) = k.core.files[self.bdev as usize].slot(idx) {
-                k.policy.folio_mark_accessed(&mut k.core, id);
+                k.folio_mark_accessed(id);
                 continue;
             }
             let Some(id) = k.filemap_add_folio(self.bdev, idx, memcg, key == wait) else {
@@ -437,7 +437,7 @@ impl Ext4 {
                 }
                 continue;
             };
-            k.policy.folio_mark_accessed(&mut k.core, id);
+            k.folio_mark_accessed(id);
             self.blocks_read += 1;
             run = match run {
                 Some((s, e)) if e == idx => Some((s, e + 1)),
@@ -491,7 +491,7 @@ impl Ext4 {
                 k.filemap_add_folio(mapping, idx, memcg, true)?
             }
         };
-        k.policy.folio_mark_accessed(&mut k.core, id);
+        k.folio_mark_accessed(id);
         Some(())
     }
 

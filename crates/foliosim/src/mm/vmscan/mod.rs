@@ -315,6 +315,9 @@ impl Core {
 
     /// Frees an uncharged folio's frame.
     pub fn free_folio(&mut self, id: FolioId) {
+        // Every page-cache removal ends here (reclaim, truncation,
+        // invalidation): cache_ext's folio_evicted() and the valid set.
+        self.cache_ext.folio_evicted(&self.folios, id, self.now);
         let memcg = self.folios.get(id).memcg;
         self.mem_cgroup_uncharge(memcg, 1);
         self.count_memcg(memcg, Item::MEMCG_PGPGOUT, 1);

@@ -1,0 +1,514 @@
+//! cache_ext (SOSP 2025, "Customizing the Page Cache with eBPF"): per-memcg
+//! page-cache policies, the kernel side. A policy implements
+//! [`CacheExtOps`] (the `struct cache_ext_ops` members) and keeps folios on
+//! up to five lists of its own ([`list`]); the kernel calls it from the
+//! hooks cache_ext adds:
+//!
+//! * `folio_added` from `__filemap_add_folio()` (readahead folios too);
+//! * `folio_accessed` from `folio_mark_accessed()`, i.e. read()/write()
+//!   through file descriptors only: a PTE's accessed bit never reaches the
+//!   policy (as in cache_ext, which hooks only that function);
+//! * `folio_evicted` on every removal from the page cache (reclaim,
+//!   truncation, invalidation);
+//! * `admit_folio` on a read miss before synchronous readahead: `true`
+//!   makes the read bypass the page cache;
+//! * `evict_folios` from `shrink_lruvec()` (classic LRU only), asked for
+//!   the inactive-file scan target of `get_scan_count()` in calls of at
+//!   most [`CACHE_EXT_EVICT_BATCH`] candidates.
+//!
+//! Folios stay on the kernel's LRU as well: the policy only chooses which
+//! ones reclaim tries first; what it does not pick, or picks too little
+//! of, the kernel's own loop reclaims.
+
+pub mod list;
+
+use crate::mm::folio::{pg, Folio, FolioId, FolioTable};
+pub use list::{ListError, ListId, ListSpace, CACHE_EXT_ITERATE_MAX, CACHE_EXT_MAX_LISTS};
+
+/// Candidates one evict_folios() call may propose (cache_ext's
+/// eviction_ctx array).
+pub const CACHE_EXT_EVICT_BATCH: usize = 32;
+
+/// What the kernel tells a policy about the task in whose context a hook
+/// runs (`current`): scenarios name processes, fio runs name jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+}
+
+/// A handle to a registered task (see [`CacheExt::register_task`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TaskRef(pub u32);
+
+/// An admission request: a read missed the page cache at `index`.
+#[derive(Clone, Copy, Debug)]
+pub struct AdmissionCtx {
+    pub mapping: u32,
+    pub index: u64,
+    /// Pages the read asks for from `index` on.
+    pub nr_pages: u64,
+}
+
+/// The eviction request of one evict_folios() call and the candidates the
+/// policy proposes.
+pub struct EvictionCtx {
+    /// Folios reclaim wants from this call (at most CACHE_EXT_EVICT_BATCH).
+    pub request_nr_folios: u64,
+    cand: [FolioId; CACHE_EXT_EVICT_BATCH],
+    nr: usize,
+    overflow: bool,
+}
+
+impl EvictionCtx {
+    pub fn new(request: u64) -> Self {
+        EvictionCtx {
+            request_nr_folios: request.min(CACHE_EXT_EVICT_BATCH as u64),
+            cand: [0; CACHE_EXT_EVICT_BATCH],
+            nr: 0,
+            overflow: false,
+        }
+    }
+    /// Proposes a folio for eviction. Proposing more than
+    /// CACHE_EXT_EVICT_BATCH aborts the whole call (nothing is evicted);
+    /// returns false from then on.
+    #[inline]
+    pub fn propose(&mut self, id: FolioId) -> bool {
+        if self.nr == CACHE_EXT_EVICT_BATCH {
+            self.overflow = true;
+            return false;
+        }
+        self.cand[self.nr] = id;
+        self.nr += 1;
+        true
+    }
+    pub fn nr_proposed(&self) -> usize {
+        self.nr
+    }
+    /// Whether the request is filled (policies stop proposing there).
+    pub fn full(&self) -> bool {
+        self.nr as u64 >= self.request_nr_folios
+    }
+    pub fn aborted(&self) -> bool {
+        self.overflow
+    }
+    pub fn candidates(&self) -> &[FolioId] {
+        &self.cand[..self.nr]
+    }
+}
+
+/// What a list_iterate() callback does with the node it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IterAction {
+    Continue,
+    Stop,
+    /// Propose the folio for eviction; it moves to its list's tail, so a
+    /// candidate the kernel cannot reclaim is not proposed again at once.
+    Evict,
+    /// Move the folio to the head / tail of a list and go on.
+    MoveHead(ListId),
+    MoveTail(ListId),
+}
+
+/// The view a policy callback has: its memcg's lists, the folios' fields,
+/// and the hook's context (memcg, current task, simulated time).
+pub struct CacheExtCtx<'a> {
+    lists: &'a mut ListSpace,
+    folios: &'a FolioTable,
+    memcg: u16,
+    task: &'a TaskInfo,
+    now: u64,
+    error: &'a mut Option<String>,
+}
+
+impl<'a> CacheExtCtx<'a> {
+    pub fn memcg(&self) -> u16 {
+        self.memcg
+    }
+    pub fn pid(&self) -> u32 {
+        self.task.pid
+    }
+    pub fn tid(&self) -> u32 {
+        self.task.tid
+    }
+    /// `current->comm`: the process name (scenarios) or fio job name.
+    pub fn comm(&self) -> &str {
+        &self.task.comm
+    }
+    /// Simulated time, ns.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+    /// Folio slots (FolioId < this): size per-folio policy arrays with it.
+    pub fn nr_folio_slots(&self) -> usize {
+        self.folios.f.len()
+    }
+    /// The folio's fields (flags in `pg`, mapping, index).
+    #[inline]
+    pub fn folio(&self, id: FolioId) -> &Folio {
+        self.folios.get(id)
+    }
+    pub fn folio_test(&self, id: FolioId, flag: u32) -> bool {
+        self.folios.get(id).test(flag)
+    }
+    /// Reports a policy failure (a Python callback raising, a budget
+    /// overrun): the run stops with this one-line error.
+    pub fn fail(&mut self, msg: String) {
+        if self.error.is_none() {
+            *self.error = Some(msg);
+        }
+    }
+    pub fn list_create(&mut self) -> Result<ListId, ListError> {
+        self.lists.list_create(self.memcg)
+    }
+    pub fn list_add(&mut self, list: ListId, id: FolioId) -> Result<(), ListError> {
+        self.lists.add(self.memcg, list, id, false)
+    }
+    pub fn list_add_tail(&mut self, list: ListId, id: FolioId) -> Result<(), ListError> {
+        self.lists.add(self.memcg, list, id, true)
+    }
+    pub fn list_move(&mut self, list: ListId, id: FolioId, tail: bool) -> Result<(), ListError> {
+        self.lists.move_to(self.memcg, list, id, tail)
+    }
+    pub fn list_del(&mut self, id: FolioId) -> Result<(), ListError> {
+        self.lists.del(self.memcg, id)
+    }
+    pub fn list_len(&self, list: ListId) -> Result<u64, ListError> {
+        self.lists.len(self.memcg, list)
+    }
+    pub fn list_of(&self, id: FolioId) -> Option<ListId> {
+        self.lists.list_of(id)
+    }
+    /// Whether `id` is in this memcg's valid folios set.
+    pub fn folio_valid(&self, id: FolioId) -> bool {
+        self.lists.is_valid(self.memcg, id)
+    }
+
+    /// Walks `list` from its head, at most CACHE_EXT_ITERATE_MAX nodes,
+    /// applying `f`'s verdict to each. `Evict` proposes into `ev`; the walk
+    /// stops when `ev` holds the request.
+    /// Returns the nodes visited.
+    pub fn list_iterate(
+        &mut self,
+        list: ListId,
+        ev: &mut EvictionCtx,
+        mut f: impl FnMut(FolioId, &Folio) -> IterAction,
+    ) -> Result<usize, ListError> {
+        let mut id = self.lists.head(self.memcg, list)?;
+        let mut visited = 0;
+        while id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX {
+            let next = self.lists.next_of(id);
+            visited += 1;
+            match f(id, self.folios.get(id)) {
+                IterAction::Continue => {}
+                IterAction::Stop => break,
+                IterAction::Evict => {
+                    if !ev.propose(id) {
+                        break;
+                    }
+                    self.lists.move_to(self.memcg, list, id, true)?;
+                    // The walk ends once the request is met.
+                    if ev.full() {
+                        break;
+                    }
+                }
+                IterAction::MoveHead(to) => self.lists.move_to(self.memcg, to, id, false)?,
+                IterAction::MoveTail(to) => self.lists.move_to(self.memcg, to, id, true)?,
+            }
+            id = next;
+        }
+        Ok(visited)
+    }
+
+    /// Sampling eviction (cache_ext's list_sample): from `list`'s head,
+    /// groups of `group` consecutive folios; the lowest `score` of each
+    /// group is proposed (and moved to the tail), until `ev` is full or
+    /// CACHE_EXT_ITERATE_MAX nodes are visited. Ties go to the earlier
+    /// folio. Returns the folios proposed.
+    pub fn list_sample(
+        &mut self,
+        list: ListId,
+        ev: &mut EvictionCtx,
+        group: usize,
+        mut score: impl FnMut(FolioId, &Folio) -> u64,
+    ) -> Result<usize, ListError> {
+        let group = group.max(1);
+        let mut id = self.lists.head(self.memcg, list)?;
+        let (mut visited, mut proposed) = (0, 0);
+        while id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX && !ev.full() {
+            let mut best = (u64::MAX, crate::mm::folio::NIL);
+            let mut k = 0;
+            while k < group && id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX {
+                let s = score(id, self.folios.get(id));
+                if s < best.0 || best.1 == crate::mm::folio::NIL {
+                    best = (s, id);
+                }
+                id = self.lists.next_of(id);
+                k += 1;
+                visited += 1;
+            }
+            if best.1 == crate::mm::folio::NIL || !ev.propose(best.1) {
+                break;
+            }
+            self.lists.move_to(self.memcg, list, best.1, true)?;
+            proposed += 1;
+        }
+        Ok(proposed)
+    }
+}
+
+/// `struct cache_ext_ops`: a page-cache policy for one memcg. The default
+/// methods do nothing, as an unset struct_ops member.
+pub trait CacheExtOps {
+    /// The policy's registry name.
+    fn name(&self) -> &str;
+    /// Called once when attached: create lists here.
+    fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String>;
+    fn folio_added(&mut self, _cx: &mut CacheExtCtx, _id: FolioId) {}
+    fn folio_accessed(&mut self, _cx: &mut CacheExtCtx, _id: FolioId) {}
+    /// The folio leaves the page cache; it is still on the policy's list
+    /// during the call and is taken off after it.
+    fn folio_evicted(&mut self, _cx: &mut CacheExtCtx, _id: FolioId) {}
+    /// true: the read bypasses the page cache.
+    fn admit_folio(&mut self, _cx: &mut CacheExtCtx, _req: &AdmissionCtx) -> bool {
+        false
+    }
+    fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx);
+}
+
+/// Per-policy-run counters, printed under `cache_ext` in reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheExtStats {
+    pub folio_added: u64,
+    pub folio_accessed: u64,
+    pub folio_evicted: u64,
+    pub admit_calls: u64,
+    pub admit_bypassed: u64,
+    pub evict_calls: u64,
+    pub evict_aborted: u64,
+    pub candidates: u64,
+    pub candidates_invalid: u64,
+    pub candidates_reclaimed: u64,
+    /// shrink_lruvec() calls where the policy reclaimed under 80% of the
+    /// request and the kernel's own loop ran.
+    pub fallthrough: u64,
+}
+
+/// The kernel's cache_ext state: the policies per memcg, their lists, the
+/// tasks hooks report as `current`.
+#[derive(Default)]
+pub struct CacheExt {
+    pub lists: ListSpace,
+    ops: Vec<Option<Box<dyn CacheExtOps>>>,
+    tasks: Vec<TaskInfo>,
+    current: usize,
+    pub stats: CacheExtStats,
+    /// The first policy failure; the driver stops the run on it.
+    pub error: Option<String>,
+}
+
+impl CacheExt {
+    /// Whether `memcg` has a policy (cheap; on every hook).
+    #[inline]
+    pub fn active(&self, memcg: u16) -> bool {
+        matches!(self.ops.get(memcg as usize), Some(Some(_)))
+    }
+
+    pub fn any_active(&self) -> bool {
+        self.ops.iter().any(|o| o.is_some())
+    }
+
+    pub fn policy_name(&self, memcg: u16) -> Option<&str> {
+        self.ops.get(memcg as usize)?.as_deref().map(|o| o.name())
+    }
+
+    /// Registers a task (pid, tid, comm) hooks can report as `current`.
+    pub fn register_task(&mut self, pid: u32, tid: u32, comm: &str) -> TaskRef {
+        if self.tasks.is_empty() {
+            self.tasks.push(TaskInfo::default());
+        }
+        if let Some(i) = self
+            .tasks
+            .iter()
+            .position(|t| t.pid == pid && t.tid == tid && t.comm == comm)
+        {
+            return TaskRef(i as u32);
+        }
+        self.tasks.push(TaskInfo {
+            pid,
+            tid,
+            comm: comm.to_string(),
+        });
+        TaskRef(self.tasks.len() as u32 - 1)
+    }
+
+    /// Sets `current` for the hooks that follow.
+    #[inline]
+    pub fn set_current(&mut self, t: TaskRef) {
+        self.current = t.0 as usize;
+    }
+
+    /// Attaches `ops` to `memcg` and runs its init().
+    pub fn attach(
+        &mut self,
+        folios: &FolioTable,
+        nr_memcgs: usize,
+        memcg: u16,
+        mut ops: Box<dyn CacheExtOps>,
+        now: u64,
+    ) -> Result<(), String> {
+        if self.tasks.is_empty() {
+            self.tasks.push(TaskInfo::default());
+        }
+        self.lists.ensure(folios.f.len(), nr_memcgs.max(memcg as usize + 1));
+        if self.ops.len() <= memcg as usize {
+            self.ops.resize_with(memcg as usize + 1, || None);
+        }
+        let mut cx = CacheExtCtx {
+            lists: &mut self.lists,
+            folios,
+            memcg,
+            task: &self.tasks[self.current],
+            now,
+            error: &mut self.error,
+        };
+        ops.init(&mut cx)
+            .map_err(|e| format!("policy {}: init: {e}", ops.name()))?;
+        self.ops[memcg as usize] = Some(ops);
+        Ok(())
+    }
+
+    /// Runs `f` on `memcg`'s policy with a context, if it has one.
+    #[inline]
+    fn call<R>(
+        &mut self,
+        folios: &FolioTable,
+        memcg: u16,
+        now: u64,
+        f: impl FnOnce(&mut dyn CacheExtOps, &mut CacheExtCtx) -> R,
+    ) -> Option<R> {
+        let CacheExt {
+            lists,
+            ops,
+            tasks,
+            current,
+            error,
+            ..
+        } = self;
+        let op = ops.get_mut(memcg as usize)?.as_deref_mut()?;
+        let mut cx = CacheExtCtx {
+            lists,
+            folios,
+            memcg,
+            task: &tasks[*current],
+            now,
+            error,
+        };
+        Some(f(op, &mut cx))
+    }
+
+    /// __filemap_add_folio(): the folio joins the valid set and the
+    /// policy's folio_added() runs.
+    #[inline]
+    pub fn folio_added(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+        let memcg = folios.get(id).memcg;
+        if !self.active(memcg) {
+            return;
+        }
+        self.lists.register(memcg, id);
+        self.stats.folio_added += 1;
+        self.call(folios, memcg, now, |op, cx| op.folio_added(cx, id));
+    }
+
+    /// folio_mark_accessed().
+    #[inline]
+    pub fn folio_accessed(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+        let memcg = folios.get(id).memcg;
+        if !self.lists.is_valid(memcg, id) {
+            return;
+        }
+        self.stats.folio_accessed += 1;
+        self.call(folios, memcg, now, |op, cx| op.folio_accessed(cx, id));
+    }
+
+    /// Any removal from the page cache: folio_evicted(), then the folio
+    /// leaves the lists and the valid set.
+    #[inline]
+    pub fn folio_evicted(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+        let memcg = folios.get(id).memcg;
+        if !self.lists.is_valid(memcg, id) {
+            return;
+        }
+        self.stats.folio_evicted += 1;
+        self.call(folios, memcg, now, |op, cx| op.folio_evicted(cx, id));
+        self.lists.unregister(id);
+    }
+
+    /// admit_folio() on a read miss: true means bypass the page cache.
+    #[inline]
+    pub fn admit_folio(&mut self, folios: &FolioTable, memcg: u16, req: AdmissionCtx, now: u64) -> bool {
+        if !self.active(memcg) {
+            return false;
+        }
+        self.stats.admit_calls += 1;
+        let bypass = self
+            .call(folios, memcg, now, |op, cx| op.admit_folio(cx, &req))
+            .unwrap_or(false);
+        self.stats.admit_bypassed += bypass as u64;
+        bypass
+    }
+
+    /// One evict_folios() call for up to `request` folios. Returns the
+    /// candidates that are valid and isolatable (on the kernel LRU, not
+    /// isolated, not unevictable), written into `out`; an aborted call
+    /// (more than CACHE_EXT_EVICT_BATCH proposed) returns none. The second
+    /// value is the number proposed (0 ends the caller's loop).
+    pub fn evict_folios(
+        &mut self,
+        folios: &FolioTable,
+        memcg: u16,
+        request: u64,
+        now: u64,
+        out: &mut [FolioId; CACHE_EXT_EVICT_BATCH],
+    ) -> (usize, usize) {
+        let mut ev = EvictionCtx::new(request);
+        self.stats.evict_calls += 1;
+        if self
+            .call(folios, memcg, now, |op, cx| op.evict_folios(cx, &mut ev))
+            .is_none()
+        {
+            return (0, 0);
+        }
+        if ev.aborted() {
+            self.stats.evict_aborted += 1;
+            return (0, 0);
+        }
+        let proposed = ev.nr_proposed();
+        self.stats.candidates += proposed as u64;
+        let mut n = 0;
+        for &id in ev.candidates() {
+            let ok = (id as usize) < folios.f.len()
+                && self.lists.is_valid(memcg, id)
+                && {
+                    let f = folios.get(id);
+                    f.test(pg::LRU)
+                        && !f.test(pg::ISOLATED)
+                        && !f.test(pg::UNEVICTABLE)
+                        && f.is_file_lru()
+                }
+                && !out[..n].contains(&id);
+            if ok {
+                out[n] = id;
+                n += 1;
+            } else {
+                self.stats.candidates_invalid += 1;
+            }
+        }
+        (n, proposed)
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        self.lists.check()
+    }
+}
