@@ -7,7 +7,9 @@
 //! policy (the kernel's LRU alone).
 
 pub mod fifo;
+pub mod lhd;
 pub mod lhd_model;
+pub mod mglru_bpf;
 pub mod mglru_bpf_model;
 
 use crate::mm::cache_ext::CacheExtOps;
@@ -22,6 +24,8 @@ pub struct PolicySpec {
 /// The registry: name, one-line description, keys accepted.
 const POLICIES: &[(&str, &str, &[&str])] = &[
     ("fifo", "evict in insertion order", &[]),
+    ("lhd", "least hit density (LHD), sampled in groups of 16", &["reconfig"]),
+    ("mglru-bpf", "cache_ext's port of MGLRU: generations, tiers, PID controller", &[]),
 ];
 
 /// The names `--policy` accepts, `default` first.
@@ -104,6 +108,10 @@ impl PolicySpec {
         Ok(Some(match self.name.as_str() {
             "default" => return Ok(None),
             "fifo" => Box::new(fifo::Fifo::default()),
+            "lhd" => Box::new(lhd::Lhd::new(
+                self.get_u64("reconfig", lhd_model::REQS_PER_RECONFIG)?.max(1),
+            )),
+            "mglru-bpf" => Box::new(mglru_bpf::MglruBpf::default()),
             other => return Err(format!("unknown policy {other:?} ({})", policy_help())),
         }))
     }
