@@ -52,6 +52,11 @@ struct MachineArgs {
     /// Reclaim policy: classic or mglru (default classic).
     #[arg(long)]
     lru: Option<String>,
+    /// cache_ext page-cache policy of the workload's memcg:
+    /// NAME[:key=val,...] (fifo, mru, lfu, s3fifo, get-scan, admit-filter;
+    /// default: none). Needs --lru classic.
+    #[arg(long)]
+    policy: Option<String>,
     /// Variants, comma or plus separated.
     #[arg(long, value_delimiter = ',')]
     variant: Vec<String>,
@@ -228,14 +233,17 @@ impl MachineArgs {
             None => None,
         };
         sim::check_lru_gen_sysctl(&lru_gen_sysctl).map_err(|e| format!("--sysctl: {e}"))?;
-        Ok(SimConfig {
+        mm.policy = self.policy.clone();
+        let cfg = SimConfig {
             mm,
             lru,
             memcg_limit,
             seed: self.seed.unwrap_or(1),
             timeline: self.timeline,
             lru_gen_sysctl,
-        })
+        };
+        sim::check_policy(&cfg).map_err(|e| format!("--policy: {e}"))?;
+        Ok(cfg)
     }
 }
 
@@ -449,6 +457,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "memcg-limit",
         "read-ahead-kb",
         "lru",
+        "policy",
         "variant",
         "device",
         "swap",

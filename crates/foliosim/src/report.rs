@@ -137,6 +137,16 @@ pub struct RunReport {
     pub lru_gen: Option<serde_json::Value>,
     /// With --timeline under MGLRU: the lru_gen view at each simulated second.
     pub lru_gen_timeline: Option<Vec<(u64, serde_json::Value)>>,
+    /// The workload memcg's cache_ext policy and its hook counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_ext: Option<CacheExtReport>,
+}
+
+/// A cache_ext policy's name and counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct CacheExtReport {
+    pub policy: String,
+    pub stats: crate::mm::cache_ext::CacheExtStats,
 }
 
 /// fio's normal output (fio_output::render_normal), then the counters.
@@ -178,6 +188,14 @@ pub fn render_counters(r: &RunReport, what: &str) -> String {
     for (k, v) in &r.vmstat {
         if *v != 0 {
             let _ = writeln!(out, "{k} {v}");
+        }
+    }
+    if let Some(c) = &r.cache_ext {
+        let _ = writeln!(out, "\ncache_ext (policy {}):", c.policy);
+        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&c.stats) {
+            for (k, v) in m {
+                let _ = writeln!(out, "{k} {v}");
+            }
         }
     }
     if let Some(v) = &r.lru_gen {

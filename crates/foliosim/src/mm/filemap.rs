@@ -436,6 +436,28 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // filemap_get_pages()
             let mut n = self.filemap_get_read_batch(mapping, index, last_index, &mut batch);
             if n == 0 {
+                // cache_ext's admit_folio() before synchronous readahead:
+                // a bypassed read goes to the device for the rest of the
+                // request and adds nothing to the page cache.
+                let req = super::cache_ext::AdmissionCtx {
+                    mapping,
+                    index,
+                    nr_pages: last_index - index,
+                };
+                if self
+                    .core
+                    .cache_ext
+                    .admit_folio(&self.core.folios, file.memcg, req, self.core.now)
+                {
+                    let bytes = (last_index - index) * PAGE_SIZE;
+                    self.core.count(file.memcg, Item::PGPGIN, bytes / 1024);
+                    let done = self.core.dev.submit(self.core.now, bytes, false);
+                    self.core.wait_until(done);
+                    self.core
+                        .cpu(self.core.cost.copy_page * (end - pos).div_ceil(PAGE_SIZE));
+                    pos = end;
+                    break;
+                }
                 self.page_cache_sync_ra(file, index, last_index - index);
                 n = self.filemap_get_read_batch(mapping, index, last_index, &mut batch);
             }

@@ -215,6 +215,10 @@ pub struct MmConfig {
     /// (crate::fs::ext4). None: file data only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fs: Option<crate::fs::ext4::Ext4Config>,
+    /// The cache_ext policy spec (`NAME[:key=val,...]`) of the workload's
+    /// memcg; None or "default" runs the kernel's LRU alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl Default for MmConfig {
@@ -242,6 +246,7 @@ impl Default for MmConfig {
             stats_flush_phase_ns: FLUSH_TIME_NS,
             memcg_stats_lazy_flush: false,
             fs: None,
+            policy: None,
         }
     }
 }

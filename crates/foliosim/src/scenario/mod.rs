@@ -333,6 +333,8 @@ struct Driver<'a> {
     bar_names: Vec<&'a str>,
     bars: Vec<Bar>,
     threads: Vec<Thread>,
+    /// cache_ext's `current` of each thread, registered on first use.
+    ce_tasks: Vec<Option<crate::mm::cache_ext::TaskRef>>,
     procs: Vec<Proc<'a>>,
     files: Vec<FileRt>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
@@ -359,6 +361,7 @@ impl<'a> Driver<'a> {
             bar_names: Vec::new(),
             bars: Vec::new(),
             threads: Vec::new(),
+            ce_tasks: Vec::new(),
             procs: Vec::new(),
             files: Vec::new(),
             heap: BinaryHeap::new(),
@@ -1108,6 +1111,22 @@ impl<'a> Driver<'a> {
         let proc = th.proc;
         k.core.now = th.t;
         k.core.current = self.procs[proc].mm;
+        if k.core.cache_ext.any_active() {
+            if self.ce_tasks.len() <= id {
+                self.ce_tasks.resize(id + 1, None);
+            }
+            let p = &self.procs[proc];
+            let ce = &mut k.core.cache_ext;
+            let t = *self.ce_tasks[id].get_or_insert_with(|| {
+                // pid 1000 + process (as the tracer's); the first thread's
+                // tid is the pid, the others' 100000 + thread.
+                let pid = 1000 + proc as u32;
+                let tid = if p.threads.first() == Some(&id) { pid } else { 100_000 + id as u32 };
+                let comm: String = p.name.chars().take(15).collect();
+                ce.register_task(pid, tid, &comm)
+            });
+            ce.set_current(t);
+        }
         if let Some(t) = k.core.trace.as_deref_mut() {
             // comm is at most TASK_COMM_LEN - 1 bytes.
             let comm: String = self.procs[proc].name.chars().take(15).collect();

@@ -7,6 +7,22 @@ use crate::mm::memcontrol::{MemcgId, MemcgKnobs};
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::{Kernel, PAGE_SIZE};
 
+/// Attaches the cache_ext policy `spec` to `memcg` (the classic LRU only).
+pub fn attach_policy<P: ReclaimPolicy>(k: &mut Kernel<P>, memcg: MemcgId, spec: &str) -> Result<(), String> {
+    let Some(ops) = crate::policy::new_policy(spec)? else {
+        return Ok(());
+    };
+    if k.policy.name() != "classic" {
+        return Err(format!(
+            "policy {} needs the classic LRU (cache_ext does not hook MGLRU); use --lru classic",
+            ops.name()
+        ));
+    }
+    let n = k.core.memcgs.len();
+    let now = k.core.now;
+    k.core.cache_ext.attach(&k.core.folios, n, memcg, ops, now)
+}
+
 /// Creates the scenario's cgroups under its root memcg and returns their
 /// (path, memcg) in declaration order, parents first.
 ///
@@ -50,6 +66,9 @@ pub fn setup_cgroups<P: ReclaimPolicy>(
             oom_kill_disable: c.oom_kill_disable,
         };
         let id = k.add_memcg_child(parent, &c.path, knobs);
+        if let Some(spec) = &c.policy {
+            attach_policy(k, id, spec).map_err(|e| err(sc, c.line, "policy", e))?;
+        }
         out.push((c.path.clone(), id));
     }
     Ok(out)

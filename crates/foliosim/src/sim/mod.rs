@@ -82,6 +82,24 @@ pub fn check_lru_gen_sysctl(kv: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks a machine's cache_ext policy before a run (the CLI reports the
+/// error): a known spec, and the classic LRU (cache_ext hooks only its
+/// shrink_lruvec()).
+pub fn check_policy(cfg: &SimConfig) -> Result<(), String> {
+    let Some(spec) = &cfg.mm.policy else {
+        return Ok(());
+    };
+    let spec = crate::policy::PolicySpec::parse(spec)?;
+    spec.build()?;
+    if !spec.is_default() && cfg.lru == LruKind::Mglru {
+        return Err(format!(
+            "policy {} needs the classic LRU (cache_ext does not hook MGLRU); use --lru classic",
+            spec.name
+        ));
+    }
+    Ok(())
+}
+
 use crate::fio_stat::LatDist;
 pub use crate::report::{DirStats, FioJobStats, JobReport, LatHist, RunReport, TimelineSample};
 
@@ -135,6 +153,17 @@ impl Sim {
         with_kernel!(&mut k, k => {
             // A trace armed for this thread's next run (crate::trace::arm).
             k.core.trace = crate::trace::take_armed();
+            if let Some(spec) = &cfg.mm.policy {
+                let ops = crate::policy::new_policy(spec).expect("policies are checked before the run");
+                if let Some(ops) = ops {
+                    let n = k.core.memcgs.len();
+                    let now = k.core.now;
+                    k.core
+                        .cache_ext
+                        .attach(&k.core.folios, n, memcg, ops, now)
+                        .expect("built-in policies' init cannot fail");
+                }
+            }
             if cfg.timeline {
                 k.core.timeline = Some(Vec::new());
                 k.core.timeline_memcg = memcg;
@@ -221,6 +250,10 @@ impl Sim {
                 timeline,
                 lru_gen: k.policy.debug_view(core, self.memcg),
                 lru_gen_timeline: if self.cfg.timeline && self.cfg.lru == LruKind::Mglru { Some(self.lru_gen_samples.clone()) } else { None },
+                cache_ext: core.cache_ext.policy_name(self.memcg).map(|p| crate::report::CacheExtReport {
+                    policy: p.to_string(),
+                    stats: core.cache_ext.stats.clone(),
+                }),
             }
         })
     }
@@ -388,6 +421,9 @@ impl Sim {
         // Jobs naming the same file share it (one address space).
         let mut by_name: BTreeMap<String, u32> = BTreeMap::new();
         let mut st: Vec<JobState> = Vec::new();
+        // cache_ext's `current` per job: pid and tid 1000 + job index (as
+        // the tracer's), comm the job's name.
+        let mut task_refs: Vec<Option<crate::mm::cache_ext::TaskRef>> = vec![None; jobs.len()];
         for j in jobs {
             let mut files = Vec::new();
             let mut mappings = Vec::new();
@@ -688,6 +724,14 @@ impl Sim {
                 if let Some(t) = k.core.trace.as_deref_mut() {
                     // Every fio job is a process named fio.
                     t.set_task("fio", 1000 + i as u32);
+                }
+                if k.core.cache_ext.any_active() {
+                    let ce = &mut k.core.cache_ext;
+                    let t = *task_refs[i].get_or_insert_with(|| {
+                        let comm: String = jobs[i].name.chars().take(15).collect();
+                        ce.register_task(1000 + i as u32, 1000 + i as u32, &comm)
+                    });
+                    ce.set_current(t);
                 }
                 s.sleep_from = u64::MAX;
                 let stopped = s.stop_at.is_some_and(|stop| s.t >= stop);

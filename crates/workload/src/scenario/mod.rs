@@ -75,6 +75,9 @@ pub struct Cgroup {
     pub oom_group: bool,
     /// memory.oom_control's oom_kill_disable (v1).
     pub oom_kill_disable: bool,
+    /// The cgroup's cache_ext policy spec (`NAME[:key=val,...]`), checked
+    /// by the model (this crate knows no policies).
+    pub policy: Option<String>,
 }
 
 /// Where a file lives.

@@ -705,6 +705,7 @@ fn cgroup(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Cgroup, ParseE
         "memsw_limit|memsw.limit_in_bytes|memory.memsw.limit_in_bytes",
         "oom_group|oom.group|memory.oom.group",
         "oom_kill_disable|memory.oom_control.oom_kill_disable",
+        "policy",
     ]);
     let (k, v) = t.req(&["path"])?;
     let path = string(cx, k, v)?;
@@ -749,6 +750,9 @@ fn cgroup(cx: &Cx, (t, span): (&DeTable, Range<usize>)) -> Result<Cgroup, ParseE
     }
     if let Some((k, v)) = t.take1(&["oom_kill_disable", "memory.oom_control.oom_kill_disable"])? {
         cg.oom_kill_disable = flag(cx, k, v)?;
+    }
+    if let Some((k, v)) = t.take1(&["policy"])? {
+        cg.policy = Some(string(cx, k, v)?.to_string());
     }
     t.finish()?;
     Ok(cg)

@@ -28,6 +28,8 @@ pub use list::{ListError, ListId, ListSpace, CACHE_EXT_ITERATE_MAX, CACHE_EXT_MA
 /// Candidates one evict_folios() call may propose (cache_ext's
 /// eviction_ctx array).
 pub const CACHE_EXT_EVICT_BATCH: usize = 32;
+/// Folios one list_sample() call may take (MAX_SAMPLE_FOLIOS).
+pub const CACHE_EXT_MAX_SAMPLE: usize = 2048;
 
 /// What the kernel tells a policy about the task in whose context a hook
 /// runs (`current`): scenarios name processes, fio runs name jobs.
@@ -221,11 +223,13 @@ impl<'a> CacheExtCtx<'a> {
         Ok(visited)
     }
 
-    /// Sampling eviction (cache_ext's list_sample): from `list`'s head,
-    /// groups of `group` consecutive folios; the lowest `score` of each
-    /// group is proposed (and moved to the tail), until `ev` is full or
-    /// CACHE_EXT_ITERATE_MAX nodes are visited. Ties go to the earlier
-    /// folio. Returns the folios proposed.
+    /// Sampling eviction (cache_ext's list_sample): takes
+    /// `request_nr_folios * group` folios off `list`'s head, proposes the
+    /// lowest `score` of each consecutive group of `group` (ties: the
+    /// earlier), and puts every sampled folio back at the tail in order.
+    /// A list shorter than the sample, or a sample over
+    /// CACHE_EXT_MAX_SAMPLE, proposes nothing (the kfunc's -1). Returns
+    /// the folios proposed.
     pub fn list_sample(
         &mut self,
         list: ListId,
@@ -234,24 +238,25 @@ impl<'a> CacheExtCtx<'a> {
         mut score: impl FnMut(FolioId, &Folio) -> u64,
     ) -> Result<usize, ListError> {
         let group = group.max(1);
-        let mut id = self.lists.head(self.memcg, list)?;
-        let (mut visited, mut proposed) = (0, 0);
-        while id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX && !ev.full() {
+        let want = ev.request_nr_folios.saturating_sub(ev.nr_proposed() as u64) as usize;
+        let n = want * group;
+        if n > CACHE_EXT_MAX_SAMPLE || (self.lists.len(self.memcg, list)? as usize) < n {
+            return Ok(0);
+        }
+        let mut proposed = 0;
+        for _ in 0..want {
             let mut best = (u64::MAX, crate::mm::folio::NIL);
-            let mut k = 0;
-            while k < group && id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX {
+            for _ in 0..group {
+                let id = self.lists.head(self.memcg, list)?;
+                self.lists.move_to(self.memcg, list, id, true)?;
                 let s = score(id, self.folios.get(id));
-                if s < best.0 || best.1 == crate::mm::folio::NIL {
+                if best.1 == crate::mm::folio::NIL || s < best.0 {
                     best = (s, id);
                 }
-                id = self.lists.next_of(id);
-                k += 1;
-                visited += 1;
             }
-            if best.1 == crate::mm::folio::NIL || !ev.propose(best.1) {
+            if !ev.propose(best.1) {
                 break;
             }
-            self.lists.move_to(self.memcg, list, best.1, true)?;
             proposed += 1;
         }
         Ok(proposed)

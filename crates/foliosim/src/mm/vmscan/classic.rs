@@ -389,9 +389,67 @@ impl ClassicLru {
         nr
     }
 
+    /// cache_ext's eviction: evict_folios() calls of at most
+    /// CACHE_EXT_EVICT_BATCH candidates until `request` folios were
+    /// proposed (or a call proposes none or aborts); the valid, isolatable
+    /// candidates go through shrink_folio_list() like an isolated batch.
+    /// Returns the folios reclaimed.
+    fn cache_ext_shrink(
+        &mut self,
+        core: &mut Core,
+        memcg: MemcgId,
+        request: u64,
+        sc: &mut ScanControl,
+    ) -> u64 {
+        let mut buf = [0 as FolioId; crate::mm::cache_ext::CACHE_EXT_EVICT_BATCH];
+        let (mut left, mut reclaimed) = (request, 0);
+        while left > 0 {
+            let ask = left.min(SWAP_CLUSTER_MAX);
+            let (n, proposed) = core
+                .cache_ext
+                .evict_folios(&core.folios, memcg, ask, core.now, &mut buf);
+            if proposed == 0 {
+                break;
+            }
+            left -= (proposed as u64).min(left);
+            if n == 0 {
+                continue;
+            }
+            self.stats_sync(core);
+            let mut list = std::mem::take(&mut self.scratch);
+            list.clear();
+            for &id in &buf[..n] {
+                self.lruvec_del_folio(core, id);
+                core.folios.get_mut(id).set(pg::ISOLATED);
+                list.push(id);
+            }
+            sc.nr_scanned += n as u64;
+            core.count_pgscan(memcg, true, n as u64, sc);
+            let got = shrink_folio_list(core, self, &mut list, sc);
+            self.move_folios_to_lru(core, &list);
+            core.count_pgsteal(memcg, true, got, sc);
+            core.cache_ext.stats.candidates_reclaimed += got;
+            reclaimed += got;
+            list.clear();
+            self.scratch = list;
+        }
+        reclaimed
+    }
+
     /// shrink_lruvec().
     fn shrink_lruvec(&mut self, core: &mut Core, memcg: MemcgId, sc: &mut ScanControl) {
         let mut nr = self.get_scan_count(core, memcg, sc);
+        // cache_ext: the memcg's policy is asked for the inactive-file
+        // target first; if it gets 80% of it the kernel's loop is skipped.
+        let request = nr[LRU_INACTIVE_FILE];
+        if request > 0 && core.cache_ext.active(memcg) {
+            let got = self.cache_ext_shrink(core, memcg, request, sc);
+            sc.nr_reclaimed += got;
+            if got * 5 >= request * 4 {
+                return;
+            }
+            core.cache_ext.stats.fallthrough += 1;
+        }
         let targets = nr;
         let nr_to_reclaim = sc.nr_to_reclaim;
         let start = sc.nr_reclaimed;
