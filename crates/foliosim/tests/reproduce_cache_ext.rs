@@ -68,6 +68,7 @@ fn rows_are_well_formed_and_deterministic() {
             ("get-scan", "default", "throughput"),
             ("get-scan", "default", "scan_throughput"),
             ("get-scan", "default", "disk_read_bytes"),
+            ("get-scan", "default", "disk_read_bytes_per_op"),
         ]
     );
     for r in &a {
