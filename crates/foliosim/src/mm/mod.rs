@@ -783,6 +783,7 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
 
     pub fn check_invariants(&self) -> Result<(), String> {
         self.core.check_core_invariants()?;
+        self.core.cache_ext.check()?;
         self.policy.check_invariants(&self.core)
     }
 

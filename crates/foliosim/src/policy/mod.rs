@@ -6,11 +6,16 @@
 //! A policy is selected by a spec `NAME[:key=val,...]`; `default` means no
 //! policy (the kernel's LRU alone).
 
+pub mod admit_filter;
 pub mod fifo;
+pub mod get_scan;
+pub mod lfu;
 pub mod lhd;
 pub mod lhd_model;
 pub mod mglru_bpf;
 pub mod mglru_bpf_model;
+pub mod mru;
+pub mod s3fifo;
 
 use crate::mm::cache_ext::CacheExtOps;
 
@@ -24,6 +29,11 @@ pub struct PolicySpec {
 /// The registry: name, one-line description, keys accepted.
 const POLICIES: &[(&str, &str, &[&str])] = &[
     ("fifo", "evict in insertion order", &[]),
+    ("mru", "evict the most recently used first", &[]),
+    ("lfu", "least frequently used, by sampling", &["sample"]),
+    ("s3fifo", "S3-FIFO: small and main FIFOs with a ghost set", &[]),
+    ("get-scan", "evict the scan thread's folios first", &["scan"]),
+    ("admit-filter", "bypass the cache for a task or large reads (FIFO eviction)", &["comm", "max"]),
     ("lhd", "least hit density (LHD), sampled in groups of 16", &["reconfig"]),
     ("mglru-bpf", "cache_ext's port of MGLRU: generations, tiers, PID controller", &[]),
 ];
@@ -108,6 +118,26 @@ impl PolicySpec {
         Ok(Some(match self.name.as_str() {
             "default" => return Ok(None),
             "fifo" => Box::new(fifo::Fifo::default()),
+            "mru" => Box::new(mru::Mru::default()),
+            "lfu" => {
+                let n = self.get_u64("sample", 20)?;
+                // list_sample takes at most 2048 folios for 32 candidates.
+                if n == 0 || n > 64 {
+                    return Err(format!("policy lfu: sample: {n} is not in 1..=64"));
+                }
+                Box::new(lfu::Lfu::new(n as usize))
+            }
+            "s3fifo" => Box::new(s3fifo::S3Fifo::default()),
+            "get-scan" => Box::new(get_scan::GetScan::new(self.get("scan").unwrap_or("scan"))),
+            "admit-filter" => {
+                let max = match self.get("max") {
+                    None => None,
+                    Some(v) => Some(parse_u64(v).ok_or_else(|| {
+                        format!("policy admit-filter: max: not a size: {v:?}")
+                    })?),
+                };
+                Box::new(admit_filter::AdmitFilter::new(self.get("comm").map(str::to_string), max))
+            }
             "lhd" => Box::new(lhd::Lhd::new(
                 self.get_u64("reconfig", lhd_model::REQS_PER_RECONFIG)?.max(1),
             )),

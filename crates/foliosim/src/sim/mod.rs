@@ -178,6 +178,24 @@ impl Sim {
         }
     }
 
+    /// Attaches a cache_ext policy object (a test's, or a Python one) to
+    /// the workload's memcg in place of `MmConfig::policy`'s; the classic
+    /// LRU only.
+    pub fn attach_policy(&mut self, ops: Box<dyn crate::mm::cache_ext::CacheExtOps>) -> Result<(), String> {
+        if self.cfg.lru != LruKind::Classic {
+            return Err(format!(
+                "policy {} needs the classic LRU (cache_ext does not hook MGLRU); use --lru classic",
+                ops.name()
+            ));
+        }
+        let memcg = self.memcg;
+        with_kernel!(&mut self.k, k => {
+            let n = k.core.memcgs.len();
+            let now = k.core.now;
+            k.core.cache_ext.attach(&k.core.folios, n, memcg, ops, now)
+        })
+    }
+
     pub(crate) fn report(&self, jobs: Vec<JobReport>) -> RunReport {
         with_kernel!(&self.k, k => {
             let core = &k.core;

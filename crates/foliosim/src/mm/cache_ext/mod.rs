@@ -182,6 +182,10 @@ impl<'a> CacheExtCtx<'a> {
     pub fn list_of(&self, id: FolioId) -> Option<ListId> {
         self.lists.list_of(id)
     }
+    /// Folios in this memcg's valid set (its page cache under the policy).
+    pub fn nr_valid(&self) -> u64 {
+        self.lists.nr_valid(self.memcg)
+    }
     /// Whether `id` is in this memcg's valid folios set.
     pub fn folio_valid(&self, id: FolioId) -> bool {
         self.lists.is_valid(self.memcg, id)
@@ -369,6 +373,9 @@ impl CacheExt {
         self.lists.ensure(folios.f.len(), nr_memcgs.max(memcg as usize + 1));
         if self.ops.len() <= memcg as usize {
             self.ops.resize_with(memcg as usize + 1, || None);
+        }
+        if self.ops[memcg as usize].is_some() {
+            return Err(format!("memcg {memcg} already has a cache_ext policy"));
         }
         let mut cx = CacheExtCtx {
             lists: &mut self.lists,

@@ -391,7 +391,7 @@ impl ClassicLru {
 
     /// cache_ext's eviction: evict_folios() calls of at most
     /// CACHE_EXT_EVICT_BATCH candidates until `request` folios were
-    /// proposed (or a call proposes none or aborts); the valid, isolatable
+    /// proposed, a call proposes fewer than asked, or one aborts; the valid, isolatable
     /// candidates go through shrink_folio_list() like an isolated batch.
     /// Returns the folios reclaimed.
     fn cache_ext_shrink(
@@ -412,28 +412,45 @@ impl ClassicLru {
                 break;
             }
             left -= (proposed as u64).min(left);
-            if n == 0 {
-                continue;
+            // A call proposing less than asked has nothing more to offer.
+            let exhausted = (proposed as u64) < ask;
+            if n > 0 {
+                reclaimed += self.cache_ext_reclaim(core, memcg, &buf[..n], sc);
             }
-            self.stats_sync(core);
-            let mut list = std::mem::take(&mut self.scratch);
-            list.clear();
-            for &id in &buf[..n] {
-                self.lruvec_del_folio(core, id);
-                core.folios.get_mut(id).set(pg::ISOLATED);
-                list.push(id);
+            if exhausted {
+                break;
             }
-            sc.nr_scanned += n as u64;
-            core.count_pgscan(memcg, true, n as u64, sc);
-            let got = shrink_folio_list(core, self, &mut list, sc);
-            self.move_folios_to_lru(core, &list);
-            core.count_pgsteal(memcg, true, got, sc);
-            core.cache_ext.stats.candidates_reclaimed += got;
-            reclaimed += got;
-            list.clear();
-            self.scratch = list;
         }
         reclaimed
+    }
+
+    /// Isolates cache_ext's valid candidates and reclaims them as
+    /// shrink_inactive_list() does an isolated batch.
+    fn cache_ext_reclaim(
+        &mut self,
+        core: &mut Core,
+        memcg: MemcgId,
+        cand: &[FolioId],
+        sc: &mut ScanControl,
+    ) -> u64 {
+        let n = cand.len();
+        self.stats_sync(core);
+        let mut list = std::mem::take(&mut self.scratch);
+        list.clear();
+        for &id in cand {
+            self.lruvec_del_folio(core, id);
+            core.folios.get_mut(id).set(pg::ISOLATED);
+            list.push(id);
+        }
+        sc.nr_scanned += n as u64;
+        core.count_pgscan(memcg, true, n as u64, sc);
+        let got = shrink_folio_list(core, self, &mut list, sc);
+        self.move_folios_to_lru(core, &list);
+        core.count_pgsteal(memcg, true, got, sc);
+        core.cache_ext.stats.candidates_reclaimed += got;
+        list.clear();
+        self.scratch = list;
+        got
     }
 
     /// shrink_lruvec().
