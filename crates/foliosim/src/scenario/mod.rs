@@ -1122,7 +1122,11 @@ impl<'a> Driver<'a> {
                 // tid is the pid, the others' 100000 + thread.
                 let pid = 1000 + proc as u32;
                 let tid = if p.threads.first() == Some(&id) { pid } else { 100_000 + id as u32 };
-                let comm: String = p.name.chars().take(15).collect();
+                // comm is the program's: the [[process]] name without the
+                // instance suffix ("scan[0]" runs as "scan"); a forked
+                // child keeps its parent's.
+                let prog = p.name.split(['[', '/']).next().unwrap_or(&p.name);
+                let comm: String = prog.chars().take(15).collect();
                 ce.register_task(pid, tid, &comm)
             });
             ce.set_current(t);
