@@ -97,46 +97,72 @@ impl Folio {
     }
 }
 
-/// The folio arena with a free list threaded through `next`.
+/// The folio arena with a free list threaded through `next`. Frames are
+/// created as first used, not for the whole simulated RAM: `f` holds the
+/// frames ever allocated and `capacity` bounds it. The free list holds
+/// only frames freed since; when it is empty the next never-used frame
+/// (`f.len()`) comes next. That is the order a list of all frames, in
+/// index order, behind the freed ones would give, so every allocation
+/// gets the same FolioId as with a fully built arena.
 pub struct FolioTable {
     pub f: Vec<Folio>,
     free_head: FolioId,
+    /// Page frames of the simulated RAM (managed pages).
+    capacity: usize,
     pub nr_free: u64,
 }
 
 impl FolioTable {
     pub fn new(capacity: usize) -> Self {
-        let mut f = vec![Folio::default(); capacity];
-        for (i, x) in f.iter_mut().enumerate() {
-            x.flags = pg::FREE;
-            x.next = if i + 1 < capacity {
-                (i + 1) as FolioId
-            } else {
-                NIL
-            };
-            x.prev = NIL;
-        }
+        // FolioId is a u32 with NIL reserved.
+        assert!(capacity < NIL as usize, "more page frames than FolioId can index");
         FolioTable {
-            f,
-            free_head: if capacity > 0 { 0 } else { NIL },
+            f: Vec::new(),
+            free_head: NIL,
+            capacity,
             nr_free: capacity as u64,
         }
+    }
+
+    /// Page frames of the simulated RAM, allocated or not.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Frames ever allocated (the arena's length).
+    #[inline]
+    pub fn nr_frames(&self) -> usize {
+        self.f.len()
+    }
+
+    /// Bytes the arena holds (its reserved capacity, what RSS pays).
+    pub fn mem_footprint(&self) -> usize {
+        self.f.capacity() * std::mem::size_of::<Folio>()
     }
 
     /// Takes a free folio; None when every page frame is in use.
     #[inline]
     pub fn alloc(&mut self) -> Option<FolioId> {
-        let id = self.free_head;
-        if id == NIL {
-            return None;
-        }
-        let x = &mut self.f[id as usize];
-        self.free_head = x.next;
-        *x = Folio {
+        let fresh = Folio {
             prev: NIL,
             next: NIL,
             ..Folio::default()
         };
+        let id = self.free_head;
+        if id == NIL {
+            // A never-used frame, if RAM has any left.
+            let id = self.f.len();
+            if id >= self.capacity {
+                return None;
+            }
+            self.f.push(fresh);
+            self.nr_free -= 1;
+            return Some(id as FolioId);
+        }
+        let x = &mut self.f[id as usize];
+        self.free_head = x.next;
+        *x = fresh;
         self.nr_free -= 1;
         Some(id)
     }

@@ -19,6 +19,7 @@ pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
+pub mod xarray;
 
 use blkdev::BlockDev;
 use filemap::AddressSpace;
@@ -668,7 +669,8 @@ impl Core {
         if let Some(m) = self.charging {
             per_memcg[m as usize] += 1;
         }
-        if live + self.folios.nr_free != self.folios.f.len() as u64 {
+        // Frames past the arena's end were never used: free too.
+        if live + self.folios.nr_free != self.folios.capacity() as u64 {
             return Err("folio table: live + free != total".into());
         }
         for m in &self.memcgs[1..] {

@@ -308,7 +308,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let nr = self.core.files[mapping as usize].nr_pages();
         let start = lstart.div_ceil(PAGE_SIZE);
         let end = (lend.saturating_add(1) >> PAGE_SHIFT).min(nr);
-        for idx in start..end {
+        let mut next = start;
+        while let Some(idx) = self.core.files[mapping as usize].next_populated(next, end) {
+            next = idx + 1;
             match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => {
                     let f = self.core.folios.get_mut(id);

@@ -441,7 +441,7 @@ impl Core {
             // Anonymous spaces made without an mm (tests) count for the
             // slots but have no rss to check.
             let owner = (a.owner != super::mmap::NO_MM).then_some(a.owner as usize);
-            for idx in 0..a.nr_pages() {
+            for idx in a.populated(0, u64::MAX) {
                 match a.slot(idx) {
                     Slot::Swap(o) => {
                         refs[o as usize] += 1;

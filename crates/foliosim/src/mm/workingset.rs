@@ -220,7 +220,7 @@ impl Core {
     #[inline]
     pub fn workingset_update_node(&mut self, mapping: u32, index: u64, memcg: MemcgId) {
         let ni = (index >> XA_CHUNK_SHIFT) as usize;
-        let n = &self.files[mapping as usize].nodes[ni];
+        let n = self.files[mapping as usize].node(ni);
         // Most slot changes leave the node where it is.
         if (n.count > 0) == n.allocated && (n.count > 0 && n.count == n.nr_values) == n.on_list {
             return;
@@ -230,7 +230,7 @@ impl Core {
 
     #[cold]
     fn workingset_move_node(&mut self, mapping: u32, ni: usize, memcg: MemcgId) {
-        let n = &mut self.files[mapping as usize].nodes[ni];
+        let n = self.files[mapping as usize].node_mut(ni);
         if n.count > 0 && !n.allocated {
             n.allocated = true;
             n.memcg = memcg;
@@ -241,7 +241,7 @@ impl Core {
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated -= 1;
         }
-        let n = &mut self.files[mapping as usize].nodes[ni];
+        let n = self.files[mapping as usize].node_mut(ni);
         let shadow_only = n.count > 0 && n.count == n.nr_values;
         if shadow_only == n.on_list {
             return;
@@ -259,7 +259,7 @@ impl Core {
             if l.queue.len() as u64 > 2 * l.live + 1024 {
                 let files = &self.files;
                 l.queue.retain(|&(f, node, st)| {
-                    let x = &files[f as usize].nodes[node as usize];
+                    let x = files[f as usize].node(node as usize);
                     x.on_list && x.stamp == st
                 });
             }
@@ -273,7 +273,7 @@ impl Core {
         let n_lists = self.shadow_nodes.lists.len().max(self.memcgs.len());
         let (mut live, mut allocated) = (vec![0u64; n_lists], vec![0u64; n_lists]);
         for (fi, f) in self.files.iter().enumerate() {
-            for (ni, node) in f.nodes.iter().enumerate() {
+            for (ni, node) in f.nodes() {
                 let start = (ni as u64) << XA_CHUNK_SHIFT;
                 let end = (start + (1 << XA_CHUNK_SHIFT)).min(f.nr_pages());
                 let (mut count, mut values) = (0u8, 0u8);
@@ -346,7 +346,7 @@ impl Core {
                 let Some((f, node, st)) = self.shadow_nodes.list(memcg).queue.pop_front() else {
                     break;
                 };
-                let x = &mut self.files[f as usize].nodes[node as usize];
+                let x = self.files[f as usize].node_mut(node as usize);
                 if !x.on_list || x.stamp != st {
                     continue;
                 }
