@@ -283,6 +283,49 @@ impl ListHead {
 mod tests {
     use super::*;
 
+    /// The lazily grown arena hands out the same ids as a free list built
+    /// over every frame up front (ids 0, 1, 2, ... behind the freed ones).
+    #[test]
+    fn lazy_arena_allocates_as_a_full_free_list_would() {
+        let cap = 64;
+        let mut t = FolioTable::new(cap);
+        // The reference: a stack whose top is the list's head.
+        let mut reference: Vec<FolioId> = (0..cap as FolioId).rev().collect();
+        let mut live: Vec<FolioId> = vec![];
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if (x >> 33) % 3 != 0 || live.is_empty() {
+                let got = t.alloc();
+                assert_eq!(got, reference.pop());
+                if let Some(id) = got {
+                    live.push(id);
+                }
+            } else {
+                let id = live.swap_remove((x >> 40) as usize % live.len());
+                t.free(id);
+                reference.push(id);
+            }
+            assert_eq!(t.nr_free, reference.len() as u64);
+            assert!(t.nr_frames() <= cap);
+        }
+        assert_eq!(t.nr_frames(), cap, "the run used every frame at some point");
+    }
+
+    #[test]
+    fn arena_grows_only_on_allocation() {
+        let mut t = FolioTable::new(1 << 28);
+        assert_eq!((t.nr_frames(), t.mem_footprint()), (0, 0));
+        assert_eq!(t.nr_free, 1 << 28);
+        let a = t.alloc().unwrap();
+        let b = t.alloc().unwrap();
+        assert_eq!((a, b, t.nr_frames()), (0, 1, 2));
+        t.free(a);
+        assert_eq!(t.alloc(), Some(a), "a freed frame before a new one");
+        assert_eq!(t.nr_frames(), 2);
+        assert!(t.mem_footprint() < 1024);
+    }
+
     #[test]
     fn list_ops_keep_order_and_len() {
         let mut t = FolioTable::new(8);

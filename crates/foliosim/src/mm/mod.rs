@@ -423,7 +423,6 @@ impl Core {
         let mut swap = swapfile::SwapInfo::new(
             cfg.swap,
             cfg.swap_bytes / PAGE_SIZE,
-            managed as usize,
             cfg.zram_comp_ratio,
         );
         if cfg.swap == SwapKind::Disk {
@@ -644,6 +643,17 @@ impl Core {
         let id = self.files.len() as u32;
         self.files.push(AddressSpace::new(id, size_bytes));
         id
+    }
+
+    /// Bytes the model's main tables hold: the folio arena, each mapping's
+    /// page-cache index and the swap tables. They follow the frames and
+    /// pages the workload touched, not the simulated RAM or file sizes
+    /// (the figure docs/performance.md's memory table reports).
+    pub fn mem_footprint(&self) -> usize {
+        self.folios.mem_footprint()
+            + self.files.capacity() * std::mem::size_of::<AddressSpace>()
+            + self.files.iter().map(AddressSpace::mem_footprint).sum::<usize>()
+            + self.swap.mem_footprint()
     }
 
     /// Every live folio's memcg, file and LRU bits agree with the counts.

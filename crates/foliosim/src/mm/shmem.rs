@@ -55,7 +55,7 @@ impl Core {
     /// reference); shmem_delete_from_page_cache's counters follow.
     pub fn shmem_writeout(&mut self, id: FolioId) {
         let f = *self.folios.get(id);
-        let off = self.swap.folio_swap[id as usize];
+        let off = self.swap.folio_swap(id);
         self.files[f.mapping as usize].set_swap_entry(f.index as u64, off);
         self.swap.swap_map[off as usize] += 1;
         let m = f.memcg as usize;
@@ -177,7 +177,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.count(fm, Item::PGMAJFAULT, 1);
         }
         if self.core.folios.get(id).test(pg::SWAPCACHE) {
-            let done = self.core.swap.folio_io_done[id as usize];
+            let done = self.core.swap.folio_io_done(id);
             self.core.wait_until(done);
             // shmem_add_to_page_cache(), then delete_from_swap_cache():
             // the folio cannot leave while under writeback (the kernel
