@@ -111,7 +111,14 @@ impl AddressSpace {
         self.slots.node_mut(ni)
     }
 
-    /// Leaf nodes that exist (ever held an entry), in index order.
+    /// Releases node `ni`'s leaf once it holds nothing (its count is 0).
+    #[inline]
+    pub fn release_node(&mut self, ni: usize) {
+        self.slots.remove_leaf(ni)
+    }
+
+    /// Leaf nodes that exist (hold an entry, or held one since last
+    /// released), in index order.
     pub fn nodes(&self) -> impl Iterator<Item = (usize, &XaNode)> + '_ {
         self.slots.nodes()
     }

@@ -166,7 +166,9 @@ const SHRINK_BATCH: u64 = 128;
 /// A leaf xa_node's counts: entries present and, of those, shadow entries
 /// (xa_node count / nr_values). `memcg` is the group charged for the node
 /// (the one whose folio first populated it); `stamp` tells a live entry of
-/// the shadow-node list from a stale one.
+/// the shadow-node list from a stale one: each time a node goes on the
+/// list it gets a new stamp from ShadowNodes, unique across nodes, so it
+/// stays valid after the node's leaf is released and made again.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct XaNode {
     pub count: u8,
@@ -196,6 +198,8 @@ struct ShadowList {
 #[derive(Debug, Default)]
 pub struct ShadowNodes {
     lists: Vec<ShadowList>,
+    /// The stamp the next node put on a list gets.
+    next_stamp: u32,
 }
 
 impl ShadowNodes {
@@ -241,14 +245,27 @@ impl Core {
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated -= 1;
         }
-        let n = self.files[mapping as usize].node_mut(ni);
+        let n = self.files[mapping as usize].node(ni);
         let shadow_only = n.count > 0 && n.count == n.nr_values;
-        if shadow_only == n.on_list {
-            return;
+        if shadow_only != n.on_list {
+            self.workingset_list_node(mapping, ni, shadow_only);
         }
+        if self.files[mapping as usize].node(ni).count == 0 {
+            // Empty: the leaf goes, as xas_store() deletes the node.
+            self.files[mapping as usize].release_node(ni);
+        }
+    }
+
+    /// Puts node `ni` on its memcg's shadow-node list or takes it off.
+    fn workingset_list_node(&mut self, mapping: u32, ni: usize, shadow_only: bool) {
+        let stamp = self.shadow_nodes.next_stamp;
+        let n = self.files[mapping as usize].node_mut(ni);
         n.on_list = shadow_only;
-        n.stamp = n.stamp.wrapping_add(1);
-        let (m, stamp) = (n.memcg, n.stamp);
+        if shadow_only {
+            n.stamp = stamp;
+            self.shadow_nodes.next_stamp = stamp.wrapping_add(1);
+        }
+        let m = n.memcg;
         let l = self.shadow_nodes.list(m);
         if shadow_only {
             l.live += 1;
@@ -354,8 +371,8 @@ impl Core {
                 // shadow_lru_isolate(): the node and its shadows go.
                 x.on_list = false;
                 x.allocated = false;
-                x.stamp = x.stamp.wrapping_add(1);
                 self.files[f as usize].delete_shadow_node(node as usize);
+                self.files[f as usize].release_node(node as usize);
                 let l = self.shadow_nodes.list(memcg);
                 l.live -= 1;
                 l.allocated -= 1;

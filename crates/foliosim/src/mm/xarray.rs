@@ -6,10 +6,10 @@
 //! bytes per 64 pages of size plus 528 bytes per leaf it ever populated,
 //! instead of 8 bytes per page of size.
 //!
-//! Leaves are kept once created (an emptied leaf is reused if its range
-//! is populated again): the shadow-node list identifies a node by its
-//! stamp, which must keep counting across the node's lives for stale list
-//! entries to stay stale, as they do with a dense array.
+//! A leaf whose last entry goes is released (workingset.rs does it when
+//! the node's count drops to zero, as xas_store() frees an empty xa_node)
+//! and its memory reused by the next leaf created, so the leaves follow
+//! the pages and shadows present, not all pages ever touched.
 
 use super::workingset::{XaNode, XA_CHUNK_SHIFT};
 
@@ -41,6 +41,8 @@ pub struct XArray {
     /// Leaf number of each 64-slot range, NO_LEAF where none was stored.
     dir: Vec<u32>,
     leaves: Vec<Leaf>,
+    /// Released leaves, reused before the pool grows.
+    free_leaves: Vec<u32>,
     len: u64,
 }
 
@@ -92,6 +94,11 @@ impl XArray {
 
     #[cold]
     fn new_leaf(&mut self, ni: usize) -> u32 {
+        if let Some(l) = self.free_leaves.pop() {
+            // Released empty, with a cleared node.
+            self.dir[ni] = l;
+            return l;
+        }
         let l = self.leaves.len() as u32;
         assert!(l != NO_LEAF, "xarray: too many leaves");
         self.leaves.push(Leaf {
@@ -124,6 +131,20 @@ impl XArray {
     #[inline]
     pub fn node_mut(&mut self, ni: usize) -> &mut XaNode {
         &mut self.leaf_mut(ni).node
+    }
+
+    /// Releases node `ni`'s leaf, whose slots must all be empty; its node
+    /// then reads as all zero again.
+    pub fn remove_leaf(&mut self, ni: usize) {
+        let l = self.dir[ni];
+        if l == NO_LEAF {
+            return;
+        }
+        let leaf = &mut self.leaves[l as usize];
+        debug_assert!(leaf.slots.iter().all(|&v| v == 0), "xarray: releasing a leaf in use");
+        leaf.node = EMPTY_NODE;
+        self.dir[ni] = NO_LEAF;
+        self.free_leaves.push(l);
     }
 
     /// Node `ni`'s slots and counts together (the leaf is created if absent).
@@ -176,15 +197,16 @@ impl XArray {
         Some(index.max((ni as u64) << XA_CHUNK_SHIFT))
     }
 
-    /// Leaves created so far.
+    /// Leaves in use.
     pub fn nr_leaves(&self) -> usize {
-        self.leaves.len()
+        self.leaves.len() - self.free_leaves.len()
     }
 
     /// Bytes held: the directory and the leaves (reserved capacity).
     pub fn mem_footprint(&self) -> usize {
         self.dir.capacity() * std::mem::size_of::<u32>()
             + self.leaves.capacity() * std::mem::size_of::<Leaf>()
+            + self.free_leaves.capacity() * std::mem::size_of::<u32>()
     }
 }
 
@@ -227,12 +249,38 @@ mod tests {
         assert_eq!(x.node(2).count, 1);
         assert_eq!(x.node(3).count, 0);
         assert_eq!(x.node(15).count, 1);
-        // Removing keeps the leaf; storing again reuses it.
+        // Clearing a slot keeps the leaf; storing again uses it.
         *x.entry(64).0 = 0;
         assert_eq!(x.get(64), 0);
         *x.entry(65).0 = 7;
         assert_eq!(x.get(65), 7);
         assert_eq!(x.nr_leaves(), 4);
+    }
+
+    #[test]
+    fn released_leaves_read_empty_and_are_reused() {
+        let mut x = XArray::new(64 * 100);
+        for ni in [3usize, 7] {
+            let (slot, node) = x.entry((ni as u64) << XA_CHUNK_SHIFT);
+            *slot = 1;
+            node.count = 1;
+            node.stamp = 9;
+        }
+        let fp = x.mem_footprint();
+        *x.entry(3 << XA_CHUNK_SHIFT).0 = 0;
+        x.remove_leaf(3);
+        assert_eq!(x.nr_leaves(), 1);
+        assert_eq!((x.node(3).count, x.node(3).stamp), (0, 0), "reads as never created");
+        assert_eq!(x.populated(0, u64::MAX).count(), 64, "only leaf 7 is walked");
+        // A new leaf takes the released one's memory.
+        let (slot, node) = x.entry(50 << XA_CHUNK_SHIFT);
+        assert_eq!((*slot, node.count, node.stamp), (0, 0, 0), "handed out clean");
+        *slot = 5;
+        assert_eq!(x.nr_leaves(), 2);
+        assert_eq!(x.mem_footprint(), fp + 4, "no new leaf, one free-list entry");
+        assert_eq!(x.get(50 << XA_CHUNK_SHIFT), 5);
+        assert_eq!(x.get(7 << XA_CHUNK_SHIFT), 1);
+        assert_eq!(x.get(3 << XA_CHUNK_SHIFT), 0);
     }
 
     #[test]
