@@ -79,3 +79,36 @@ fn freed_frames_are_reused_before_new_ones_are_made() {
     assert!(k.core.folios.capacity() as u64 > 4 * limit, "RAM itself was not the bound");
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn streaming_a_file_16_times_ram_keeps_the_index_to_what_is_present() {
+    let cfg = MmConfig {
+        ram_bytes: 256 << 20,
+        reserved_bytes: 16 << 20,
+        ..MmConfig::default()
+    };
+    let mut k = Kernel::new(cfg, ClassicLru::new());
+    let size = 4u64 << 30;
+    let mut f = open(&mut k, size, 0);
+    for pos in (0..size).step_by(1 << 20) {
+        k.filemap_read(&mut f, pos, 1 << 20).unwrap();
+    }
+    k.check_invariants().unwrap();
+    let a = &k.core.files[f.mapping as usize];
+    let file_pages = size / PAGE_SIZE;
+    assert_eq!(k.core.vm.get(foliosim::mm::vmstat::Item::PGPGIN), size / 1024, "the whole file was read in");
+    // Emptied leaves were released: every leaf left holds a page or a shadow.
+    assert_eq!(a.nodes().filter(|(_, n)| n.count > 0).count(), a.nr_nodes());
+    // Pages and shadows left: the cache (at most RAM) and the shadows the
+    // shadow-node shrinker lets stay. It trims toward a node per 8 LRU
+    // pages, halving the excess when reclaim calls it, so allow twice that.
+    let ram_pages = (240u64 << 20) / PAGE_SIZE;
+    let leaves = a.nr_nodes() as u64;
+    assert!(leaves <= ram_pages / 64 + ram_pages / 4, "{leaves} leaves");
+    assert!(k.core.vm.get(foliosim::mm::vmstat::Item::WORKINGSET_NODERECLAIM) > 0);
+    assert!(a.nrshadows > 0 && a.nrshadows < file_pages - a.nrpages, "the shrinker dropped shadows");
+    // A streamed file fills its leaves: at most 16 bytes per entry present
+    // (a 528-byte leaf holds 64).
+    let entries = a.nrpages + a.nrshadows;
+    assert!(leaves * 528 <= 16 * entries, "{leaves} leaves for {entries} entries");
+}

@@ -117,6 +117,11 @@ impl AddressSpace {
         self.slots.remove_leaf(ni)
     }
 
+    /// Leaf nodes in use (their memory is what the index costs).
+    pub fn nr_nodes(&self) -> usize {
+        self.slots.nr_leaves()
+    }
+
     /// Leaf nodes that exist (hold an entry, or held one since last
     /// released), in index order.
     pub fn nodes(&self) -> impl Iterator<Item = (usize, &XaNode)> + '_ {
