@@ -192,6 +192,10 @@ impl XArray {
             return None;
         }
         let first = (index >> XA_CHUNK_SHIFT) as usize;
+        // Walks spend most steps inside a leaf.
+        if self.dir[first] != NO_LEAF {
+            return Some(index);
+        }
         let last = ((end - 1) >> XA_CHUNK_SHIFT) as usize;
         let ni = first + self.dir[first..=last].iter().position(|&l| l != NO_LEAF)?;
         Some(index.max((ni as u64) << XA_CHUNK_SHIFT))
