@@ -35,6 +35,22 @@ pub enum Slot {
     Zero,
 }
 
+/// A slot's value as a Slot.
+#[inline]
+fn decode(v: u64) -> Slot {
+    if v == 0 {
+        Slot::Empty
+    } else if v == ZERO_PTE {
+        Slot::Zero
+    } else if v & SWAP_BIT != 0 {
+        Slot::Swap((v & !SWAP_BIT) as u32)
+    } else if v & SHADOW_BIT != 0 {
+        Slot::Shadow(Shadow(v & !SHADOW_BIT))
+    } else {
+        Slot::Folio((v - 1) as FolioId)
+    }
+}
+
 /// Readahead I/O still in flight: pages [start, end) become uptodate at `done`.
 #[derive(Clone, Copy, Debug, Default)]
 struct InflightRead {
@@ -147,18 +163,7 @@ impl AddressSpace {
 
     #[inline]
     pub fn slot(&self, index: u64) -> Slot {
-        let v = self.slots.get(index);
-        if v == 0 {
-            Slot::Empty
-        } else if v == ZERO_PTE {
-            Slot::Zero
-        } else if v & SWAP_BIT != 0 {
-            Slot::Swap((v & !SWAP_BIT) as u32)
-        } else if v & SHADOW_BIT != 0 {
-            Slot::Shadow(Shadow(v & !SHADOW_BIT))
-        } else {
-            Slot::Folio((v - 1) as FolioId)
-        }
+        decode(self.slots.get(index))
     }
 
     #[inline]
@@ -171,8 +176,10 @@ impl AddressSpace {
         }
     }
 
+    /// Stores folio `id` at `index` over what was there, which it returns
+    /// (one lookup for both, on the page-cache insertion path).
     #[inline]
-    fn set_folio(&mut self, index: u64, id: FolioId) {
+    fn set_folio(&mut self, index: u64, id: FolioId) -> Slot {
         let (slot, node) = self.slots.entry(index);
         let old = *slot;
         if old == 0 {
@@ -184,11 +191,12 @@ impl AddressSpace {
         // A swap entry or zero-page PTE is replaced in place.
         *slot = id as u64 + 1;
         self.nrpages += 1;
+        decode(old)
     }
 
     #[inline]
     pub fn set_folio_pub(&mut self, index: u64, id: FolioId) {
-        self.set_folio(index, id)
+        self.set_folio(index, id);
     }
 
     /// Replaces a folio by its shadow (or nothing) on eviction.
@@ -386,20 +394,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
         may_retry: bool,
     ) -> Option<FolioId> {
         let id = self.alloc_folio(memcg, may_retry)?;
-        let shadow = match self.core.files[mapping as usize].slot(index) {
-            Slot::Shadow(s) => Some(s),
-            Slot::Empty => None,
-            Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
-                unreachable!("filemap_add_folio over a present folio or swap entry")
-            }
-        };
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = mapping;
             f.index = index as u32;
             f.flags = pg::LOCKED | pg::UPTODATE;
         }
-        self.core.files[mapping as usize].set_folio(index, id);
+        let shadow = match self.core.files[mapping as usize].set_folio(index, id) {
+            Slot::Shadow(s) => Some(s),
+            Slot::Empty => None,
+            Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
+                unreachable!("filemap_add_folio over a present folio or swap entry")
+            }
+        };
         self.core.workingset_update_node(mapping, index, memcg);
         self.core.memcgs[memcg as usize].nr_file += 1;
         if self.core.trace.is_some() {
