@@ -84,7 +84,7 @@ proptest! {
 
 #[test]
 fn folio_state_is_compact() {
-    // 24 bytes per page frame plus 8 bytes per page of file (the slot).
+    // 24 bytes per page frame used, plus its 8-byte slot in a file's xarray leaf.
     assert_eq!(std::mem::size_of::<Folio>(), 24);
 }
 

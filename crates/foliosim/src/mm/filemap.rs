@@ -8,7 +8,8 @@ use super::memcontrol::MemcgId;
 use super::readahead::FileRaState;
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::workingset::{Shadow, XaNode, XA_CHUNK_SHIFT};
+use super::workingset::{Shadow, XaNode};
+use super::xarray::XArray;
 use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
 /// MMAP_LOTSAMISS: past this many net misses, mmap read-around stops.
@@ -34,6 +35,22 @@ pub enum Slot {
     Zero,
 }
 
+/// A slot's value as a Slot.
+#[inline]
+fn decode(v: u64) -> Slot {
+    if v == 0 {
+        Slot::Empty
+    } else if v == ZERO_PTE {
+        Slot::Zero
+    } else if v & SWAP_BIT != 0 {
+        Slot::Swap((v & !SWAP_BIT) as u32)
+    } else if v & SHADOW_BIT != 0 {
+        Slot::Shadow(Shadow(v & !SHADOW_BIT))
+    } else {
+        Slot::Folio((v - 1) as FolioId)
+    }
+}
+
 /// Readahead I/O still in flight: pages [start, end) become uptodate at `done`.
 #[derive(Clone, Copy, Debug, Default)]
 struct InflightRead {
@@ -44,12 +61,13 @@ struct InflightRead {
 
 const INFLIGHT_RING: usize = 8;
 
-/// struct address_space: one per simulated file. Slots are a dense array
-/// (8 bytes per page of file) instead of an xarray: files are fixed-size.
+/// struct address_space: one per simulated file. Its slots (the i_pages
+/// xarray) are sparse: leaves of 64 slots are made on first store
+/// (xarray.rs), so memory follows the pages touched, not the file's size.
 pub struct AddressSpace {
     pub id: u32,
     pub size: u64,
-    slots: Vec<u64>,
+    slots: XArray,
     pub nrpages: u64,
     pub nrshadows: u64,
     inflight: [InflightRead; INFLIGHT_RING],
@@ -58,9 +76,6 @@ pub struct AddressSpace {
     pte_tables: Vec<u64>,
     pte_tables_memcg: MemcgId,
     pub nr_pte_tables: u64,
-    /// The xarray's leaf nodes (64 slots each): how many entries and how
-    /// many shadows they hold, for workingset_update_node().
-    pub nodes: Vec<XaNode>,
     /// The mm of an anonymous VMA (mmap.rs); NO_MM for a file.
     pub owner: super::mmap::MmId,
     /// A tmpfs file (shmem.rs): the read, write and fault entry points
@@ -70,11 +85,11 @@ pub struct AddressSpace {
 
 impl AddressSpace {
     pub fn new(id: u32, size: u64) -> Self {
-        let n = size.div_ceil(PAGE_SIZE) as usize;
+        let n = size.div_ceil(PAGE_SIZE);
         AddressSpace {
             id,
             size,
-            slots: vec![0; n],
+            slots: XArray::new(n),
             nrpages: 0,
             nrshadows: 0,
             inflight: [InflightRead::default(); INFLIGHT_RING],
@@ -82,7 +97,6 @@ impl AddressSpace {
             pte_tables: Vec::new(),
             pte_tables_memcg: 0,
             nr_pte_tables: 0,
-            nodes: vec![XaNode::default(); n.div_ceil(1 << XA_CHUNK_SHIFT)],
             owner: super::mmap::NO_MM,
             shmem: false,
         }
@@ -92,39 +106,69 @@ impl AddressSpace {
     /// device's mapping (fs/ext4) gets a slot per metadata block as it is
     /// first touched, so it grows instead of covering the whole disk.
     pub fn grow(&mut self, size: u64) {
-        let n = size.div_ceil(PAGE_SIZE) as usize;
-        if n > self.slots.len() {
-            self.slots.resize(n, 0);
-            self.nodes
-                .resize(n.div_ceil(1 << XA_CHUNK_SHIFT), XaNode::default());
-        }
+        self.slots.grow(size.div_ceil(PAGE_SIZE));
         self.size = self.size.max(size);
     }
 
     #[inline]
     pub fn nr_pages(&self) -> u64 {
-        self.slots.len() as u64
+        self.slots.len()
+    }
+
+    /// The xarray leaf node `ni`'s counts (slots `ni * 64 ..`): how many
+    /// entries and how many shadows it holds, for workingset_update_node().
+    #[inline]
+    pub fn node(&self, ni: usize) -> &XaNode {
+        self.slots.node(ni)
+    }
+
+    #[inline]
+    pub fn node_mut(&mut self, ni: usize) -> &mut XaNode {
+        self.slots.node_mut(ni)
+    }
+
+    /// Releases node `ni`'s leaf once it holds nothing (its count is 0).
+    #[inline]
+    pub fn release_node(&mut self, ni: usize) {
+        self.slots.remove_leaf(ni)
+    }
+
+    /// Leaf nodes in use (their memory is what the index costs).
+    pub fn nr_nodes(&self) -> usize {
+        self.slots.nr_leaves()
+    }
+
+    /// Leaf nodes that exist (hold an entry, or held one since last
+    /// released), in index order.
+    pub fn nodes(&self) -> impl Iterator<Item = (usize, &XaNode)> + '_ {
+        self.slots.nodes()
+    }
+
+    /// Indices in `start..end` that may hold an entry, ascending: walks
+    /// over the file skip the ranges that never held one.
+    pub fn populated(&self, start: u64, end: u64) -> impl Iterator<Item = u64> + '_ {
+        self.slots.populated(start, end)
+    }
+
+    /// The first index in `index..end` that may hold an entry.
+    #[inline]
+    pub fn next_populated(&self, index: u64, end: u64) -> Option<u64> {
+        self.slots.next_populated(index, end)
+    }
+
+    /// Bytes the page-cache index holds.
+    pub fn mem_footprint(&self) -> usize {
+        self.slots.mem_footprint() + self.pte_tables.capacity() * 8
     }
 
     #[inline]
     pub fn slot(&self, index: u64) -> Slot {
-        let v = self.slots[index as usize];
-        if v == 0 {
-            Slot::Empty
-        } else if v == ZERO_PTE {
-            Slot::Zero
-        } else if v & SWAP_BIT != 0 {
-            Slot::Swap((v & !SWAP_BIT) as u32)
-        } else if v & SHADOW_BIT != 0 {
-            Slot::Shadow(Shadow(v & !SHADOW_BIT))
-        } else {
-            Slot::Folio((v - 1) as FolioId)
-        }
+        decode(self.slots.get(index))
     }
 
     #[inline]
     pub fn folio(&self, index: u64) -> Option<FolioId> {
-        let v = self.slots[index as usize];
+        let v = self.slots.get(index);
         if v != 0 && v & (SHADOW_BIT | SWAP_BIT) == 0 {
             Some((v - 1) as FolioId)
         } else {
@@ -132,10 +176,12 @@ impl AddressSpace {
         }
     }
 
+    /// Stores folio `id` at `index` over what was there, which it returns
+    /// (one lookup for both, on the page-cache insertion path).
     #[inline]
-    fn set_folio(&mut self, index: u64, id: FolioId) {
-        let old = self.slots[index as usize];
-        let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
+    fn set_folio(&mut self, index: u64, id: FolioId) -> Slot {
+        let (slot, node) = self.slots.entry(index);
+        let old = *slot;
         if old == 0 {
             node.count += 1;
         } else if old & (SHADOW_BIT | SWAP_BIT) == SHADOW_BIT {
@@ -143,21 +189,22 @@ impl AddressSpace {
             node.nr_values -= 1;
         }
         // A swap entry or zero-page PTE is replaced in place.
-        self.slots[index as usize] = id as u64 + 1;
+        *slot = id as u64 + 1;
         self.nrpages += 1;
+        decode(old)
     }
 
     #[inline]
     pub fn set_folio_pub(&mut self, index: u64, id: FolioId) {
-        self.set_folio(index, id)
+        self.set_folio(index, id);
     }
 
     /// Replaces a folio by its shadow (or nothing) on eviction.
     #[inline]
     pub fn replace_with_shadow(&mut self, index: u64, shadow: Option<Shadow>) {
         self.nrpages -= 1;
-        let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
-        self.slots[index as usize] = match shadow {
+        let (slot, node) = self.slots.entry(index);
+        *slot = match shadow {
             Some(s) => {
                 self.nrshadows += 1;
                 node.nr_values += 1;
@@ -198,9 +245,9 @@ impl AddressSpace {
     #[inline]
     pub fn clear_shadow(&mut self, index: u64) {
         debug_assert!(matches!(self.slot(index), Slot::Shadow(_)));
-        self.slots[index as usize] = 0;
+        let (slot, node) = self.slots.entry(index);
+        *slot = 0;
         self.nrshadows -= 1;
-        let node = &mut self.nodes[(index >> XA_CHUNK_SHIFT) as usize];
         node.count -= 1;
         node.nr_values -= 1;
     }
@@ -211,36 +258,36 @@ impl AddressSpace {
     pub fn set_swap_entry(&mut self, index: u64, off: super::swapfile::SwapOffset) {
         debug_assert!(self.folio(index).is_some());
         self.nrpages -= 1;
-        self.slots[index as usize] = SWAP_BIT | off as u64;
+        *self.slots.entry(index).0 = SWAP_BIT | off as u64;
     }
 
     /// do_anonymous_page() for a read: the zero page is mapped.
     #[inline]
     pub fn set_zero_pte(&mut self, index: u64) {
-        debug_assert_eq!(self.slots[index as usize], 0);
-        self.slots[index as usize] = ZERO_PTE;
-        self.nodes[(index >> XA_CHUNK_SHIFT) as usize].count += 1;
+        let (slot, node) = self.slots.entry(index);
+        debug_assert_eq!(*slot, 0);
+        *slot = ZERO_PTE;
+        node.count += 1;
     }
 
     /// The swap entry or zero-page PTE is zapped.
     #[inline]
     pub fn clear_swap_entry(&mut self, index: u64) {
         debug_assert!(matches!(self.slot(index), Slot::Swap(_) | Slot::Zero));
-        self.slots[index as usize] = 0;
-        self.nodes[(index >> XA_CHUNK_SHIFT) as usize].count -= 1;
+        let (slot, node) = self.slots.entry(index);
+        *slot = 0;
+        node.count -= 1;
     }
 
     /// shadow_lru_isolate(): drop a node that holds only shadow entries;
     /// returns how many shadows went.
     pub fn delete_shadow_node(&mut self, node: usize) -> u64 {
-        let start = node << XA_CHUNK_SHIFT;
-        let end = (start + (1 << XA_CHUNK_SHIFT)).min(self.slots.len());
-        let n = &mut self.nodes[node];
+        let (slots, n) = self.slots.leaf(node);
         debug_assert!(n.count > 0 && n.count == n.nr_values);
         let dropped = n.count as u64;
         n.count = 0;
         n.nr_values = 0;
-        for v in &mut self.slots[start..end] {
+        for v in slots.iter_mut() {
             debug_assert!(*v == 0 || (*v & SHADOW_BIT != 0 && *v & SWAP_BIT == 0));
             *v = 0;
         }
@@ -347,20 +394,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
         may_retry: bool,
     ) -> Option<FolioId> {
         let id = self.alloc_folio(memcg, may_retry)?;
-        let shadow = match self.core.files[mapping as usize].slot(index) {
-            Slot::Shadow(s) => Some(s),
-            Slot::Empty => None,
-            Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
-                unreachable!("filemap_add_folio over a present folio or swap entry")
-            }
-        };
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = mapping;
             f.index = index as u32;
             f.flags = pg::LOCKED | pg::UPTODATE;
         }
-        self.core.files[mapping as usize].set_folio(index, id);
+        let shadow = match self.core.files[mapping as usize].set_folio(index, id) {
+            Slot::Shadow(s) => Some(s),
+            Slot::Empty => None,
+            Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
+                unreachable!("filemap_add_folio over a present folio or swap entry")
+            }
+        };
         self.core.workingset_update_node(mapping, index, memcg);
         self.core.memcgs[memcg as usize].nr_file += 1;
         if self.core.trace.is_some() {
@@ -865,8 +911,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// invalidate_mapping_pages(): drop clean, unmapped, unlocked folios
     /// (POSIX_FADV_DONTNEED, fio's invalidate=1). Shadows are not left.
     pub fn invalidate_mapping_pages(&mut self, mapping: u32) {
-        let n = self.core.files[mapping as usize].nr_pages();
-        for idx in 0..n {
+        // Only the leaves that exist can hold entries.
+        let mut next = 0;
+        while let Some(idx) = self.core.files[mapping as usize].next_populated(next, u64::MAX) {
+            next = idx + 1;
             let id = match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => id,
                 Slot::Shadow(_) => {
@@ -898,8 +946,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// munmap of a whole file mapping: PTEs go, folios stay cached.
     pub fn unmap_mapping(&mut self, mapping: u32) {
-        let n = self.core.files[mapping as usize].nr_pages();
-        for idx in 0..n {
+        let mut next = 0;
+        while let Some(idx) = self.core.files[mapping as usize].next_populated(next, u64::MAX) {
+            next = idx + 1;
             if let Some(id) = self.core.files[mapping as usize].folio(idx) {
                 let f = self.core.folios.get_mut(id);
                 if f.test(pg::MAPPED) {

@@ -97,46 +97,72 @@ impl Folio {
     }
 }
 
-/// The folio arena with a free list threaded through `next`.
+/// The folio arena with a free list threaded through `next`. Frames are
+/// created as first used, not for the whole simulated RAM: `f` holds the
+/// frames ever allocated and `capacity` bounds it. The free list holds
+/// only frames freed since; when it is empty the next never-used frame
+/// (`f.len()`) comes next. That is the order a list of all frames, in
+/// index order, behind the freed ones would give, so every allocation
+/// gets the same FolioId as with a fully built arena.
 pub struct FolioTable {
     pub f: Vec<Folio>,
     free_head: FolioId,
+    /// Page frames of the simulated RAM (managed pages).
+    capacity: usize,
     pub nr_free: u64,
 }
 
 impl FolioTable {
     pub fn new(capacity: usize) -> Self {
-        let mut f = vec![Folio::default(); capacity];
-        for (i, x) in f.iter_mut().enumerate() {
-            x.flags = pg::FREE;
-            x.next = if i + 1 < capacity {
-                (i + 1) as FolioId
-            } else {
-                NIL
-            };
-            x.prev = NIL;
-        }
+        // FolioId is a u32 with NIL reserved.
+        assert!(capacity < NIL as usize, "more page frames than FolioId can index");
         FolioTable {
-            f,
-            free_head: if capacity > 0 { 0 } else { NIL },
+            f: Vec::new(),
+            free_head: NIL,
+            capacity,
             nr_free: capacity as u64,
         }
+    }
+
+    /// Page frames of the simulated RAM, allocated or not.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Frames ever allocated (the arena's length).
+    #[inline]
+    pub fn nr_frames(&self) -> usize {
+        self.f.len()
+    }
+
+    /// Bytes the arena holds (its reserved capacity, what RSS pays).
+    pub fn mem_footprint(&self) -> usize {
+        self.f.capacity() * std::mem::size_of::<Folio>()
     }
 
     /// Takes a free folio; None when every page frame is in use.
     #[inline]
     pub fn alloc(&mut self) -> Option<FolioId> {
-        let id = self.free_head;
-        if id == NIL {
-            return None;
-        }
-        let x = &mut self.f[id as usize];
-        self.free_head = x.next;
-        *x = Folio {
+        let fresh = Folio {
             prev: NIL,
             next: NIL,
             ..Folio::default()
         };
+        let id = self.free_head;
+        if id == NIL {
+            // A never-used frame, if RAM has any left.
+            let id = self.f.len();
+            if id >= self.capacity {
+                return None;
+            }
+            self.f.push(fresh);
+            self.nr_free -= 1;
+            return Some(id as FolioId);
+        }
+        let x = &mut self.f[id as usize];
+        self.free_head = x.next;
+        *x = fresh;
         self.nr_free -= 1;
         Some(id)
     }
@@ -256,6 +282,49 @@ impl ListHead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lazily grown arena hands out the same ids as a free list built
+    /// over every frame up front (ids 0, 1, 2, ... behind the freed ones).
+    #[test]
+    fn lazy_arena_allocates_as_a_full_free_list_would() {
+        let cap = 64;
+        let mut t = FolioTable::new(cap);
+        // The reference: a stack whose top is the list's head.
+        let mut reference: Vec<FolioId> = (0..cap as FolioId).rev().collect();
+        let mut live: Vec<FolioId> = vec![];
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if (x >> 33) % 3 != 0 || live.is_empty() {
+                let got = t.alloc();
+                assert_eq!(got, reference.pop());
+                if let Some(id) = got {
+                    live.push(id);
+                }
+            } else {
+                let id = live.swap_remove((x >> 40) as usize % live.len());
+                t.free(id);
+                reference.push(id);
+            }
+            assert_eq!(t.nr_free, reference.len() as u64);
+            assert!(t.nr_frames() <= cap);
+        }
+        assert_eq!(t.nr_frames(), cap, "the run used every frame at some point");
+    }
+
+    #[test]
+    fn arena_grows_only_on_allocation() {
+        let mut t = FolioTable::new(1 << 28);
+        assert_eq!((t.nr_frames(), t.mem_footprint()), (0, 0));
+        assert_eq!(t.nr_free, 1 << 28);
+        let a = t.alloc().unwrap();
+        let b = t.alloc().unwrap();
+        assert_eq!((a, b, t.nr_frames()), (0, 1, 2));
+        t.free(a);
+        assert_eq!(t.alloc(), Some(a), "a freed frame before a new one");
+        assert_eq!(t.nr_frames(), 2);
+        assert!(t.mem_footprint() < 1024);
+    }
 
     #[test]
     fn list_ops_keep_order_and_len() {

@@ -251,7 +251,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         // folio_lock_or_retry(): wait for the read to complete.
         if self.core.folios.get(id).test(pg::SWAPCACHE) {
-            let done = self.core.swap.folio_io_done[id as usize];
+            let done = self.core.swap.folio_io_done(id);
             self.core.wait_until(done);
             // swap_free_nr(): the PTE no longer holds the entry.
             self.core.swap_put(off, false);

@@ -80,7 +80,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         };
         vmas.swap_remove(pos);
         let n = self.core.files[space as usize].nr_pages();
-        for idx in 0..n {
+        let mut next = 0;
+        while let Some(idx) = self.core.files[space as usize].next_populated(next, n) {
+            next = idx + 1;
             match self.core.files[space as usize].slot(idx) {
                 Slot::Empty => {}
                 Slot::Folio(id) => {

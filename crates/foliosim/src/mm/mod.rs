@@ -20,6 +20,7 @@ pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
+pub mod xarray;
 
 use blkdev::BlockDev;
 use filemap::AddressSpace;
@@ -430,7 +431,6 @@ impl Core {
         let mut swap = swapfile::SwapInfo::new(
             cfg.swap,
             cfg.swap_bytes / PAGE_SIZE,
-            managed as usize,
             cfg.zram_comp_ratio,
         );
         if cfg.swap == SwapKind::Disk {
@@ -654,6 +654,17 @@ impl Core {
         id
     }
 
+    /// Bytes the model's main tables hold: the folio arena, each mapping's
+    /// page-cache index and the swap tables. They follow the frames and
+    /// pages the workload touched, not the simulated RAM or file sizes
+    /// (the figure docs/performance.md's memory table reports).
+    pub fn mem_footprint(&self) -> usize {
+        self.folios.mem_footprint()
+            + self.files.capacity() * std::mem::size_of::<AddressSpace>()
+            + self.files.iter().map(AddressSpace::mem_footprint).sum::<usize>()
+            + self.swap.mem_footprint()
+    }
+
     /// Every live folio's memcg, file and LRU bits agree with the counts.
     pub fn check_core_invariants(&self) -> Result<(), String> {
         let mut per_memcg = vec![0u64; self.memcgs.len()];
@@ -677,7 +688,8 @@ impl Core {
         if let Some(m) = self.charging {
             per_memcg[m as usize] += 1;
         }
-        if live + self.folios.nr_free != self.folios.f.len() as u64 {
+        // Frames past the arena's end were never used: free too.
+        if live + self.folios.nr_free != self.folios.capacity() as u64 {
             return Err("folio table: live + free != total".into());
         }
         for m in &self.memcgs[1..] {

@@ -29,7 +29,7 @@ impl Core {
     /// swap_writeout() -> swap_writepage(): counts pswpout and pgpgout;
     /// zram compresses on the reclaimer's CPU (kswapd's or the task's).
     pub fn swap_writeout(&mut self, id: FolioId) -> SwapWrite {
-        let off = self.swap.folio_swap[id as usize];
+        let off = self.swap.folio_swap(id);
         let memcg = self.folios.get(id).memcg;
         if self.swap.zram.is_some() {
             if !self.zram_write(off) {
@@ -107,7 +107,7 @@ impl Core {
                 f.set(pg::UPTODATE);
                 f.clear(pg::LOCKED);
                 let memcg = f.memcg;
-                self.swap.folio_io_done[id as usize] = done;
+                self.swap.set_folio_io_done(id, done);
                 self.count(memcg, Item::PSWPIN, 1);
                 self.count(memcg, Item::PGPGIN, PAGE_SIZE / 1024);
             }
@@ -182,6 +182,6 @@ impl Core {
     /// offsets are not read).
     #[inline]
     pub fn swap_offset_of(&self, id: FolioId) -> SwapOffset {
-        self.swap.folio_swap[id as usize]
+        self.swap.folio_swap(id)
     }
 }

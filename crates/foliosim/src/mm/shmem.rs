@@ -55,7 +55,7 @@ impl Core {
     /// reference); shmem_delete_from_page_cache's counters follow.
     pub fn shmem_writeout(&mut self, id: FolioId) {
         let f = *self.folios.get(id);
-        let off = self.swap.folio_swap[id as usize];
+        let off = self.swap.folio_swap(id);
         self.files[f.mapping as usize].set_swap_entry(f.index as u64, off);
         self.swap.swap_map[off as usize] += 1;
         let m = f.memcg as usize;
@@ -177,7 +177,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.count(fm, Item::PGMAJFAULT, 1);
         }
         if self.core.folios.get(id).test(pg::SWAPCACHE) {
-            let done = self.core.swap.folio_io_done[id as usize];
+            let done = self.core.swap.folio_io_done(id);
             self.core.wait_until(done);
             // shmem_add_to_page_cache(), then delete_from_swap_cache():
             // the folio cannot leave while under writeback (the kernel
@@ -308,7 +308,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let nr = self.core.files[mapping as usize].nr_pages();
         let start = lstart.div_ceil(PAGE_SIZE);
         let end = (lend.saturating_add(1) >> PAGE_SHIFT).min(nr);
-        for idx in start..end {
+        let mut next = start;
+        while let Some(idx) = self.core.files[mapping as usize].next_populated(next, end) {
+            next = idx + 1;
             match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => {
                     let f = self.core.folios.get_mut(id);

@@ -67,7 +67,7 @@ impl SwapInfo {
     pub fn swap_cache_add(&mut self, off: SwapOffset, id: FolioId) {
         debug_assert!(self.swap_map[off as usize] & SWAP_HAS_CACHE != 0);
         self.table[off as usize] = id as u64 + 1;
-        self.folio_swap[id as usize] = off;
+        self.set_folio_swap(id, off);
     }
 
     /// Folios in the swap cache (nr_swapcached).
@@ -134,7 +134,7 @@ impl Core {
         if !f.test(pg::SWAPCACHE) || f.test(pg::WRITEBACK) {
             return false;
         }
-        let off = self.swap.folio_swap[id as usize];
+        let off = self.swap.folio_swap(id);
         if self.swap.swap_count(off) != 0 {
             return false;
         }
@@ -147,7 +147,7 @@ impl Core {
     /// __swap_cache_del_folio(): the folio leaves the swap cache, leaving
     /// `shadow` in its slot (None when the slot is being freed).
     pub fn swap_cache_del_folio(&mut self, id: FolioId, shadow: Option<Shadow>) {
-        let off = self.swap.folio_swap[id as usize];
+        let off = self.swap.folio_swap(id);
         self.folios.get_mut(id).clear(pg::SWAPCACHE);
         self.swap.table[off as usize] = shadow.map_or(0, |s| s.0 | TABLE_SHADOW);
         self.swap_put(off, true);
@@ -441,7 +441,7 @@ impl Core {
             // Anonymous spaces made without an mm (tests) count for the
             // slots but have no rss to check.
             let owner = (a.owner != super::mmap::NO_MM).then_some(a.owner as usize);
-            for idx in 0..a.nr_pages() {
+            for idx in a.populated(0, u64::MAX) {
                 match a.slot(idx) {
                     Slot::Swap(o) => {
                         refs[o as usize] += 1;
@@ -484,10 +484,10 @@ impl Core {
             }
             if let Some(id) = cached {
                 let f = self.folios.get(id);
-                if f.test(pg::FREE) || !f.test(pg::SWAPCACHE) || si.folio_swap[id as usize] != o {
+                if f.test(pg::FREE) || !f.test(pg::SWAPCACHE) || si.folio_swap(id) != o {
                     return Err(format!(
                         "swap slot {o}: cache folio {id} flags {:#x} swap {}",
-                        f.flags, si.folio_swap[id as usize]
+                        f.flags, si.folio_swap(id)
                     ));
                 }
             }
@@ -497,7 +497,7 @@ impl Core {
         }
         for (id, f) in self.folios.f.iter().enumerate() {
             if !f.test(pg::FREE) && f.test(pg::SWAPCACHE) {
-                let o = si.folio_swap[id];
+                let o = si.folio_swap(id as FolioId);
                 if si.swap_cache_folio(o) != Some(id as FolioId) {
                     return Err(format!(
                         "folio {id} in the swap cache at {o} but the slot says otherwise"

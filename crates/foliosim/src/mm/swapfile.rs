@@ -83,10 +83,13 @@ pub struct SwapInfo {
     /// The swap table (mm/swap_table.h in 6.18): per slot, the swap-cache
     /// folio (id + 1), a shadow (bit 63 set) or nothing. swap_state.rs.
     pub table: Vec<u64>,
-    /// folio->swap for each folio frame in the swap cache.
-    pub folio_swap: Vec<SwapOffset>,
-    /// When a swap-cache folio's read completes (folio locked until then).
-    pub folio_io_done: Vec<u64>,
+    /// folio->swap for each folio frame in the swap cache. Grows as frames
+    /// enter the swap cache (a frame never there reads 0), so it follows
+    /// the frames used, not the RAM.
+    folio_swap: Vec<SwapOffset>,
+    /// When a swap-cache folio's read completes (folio locked until then);
+    /// grows like folio_swap.
+    folio_io_done: Vec<u64>,
     cluster_count: Vec<u16>,
     cluster_state: Vec<ClusterState>,
     /// Whether a cluster has an entry queued on free / nonfull (lazy
@@ -106,9 +109,9 @@ const QUEUED_FREE: u8 = 1;
 const QUEUED_NONFULL: u8 = 2;
 
 impl SwapInfo {
-    /// swapon of a device of `pages` pages (header included), plus the
-    /// folio frames the swap cache may index. `comp_ratio` is zram's.
-    pub fn new(kind: SwapKind, pages: u64, nr_frames: usize, comp_ratio: f64) -> Self {
+    /// swapon of a device of `pages` pages (header included).
+    /// `comp_ratio` is zram's.
+    pub fn new(kind: SwapKind, pages: u64, comp_ratio: f64) -> Self {
         let max = if kind == SwapKind::None {
             0
         } else {
@@ -125,16 +128,8 @@ impl SwapInfo {
             swap_cgroup: vec![0; max as usize],
             owner: vec![(0, 0); max as usize],
             table: vec![0; max as usize],
-            folio_swap: if max > 0 {
-                vec![0; nr_frames]
-            } else {
-                Vec::new()
-            },
-            folio_io_done: if max > 0 {
-                vec![0; nr_frames]
-            } else {
-                Vec::new()
-            },
+            folio_swap: Vec::new(),
+            folio_io_done: Vec::new(),
             cluster_count: vec![0; nr_clusters],
             cluster_state: vec![ClusterState::Free; nr_clusters],
             cluster_queued: vec![0; nr_clusters],
@@ -378,6 +373,51 @@ impl SwapInfo {
     }
 }
 
+impl SwapInfo {
+    /// folio->swap of frame `id` (0 if it never was in the swap cache).
+    #[inline]
+    pub fn folio_swap(&self, id: FolioId) -> SwapOffset {
+        self.folio_swap.get(id as usize).copied().unwrap_or(0)
+    }
+
+    #[inline]
+    pub fn set_folio_swap(&mut self, id: FolioId, off: SwapOffset) {
+        let i = id as usize;
+        if i >= self.folio_swap.len() {
+            self.folio_swap.resize(i + 1, 0);
+        }
+        self.folio_swap[i] = off;
+    }
+
+    /// When frame `id`'s swap-in read completes (0 if it never had one).
+    #[inline]
+    pub fn folio_io_done(&self, id: FolioId) -> u64 {
+        self.folio_io_done.get(id as usize).copied().unwrap_or(0)
+    }
+
+    #[inline]
+    pub fn set_folio_io_done(&mut self, id: FolioId, done: u64) {
+        let i = id as usize;
+        if i >= self.folio_io_done.len() {
+            self.folio_io_done.resize(i + 1, 0);
+        }
+        self.folio_io_done[i] = done;
+    }
+
+    /// Bytes of the per-slot and per-frame tables (allocated; the per-slot
+    /// ones are zeroed allocations the OS backs only where written).
+    pub fn mem_footprint(&self) -> usize {
+        use std::mem::size_of_val;
+        size_of_val(&self.swap_map[..])
+            + size_of_val(&self.swap_cgroup[..])
+            + size_of_val(&self.owner[..])
+            + size_of_val(&self.table[..])
+            + self.folio_swap.capacity() * 4
+            + self.folio_io_done.capacity() * 8
+            + self.zram.as_ref().map_or(0, |z| z.stored.len())
+    }
+}
+
 /// Unused in the folio_swap table.
 pub const NO_FOLIO: FolioId = NIL;
 
@@ -387,7 +427,7 @@ mod tests {
 
     #[test]
     fn slots_come_in_cluster_order_and_skip_the_header() {
-        let mut si = SwapInfo::new(SwapKind::Disk, 2 * SWAPFILE_CLUSTER as u64, 8, 3.0);
+        let mut si = SwapInfo::new(SwapKind::Disk, 2 * SWAPFILE_CLUSTER as u64, 3.0);
         assert_eq!(si.pages, 2 * SWAPFILE_CLUSTER as u64 - 1);
         let a: Vec<u32> = (0..4)
             .map(|_| si.get_swap_page(0, (0, 0)).unwrap())
@@ -415,9 +455,9 @@ mod tests {
 
     #[test]
     fn an_empty_device_is_no_swap() {
-        let si = SwapInfo::new(SwapKind::Zram, 0, 8, 3.0);
+        let si = SwapInfo::new(SwapKind::Zram, 0, 3.0);
         assert_eq!((si.pages, si.nr_free()), (0, 0));
-        let si = SwapInfo::new(SwapKind::Zram, 1, 8, 3.0);
+        let si = SwapInfo::new(SwapKind::Zram, 1, 3.0);
         assert_eq!(si.pages, 0);
     }
 }

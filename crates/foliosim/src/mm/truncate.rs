@@ -85,7 +85,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let start = lstart.div_ceil(PAGE_SIZE);
         // The page holding lend is whole only if lend is its last byte.
         let end = (lend.saturating_add(1) >> PAGE_SHIFT).min(nr);
-        for idx in start..end {
+        let mut next = start;
+        while let Some(idx) = self.core.files[mapping as usize].next_populated(next, end) {
+            next = idx + 1;
             match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => self.remove_folio_no_shadow(mapping, idx, id),
                 Slot::Shadow(_) => {
@@ -140,7 +142,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         let nr = self.core.files[mapping as usize].nr_pages();
         let mut ok = true;
-        for idx in start..=end.min(nr.saturating_sub(1)) {
+        let end = end.min(nr.saturating_sub(1)).saturating_add(1);
+        let mut next = start;
+        while let Some(idx) = self.core.files[mapping as usize].next_populated(next, end) {
+            next = idx + 1;
             match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => {
                     self.folio_wait_writeback(id);

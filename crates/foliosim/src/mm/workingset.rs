@@ -166,7 +166,9 @@ const SHRINK_BATCH: u64 = 128;
 /// A leaf xa_node's counts: entries present and, of those, shadow entries
 /// (xa_node count / nr_values). `memcg` is the group charged for the node
 /// (the one whose folio first populated it); `stamp` tells a live entry of
-/// the shadow-node list from a stale one.
+/// the shadow-node list from a stale one: each time a node goes on the
+/// list it gets a new stamp from ShadowNodes, unique across nodes, so it
+/// stays valid after the node's leaf is released and made again.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct XaNode {
     pub count: u8,
@@ -196,6 +198,8 @@ struct ShadowList {
 #[derive(Debug, Default)]
 pub struct ShadowNodes {
     lists: Vec<ShadowList>,
+    /// The stamp the next node put on a list gets.
+    next_stamp: u32,
 }
 
 impl ShadowNodes {
@@ -220,7 +224,7 @@ impl Core {
     #[inline]
     pub fn workingset_update_node(&mut self, mapping: u32, index: u64, memcg: MemcgId) {
         let ni = (index >> XA_CHUNK_SHIFT) as usize;
-        let n = &self.files[mapping as usize].nodes[ni];
+        let n = self.files[mapping as usize].node(ni);
         // Most slot changes leave the node where it is.
         if (n.count > 0) == n.allocated && (n.count > 0 && n.count == n.nr_values) == n.on_list {
             return;
@@ -230,7 +234,7 @@ impl Core {
 
     #[cold]
     fn workingset_move_node(&mut self, mapping: u32, ni: usize, memcg: MemcgId) {
-        let n = &mut self.files[mapping as usize].nodes[ni];
+        let n = self.files[mapping as usize].node_mut(ni);
         if n.count > 0 && !n.allocated {
             n.allocated = true;
             n.memcg = memcg;
@@ -241,14 +245,27 @@ impl Core {
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated -= 1;
         }
-        let n = &mut self.files[mapping as usize].nodes[ni];
+        let n = self.files[mapping as usize].node(ni);
         let shadow_only = n.count > 0 && n.count == n.nr_values;
-        if shadow_only == n.on_list {
-            return;
+        if shadow_only != n.on_list {
+            self.workingset_list_node(mapping, ni, shadow_only);
         }
+        if self.files[mapping as usize].node(ni).count == 0 {
+            // Empty: the leaf goes, as xas_store() deletes the node.
+            self.files[mapping as usize].release_node(ni);
+        }
+    }
+
+    /// Puts node `ni` on its memcg's shadow-node list or takes it off.
+    fn workingset_list_node(&mut self, mapping: u32, ni: usize, shadow_only: bool) {
+        let stamp = self.shadow_nodes.next_stamp;
+        let n = self.files[mapping as usize].node_mut(ni);
         n.on_list = shadow_only;
-        n.stamp = n.stamp.wrapping_add(1);
-        let (m, stamp) = (n.memcg, n.stamp);
+        if shadow_only {
+            n.stamp = stamp;
+            self.shadow_nodes.next_stamp = stamp.wrapping_add(1);
+        }
+        let m = n.memcg;
         let l = self.shadow_nodes.list(m);
         if shadow_only {
             l.live += 1;
@@ -259,7 +276,7 @@ impl Core {
             if l.queue.len() as u64 > 2 * l.live + 1024 {
                 let files = &self.files;
                 l.queue.retain(|&(f, node, st)| {
-                    let x = &files[f as usize].nodes[node as usize];
+                    let x = files[f as usize].node(node as usize);
                     x.on_list && x.stamp == st
                 });
             }
@@ -273,7 +290,7 @@ impl Core {
         let n_lists = self.shadow_nodes.lists.len().max(self.memcgs.len());
         let (mut live, mut allocated) = (vec![0u64; n_lists], vec![0u64; n_lists]);
         for (fi, f) in self.files.iter().enumerate() {
-            for (ni, node) in f.nodes.iter().enumerate() {
+            for (ni, node) in f.nodes() {
                 let start = (ni as u64) << XA_CHUNK_SHIFT;
                 let end = (start + (1 << XA_CHUNK_SHIFT)).min(f.nr_pages());
                 let (mut count, mut values) = (0u8, 0u8);
@@ -346,7 +363,7 @@ impl Core {
                 let Some((f, node, st)) = self.shadow_nodes.list(memcg).queue.pop_front() else {
                     break;
                 };
-                let x = &mut self.files[f as usize].nodes[node as usize];
+                let x = self.files[f as usize].node_mut(node as usize);
                 if !x.on_list || x.stamp != st {
                     continue;
                 }
@@ -354,8 +371,8 @@ impl Core {
                 // shadow_lru_isolate(): the node and its shadows go.
                 x.on_list = false;
                 x.allocated = false;
-                x.stamp = x.stamp.wrapping_add(1);
                 self.files[f as usize].delete_shadow_node(node as usize);
+                self.files[f as usize].release_node(node as usize);
                 let l = self.shadow_nodes.list(memcg);
                 l.live -= 1;
                 l.allocated -= 1;

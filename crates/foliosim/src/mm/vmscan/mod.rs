@@ -648,7 +648,7 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
         return AnonFate::Activate;
     }
     let f = *core.folios.get(id);
-    let off = core.swap.folio_swap[id as usize];
+    let off = core.swap.folio_swap(id);
     if f.test(pg::MAPPED) {
         if !sc.may_unmap {
             return AnonFate::Keep;

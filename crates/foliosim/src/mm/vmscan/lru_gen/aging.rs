@@ -225,6 +225,12 @@ impl LruGen {
             let nr = core.files[mapping].nr_pages();
             let mut block = 0u64;
             while block < nr {
+                // Blocks with no xarray leaf map nothing: skip to the next
+                // one that may (the block stays PTRS_PER_PTE aligned).
+                let Some(first) = core.files[mapping].next_populated(block, nr) else {
+                    break;
+                };
+                block = block.max(first & !(PTRS_PER_PTE - 1));
                 let key = ((mapping as u64) << 32) | (block / PTRS_PER_PTE);
                 let end = (block + PTRS_PER_PTE).min(nr);
                 let skip = !force_scan && test.as_ref().is_some_and(|t| !t.contains(&key));
@@ -235,7 +241,7 @@ impl LruGen {
                 let mut present = false;
                 let mut young = 0u64;
                 self.walk_moves.clear();
-                for idx in block..end {
+                for idx in core.files[mapping].populated(block, end) {
                     let Some(id) = core.files[mapping].folio(idx) else {
                         continue;
                     };
