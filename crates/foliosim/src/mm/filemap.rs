@@ -132,6 +132,14 @@ impl AddressSpace {
         }
     }
 
+    /// Starts fetching the slot of `index` (trace replay's look-ahead).
+    #[inline]
+    pub fn prefetch_slot(&self, index: u64) {
+        if let Some(s) = self.slots.get(index as usize) {
+            super::prefetch_read(s);
+        }
+    }
+
     #[inline]
     fn set_folio(&mut self, index: u64, id: FolioId) {
         let old = self.slots[index as usize];
