@@ -3,6 +3,7 @@
 //! A library as well (`foliosim_cli`): [`run_argv`] runs one workload
 //! command line as the binary would, for the Python bindings and sweeps.
 
+mod bench_cmd;
 mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
@@ -306,6 +307,9 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Benchmark the folio refcount schemes of seed 001.
     RefcountBench(refcount_cmd::RefcountBenchArgs),
+    /// The model's own cost per kernel event (ns of host time), classic and
+    /// MGLRU, and with --runs the reproductions' wall time (docs/performance.md).
+    Bench(bench_cmd::BenchArgs),
     /// Results (--json output, sweep CSV) as one self-contained HTML page
     /// with plots, or the plots as SVG/PNG files.
     Report(report_cmd::ReportArgs),
@@ -1163,6 +1167,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
+        Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Sweep(a) => sweep::run(a),
     }
