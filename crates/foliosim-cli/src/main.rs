@@ -318,6 +318,12 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
 }
 
+/// Cells of a reproduction are independent seeded runs: by default they use
+/// every CPU (the output does not depend on how many).
+fn all_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 #[derive(Subcommand)]
 enum ReproduceCmd {
     /// Seed 002: pgpgin of the mmap_miss matrix, baseline / p1 / p2 / p1+p2.
@@ -327,7 +333,7 @@ enum ReproduceCmd {
         #[arg(long, default_value = "classic")]
         lru: String,
         /// Worker threads (cells run in parallel; output is the same).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -337,7 +343,7 @@ enum ReproduceCmd {
     StridedMmap {
         #[arg(long, default_value = "table")]
         format: String,
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -360,7 +366,7 @@ enum ReproduceCmd {
     ReclaimLoop {
         #[arg(long, default_value = "table")]
         format: String,
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
     },
     /// Seed 004: MGLRU's workingset protection rework on the TPC-C and
@@ -370,7 +376,7 @@ enum ReproduceCmd {
         /// text or json (rows: experiment, variant, metric, value, seed_value).
         #[arg(long, default_value = "text")]
         format: String,
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
         /// Seed of the TPC-C run and of the first LULESH sample.
         #[arg(long, default_value_t = 4)]
