@@ -49,7 +49,10 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             if !st.success() {
                 return Err(format!("bench: foliosim {} failed: {st}", args.join(" ")));
             }
-            runs.push((format!("foliosim {}", args[..2].join(" ")), t.elapsed().as_secs_f64()));
+            runs.push((
+                format!("foliosim {}", args[..2].join(" ")),
+                t.elapsed().as_secs_f64(),
+            ));
         }
     }
     if a.json {
@@ -58,7 +61,10 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             .map(|(w, s)| serde_json::json!({ "command": w, "wall_s": s }))
             .collect();
         let v = serde_json::json!({ "pages": a.pages, "events": rows, "runs": runs });
-        println!("{}", serde_json::to_string_pretty(&v).expect("bench serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("bench serialises")
+        );
     } else {
         print!("{}", foliosim::bench::render(&rows, a.pages, &runs));
     }

@@ -230,7 +230,10 @@ fn replay_reads_ahead_but_runs_every_request_and_reports_a_bad_record_where_it_i
     let (code, out, err) = foliosim(&["replay", bad.to_str().unwrap(), "--json"]);
     assert_eq!(code, 2, "{out}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains(":21: oracleGeneral: truncated record 21"), "{err}");
+    assert!(
+        err.contains(":21: oracleGeneral: truncated record 21"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -249,5 +252,7 @@ fn bench_prints_every_event_and_refuses_too_few_pages() {
             .unwrap();
         assert_eq!(hit["events"], 2048);
     }
-    assert!(ev.iter().any(|e| e["event"] == "MGLRU aging walk (per PTE)"));
+    assert!(ev
+        .iter()
+        .any(|e| e["event"] == "MGLRU aging walk (per PTE)"));
 }

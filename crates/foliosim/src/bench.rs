@@ -118,7 +118,10 @@ fn file_events<P: ReclaimPolicy>(
         for i in 0..pages {
             assert!(k.mmap_access(&mut f, i));
         }
-        push("fault + fault-around (cached)", t.per(k.core.vm.get(Item::PGFAULT) - before));
+        push(
+            "fault + fault-around (cached)",
+            t.per(k.core.vm.get(Item::PGFAULT) - before),
+        );
     }
     // Eviction with shadow, then refault: fill a memcg with file pages,
     // shrink its limit to a quarter (every evicted page leaves a shadow
@@ -181,9 +184,23 @@ fn anon_events<P: ReclaimPolicy>(
         })
     };
     let (swap, names) = if disk {
-        (SwapKind::Disk, ["anon fault (disk machine)", "swap-out (disk)", "swap-in (disk)"])
+        (
+            SwapKind::Disk,
+            [
+                "anon fault (disk machine)",
+                "swap-out (disk)",
+                "swap-in (disk)",
+            ],
+        )
     } else {
-        (SwapKind::Zram, ["anon fault (zram machine)", "swap-out (zram)", "swap-in (zram)"])
+        (
+            SwapKind::Zram,
+            [
+                "anon fault (zram machine)",
+                "swap-out (zram)",
+                "swap-in (zram)",
+            ],
+        )
     };
     let mut k = kernel(mk(), swap, pages);
     let m = k.add_memcg("bench", None);
@@ -264,8 +281,15 @@ fn one_round(pages: u64) -> Vec<EventCost> {
 pub fn render(rows: &[EventCost], pages: u64, runs: &[(String, f64)]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "model cost per event, ns of host time ({pages} pages per event kind)");
-    let _ = writeln!(s, "{:<32} {:>10} {:>10} {:>12}", "event", "classic", "mglru", "events");
+    let _ = writeln!(
+        s,
+        "model cost per event, ns of host time ({pages} pages per event kind)"
+    );
+    let _ = writeln!(
+        s,
+        "{:<32} {:>10} {:>10} {:>12}",
+        "event", "classic", "mglru", "events"
+    );
     let mut seen: Vec<&str> = Vec::new();
     for r in rows {
         if seen.contains(&r.event) {
@@ -318,10 +342,16 @@ mod tests {
             // Every evicted page, and only those, is read in again.
             assert_eq!(get("refault (read in)", lru), evicted, "{lru}");
             assert!(get("swap-out (zram)", lru) >= pages * 3 / 4, "{lru}");
-            assert_eq!(get("swap-in (zram)", lru), get("swap-out (zram)", lru), "{lru}");
+            assert_eq!(
+                get("swap-in (zram)", lru),
+                get("swap-out (zram)", lru),
+                "{lru}"
+            );
         }
         // Only MGLRU ages; its forced walk visits every mapped PTE.
-        assert!(rows.iter().all(|r| !(r.lru == "classic" && r.event.starts_with("MGLRU"))));
+        assert!(rows
+            .iter()
+            .all(|r| !(r.lru == "classic" && r.event.starts_with("MGLRU"))));
         assert_eq!(get("MGLRU aging walk (per PTE)", "mglru"), pages);
         assert!(rows.iter().all(|r| r.ns.is_finite() && r.ns > 0.0));
     }

@@ -30,7 +30,12 @@ fn mmap_miss_cells_parallel_equal_serial() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["file_gib"].as_u64().unwrap(), r["pattern"].as_str().unwrap().to_string()))
+        .map(|r| {
+            (
+                r["file_gib"].as_u64().unwrap(),
+                r["pattern"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     let want: Vec<(u64, String)> = cells.iter().map(|c| (c.0, c.1.to_string())).collect();
     assert_eq!(got, want);
