@@ -164,6 +164,9 @@ fn file_events<P: ReclaimPolicy>(
     }
 }
 
+/// One forced aging pass; returns the page-table entries it walked.
+type AgingPass<'a, P> = &'a dyn Fn(&mut Kernel<P>, u16) -> u64;
+
 /// Anonymous fault, swap-out and swap-in on zram or a disk, per page;
 /// with MGLRU, the aging walk per page-table entry walked.
 fn anon_events<P: ReclaimPolicy>(
@@ -172,8 +175,7 @@ fn anon_events<P: ReclaimPolicy>(
     disk: bool,
     pages: u64,
     out: &mut Vec<EventCost>,
-    // One forced aging pass; the page-table entries it walked.
-    aging: Option<&dyn Fn(&mut Kernel<P>, u16) -> u64>,
+    aging: Option<AgingPass<P>>,
 ) {
     let mut push = |event: &'static str, (ns, events): (f64, u64)| {
         out.push(EventCost {
