@@ -3,6 +3,7 @@
 //! A library as well (`foliosim_cli`): [`run_argv`] runs one workload
 //! command line as the binary would, for the Python bindings and sweeps.
 
+mod bench_cmd;
 mod oracle_cmd;
 mod probe_args;
 mod refcount_cmd;
@@ -314,12 +315,21 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Benchmark the folio refcount schemes of seed 001.
     RefcountBench(refcount_cmd::RefcountBenchArgs),
+    /// The model's own cost per kernel event (ns of host time), classic and
+    /// MGLRU, and with --runs the reproductions' wall time (docs/performance.md).
+    Bench(bench_cmd::BenchArgs),
     /// Results (--json output, sweep CSV) as one self-contained HTML page
     /// with plots, or the plots as SVG/PNG files.
     Report(report_cmd::ReportArgs),
     /// Run a parameter study (docs/sweep.md): every point of a grid file,
     /// on every core or a Ray cluster, to CSV and Parquet; resumes.
     Sweep(sweep::SweepArgs),
+}
+
+/// Cells of a reproduction are independent seeded runs: by default they use
+/// every CPU (the output does not depend on how many).
+fn all_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[derive(Subcommand)]
@@ -331,7 +341,7 @@ enum ReproduceCmd {
         #[arg(long, default_value = "classic")]
         lru: String,
         /// Worker threads (cells run in parallel; output is the same).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -341,7 +351,7 @@ enum ReproduceCmd {
     StridedMmap {
         #[arg(long, default_value = "table")]
         format: String,
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -364,7 +374,7 @@ enum ReproduceCmd {
     ReclaimLoop {
         #[arg(long, default_value = "table")]
         format: String,
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
     },
     /// cache_ext (SOSP 2025): file search, YCSB C and Uniform, GET-SCAN and
@@ -385,7 +395,7 @@ enum ReproduceCmd {
         /// text or json (rows: experiment, variant, metric, value, seed_value).
         #[arg(long, default_value = "text")]
         format: String,
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = all_cpus())]
         jobs: usize,
         /// Seed of the TPC-C run and of the first LULESH sample.
         #[arg(long, default_value_t = 4)]
@@ -1201,6 +1211,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
+        Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Sweep(a) => sweep::run(a),
     }

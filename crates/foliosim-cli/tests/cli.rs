@@ -242,3 +242,64 @@ fn a_policy_run_reports_its_hooks() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v.get("cache_ext").is_none());
 }
+
+/// oracleGeneral records {u32 time; u64 id; u32 size; i64 next}.
+fn oracle_general(ids: &[u64]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for (t, id) in ids.iter().enumerate() {
+        b.extend_from_slice(&(t as u32).to_le_bytes());
+        b.extend_from_slice(&id.to_le_bytes());
+        b.extend_from_slice(&4096u32.to_le_bytes());
+        b.extend_from_slice(&(-1i64).to_le_bytes());
+    }
+    b
+}
+
+#[test]
+fn replay_reads_ahead_but_runs_every_request_and_reports_a_bad_record_where_it_is() {
+    // More requests than the replay's look-ahead, ids repeating so that
+    // hits and misses both occur.
+    let ids: Vec<u64> = (0..100u64).map(|i| (i * 7) % 40).collect();
+    let good = job_file("ahead.oracleGeneral.bin", "");
+    std::fs::write(&good, oracle_general(&ids)).unwrap();
+    let (code, out, err) = foliosim(&["replay", good.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 100);
+    // Readahead is off: one page read in per distinct id.
+    assert_eq!(v["vmstat"]["pgpgin"], 40 * 4);
+    // A truncated record 21, read while record 5 runs: the error still
+    // names record 21.
+    let mut b = oracle_general(&ids[..20]);
+    b.extend_from_slice(&[0u8; 10]);
+    let bad = job_file("trunc-ahead.oracleGeneral.bin", "");
+    std::fs::write(&bad, b).unwrap();
+    let (code, out, err) = foliosim(&["replay", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(":21: oracleGeneral: truncated record 21"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_prints_every_event_and_refuses_too_few_pages() {
+    let (code, _, err) = foliosim(&["bench", "--pages", "10"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.trim(), "foliosim: --pages: 10 is below 1024");
+    let (code, out, err) = foliosim(&["bench", "--pages", "2048", "--rounds", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ev = v["events"].as_array().unwrap();
+    for lru in ["classic", "mglru"] {
+        let hit = ev
+            .iter()
+            .find(|e| e["lru"] == lru && e["event"] == "page-cache hit")
+            .unwrap();
+        assert_eq!(hit["events"], 2048);
+    }
+    assert!(ev
+        .iter()
+        .any(|e| e["event"] == "MGLRU aging walk (per PTE)"));
+}

@@ -7,6 +7,7 @@
 //! prints the kernel's counters, `fio_stat` / `fio_output` fio's statistics
 //! and its normal and JSON output; `reproduce` holds the seeds' experiments.
 
+pub mod bench;
 pub mod fio_output;
 pub mod fio_stat;
 pub mod fs;

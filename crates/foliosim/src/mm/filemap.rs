@@ -176,6 +176,14 @@ impl AddressSpace {
         }
     }
 
+    /// Starts fetching the slot of `index` (trace replay's look-ahead).
+    #[inline]
+    pub fn prefetch_slot(&self, index: u64) {
+        if let Some(s) = self.slots.slot_ref(index) {
+            super::prefetch_read(s);
+        }
+    }
+
     /// Stores folio `id` at `index` over what was there, which it returns
     /// (one lookup for both, on the page-cache insertion path).
     #[inline]

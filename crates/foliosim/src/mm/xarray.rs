@@ -82,6 +82,19 @@ impl XArray {
         }
     }
 
+    /// The slot at `index` when its leaf exists and `index` is in range
+    /// (for a prefetch: no leaf is created).
+    #[inline]
+    pub fn slot_ref(&self, index: u64) -> Option<&u64> {
+        if index >= self.len {
+            return None;
+        }
+        match self.dir[(index >> XA_CHUNK_SHIFT) as usize] {
+            NO_LEAF => None,
+            l => Some(&self.leaves[l as usize].slots[(index & XA_CHUNK_MASK) as usize]),
+        }
+    }
+
     /// The leaf of node `ni`, created if absent.
     #[inline]
     fn leaf_mut(&mut self, ni: usize) -> &mut Leaf {

@@ -341,10 +341,44 @@ impl Sim {
         let mut bytes = 0;
         let mut ios = 0;
         let mut oom = false;
+        // The trace is read AHEAD requests early so that the page-cache
+        // slots (and then the folios) of the next requests are on their
+        // way from memory while this one runs: a replay is otherwise one
+        // cache miss after another. The model sees the same requests in
+        // the same order; an error read early is returned when the replay
+        // reaches it (and never if an OOM ends the replay first).
+        const AHEAD: usize = 16;
+        const FOLIO_AHEAD: usize = 8;
+        let mut reqs = reqs;
+        let mut ring = [0u64; AHEAD];
+        let (mut head, mut len) = (0usize, 0usize);
+        let mut pending_err = None;
         with_kernel!(&mut self.k, k => {
-            for r in reqs {
-                let r = r?;
-                let page = r.obj_id % file_pages;
+            loop {
+                while len < AHEAD && pending_err.is_none() {
+                    match reqs.next() {
+                        Some(Ok(r)) => {
+                            let page = r.obj_id % file_pages;
+                            k.core.files[f.mapping as usize].prefetch_slot(page);
+                            ring[(head + len) % AHEAD] = page;
+                            len += 1;
+                        }
+                        Some(Err(e)) => pending_err = Some(e),
+                        None => break,
+                    }
+                }
+                if len == 0 {
+                    break;
+                }
+                let page = ring[head];
+                head = (head + 1) % AHEAD;
+                len -= 1;
+                if len > FOLIO_AHEAD {
+                    let next = ring[(head + FOLIO_AHEAD) % AHEAD];
+                    if let Some(id) = k.core.files[f.mapping as usize].folio(next) {
+                        crate::mm::prefetch_read(k.core.folios.get(id));
+                    }
+                }
                 let t0 = k.core.now;
                 if k.filemap_read(&mut f, page << PAGE_SHIFT, PAGE_SIZE).is_none() {
                     oom = true;
@@ -356,6 +390,11 @@ impl Sim {
                 ios += 1;
             }
         });
+        if !oom {
+            if let Some(e) = pending_err {
+                return Err(e);
+            }
+        }
         let elapsed = with_kernel!(&self.k, k => k.core.now);
         let jobs = vec![JobReport {
             jobname: "replay".into(),

@@ -294,6 +294,25 @@ impl LruGen {
         }
     }
 
+    /// The debugfs command "+ memcg_id node_id max_gen swappiness
+    /// force_scan" (run_aging()): one aging pass of the memcg's lruvec at
+    /// its current max_seq. False when the memcg has no lruvec yet or the
+    /// aging did not create a generation.
+    pub fn run_aging(
+        &mut self,
+        core: &mut Core,
+        memcg: MemcgId,
+        swappiness: u32,
+        force_scan: bool,
+    ) -> bool {
+        let m = memcg as usize;
+        let Some(lv) = self.lrugen.get(m) else {
+            return false;
+        };
+        let seq = lv.max_seq;
+        self.try_to_inc_max_seq(core, m, seq, swappiness, force_scan)
+    }
+
     /// lru_gen_enabled(): the core cap.
     #[inline]
     pub fn enabled(&self) -> bool {
