@@ -144,7 +144,7 @@ impl<'a> CacheExtCtx<'a> {
     }
     /// Folio slots (FolioId < this): size per-folio policy arrays with it.
     pub fn nr_folio_slots(&self) -> usize {
-        self.folios.f.len()
+        self.folios.capacity()
     }
     /// The folio's fields (flags in `pg`, mapping, index).
     #[inline]
@@ -370,7 +370,7 @@ impl CacheExt {
         if self.tasks.is_empty() {
             self.tasks.push(TaskInfo::default());
         }
-        self.lists.ensure(folios.f.len(), nr_memcgs.max(memcg as usize + 1));
+        self.lists.ensure(folios.capacity(), nr_memcgs.max(memcg as usize + 1));
         if self.ops.len() <= memcg as usize {
             self.ops.resize_with(memcg as usize + 1, || None);
         }
