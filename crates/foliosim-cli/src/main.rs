@@ -522,9 +522,10 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
     Ok((w.m, fio))
 }
 
-/// Refuses a run whose model would not fit in this host's memory (the
-/// model allocates its page frames and file slots up front; a failed
-/// allocation would abort the process instead of saying why).
+/// Refuses a run whose model could outgrow this host's memory (frames and
+/// file slots grow as pages are touched, up to the bound computed here; a
+/// failed allocation mid-run would abort the process instead of saying
+/// why).
 fn check_footprint(cfg: &SimConfig, file_sizes: &[u64]) -> Result<(), String> {
     let need = sim::footprint_bytes(&cfg.mm, file_sizes.iter().copied());
     let avail = std::fs::read_to_string("/proc/meminfo")
@@ -537,7 +538,7 @@ fn check_footprint(cfg: &SimConfig, file_sizes: &[u64]) -> Result<(), String> {
         .map(|kb| kb * 1024);
     match avail {
         Some(a) if need > a * 3 / 4 => Err(format!(
-            "the model needs {} MiB up front for --memory {} MiB and {} MiB of files (24 bytes per page frame, 8 per page of file); this host has {} MiB available",
+            "the model may need up to {} MiB for --memory {} MiB and {} MiB of files and mappings (24 bytes per page frame used, about 8 per page of file); this host has {} MiB available",
             need >> 20,
             cfg.mm.ram_bytes >> 20,
             file_sizes.iter().map(|&b| b as u128).sum::<u128>() >> 20,

@@ -112,3 +112,37 @@ fn streaming_a_file_16_times_ram_keeps_the_index_to_what_is_present() {
     let entries = a.nrpages + a.nrshadows;
     assert!(leaves * 528 <= 16 * entries, "{leaves} leaves for {entries} entries");
 }
+
+#[test]
+fn the_hosts_memory_check_bounds_what_a_run_allocates() {
+    use foliosim::sim::footprint_bytes;
+    // The CLI refuses runs whose bound exceeds the host's memory: the bound
+    // follows the workload's pages, not the simulated machine, so a 1 TiB
+    // machine with a 10 GiB file passes on a laptop...
+    let big = MmConfig {
+        ram_bytes: 1 << 40,
+        ..MmConfig::default()
+    };
+    assert!(footprint_bytes(&big, [10u64 << 30]) < 1 << 30);
+    // ...while frames never exceed the machine's, whatever the files.
+    let small = MmConfig {
+        ram_bytes: 64 << 20,
+        reserved_bytes: 4 << 20,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
+    let file = 256u64 << 20;
+    let bound = footprint_bytes(&small, [file]);
+    let frames = (60u128 << 20) / PAGE_SIZE as u128;
+    assert!(bound < frames * 24 + file as u128 / PAGE_SIZE as u128 * 9 + 4096, "bound {bound}");
+    // A run that streams the whole file stays within the bound (each arena
+    // up to twice what it holds: Vec doubling).
+    let mut k = Kernel::new(small, ClassicLru::new());
+    let mut f = open(&mut k, file, 0);
+    for p in 0..file / PAGE_SIZE {
+        k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE).unwrap();
+    }
+    let fp = k.core.mem_footprint() as u128;
+    assert!(fp <= 2 * bound, "footprint {fp} over twice the bound {bound}");
+    assert!(k.core.folios.nr_frames() as u128 <= frames);
+}

@@ -1316,15 +1316,23 @@ fn sample_policy<P: ReclaimPolicy>(
 /// page plus a leaf node per 64 pages. A front end compares this with the
 /// host's memory before a run (an allocation failure aborts the process).
 pub fn footprint_bytes(mm: &MmConfig, file_sizes: impl IntoIterator<Item = u64>) -> u128 {
-    let frames = (mm.ram_bytes.saturating_sub(mm.reserved_bytes) / PAGE_SIZE) as u128;
+    let ram_frames = (mm.ram_bytes.saturating_sub(mm.reserved_bytes) / PAGE_SIZE) as u128;
     let folio = std::mem::size_of::<crate::mm::folio::Folio>() as u128;
+    let mut pages_total: u128 = 0;
     let files: u128 = file_sizes
         .into_iter()
         .map(|b| {
             let pages = b.div_ceil(PAGE_SIZE) as u128;
-            pages * 8 + pages.div_ceil(64) * 16
+            pages_total += pages;
+            // The xarray: a 4-byte directory entry and at most one
+            // 528-byte leaf per 64 pages.
+            pages.div_ceil(64) * (4 + 528)
         })
         .sum();
+    // Frames are made as they are first used: never more than the
+    // machine has, nor more than the pages the workload can hold (its
+    // files and mappings, plus room for metadata such as ext4's blocks).
+    let frames = ram_frames.min(pages_total + (1 << 16));
     frames * folio + files
 }
 
