@@ -200,9 +200,18 @@ fn swap_sysctls_are_checked_and_memory_stat_has_swap_and_shmem() {
 fn bad_cache_ext_policies_exit_2_with_one_line() {
     let cases: [(&[&str], &str); 4] = [
         (&["--policy", "lru9"], "--policy: unknown policy \"lru9\""),
-        (&["--policy", "lfu:sample=0"], "--policy: policy lfu: sample"),
-        (&["--policy", "fifo:x=1"], "--policy: policy fifo: takes no keys"),
-        (&["--policy", "fifo", "--lru", "mglru"], "needs the classic LRU"),
+        (
+            &["--policy", "lfu:sample=0"],
+            "--policy: policy lfu: sample",
+        ),
+        (
+            &["--policy", "fifo:x=1"],
+            "--policy: policy fifo: takes no keys",
+        ),
+        (
+            &["--policy", "fifo", "--lru", "mglru"],
+            "needs the classic LRU",
+        ),
     ];
     for (extra, want) in cases {
         let mut args = vec!["fio", "--name=x", "--size=1M"];
@@ -214,7 +223,10 @@ fn bad_cache_ext_policies_exit_2_with_one_line() {
     }
     // The list of policies comes with the unknown name.
     let (_, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--policy", "help"]);
-    assert!(err.contains("fifo, mru, lfu, s3fifo, get-scan, admit-filter"), "{err}");
+    assert!(
+        err.contains("fifo, mru, lfu, s3fifo, get-scan, admit-filter"),
+        "{err}"
+    );
     // A scenario's cgroup names its policy; a bad one names file, line, key.
     let p = job_file(
         "policy.toml",
@@ -223,20 +235,34 @@ fn bad_cache_ext_policies_exit_2_with_one_line() {
     let (code, _, err) = foliosim(&["run", p.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&format!("{}:1: policy: unknown policy", p.display())), "{err}");
+    assert!(
+        err.contains(&format!("{}:1: policy: unknown policy", p.display())),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_policy_run_reports_its_hooks() {
     let (code, out, err) = foliosim(&[
-        "fio", "--name=x", "--size=64M", "--rw=read", "--loops=2", "--invalidate=0",
-        "--memcg-limit=32M", "--policy", "mru", "--json",
+        "fio",
+        "--name=x",
+        "--size=64M",
+        "--rw=read",
+        "--loops=2",
+        "--invalidate=0",
+        "--memcg-limit=32M",
+        "--policy",
+        "mru",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let ce = &v["cache_ext"];
     assert_eq!(ce["policy"], "mru");
-    assert!(ce["stats"]["candidates_reclaimed"].as_u64().unwrap() > 0, "{ce}");
+    assert!(
+        ce["stats"]["candidates_reclaimed"].as_u64().unwrap() > 0,
+        "{ce}"
+    );
     // Without a policy the field is absent (default output unchanged).
     let (_, out, _) = foliosim(&["fio", "--name=x", "--size=1M", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();

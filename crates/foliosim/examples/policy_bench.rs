@@ -12,7 +12,13 @@ use foliosim::mm::MmConfig;
 use foliosim::sim::{LruKind, Sim, SimConfig};
 use foliosim_workload::fio::parse_job_str;
 
-const NAMES: [&str; 5] = ["folio_added", "folio_accessed", "folio_evicted", "admit_folio", "evict_folios"];
+const NAMES: [&str; 5] = [
+    "folio_added",
+    "folio_accessed",
+    "folio_evicted",
+    "admit_folio",
+    "evict_folios",
+];
 
 struct Timed {
     inner: Box<dyn CacheExtOps>,
@@ -57,8 +63,18 @@ impl CacheExtOps for Timed {
 fn main() {
     let job = "[r]\nfilename=f\nsize=256m\nrw=read\nbs=4k\nloops=3\ninvalidate=0\n";
     let jobs = parse_job_str(job, "bench.fio").unwrap();
-    println!("{:<14}{:>16}{:>16}{:>16}{:>16}{:>16}   (mean ns per call)", "policy", NAMES[0], NAMES[1], NAMES[2], NAMES[3], NAMES[4]);
-    for spec in ["fifo", "mru", "lfu", "s3fifo", "get-scan:scan=r", "admit-filter"] {
+    println!(
+        "{:<14}{:>16}{:>16}{:>16}{:>16}{:>16}   (mean ns per call)",
+        "policy", NAMES[0], NAMES[1], NAMES[2], NAMES[3], NAMES[4]
+    );
+    for spec in [
+        "fifo",
+        "mru",
+        "lfu",
+        "s3fifo",
+        "get-scan:scan=r",
+        "admit-filter",
+    ] {
         let cfg = SimConfig {
             mm: MmConfig {
                 ram_bytes: 2 << 30,
@@ -73,7 +89,11 @@ fn main() {
         let ns = std::rc::Rc::new(std::cell::RefCell::new([(0u64, 0u64); 5]));
         let mut sim = Sim::new(cfg);
         let inner = foliosim::policy::new_policy(spec).unwrap().unwrap();
-        sim.attach_policy(Box::new(Timed { inner, ns: ns.clone() })).unwrap();
+        sim.attach_policy(Box::new(Timed {
+            inner,
+            ns: ns.clone(),
+        }))
+        .unwrap();
         sim.run_fio(&jobs);
         let ns = ns.borrow();
         print!("{spec:<14}");

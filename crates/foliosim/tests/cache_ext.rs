@@ -161,7 +161,10 @@ fn invalid_candidates_are_skipped_and_the_kernel_reclaims() {
     let (r, evicted) = run_bad(Mode::Invalid);
     let s = stats(&r);
     assert!(s.evict_calls > 0);
-    assert_eq!(s.candidates_invalid, s.candidates, "every proposal was invalid");
+    assert_eq!(
+        s.candidates_invalid, s.candidates,
+        "every proposal was invalid"
+    );
     assert_eq!(s.candidates_reclaimed, 0);
     // Each shrink_lruvec fell through to the kernel's loop, which did the
     // reclaim: the memcg stayed within its limit and the job finished.
@@ -301,7 +304,9 @@ fn mglru_with_a_policy_is_refused() {
     c.lru = LruKind::Mglru;
     let e = foliosim::sim::check_policy(&c).unwrap_err();
     assert!(e.contains("classic LRU"), "{e}");
-    assert!(foliosim::sim::check_policy(&cfg(Some("nope"))).unwrap_err().contains("unknown policy"));
+    assert!(foliosim::sim::check_policy(&cfg(Some("nope")))
+        .unwrap_err()
+        .contains("unknown policy"));
 }
 
 mod lists {
@@ -387,15 +392,26 @@ mod lists {
                 assert_eq!(cx.list_sample(l, ev, 4096, |_, _| 0).unwrap(), 0);
                 assert_eq!(ev.nr_proposed(), 0);
                 // Sampling: the lowest score of each group of 4.
-                let got = cx.list_sample(l, ev, 4, |id, f| if f.test(pg::LRU) { id as u64 } else { u64::MAX }).unwrap();
+                let got = cx
+                    .list_sample(
+                        l,
+                        ev,
+                        4,
+                        |id, f| if f.test(pg::LRU) { id as u64 } else { u64::MAX },
+                    )
+                    .unwrap();
                 assert_eq!(got as u64, ev.request_nr_folios);
             }
         }
-        sim.attach_policy(Box::new(Count(None, seen.clone()))).unwrap();
+        sim.attach_policy(Box::new(Count(None, seen.clone())))
+            .unwrap();
         run(sim, JOB);
         let seen = seen.borrow();
         assert!(!seen.is_empty());
         assert!(seen.iter().all(|&n| n <= CACHE_EXT_ITERATE_MAX));
-        assert!(seen.iter().any(|&n| n == CACHE_EXT_ITERATE_MAX), "lists longer than 4096 were walked");
+        assert!(
+            seen.iter().any(|&n| n == CACHE_EXT_ITERATE_MAX),
+            "lists longer than 4096 were walked"
+        );
     }
 }

@@ -47,7 +47,9 @@ impl Rig {
 
     fn propose(&mut self, n: u64) -> Vec<FolioId> {
         let mut out = [0; CACHE_EXT_EVICT_BATCH];
-        let (k, _) = self.cx.evict_folios(&self.folios, MEMCG, n, self.now, &mut out);
+        let (k, _) = self
+            .cx
+            .evict_folios(&self.folios, MEMCG, n, self.now, &mut out);
         out[..k].to_vec()
     }
 }
@@ -79,7 +81,10 @@ fn lhd_keeps_reused_folios_and_evicts_scanned_ones() {
     }
     // 72 folios on the list, the hot ones among the first: 4 proposals
     // sample the first 64 in groups of 16 (16 would need 256: none).
-    assert!(r.propose(16).is_empty(), "a sample longer than the list proposes nothing");
+    assert!(
+        r.propose(16).is_empty(),
+        "a sample longer than the list proposes nothing"
+    );
     let got = r.propose(4);
     assert_eq!(got.len(), 4);
     for id in got {

@@ -74,7 +74,11 @@ fn kv_scan_reads_consecutive_blocks() {
     let p = &r.processes[0];
     assert_eq!(p.ops, 10);
     let data_reads = p.ios - 2 * 7.min(p.ios / 2);
-    assert!(p.ios >= 10 * 40 && data_reads <= 10 * 42 + 14, "ios {}", p.ios);
+    assert!(
+        p.ios >= 10 * 40 && data_reads <= 10 * 42 + 14,
+        "ios {}",
+        p.ios
+    );
 }
 
 #[test]
@@ -88,7 +92,10 @@ fn skewed_keys_miss_less_than_uniform_ones() {
         let z = run(&kv("ycsb:0.99", "4M", 20000, 1, 1000), lru);
         let u = run(&kv("random", "4M", 20000, 1, 1000), lru);
         let (zi, ui) = (z.run.vmstat["pgpgin"], u.run.vmstat["pgpgin"]);
-        assert!(zi * 10 < ui * 9, "{lru:?}: zipfian pgpgin {zi} vs uniform {ui}");
+        assert!(
+            zi * 10 < ui * 9,
+            "{lru:?}: zipfian pgpgin {zi} vs uniform {ui}"
+        );
     }
 }
 
@@ -109,7 +116,10 @@ fn looping_search_larger_than_the_cache_misses_every_pass_under_lru() {
     let r = run(&t, LruKind::Classic);
     let tree_kib = 40 * 100;
     let pgpgin = r.run.vmstat["pgpgin"];
-    assert!(pgpgin >= 4 * tree_kib, "pgpgin {pgpgin} KiB < 4 passes of {tree_kib}");
+    assert!(
+        pgpgin >= 4 * tree_kib,
+        "pgpgin {pgpgin} KiB < 4 passes of {tree_kib}"
+    );
 }
 
 #[test]

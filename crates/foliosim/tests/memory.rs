@@ -39,7 +39,11 @@ fn a_1tib_machine_reading_4mib_of_a_1tib_file_allocates_what_it_read() {
     // Nothing was freed, so the arena holds exactly the cached folios.
     let t = &k.core.folios;
     assert_eq!(t.nr_frames() as u64, cached);
-    assert_eq!(t.nr_free, t.capacity() as u64 - cached, "free counts the never-used frames");
+    assert_eq!(
+        t.nr_free,
+        t.capacity() as u64 - cached,
+        "free counts the never-used frames"
+    );
     k.check_invariants().unwrap();
     // 24 bytes per frame and a 528-byte leaf per 64 cached pages, each
     // arena up to twice what it holds (Vec doubling), and the index's
@@ -74,9 +78,18 @@ fn freed_frames_are_reused_before_new_ones_are_made() {
     // and the arena only grows when no freed frame is left, so it stays at
     // the peak of frames in use, which the memcg limit bounds.
     let frames = k.core.folios.nr_frames() as u64;
-    assert!(frames <= limit + 1, "{frames} frames for a {limit}-page memcg");
-    assert!(frames >= limit / 2, "the cache filled the memcg: {frames} frames");
-    assert!(k.core.folios.capacity() as u64 > 4 * limit, "RAM itself was not the bound");
+    assert!(
+        frames <= limit + 1,
+        "{frames} frames for a {limit}-page memcg"
+    );
+    assert!(
+        frames >= limit / 2,
+        "the cache filled the memcg: {frames} frames"
+    );
+    assert!(
+        k.core.folios.capacity() as u64 > 4 * limit,
+        "RAM itself was not the bound"
+    );
     k.check_invariants().unwrap();
 }
 
@@ -96,7 +109,11 @@ fn streaming_a_file_16_times_ram_keeps_the_index_to_what_is_present() {
     k.check_invariants().unwrap();
     let a = &k.core.files[f.mapping as usize];
     let file_pages = size / PAGE_SIZE;
-    assert_eq!(k.core.vm.get(foliosim::mm::vmstat::Item::PGPGIN), size / 1024, "the whole file was read in");
+    assert_eq!(
+        k.core.vm.get(foliosim::mm::vmstat::Item::PGPGIN),
+        size / 1024,
+        "the whole file was read in"
+    );
     // Emptied leaves were released: every leaf left holds a page or a shadow.
     assert_eq!(a.nodes().filter(|(_, n)| n.count > 0).count(), a.nr_nodes());
     // Pages and shadows left: the cache (at most RAM) and the shadows the
@@ -105,12 +122,23 @@ fn streaming_a_file_16_times_ram_keeps_the_index_to_what_is_present() {
     let ram_pages = (240u64 << 20) / PAGE_SIZE;
     let leaves = a.nr_nodes() as u64;
     assert!(leaves <= ram_pages / 64 + ram_pages / 4, "{leaves} leaves");
-    assert!(k.core.vm.get(foliosim::mm::vmstat::Item::WORKINGSET_NODERECLAIM) > 0);
-    assert!(a.nrshadows > 0 && a.nrshadows < file_pages - a.nrpages, "the shrinker dropped shadows");
+    assert!(
+        k.core
+            .vm
+            .get(foliosim::mm::vmstat::Item::WORKINGSET_NODERECLAIM)
+            > 0
+    );
+    assert!(
+        a.nrshadows > 0 && a.nrshadows < file_pages - a.nrpages,
+        "the shrinker dropped shadows"
+    );
     // A streamed file fills its leaves: at most 16 bytes per entry present
     // (a 528-byte leaf holds 64).
     let entries = a.nrpages + a.nrshadows;
-    assert!(leaves * 528 <= 16 * entries, "{leaves} leaves for {entries} entries");
+    assert!(
+        leaves * 528 <= 16 * entries,
+        "{leaves} leaves for {entries} entries"
+    );
 }
 
 #[test]
@@ -134,7 +162,10 @@ fn the_hosts_memory_check_bounds_what_a_run_allocates() {
     let file = 256u64 << 20;
     let bound = footprint_bytes(&small, [file]);
     let frames = (60u128 << 20) / PAGE_SIZE as u128;
-    assert!(bound < frames * 24 + file as u128 / PAGE_SIZE as u128 * 9 + 4096, "bound {bound}");
+    assert!(
+        bound < frames * 24 + file as u128 / PAGE_SIZE as u128 * 9 + 4096,
+        "bound {bound}"
+    );
     // A run that streams the whole file stays within the bound (each arena
     // up to twice what it holds: Vec doubling).
     let mut k = Kernel::new(small, ClassicLru::new());
@@ -143,6 +174,9 @@ fn the_hosts_memory_check_bounds_what_a_run_allocates() {
         k.filemap_read(&mut f, p * PAGE_SIZE, PAGE_SIZE).unwrap();
     }
     let fp = k.core.mem_footprint() as u128;
-    assert!(fp <= 2 * bound, "footprint {fp} over twice the bound {bound}");
+    assert!(
+        fp <= 2 * bound,
+        "footprint {fp} over twice the bound {bound}"
+    );
     assert!(k.core.folios.nr_frames() as u128 <= frames);
 }

@@ -10,7 +10,8 @@ fn base() -> SimConfig {
     let m = &sc.get("ycsb-c").machine;
     let mut cfg = SimConfig::default();
     cfg.mm.ram_bytes = m.memory.unwrap();
-    cfg.mm.device = foliosim::mm::blkdev::DeviceProfile::by_name(m.device.as_deref().unwrap()).unwrap();
+    cfg.mm.device =
+        foliosim::mm::blkdev::DeviceProfile::by_name(m.device.as_deref().unwrap()).unwrap();
     cfg.seed = m.seed.unwrap();
     cfg
 }
@@ -18,7 +19,10 @@ fn base() -> SimConfig {
 fn run(cells: &[Cell]) -> Vec<Row> {
     let s = cache_ext::scenarios().unwrap();
     let b = base();
-    let out = cells.iter().map(|c| cache_ext::run_cell(&b, &s, c)).collect();
+    let out = cells
+        .iter()
+        .map(|c| cache_ext::run_cell(&b, &s, c))
+        .collect();
     cache_ext::rows(cells, out).unwrap()
 }
 
@@ -30,30 +34,66 @@ fn every_cell_is_listed_with_known_policies_and_experiments() {
     }
     for c in &cells {
         assert!(
-            ["default", "mglru", "fifo", "mru", "lfu", "s3fifo", "lhd", "mglru-bpf", "get-scan", "tailored"]
-                .contains(&c.policy),
+            [
+                "default",
+                "mglru",
+                "fifo",
+                "mru",
+                "lfu",
+                "s3fifo",
+                "lhd",
+                "mglru-bpf",
+                "get-scan",
+                "tailored"
+            ]
+            .contains(&c.policy),
             "{}",
             c.policy
         );
     }
     // The paper's figures the issue's targets need are all there.
-    for (e, p) in [("ycsb-c", "lfu"), ("ycsb-uniform", "mru"), ("get-scan", "get-scan"), ("file-search", "mru")] {
-        let m = if e == "file-search" { "runtime_s" } else { "throughput" };
+    for (e, p) in [
+        ("ycsb-c", "lfu"),
+        ("ycsb-uniform", "mru"),
+        ("get-scan", "get-scan"),
+        ("file-search", "mru"),
+    ] {
+        let m = if e == "file-search" {
+            "runtime_s"
+        } else {
+            "throughput"
+        };
         assert!(cache_ext::paper_value(e, p, m).is_some(), "{e} {p}");
     }
-    assert_eq!(cache_ext::paper_value("ycsb-c", "lfu", "disk_read_bytes"), None, "not in the paper: never invented");
+    assert_eq!(
+        cache_ext::paper_value("ycsb-c", "lfu", "disk_read_bytes"),
+        None,
+        "not in the paper: never invented"
+    );
 }
 
 #[test]
 fn rows_are_well_formed_and_deterministic() {
     let cells = vec![
-        Cell { experiment: "file-search", policy: "default" },
-        Cell { experiment: "file-search", policy: "mglru" },
-        Cell { experiment: "get-scan", policy: "default" },
+        Cell {
+            experiment: "file-search",
+            policy: "default",
+        },
+        Cell {
+            experiment: "file-search",
+            policy: "mglru",
+        },
+        Cell {
+            experiment: "get-scan",
+            policy: "default",
+        },
     ];
     let a = run(&cells);
     let b = run(&cells);
-    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
     let metrics: Vec<(&str, &str, &str)> = a
         .iter()
         .map(|r| (r.experiment.as_str(), r.policy.as_str(), r.metric.as_str()))
@@ -73,7 +113,10 @@ fn rows_are_well_formed_and_deterministic() {
     );
     for r in &a {
         assert!(r.value.is_finite() && r.value > 0.0, "{r:?}");
-        assert_eq!(r.paper_value, cache_ext::paper_value(&r.experiment, &r.policy, &r.metric));
+        assert_eq!(
+            r.paper_value,
+            cache_ext::paper_value(&r.experiment, &r.policy, &r.metric)
+        );
     }
     // The search loops over a tree larger than its cgroup: under the
     // kernel's LRU every search reads the whole tree again (10 searches of
@@ -82,8 +125,9 @@ fn rows_are_well_formed_and_deterministic() {
     assert!(disk > 10.0 * 20e6, "file search read {disk} bytes");
     let json = serde_json::to_string(&a[0]).unwrap();
     assert!(
-        json.starts_with(r#"{"experiment":"file-search","policy":"default","metric":"runtime_s","value":"#)
-            && json.ends_with(r#","paper_value":49.99}"#),
+        json.starts_with(
+            r#"{"experiment":"file-search","policy":"default","metric":"runtime_s","value":"#
+        ) && json.ends_with(r#","paper_value":49.99}"#),
         "{json}"
     );
 }
@@ -108,7 +152,13 @@ fn targets_are_judged_from_the_rows() {
     assert!(t[1].1, "1.05x is within 10%: {}", t[1].0);
     // YCSB C in the paper's order with a gain of 30% (paper: +36.5%).
     let mut rows = Vec::new();
-    for (p, v) in [("lfu", 130.0), ("s3fifo", 120.0), ("default", 100.0), ("fifo", 90.0), ("mru", 50.0)] {
+    for (p, v) in [
+        ("lfu", 130.0),
+        ("s3fifo", 120.0),
+        ("default", 100.0),
+        ("fifo", 90.0),
+        ("mru", 50.0),
+    ] {
         rows.push(row("ycsb-c", p, "throughput", v));
     }
     let t = cache_ext::targets(&rows);

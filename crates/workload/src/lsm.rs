@@ -114,9 +114,9 @@ pub enum KvRead {
 impl KvRead {
     pub fn range(self) -> (u64, u64) {
         match self {
-            KvRead::Footer { off, len } | KvRead::Index { off, len } | KvRead::Data { off, len } => {
-                (off, len)
-            }
+            KvRead::Footer { off, len }
+            | KvRead::Index { off, len }
+            | KvRead::Data { off, len } => (off, len),
         }
     }
 }
@@ -217,7 +217,9 @@ mod tests {
         assert_eq!(l.keys_per_block, 4);
         assert_eq!(l.data_blocks, 506);
         assert!(l.data_blocks * l.block_size + l.index_bytes + FOOTER_BYTES <= l.table_size);
-        assert!((l.data_blocks + 1) * (l.block_size + INDEX_ENTRY_BYTES) + FOOTER_BYTES > l.table_size);
+        assert!(
+            (l.data_blocks + 1) * (l.block_size + INDEX_ENTRY_BYTES) + FOOTER_BYTES > l.table_size
+        );
         assert_eq!(l.tables, 10_000u64.div_ceil(2024));
         // The index sits after the data and ends before the footer.
         let (io, il) = l.index_range(1);
@@ -237,9 +239,18 @@ mod tests {
         assert_eq!(
             v,
             vec![
-                KvRead::Footer { off: 2 * l.table_size - 48, len: 48 },
-                KvRead::Index { off: l.table_size + 506 * 4096, len: 506 * 45 },
-                KvRead::Data { off: l.table_size + 2 * 4096, len: 4096 },
+                KvRead::Footer {
+                    off: 2 * l.table_size - 48,
+                    len: 48
+                },
+                KvRead::Index {
+                    off: l.table_size + 506 * 4096,
+                    len: 506 * 45
+                },
+                KvRead::Data {
+                    off: l.table_size + 2 * 4096,
+                    len: 4096
+                },
             ]
         );
         v.clear();

@@ -498,11 +498,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     index,
                     nr_pages: last_index - index,
                 };
-                if self
-                    .core
-                    .cache_ext
-                    .admit_folio(&self.core.folios, file.memcg, req, self.core.now)
-                {
+                if self.core.cache_ext.admit_folio(
+                    &self.core.folios,
+                    file.memcg,
+                    req,
+                    self.core.now,
+                ) {
                     let bytes = (last_index - index) * PAGE_SIZE;
                     self.core.count(file.memcg, Item::PGPGIN, bytes / 1024);
                     let done = self.core.dev.submit(self.core.now, bytes, false);

@@ -115,7 +115,10 @@ pub struct FolioTable {
 impl FolioTable {
     pub fn new(capacity: usize) -> Self {
         // FolioId is a u32 with NIL reserved.
-        assert!(capacity < NIL as usize, "more page frames than FolioId can index");
+        assert!(
+            capacity < NIL as usize,
+            "more page frames than FolioId can index"
+        );
         FolioTable {
             f: Vec::new(),
             free_head: NIL,
@@ -294,7 +297,9 @@ mod tests {
         let mut live: Vec<FolioId> = vec![];
         let mut x = 12345u64;
         for _ in 0..2000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             if (x >> 33) % 3 != 0 || live.is_empty() {
                 let got = t.alloc();
                 assert_eq!(got, reference.pop());

@@ -444,11 +444,8 @@ impl Core {
             cfg.watermark_scale_factor,
         );
         let dev = BlockDev::new(cfg.device.clone());
-        let mut swap = swapfile::SwapInfo::new(
-            cfg.swap,
-            cfg.swap_bytes / PAGE_SIZE,
-            cfg.zram_comp_ratio,
-        );
+        let mut swap =
+            swapfile::SwapInfo::new(cfg.swap, cfg.swap_bytes / PAGE_SIZE, cfg.zram_comp_ratio);
         if cfg.swap == SwapKind::Disk {
             // A disk swap device is rotational only on an hdd.
             swap.set_solidstate(cfg.device.name != "hdd");
@@ -677,7 +674,11 @@ impl Core {
     pub fn mem_footprint(&self) -> usize {
         self.folios.mem_footprint()
             + self.files.capacity() * std::mem::size_of::<AddressSpace>()
-            + self.files.iter().map(AddressSpace::mem_footprint).sum::<usize>()
+            + self
+                .files
+                .iter()
+                .map(AddressSpace::mem_footprint)
+                .sum::<usize>()
             + self.swap.mem_footprint()
     }
 

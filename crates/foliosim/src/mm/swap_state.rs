@@ -487,7 +487,8 @@ impl Core {
                 if f.test(pg::FREE) || !f.test(pg::SWAPCACHE) || si.folio_swap(id) != o {
                     return Err(format!(
                         "swap slot {o}: cache folio {id} flags {:#x} swap {}",
-                        f.flags, si.folio_swap(id)
+                        f.flags,
+                        si.folio_swap(id)
                     ));
                 }
             }

@@ -128,7 +128,10 @@ impl XArray {
     pub fn entry(&mut self, index: u64) -> (&mut u64, &mut XaNode) {
         debug_assert!(index < self.len);
         let leaf = self.leaf_mut((index >> XA_CHUNK_SHIFT) as usize);
-        (&mut leaf.slots[(index & XA_CHUNK_MASK) as usize], &mut leaf.node)
+        (
+            &mut leaf.slots[(index & XA_CHUNK_MASK) as usize],
+            &mut leaf.node,
+        )
     }
 
     /// Node `ni`'s counts (all zero for an absent leaf).
@@ -154,7 +157,10 @@ impl XArray {
             return;
         }
         let leaf = &mut self.leaves[l as usize];
-        debug_assert!(leaf.slots.iter().all(|&v| v == 0), "xarray: releasing a leaf in use");
+        debug_assert!(
+            leaf.slots.iter().all(|&v| v == 0),
+            "xarray: releasing a leaf in use"
+        );
         leaf.node = EMPTY_NODE;
         self.dir[ni] = NO_LEAF;
         self.free_leaves.push(l);
@@ -287,11 +293,23 @@ mod tests {
         *x.entry(3 << XA_CHUNK_SHIFT).0 = 0;
         x.remove_leaf(3);
         assert_eq!(x.nr_leaves(), 1);
-        assert_eq!((x.node(3).count, x.node(3).stamp), (0, 0), "reads as never created");
-        assert_eq!(x.populated(0, u64::MAX).count(), 64, "only leaf 7 is walked");
+        assert_eq!(
+            (x.node(3).count, x.node(3).stamp),
+            (0, 0),
+            "reads as never created"
+        );
+        assert_eq!(
+            x.populated(0, u64::MAX).count(),
+            64,
+            "only leaf 7 is walked"
+        );
         // A new leaf takes the released one's memory.
         let (slot, node) = x.entry(50 << XA_CHUNK_SHIFT);
-        assert_eq!((*slot, node.count, node.stamp), (0, 0, 0), "handed out clean");
+        assert_eq!(
+            (*slot, node.count, node.stamp),
+            (0, 0, 0),
+            "handed out clean"
+        );
         *slot = 5;
         assert_eq!(x.nr_leaves(), 2);
         // Only the free list's own small buffer was added, not a leaf.
@@ -320,7 +338,10 @@ mod tests {
         assert_eq!(win, want);
         assert_eq!(x.populated(64, 192).count(), 0, "leaves 1 and 2 absent");
         assert_eq!(x.populated(300, 300).count(), 0);
-        let stored: Vec<u64> = x.populated(0, u64::MAX).filter(|&i| x.get(i) != 0).collect();
+        let stored: Vec<u64> = x
+            .populated(0, u64::MAX)
+            .filter(|&i| x.get(i) != 0)
+            .collect();
         assert_eq!(stored, vec![5, 64 * 3, 64 * 10 + 4]);
     }
 

@@ -52,7 +52,9 @@ impl CacheExtOps for GetScan {
     }
 
     fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        let (Some(g), Some(s)) = (self.general, self.scans) else { return };
+        let (Some(g), Some(s)) = (self.general, self.scans) else {
+            return;
+        };
         let scan = cx.comm() == self.scan_comm;
         if cx.list_add_tail(if scan { s } else { g }, id).is_ok() {
             self.accesses[id as usize] = 1;
@@ -74,12 +76,16 @@ impl CacheExtOps for GetScan {
     }
 
     fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
-        let (Some(g), Some(s)) = (self.general, self.scans) else { return };
+        let (Some(g), Some(s)) = (self.general, self.scans) else {
+            return;
+        };
         if self.scan_pages == 0 {
             return;
         }
         let list = if self.scan_pages < SCAN_MIN { g } else { s };
         let acc = &self.accesses;
-        let _ = cx.list_sample(list, ev, SAMPLE, |id, f| sample_score(f, acc[id as usize] as u64));
+        let _ = cx.list_sample(list, ev, SAMPLE, |id, f| {
+            sample_score(f, acc[id as usize] as u64)
+        });
     }
 }

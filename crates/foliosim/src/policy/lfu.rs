@@ -67,6 +67,8 @@ impl CacheExtOps for Lfu {
     fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
         let Some(l) = self.list else { return };
         let freq = &self.freq;
-        let _ = cx.list_sample(l, ev, self.sample, |id, f| sample_score(f, freq[id as usize] as u64));
+        let _ = cx.list_sample(l, ev, self.sample, |id, f| {
+            sample_score(f, freq[id as usize] as u64)
+        });
     }
 }

@@ -106,7 +106,8 @@ impl Lhd {
     }
 
     fn class_of(m: &Meta) -> usize {
-        let id = m.app as usize * HIT_AGE_CLASSES + hit_age_to_class(m.last_hit_age + m.last_last_hit_age);
+        let id = m.app as usize * HIT_AGE_CLASSES
+            + hit_age_to_class(m.last_hit_age + m.last_last_hit_age);
         id & (NUM_CLASSES - 1)
     }
 

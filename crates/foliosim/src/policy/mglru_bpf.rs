@@ -41,7 +41,8 @@ impl CacheExtOps for MglruBpf {
     fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String> {
         self.lists.clear();
         for _ in 0..MAX_NR_GENS {
-            self.lists.push(cx.list_create().map_err(|e| e.to_string())?);
+            self.lists
+                .push(cx.list_create().map_err(|e| e.to_string())?);
         }
         self.model = Some(Model::new(cx.nr_folio_slots()));
         Ok(())

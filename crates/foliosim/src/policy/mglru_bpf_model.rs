@@ -334,7 +334,11 @@ mod tests {
         // min_seq 0, max_seq 3: min + 2 < max, so the second oldest.
         assert_eq!(m.seqs(), (0, 3));
         assert_eq!(m.folio_added(1, (9, 1), false), 1);
-        assert_eq!(m.folio_added(2, (9, 2), true), 2, "dirty under reclaim: max_seq - 1");
+        assert_eq!(
+            m.folio_added(2, (9, 2), true),
+            2,
+            "dirty under reclaim: max_seq - 1"
+        );
     }
 
     #[test]
@@ -351,10 +355,17 @@ mod tests {
         let p = m.begin_eviction();
         assert_eq!(p.tier_threshold, MAX_NR_TIERS - 1);
         assert_eq!(m.verdict(p, 0, false), Verdict::Evict);
-        assert_eq!(m.verdict(p, 1, true), Verdict::Promote, "busy folios move on");
+        assert_eq!(
+            m.verdict(p, 1, true),
+            Verdict::Promote,
+            "busy folios move on"
+        );
         m.folio_evicted(0, (1, 0));
         m.folio_added(100, (1, 0), false);
-        assert_eq!(m.g.refaulted[0], 1, "the ghost entry counted a tier-0 refault");
+        assert_eq!(
+            m.g.refaulted[0], 1,
+            "the ghost entry counted a tier-0 refault"
+        );
         // Tier 1 refaults far more often than tier 0 (1000 of 1000 against
         // 10 of 1000): from tier 1 up the folios are protected.
         m.g.refaulted[0] = 10;

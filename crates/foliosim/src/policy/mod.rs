@@ -31,11 +31,31 @@ const POLICIES: &[(&str, &str, &[&str])] = &[
     ("fifo", "evict in insertion order", &[]),
     ("mru", "evict the most recently used first", &[]),
     ("lfu", "least frequently used, by sampling", &["sample"]),
-    ("s3fifo", "S3-FIFO: small and main FIFOs with a ghost set", &[]),
-    ("get-scan", "evict the scan thread's folios first", &["scan"]),
-    ("admit-filter", "bypass the cache for a task or large reads (FIFO eviction)", &["comm", "max"]),
-    ("lhd", "least hit density (LHD), sampled in groups of 16", &["reconfig"]),
-    ("mglru-bpf", "cache_ext's port of MGLRU: generations, tiers, PID controller", &[]),
+    (
+        "s3fifo",
+        "S3-FIFO: small and main FIFOs with a ghost set",
+        &[],
+    ),
+    (
+        "get-scan",
+        "evict the scan thread's folios first",
+        &["scan"],
+    ),
+    (
+        "admit-filter",
+        "bypass the cache for a task or large reads (FIFO eviction)",
+        &["comm", "max"],
+    ),
+    (
+        "lhd",
+        "least hit density (LHD), sampled in groups of 16",
+        &["reconfig"],
+    ),
+    (
+        "mglru-bpf",
+        "cache_ext's port of MGLRU: generations, tiers, PID controller",
+        &[],
+    ),
 ];
 
 /// The names `--policy` accepts, `default` first.
@@ -78,7 +98,10 @@ impl PolicySpec {
                     return Err(if keys.is_empty() {
                         format!("policy {name}: takes no keys, got {k:?}")
                     } else {
-                        format!("policy {name}: unknown key {k:?} (keys: {})", keys.join(", "))
+                        format!(
+                            "policy {name}: unknown key {k:?} (keys: {})",
+                            keys.join(", ")
+                        )
                     });
                 }
                 if args.iter().any(|(a, _): &(String, String)| a == k) {
@@ -130,16 +153,21 @@ impl PolicySpec {
             "s3fifo" => Box::new(s3fifo::S3Fifo::default()),
             "get-scan" => Box::new(get_scan::GetScan::new(self.get("scan").unwrap_or("scan"))),
             "admit-filter" => {
-                let max = match self.get("max") {
-                    None => None,
-                    Some(v) => Some(parse_u64(v).ok_or_else(|| {
-                        format!("policy admit-filter: max: not a size: {v:?}")
-                    })?),
-                };
-                Box::new(admit_filter::AdmitFilter::new(self.get("comm").map(str::to_string), max))
+                let max =
+                    match self.get("max") {
+                        None => None,
+                        Some(v) => Some(parse_u64(v).ok_or_else(|| {
+                            format!("policy admit-filter: max: not a size: {v:?}")
+                        })?),
+                    };
+                Box::new(admit_filter::AdmitFilter::new(
+                    self.get("comm").map(str::to_string),
+                    max,
+                ))
             }
             "lhd" => Box::new(lhd::Lhd::new(
-                self.get_u64("reconfig", lhd_model::REQS_PER_RECONFIG)?.max(1),
+                self.get_u64("reconfig", lhd_model::REQS_PER_RECONFIG)?
+                    .max(1),
             )),
             "mglru-bpf" => Box::new(mglru_bpf::MglruBpf::default()),
             other => return Err(format!("unknown policy {other:?} ({})", policy_help())),
@@ -174,7 +202,10 @@ mod tests {
         assert!(new_policy("default").unwrap().is_none());
         assert_eq!(new_policy("fifo").unwrap().unwrap().name(), "fifo");
         let e = PolicySpec::parse("lru2").unwrap_err();
-        assert!(e.contains("unknown policy \"lru2\"") && e.contains("fifo"), "{e}");
+        assert!(
+            e.contains("unknown policy \"lru2\"") && e.contains("fifo"),
+            "{e}"
+        );
         let e = PolicySpec::parse("fifo:x=1").unwrap_err();
         assert!(e.contains("takes no keys"), "{e}");
         let e = PolicySpec::parse("fifo:x").unwrap_err();

@@ -65,7 +65,9 @@ impl S3Fifo {
     }
 
     fn evict_small(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
-        let (Some(small), Some(main)) = (self.small, self.main) else { return };
+        let (Some(small), Some(main)) = (self.small, self.main) else {
+            return;
+        };
         let (freq, in_main) = (&self.freq, &mut self.in_main);
         let mut moved = 0i64;
         let _ = cx.list_iterate(small, ev, |id, f| {
@@ -122,7 +124,9 @@ impl CacheExtOps for S3Fifo {
     }
 
     fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        let (Some(small), Some(main)) = (self.small, self.main) else { return };
+        let (Some(small), Some(main)) = (self.small, self.main) else {
+            return;
+        };
         let key = ghost_key(cx.folio(id));
         let window = cx.nr_valid().max(1);
         let to_main = self.ghost_take(key, window);

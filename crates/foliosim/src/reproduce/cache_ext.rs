@@ -25,11 +25,27 @@ pub const ISOLATION_TOML: &str = include_str!("../../../../examples/cache_ext/is
 
 /// The experiments: (name, scenario text, its path for messages).
 pub const EXPERIMENTS: &[(&str, &str, &str)] = &[
-    ("file-search", FILESEARCH_TOML, "examples/cache_ext/filesearch.toml"),
+    (
+        "file-search",
+        FILESEARCH_TOML,
+        "examples/cache_ext/filesearch.toml",
+    ),
     ("ycsb-c", YCSB_C_TOML, "examples/cache_ext/ycsb-c.toml"),
-    ("ycsb-uniform", YCSB_UNIFORM_TOML, "examples/cache_ext/ycsb-uniform.toml"),
-    ("get-scan", GET_SCAN_TOML, "examples/cache_ext/get-scan.toml"),
-    ("isolation", ISOLATION_TOML, "examples/cache_ext/isolation.toml"),
+    (
+        "ycsb-uniform",
+        YCSB_UNIFORM_TOML,
+        "examples/cache_ext/ycsb-uniform.toml",
+    ),
+    (
+        "get-scan",
+        GET_SCAN_TOML,
+        "examples/cache_ext/get-scan.toml",
+    ),
+    (
+        "isolation",
+        ISOLATION_TOML,
+        "examples/cache_ext/isolation.toml",
+    ),
 ];
 
 /// What each experiment scales, for the output.
@@ -46,7 +62,14 @@ pub fn policies(experiment: &str) -> &'static [&'static str] {
     match experiment {
         "file-search" => &["default", "mglru", "mru", "fifo", "lfu"],
         "ycsb-c" | "ycsb-uniform" => &[
-            "default", "mglru", "fifo", "mru", "lfu", "s3fifo", "lhd", "mglru-bpf",
+            "default",
+            "mglru",
+            "fifo",
+            "mru",
+            "lfu",
+            "s3fifo",
+            "lhd",
+            "mglru-bpf",
         ],
         "get-scan" => &["default", "mglru", "get-scan"],
         // Both cgroups' policies: YCSB's then the file search's.
@@ -271,7 +294,10 @@ fn search_ios_per_pass(sc: &Scenario) -> u64 {
     n
 }
 
-fn proc<'r>(r: &'r ScenarioReport, name: &str) -> Result<&'r crate::scenario::ProcessReport, String> {
+fn proc<'r>(
+    r: &'r ScenarioReport,
+    name: &str,
+) -> Result<&'r crate::scenario::ProcessReport, String> {
     let p = r
         .processes
         .iter()
@@ -284,7 +310,11 @@ fn proc<'r>(r: &'r ScenarioReport, name: &str) -> Result<&'r crate::scenario::Pr
 }
 
 /// Runs one cell: (metric, value) pairs.
-pub fn run_cell(base: &SimConfig, s: &Scenarios, c: &Cell) -> Result<Vec<(&'static str, f64)>, String> {
+pub fn run_cell(
+    base: &SimConfig,
+    s: &Scenarios,
+    c: &Cell,
+) -> Result<Vec<(&'static str, f64)>, String> {
     let sc = with_policies(s.get(c.experiment), c.experiment, c.policy)?;
     let mut cfg = base.clone();
     cfg.lru = if c.policy == "mglru" {
@@ -295,7 +325,8 @@ pub fn run_cell(base: &SimConfig, s: &Scenarios, c: &Cell) -> Result<Vec<(&'stat
     let r = run_scenario(cfg, &sc)?;
     let disk = r.run.vmstat.get("pgpgin").copied().unwrap_or(0) as f64 * 1024.0;
     let tput = |name: &str| -> Result<f64, String> {
-        let ns = measured_ns(&sc, name).ok_or_else(|| format!("{}: {name} has no kv_get step with a duration", sc.file))?;
+        let ns = measured_ns(&sc, name)
+            .ok_or_else(|| format!("{}: {name} has no kv_get step with a duration", sc.file))?;
         Ok(proc(&r, name)?.ops as f64 / (ns as f64 / 1e9))
     };
     let mut m = Vec::new();
@@ -337,7 +368,10 @@ pub fn cache_ext(base: &SimConfig, threads: usize) -> Result<Vec<Row>, String> {
     rows(&cells, out)
 }
 
-pub fn rows(cells: &[Cell], out: Vec<Result<Vec<(&'static str, f64)>, String>>) -> Result<Vec<Row>, String> {
+pub fn rows(
+    cells: &[Cell],
+    out: Vec<Result<Vec<(&'static str, f64)>, String>>,
+) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     let mut mglru: Vec<(&str, f64)> = Vec::new();
     for (c, m) in cells.iter().zip(out) {
@@ -392,12 +426,18 @@ pub fn targets(rows: &[Row]) -> Vec<(String, bool)> {
     ) {
         let r = mru / d;
         v.push((
-            format!("file-search: MRU runtime {r:.2}x default's (target 0.40-0.75; paper {:.2})", 25.24 / 49.99),
+            format!(
+                "file-search: MRU runtime {r:.2}x default's (target 0.40-0.75; paper {:.2})",
+                25.24 / 49.99
+            ),
             (0.40..=0.75).contains(&r),
         ));
         let r = mg / d;
         v.push((
-            format!("file-search: MGLRU runtime {r:.2}x default's (target 0.90-1.10; paper {:.2})", 51.03 / 49.99),
+            format!(
+                "file-search: MGLRU runtime {r:.2}x default's (target 0.90-1.10; paper {:.2})",
+                51.03 / 49.99
+            ),
             (0.90..=1.10).contains(&r),
         ));
     }
@@ -411,13 +451,23 @@ pub fn targets(rows: &[Row]) -> Vec<(String, bool)> {
         let model: Vec<String> = rank(order.iter().zip(&got).map(|(p, g)| (*p, g.0)));
         let paper: Vec<String> = rank(order.iter().zip(&got).map(|(p, g)| (*p, g.1)));
         v.push((
-            format!("{e}: order by throughput {} (paper {})", model.join(" > "), paper.join(" > ")),
+            format!(
+                "{e}: order by throughput {} (paper {})",
+                model.join(" > "),
+                paper.join(" > ")
+            ),
             model == paper,
         ));
         let gm = got[0].0 / got[2].0 - 1.0;
         let gp = got[0].1 / got[2].1 - 1.0;
         v.push((
-            format!("{e}: LFU gain over default {:+.1}% (paper {:+.1}%, target {:+.1}%..{:+.1}%)", gm * 100.0, gp * 100.0, gp * 50.0, gp * 200.0),
+            format!(
+                "{e}: LFU gain over default {:+.1}% (paper {:+.1}%, target {:+.1}%..{:+.1}%)",
+                gm * 100.0,
+                gp * 100.0,
+                gp * 50.0,
+                gp * 200.0
+            ),
             gm >= gp / 2.0 && gm <= gp * 2.0,
         ));
     }
@@ -428,7 +478,13 @@ pub fn targets(rows: &[Row]) -> Vec<(String, bool)> {
         let gm = g / d - 1.0;
         let gp = gpv / dp - 1.0;
         v.push((
-            format!("get-scan: GET throughput gain {:+.1}% (paper {:+.1}%, target {:+.1}%..{:+.1}%)", gm * 100.0, gp * 100.0, gp * 50.0, gp * 200.0),
+            format!(
+                "get-scan: GET throughput gain {:+.1}% (paper {:+.1}%, target {:+.1}%..{:+.1}%)",
+                gm * 100.0,
+                gp * 100.0,
+                gp * 50.0,
+                gp * 200.0
+            ),
             gm >= gp / 2.0 && gm <= gp * 2.0,
         ));
     }

@@ -1121,7 +1121,11 @@ impl<'a> Driver<'a> {
                 // pid 1000 + process (as the tracer's); the first thread's
                 // tid is the pid, the others' 100000 + thread.
                 let pid = 1000 + proc as u32;
-                let tid = if p.threads.first() == Some(&id) { pid } else { 100_000 + id as u32 };
+                let tid = if p.threads.first() == Some(&id) {
+                    pid
+                } else {
+                    100_000 + id as u32
+                };
                 // comm is the program's: the [[process]] name without the
                 // instance suffix ("scan[0]" runs as "scan"); a forked
                 // child keeps its parent's.
@@ -1199,7 +1203,9 @@ impl<'a> Driver<'a> {
                 let p = &mut self.procs[proc];
                 p.ops += 1;
                 let open = th.fds[file].as_mut().expect("opened at the step's start");
-                let cache = th.tables[cur.gen].as_mut().expect("made at the step's start");
+                let cache = th.tables[cur.gen]
+                    .as_mut()
+                    .expect("made at the step's start");
                 let mut ok = true;
                 foliosim_workload::lsm::plan(&layout, cache, idx, records, |r| {
                     let (off, len) = r.range();

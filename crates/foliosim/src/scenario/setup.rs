@@ -8,7 +8,11 @@ use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::{Kernel, PAGE_SIZE};
 
 /// Attaches the cache_ext policy `spec` to `memcg` (the classic LRU only).
-pub fn attach_policy<P: ReclaimPolicy>(k: &mut Kernel<P>, memcg: MemcgId, spec: &str) -> Result<(), String> {
+pub fn attach_policy<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    memcg: MemcgId,
+    spec: &str,
+) -> Result<(), String> {
     let Some(ops) = crate::policy::new_policy(spec)? else {
         return Ok(());
     };

@@ -181,7 +181,10 @@ impl Sim {
     /// Attaches a cache_ext policy object (a test's, or a Python one) to
     /// the workload's memcg in place of `MmConfig::policy`'s; the classic
     /// LRU only.
-    pub fn attach_policy(&mut self, ops: Box<dyn crate::mm::cache_ext::CacheExtOps>) -> Result<(), String> {
+    pub fn attach_policy(
+        &mut self,
+        ops: Box<dyn crate::mm::cache_ext::CacheExtOps>,
+    ) -> Result<(), String> {
         if self.cfg.lru != LruKind::Classic {
             return Err(format!(
                 "policy {} needs the classic LRU (cache_ext does not hook MGLRU); use --lru classic",

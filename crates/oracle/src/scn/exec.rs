@@ -645,8 +645,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                         res = f.read_at(buf.slice(len as usize), off).map(|_| ());
                     }
                 });
-                res.as_ref()
-                    .map_err(|e| format!("pread '{file}': {e}"))?;
+                res.as_ref().map_err(|e| format!("pread '{file}': {e}"))?;
                 i += 1;
                 think(*think_ns);
             }

@@ -200,7 +200,13 @@ impl ListSpace {
     }
 
     /// list_add / list_add_tail: the folio must be valid and on no list.
-    pub fn add(&mut self, memcg: u16, list: ListId, id: FolioId, tail: bool) -> Result<(), ListError> {
+    pub fn add(
+        &mut self,
+        memcg: u16,
+        list: ListId,
+        id: FolioId,
+        tail: bool,
+    ) -> Result<(), ListError> {
         let g = self.global(memcg, list)?;
         if !self.is_valid(memcg, id) {
             return Err(ListError::InvalidFolio);
@@ -213,7 +219,13 @@ impl ListSpace {
     }
 
     /// list_move: to `list`'s head or tail; the folio must be on a list.
-    pub fn move_to(&mut self, memcg: u16, list: ListId, id: FolioId, tail: bool) -> Result<(), ListError> {
+    pub fn move_to(
+        &mut self,
+        memcg: u16,
+        list: ListId,
+        id: FolioId,
+        tail: bool,
+    ) -> Result<(), ListError> {
         let g = self.global(memcg, list)?;
         if !self.is_valid(memcg, id) {
             return Err(ListError::InvalidFolio);
@@ -258,26 +270,36 @@ impl ListSpace {
             let (mut id, mut prev, mut n) = (h.head, NIL, 0u64);
             while id != NIL {
                 if self.on[id as usize] as usize != g + 1 {
-                    return Err(format!("cache_ext: folio {id} on list {g} marked {}", self.on[id as usize]));
+                    return Err(format!(
+                        "cache_ext: folio {id} on list {g} marked {}",
+                        self.on[id as usize]
+                    ));
                 }
                 if self.prev[id as usize] != prev {
                     return Err(format!("cache_ext: list {g} broken prev at {id}"));
                 }
                 if self.valid[id as usize] as usize != g / CACHE_EXT_MAX_LISTS + 1 {
-                    return Err(format!("cache_ext: folio {id} on list {g} not valid for its memcg"));
+                    return Err(format!(
+                        "cache_ext: folio {id} on list {g} not valid for its memcg"
+                    ));
                 }
                 prev = id;
                 id = self.next[id as usize];
                 n += 1;
             }
             if prev != h.tail || n != h.len {
-                return Err(format!("cache_ext: list {g} tail/len mismatch ({n} vs {})", h.len));
+                return Err(format!(
+                    "cache_ext: list {g} tail/len mismatch ({n} vs {})",
+                    h.len
+                ));
             }
             seen += n;
         }
         let marked = self.on.iter().filter(|&&g| g != 0).count() as u64;
         if marked != seen {
-            return Err(format!("cache_ext: {marked} folios marked on lists, {seen} linked"));
+            return Err(format!(
+                "cache_ext: {marked} folios marked on lists, {seen} linked"
+            ));
         }
         Ok(())
     }

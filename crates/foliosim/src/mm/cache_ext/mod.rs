@@ -370,7 +370,8 @@ impl CacheExt {
         if self.tasks.is_empty() {
             self.tasks.push(TaskInfo::default());
         }
-        self.lists.ensure(folios.capacity(), nr_memcgs.max(memcg as usize + 1));
+        self.lists
+            .ensure(folios.capacity(), nr_memcgs.max(memcg as usize + 1));
         if self.ops.len() <= memcg as usize {
             self.ops.resize_with(memcg as usize + 1, || None);
         }
@@ -459,7 +460,13 @@ impl CacheExt {
 
     /// admit_folio() on a read miss: true means bypass the page cache.
     #[inline]
-    pub fn admit_folio(&mut self, folios: &FolioTable, memcg: u16, req: AdmissionCtx, now: u64) -> bool {
+    pub fn admit_folio(
+        &mut self,
+        folios: &FolioTable,
+        memcg: u16,
+        req: AdmissionCtx,
+        now: u64,
+    ) -> bool {
         if !self.active(memcg) {
             return false;
         }

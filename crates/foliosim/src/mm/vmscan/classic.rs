@@ -405,9 +405,9 @@ impl ClassicLru {
         let (mut left, mut reclaimed) = (request, 0);
         while left > 0 {
             let ask = left.min(SWAP_CLUSTER_MAX);
-            let (n, proposed) = core
-                .cache_ext
-                .evict_folios(&core.folios, memcg, ask, core.now, &mut buf);
+            let (n, proposed) =
+                core.cache_ext
+                    .evict_folios(&core.folios, memcg, ask, core.now, &mut buf);
             if proposed == 0 {
                 break;
             }

@@ -1,0 +1,417 @@
+//! The model side of `foliosim oracle`: the host's facts configure the
+//! model, which runs the case and answers under the real side's counter
+//! names.
+
+use super::*;
+
+/// The model side of `foliosim oracle`: configure from the host's facts
+/// and run the case, returning counters under the oracle's names.
+pub(crate) fn oracle_model(
+    host: &foliosim_oracle::HostInfo,
+    case: &foliosim_oracle::Case,
+) -> Result<BTreeMap<String, f64>, String> {
+    let mut mm = MmConfig {
+        ram_bytes: host.ram_bytes,
+        read_ahead_kb: case.effective_read_ahead_kb(host) as u64,
+        swappiness: host.swappiness,
+        fault_around_bytes: host.fault_around_bytes,
+        ..MmConfig::default()
+    };
+    mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    mm.fs = oracle_fs(host)?;
+    let lru = match host.lru_gen {
+        Some(v) if v != 0 => LruKind::Mglru,
+        _ => LruKind::Classic,
+    };
+    let cfg = SimConfig {
+        mm,
+        lru,
+        memcg_limit: Some(case.memcg_limit),
+        seed: 1,
+        timeline: false,
+        lru_gen_sysctl: Vec::new(),
+    };
+    let r = match &case.kind {
+        foliosim_oracle::CaseKind::Probe { spec, variant } => {
+            let mut cfg = cfg;
+            for v in variant {
+                cfg.mm.variants.apply(v)?;
+            }
+            sim::run_probe(cfg, spec)
+        }
+        foliosim_oracle::CaseKind::Fio { job_file, .. } => {
+            let jobs =
+                foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
+            sim::run_fio(cfg, &jobs)
+        }
+        foliosim_oracle::CaseKind::Scenario { scenario } => {
+            return oracle_scenario(host, case, scenario)
+        }
+    };
+    Ok(oracle_counters(&r))
+}
+
+/// The model's ext4 from the host's: its measured geometry and the case's
+/// files as laid out (inodes, directory, data blocks, inode tables); none
+/// when the scratch directory is not on ext4. Directory features are
+/// mke2fs's defaults (dir_index, metadata_csum): the superblock is not
+/// readable without the block device.
+fn oracle_fs(
+    host: &foliosim_oracle::HostInfo,
+) -> Result<Option<foliosim::fs::ext4::Ext4Config>, String> {
+    use foliosim::fs::ext4::{Ext4Config, Ext4Geometry, Ext4Layout, LaidOutFile};
+    let Ok(g) = &host.ext4 else { return Ok(None) };
+    let mut geo = Ext4Geometry::mkfs_default(1 << 40);
+    geo.block_size = g.block_size;
+    geo.blocks_per_group = g.blocks_per_group;
+    geo.inodes_per_group = g.inodes_per_group;
+    geo.inode_size = g.inode_size;
+    geo.inode_readahead_blks = g.inode_readahead_blks;
+    geo.flex_bg_size = g.flex_bg_size;
+    let layout = host.layout.as_ref().map(|l| Ext4Layout {
+        dir_ino: l.dir_ino,
+        dir_blocks: l.dir_blocks,
+        files: l
+            .files
+            .iter()
+            .map(|(name, ino, b)| LaidOutFile {
+                name: name.clone(),
+                ino: *ino,
+                data_block: *b,
+            })
+            .collect(),
+        itables: l.itables.clone(),
+    });
+    Ext4Config::new(geo, layout)
+        .map(Some)
+        .map_err(|e| format!("host ext4: {e}"))
+}
+
+/// The model side of a scenario case: the host's RAM, read-ahead, LRU,
+/// fault_around_bytes and swappiness, then the scenario's `[machine]`
+/// mapped as `foliosim run` maps it; no --memcg-limit (the limits are the
+/// scenario's cgroups'). The oracle's own group, the real scenario's root,
+/// is the model's root memcg: it has no limit and nothing outside the
+/// scenario is charged in the model, and the real side writes `[machine]
+/// swappiness` into that group, which its children inherit (v1), as the
+/// model's cgroups take the global vm.swappiness.
+fn oracle_scenario(
+    host: &foliosim_oracle::HostInfo,
+    case: &foliosim_oracle::Case,
+    sc: &foliosim_workload::scenario::Scenario,
+) -> Result<BTreeMap<String, f64>, String> {
+    let cli = MachineArgs {
+        memory: Some(host.ram_bytes.to_string()),
+        read_ahead_kb: Some(case.effective_read_ahead_kb(host) as u64),
+        lru: Some(
+            match host.lru_gen {
+                Some(v) if v != 0 => "mglru",
+                _ => "classic",
+            }
+            .into(),
+        ),
+        sysctl: vec![format!("fault_around_bytes={}", host.fault_around_bytes)],
+        ..MachineArgs::default()
+    };
+    let mut m = run_cmd::with_scenario_defaults(&cli, sc)?;
+    // The host's swappiness, unless the scenario gives its own (first:
+    // later entries win).
+    m.sysctl
+        .insert(0, format!("vm.swappiness={}", host.swappiness));
+    let r = foliosim::scenario::run_scenario(m.config()?, sc)?;
+    Ok(oracle_scenario_counters(sc, &r))
+}
+
+/// memory.stat names of a model memcg map as the oracle reads them (v1's
+/// charge events are memory.stat's pgpgin/pgpgout).
+fn oracle_memstat_names<'a>(
+    map: &'a BTreeMap<&'static str, u64>,
+) -> impl Iterator<Item = (&'static str, u64)> + 'a {
+    map.iter().filter_map(|(k, v)| {
+        let name = match *k {
+            "memcg_pgpgin_events" => "pgpgin",
+            "memcg_pgpgout_events" => "pgpgout",
+            "pgpgin" | "pgpgout" => return None,
+            // v1's memory.max_usage_in_bytes, read as `peak`.
+            "max_usage_in_bytes" => "peak",
+            k if k.starts_with("foliosim_") => return None,
+            k => k,
+        };
+        Some((name, *v))
+    })
+}
+
+/// A scenario report under the names `foliosim_oracle::scn` gives the
+/// real run: the root's memory.stat under plain names, `vmstat.*`, each
+/// cgroup's as `memcg[PATH].NAME`, `killed[PROCESS]` (instances killed,
+/// forked children counted under their process as the real side counts
+/// only the instances it started), `oom_kill` (the sum of the groups').
+fn oracle_scenario_counters(
+    sc: &foliosim_workload::scenario::Scenario,
+    r: &foliosim::scenario::ScenarioReport,
+) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for (k, v) in oracle_memstat_names(&r.run.memcg) {
+        m.insert(k.to_string(), v as f64);
+    }
+    for (k, v) in &r.run.vmstat {
+        if !k.starts_with("foliosim_") && !k.starts_with("memcg_") {
+            m.insert(format!("vmstat.{k}"), *v as f64);
+        }
+    }
+    m.insert("elapsed_s".into(), r.run.elapsed_ns as f64 / 1e9);
+    for (path, map) in &r.cgroups {
+        for (k, v) in oracle_memstat_names(map) {
+            m.insert(format!("memcg[{path}].{k}"), v as f64);
+        }
+    }
+    for p in &sc.processes {
+        // ProcessReport names are "NAME[i]" for instances, and
+        // "NAME[i]/fork@LINE[j]" for forked children.
+        let prefix = format!("{}[", p.name);
+        let killed = r
+            .processes
+            .iter()
+            .filter(|q| q.oom_killed && q.name.starts_with(&prefix) && !q.name.contains('/'))
+            .count();
+        m.insert(format!("killed[{}]", p.name), killed as f64);
+    }
+    m.insert(
+        "oom_kill".into(),
+        r.run.vmstat.get("oom_kill").copied().unwrap_or(0) as f64,
+    );
+    m
+}
+
+/// A model report under the oracle's counter names.
+fn oracle_counters(r: &RunReport) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for (k, v) in &r.memcg {
+        let name = match *k {
+            "memcg_pgpgin_events" => "pgpgin",
+            "memcg_pgpgout_events" => "pgpgout",
+            "pgpgin" | "pgpgout" => continue,
+            k if k.starts_with("foliosim_") => continue,
+            k => k,
+        };
+        m.insert(name.to_string(), *v as f64);
+    }
+    for (k, v) in &r.vmstat {
+        if !k.starts_with("foliosim_") && !k.starts_with("memcg_") {
+            m.insert(format!("vmstat.{k}"), *v as f64);
+        }
+    }
+    m.insert(
+        "io.rbytes".into(),
+        r.memcg.get("pgpgin").copied().unwrap_or(0) as f64 * 1024.0,
+    );
+    m.insert(
+        "io.wbytes".into(),
+        r.memcg.get("pgpgout").copied().unwrap_or(0) as f64 * 1024.0,
+    );
+    m.insert("elapsed_s".into(), r.elapsed_ns as f64 / 1e9);
+    let rb: u64 = r.jobs.iter().map(|j| j.read.io_bytes).sum();
+    let wb: u64 = r.jobs.iter().map(|j| j.write.io_bytes).sum();
+    m.insert("fio.read_bytes".into(), rb as f64);
+    m.insert("fio.write_bytes".into(), wb as f64);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> foliosim_oracle::HostInfo {
+        foliosim_oracle::HostInfo {
+            kernel_release: "6.18.0".into(),
+            ram_bytes: 1 << 30,
+            page_size: 4096,
+            block_device: "vda".into(),
+            fs_type: "ext4".into(),
+            read_ahead_kb: 128,
+            read_ahead_path: "/sys/block/vda/queue/read_ahead_kb".into(),
+            swappiness: 60,
+            fault_around_bytes: 65536,
+            fault_around_source: "kernel default".into(),
+            thp_enabled: "madvise".into(),
+            lru_gen: None,
+            swap_total_bytes: 0,
+            cgroup: foliosim_oracle::CgroupFlavor::V1 {
+                mount: "/sys/fs/cgroup/memory".into(),
+            },
+            disk_devno: "254:0".into(),
+            io_accounting: foliosim_oracle::host::IoAccounting::Blkio {
+                mount: "/sys/fs/cgroup/blkio".into(),
+            },
+            is_root: true,
+            fio_version: None,
+            ext4: Err("test host".into()),
+            layout: None,
+        }
+    }
+
+    /// The real side's names for one group: a v1 memory.stat as 6.18
+    /// prints it (memcg1_stat_format: memcg1_stats, memcg1_events, the
+    /// LRU lists, then their total_* forms) through the oracle's parser.
+    fn real_memstat_names() -> Vec<String> {
+        let local = [
+            "cache",
+            "rss",
+            "rss_huge",
+            "shmem",
+            "mapped_file",
+            "dirty",
+            "writeback",
+            "workingset_refault_anon",
+            "workingset_refault_file",
+            "swap",
+            "swapcached",
+            "pgpgin",
+            "pgpgout",
+            "pgfault",
+            "pgmajfault",
+            "inactive_anon",
+            "active_anon",
+            "inactive_file",
+            "active_file",
+            "unevictable",
+        ];
+        let mut text = String::new();
+        for k in local {
+            text.push_str(&format!("{k} 1\n"));
+        }
+        text.push_str("hierarchical_memory_limit 1\nhierarchical_memsw_limit 1\n");
+        for k in local {
+            text.push_str(&format!("total_{k} 1\n"));
+        }
+        let mut v: Vec<String> = foliosim_oracle::scn::parse_total_stat(&text)
+            .unwrap()
+            .into_keys()
+            .collect();
+        // Read from memory.max_usage_in_bytes beside memory.stat.
+        v.push("peak".into());
+        v
+    }
+
+    /// The oracle's model call takes the host's measured ext4 and the
+    /// case's laid-out files: two inodes 64 table blocks apart cost two
+    /// 33-block readahead windows, plus the directory's one block.
+    #[test]
+    fn the_oracle_model_reads_the_hosts_measured_ext4_layout() {
+        let dir = std::env::temp_dir().join(format!("foliosim-cli-ext4-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jf = dir.join("s.fio");
+        let text = "[t0]\nioengine=filestat\nfilesize=4k\nnrfiles=2\n";
+        std::fs::write(&jf, text).unwrap();
+        let case = foliosim_oracle::Case::new(
+            "s".into(),
+            foliosim_oracle::CaseKind::Fio {
+                job_file: jf.clone(),
+                job: foliosim_oracle::jobsafe::sanitize_with_env(text, "s.fio").unwrap(),
+            },
+            256 << 20,
+            None,
+            String::new(),
+            String::new(),
+        );
+        let mut h = host();
+        let plain = oracle_model(&h, &case).unwrap();
+        assert_eq!(
+            plain["io.rbytes"], 0.0,
+            "no ext4 on the host: file data only"
+        );
+        h.ext4 = Ok(foliosim_oracle::ext4::Ext4Host {
+            block_size: 4096,
+            blocks_per_group: 32768,
+            inodes_per_group: 8192,
+            inode_size: 256,
+            inode_readahead_blks: 32,
+            flex_bg_size: 1,
+        });
+        let g3 = 3 * 8192;
+        h.layout = Some(foliosim_oracle::ext4::FileLayout {
+            dir_ino: g3 + 1,
+            dir_blocks: 1,
+            files: vec![
+                ("t0.0.0".into(), g3 + 2, None),
+                ("t0.0.1".into(), g3 + 2 + 16 * 64, None),
+            ],
+            itables: std::collections::BTreeMap::from([(3, 3 * 32768 + 2)]),
+        });
+        let m = oracle_model(&h, &case).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(m["io.rbytes"], ((33 + 33 + 1) * 4096) as f64);
+        assert_eq!(m["file"], m["io.rbytes"]);
+    }
+
+    #[test]
+    fn a_scenario_case_gives_the_real_sides_counter_names() {
+        let text = "[machine]\nswap = \"zram:256M\"\n\n\
+            [[cgroup]]\npath = \"app\"\nmemory.limit_in_bytes = \"8M\"\n\n\
+            [[process]]\nname = \"hog\"\ncgroup = \"app\"\nsteps = [\n  \
+            { op = \"mmap_anon\", map = \"heap\", size = \"16M\" },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\", write = true },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\" },\n]\n";
+        let sc = foliosim_workload::scenario::parse(text, "t.toml").unwrap();
+        let case = foliosim_oracle::cases::scenario_case("t", "test", sc);
+        let m = oracle_model(&host(), &case).unwrap();
+        // Names the model does not have: THP (none in the model), the swap
+        // cache's size, the memsw peak.
+        let lacks = ["anon_thp", "swapcached"];
+        for n in real_memstat_names() {
+            if lacks.contains(&n.as_str()) {
+                continue;
+            }
+            assert!(m.contains_key(&n), "plain {n}");
+            assert!(m.contains_key(&format!("memcg[app].{n}")), "memcg[app].{n}");
+        }
+        // The model counts no dirtied/written pages in vmstat and has no
+        // zero-filled swap slots (swpin_zero/swpout_zero).
+        let lacks = ["nr_dirtied", "nr_written", "swpin_zero", "swpout_zero"];
+        for n in foliosim_oracle::scn::VMSTAT_EVENTS {
+            let has = m.contains_key(&format!("vmstat.{n}"));
+            assert_eq!(has, !lacks.contains(n), "vmstat.{n}");
+        }
+        assert!(m.contains_key("memcg[app].oom_kill"));
+        assert_eq!(m["killed[hog]"], 0.0);
+        assert_eq!(m["oom_kill"], 0.0);
+        // 16M of anon through an 8M group with swap: swapped out and read
+        // back, counted in the group as in vmstat.
+        assert!(m["vmstat.pswpout"] >= 1024.0, "{}", m["vmstat.pswpout"]);
+        assert!(m["vmstat.pswpin"] > 0.0);
+        assert!(m["memcg[app].pgmajfault"] > 0.0);
+        // The scored refaults are the oracle group's (hierarchical): here
+        // its only child's, and the model has no host background, so
+        // vmstat's agree.
+        let r = m["workingset_refault_anon"];
+        assert!(r > 0.0);
+        assert_eq!(r, m["memcg[app].workingset_refault_anon"]);
+        assert_eq!(r, m["vmstat.workingset_refault_anon"]);
+        assert_eq!(m["pgmajfault"], m["memcg[app].pgmajfault"]);
+        // Nothing fio-shaped or model-internal under the real side's names.
+        assert!(!m
+            .keys()
+            .any(|k| k.starts_with("fio.") || k.starts_with("io.")));
+        assert!(!m
+            .keys()
+            .any(|k| k.contains("foliosim_") || k.contains("memcg_pgpg")));
+    }
+
+    #[test]
+    fn an_oom_kill_is_counted_per_process_name() {
+        let text = "[machine]\nswap = \"none\"\n\n\
+            [[cgroup]]\npath = \"app\"\nmemory.limit_in_bytes = \"8M\"\n\n\
+            [[process]]\nname = \"hog\"\ncgroup = \"app\"\nsteps = [\n  \
+            { op = \"mmap_anon\", map = \"heap\", size = \"32M\" },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\", write = true },\n]\n\n\
+            [[process]]\nname = \"small\"\ncgroup = \"app\"\nsteps = [\n  \
+            { op = \"mmap_anon\", map = \"heap\", size = \"1M\" },\n  \
+            { op = \"touch\", map = \"heap\", pattern = \"seq\", write = true },\n]\n";
+        let sc = foliosim_workload::scenario::parse(text, "t.toml").unwrap();
+        let case = foliosim_oracle::cases::scenario_case("t", "test", sc);
+        let m = oracle_model(&host(), &case).unwrap();
+        assert_eq!(m["killed[hog]"], 1.0);
+        assert_eq!(m["killed[small]"], 0.0);
+        assert_eq!(m["oom_kill"], 1.0);
+    }
+}
