@@ -195,8 +195,11 @@ static int aging(int argc, char **argv)
 		if (r <= 0) { timed_out = 1; break; }
 		ssize_t n = read(done[0], buf, sizeof(buf));
 		if (n <= 0) break; /* the pressure process exited or was killed */
-		rounds_done += n;
-		fprintf(stderr, "mixpress: round %ld/%ld at %.1fs\n", rounds_done, rounds, now() - t1);
+		/* Rounds that finish close together arrive in one read: one line each. */
+		for (ssize_t i = 0; i < n; i++) {
+			rounds_done++;
+			fprintf(stderr, "mixpress: round %ld/%ld at %.1fs\n", rounds_done, rounds, now() - t1);
+		}
 		if (rounds_done >= rounds) break; /* done: no time limit on its exit */
 	}
 	if (timed_out) kill(pp, SIGKILL);
