@@ -315,17 +315,21 @@ pub struct CacheExt {
     pub stats: CacheExtStats,
     /// The first policy failure; the driver stops the run on it.
     pub error: Option<String>,
+    /// Some memcg has a policy: the hooks test this first, so a run
+    /// without cache_ext pays one predictable branch per hook.
+    enabled: bool,
 }
 
 impl CacheExt {
     /// Whether `memcg` has a policy (cheap; on every hook).
     #[inline]
     pub fn active(&self, memcg: u16) -> bool {
-        matches!(self.ops.get(memcg as usize), Some(Some(_)))
+        self.enabled && matches!(self.ops.get(memcg as usize), Some(Some(_)))
     }
 
+    #[inline]
     pub fn any_active(&self) -> bool {
-        self.ops.iter().any(|o| o.is_some())
+        self.enabled
     }
 
     pub fn policy_name(&self, memcg: u16) -> Option<&str> {
@@ -389,6 +393,7 @@ impl CacheExt {
         ops.init(&mut cx)
             .map_err(|e| format!("policy {}: init: {e}", ops.name()))?;
         self.ops[memcg as usize] = Some(ops);
+        self.enabled = true;
         Ok(())
     }
 
@@ -423,8 +428,15 @@ impl CacheExt {
 
     /// __filemap_add_folio(): the folio joins the valid set and the
     /// policy's folio_added() runs.
-    #[inline]
+    #[inline(always)]
     pub fn folio_added(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+        if self.enabled {
+            self.folio_added_slow(folios, id, now);
+        }
+    }
+
+    #[inline(never)]
+    fn folio_added_slow(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
         let memcg = folios.get(id).memcg;
         if !self.active(memcg) {
             return;
@@ -435,8 +447,15 @@ impl CacheExt {
     }
 
     /// folio_mark_accessed().
-    #[inline]
+    #[inline(always)]
     pub fn folio_accessed(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+        if self.enabled {
+            self.folio_accessed_slow(folios, id, now);
+        }
+    }
+
+    #[inline(never)]
+    fn folio_accessed_slow(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
         let memcg = folios.get(id).memcg;
         if !self.lists.is_valid(memcg, id) {
             return;
@@ -447,8 +466,15 @@ impl CacheExt {
 
     /// Any removal from the page cache: folio_evicted(), then the folio
     /// leaves the lists and the valid set.
-    #[inline]
+    #[inline(always)]
     pub fn folio_evicted(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+        if self.enabled {
+            self.folio_evicted_slow(folios, id, now);
+        }
+    }
+
+    #[inline(never)]
+    fn folio_evicted_slow(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
         let memcg = folios.get(id).memcg;
         if !self.lists.is_valid(memcg, id) {
             return;
@@ -459,8 +485,19 @@ impl CacheExt {
     }
 
     /// admit_folio() on a read miss: true means bypass the page cache.
-    #[inline]
+    #[inline(always)]
     pub fn admit_folio(
+        &mut self,
+        folios: &FolioTable,
+        memcg: u16,
+        req: AdmissionCtx,
+        now: u64,
+    ) -> bool {
+        self.enabled && self.admit_folio_slow(folios, memcg, req, now)
+    }
+
+    #[inline(never)]
+    fn admit_folio_slow(
         &mut self,
         folios: &FolioTable,
         memcg: u16,
