@@ -78,6 +78,27 @@ impl SstLayout {
         self.tables * self.table_size
     }
 
+    /// The layout of `keys` records in a file of `file_size` bytes (the
+    /// kv_get step's check, the same in the model and on the host).
+    pub fn in_file(
+        keys: u64,
+        record: u64,
+        block_size: u64,
+        table_size: u64,
+        file: &str,
+        file_size: u64,
+    ) -> Result<Self, String> {
+        let l = SstLayout::new(keys, record, block_size, table_size)?;
+        if l.file_bytes() > file_size {
+            return Err(format!(
+                "{keys} records of {record} bytes take {} tables of {table_size} bytes ({} bytes); file '{file}' has {file_size}",
+                l.tables,
+                l.file_bytes()
+            ));
+        }
+        Ok(l)
+    }
+
     /// (table, data block within it) of a key.
     pub fn locate(&self, key: u64) -> (u64, u64) {
         let kpt = self.keys_per_table();
@@ -209,6 +230,28 @@ mod tests {
         // 1 KiB records, 4 KiB blocks, 2 MiB tables: 506 blocks of 4
         // records (506 * (4096 + 45) + 48 <= 2 MiB < 507 * (4096 + 45) + 48).
         SstLayout::new(10_000, 1024, 4096, 2 << 20).unwrap()
+    }
+
+    #[test]
+    fn in_file_refuses_a_file_too_small_for_the_tables() {
+        let l = layout();
+        let need = l.file_bytes();
+        assert_eq!(
+            SstLayout::in_file(10_000, 1024, 4096, 2 << 20, "db", need)
+                .unwrap()
+                .tables,
+            l.tables
+        );
+        let e = SstLayout::in_file(10_000, 1024, 4096, 2 << 20, "db", need - 1).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "10000 records of 1024 bytes take {} tables of 2097152 bytes ({need} bytes); file 'db' has {}",
+                l.tables,
+                need - 1
+            )
+        );
+        assert!(SstLayout::in_file(0, 1024, 4096, 2 << 20, "db", need).is_err());
     }
 
     #[test]

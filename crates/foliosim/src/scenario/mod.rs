@@ -940,21 +940,15 @@ impl<'a> Driver<'a> {
                 think_ns,
             } => {
                 let fi = self.file_index(file, line)?;
-                let layout = SstLayout::new(*keys, *record, PAGE_SIZE, *table_size)
-                    .map_err(|e| err(sc, line, "keys", e))?;
-                if layout.file_bytes() > sc.files[fi].size {
-                    return Err(err(
-                        sc,
-                        line,
-                        "keys",
-                        format!(
-                            "{keys} records of {record} bytes take {} tables of {table_size} bytes ({} bytes); file '{file}' has {}",
-                            layout.tables,
-                            layout.file_bytes(),
-                            sc.files[fi].size
-                        ),
-                    ));
-                }
+                let layout = SstLayout::in_file(
+                    *keys,
+                    *record,
+                    PAGE_SIZE,
+                    *table_size,
+                    file,
+                    sc.files[fi].size,
+                )
+                .map_err(|e| err(sc, line, "keys", e))?;
                 self.fd(id, fi);
                 let slot = &mut self.threads[id].tables[gen];
                 if slot.as_ref().map(|c| c.capacity()) != Some(*table_cache as usize) {

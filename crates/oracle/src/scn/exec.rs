@@ -624,14 +624,15 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             think_ns,
         } => {
             let (f, size) = open(t, file, false)?;
-            let l = foliosim_workload::lsm::SstLayout::new(*keys, *record, 4096, *table_size)?;
-            if l.file_bytes() > size {
-                return Err(format!(
-                    "kv_get '{file}': {} tables need {} bytes, the file has {size}",
-                    l.tables,
-                    l.file_bytes()
-                ));
-            }
+            let l = foliosim_workload::lsm::SstLayout::in_file(
+                *keys,
+                *record,
+                4096,
+                *table_size,
+                file,
+                size,
+            )
+            .map_err(|e| format!("kv_get: {e}"))?;
             let g = access_gen(t, st, pattern, *keys)?;
             let mut cache = foliosim_workload::lsm::TableCache::new(*table_cache as usize);
             let mut buf = AlignedBuf::new(l.index_bytes.max(4096) as usize)?;
