@@ -223,30 +223,9 @@ mod tests {
 
     fn host() -> foliosim_oracle::HostInfo {
         foliosim_oracle::HostInfo {
-            kernel_release: "6.18.0".into(),
             ram_bytes: 1 << 30,
-            page_size: 4096,
-            block_device: "vda".into(),
-            fs_type: "ext4".into(),
-            read_ahead_kb: 128,
-            read_ahead_path: "/sys/block/vda/queue/read_ahead_kb".into(),
-            swappiness: 60,
-            fault_around_bytes: 65536,
-            fault_around_source: "kernel default".into(),
-            thp_enabled: "madvise".into(),
-            lru_gen: None,
-            swap_total_bytes: 0,
-            cgroup: foliosim_oracle::CgroupFlavor::V1 {
-                mount: "/sys/fs/cgroup/memory".into(),
-            },
-            disk_devno: "254:0".into(),
-            io_accounting: foliosim_oracle::host::IoAccounting::Blkio {
-                mount: "/sys/fs/cgroup/blkio".into(),
-            },
-            is_root: true,
             fio_version: None,
-            ext4: Err("test host".into()),
-            layout: None,
+            ..foliosim_oracle::HostInfo::example()
         }
     }
 

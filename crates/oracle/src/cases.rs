@@ -574,32 +574,7 @@ mod tests {
     }
 
     fn host() -> HostInfo {
-        HostInfo {
-            kernel_release: "6.18.0".into(),
-            ram_bytes: 8 << 30,
-            page_size: 4096,
-            block_device: "vda".into(),
-            fs_type: "ext4".into(),
-            read_ahead_kb: 128,
-            read_ahead_path: "/sys/block/vda/queue/read_ahead_kb".into(),
-            swappiness: 60,
-            fault_around_bytes: 65536,
-            fault_around_source: "kernel default".into(),
-            thp_enabled: "madvise".into(),
-            lru_gen: None,
-            swap_total_bytes: 0,
-            cgroup: CgroupFlavor::V1 {
-                mount: "/sys/fs/cgroup/memory".into(),
-            },
-            disk_devno: "254:0".into(),
-            io_accounting: crate::host::IoAccounting::Blkio {
-                mount: "/sys/fs/cgroup/blkio".into(),
-            },
-            is_root: true,
-            fio_version: Some("fio-3.33".into()),
-            ext4: Err("fake host".into()),
-            layout: None,
-        }
+        HostInfo::example()
     }
 
     pub(crate) fn fake_host() -> HostInfo {

@@ -84,6 +84,41 @@ pub struct HostInfo {
     pub layout: Option<crate::ext4::FileLayout>,
 }
 
+impl HostInfo {
+    /// A fixed host for tests (this crate's and the CLI's): Linux 6.18 on
+    /// an 8 GiB x86 VM, ext4 on vda with read_ahead_kb 128, cgroup v1,
+    /// fio 3.33, no swap, no ext4 geometry. Nothing here is probed.
+    #[doc(hidden)]
+    pub fn example() -> HostInfo {
+        HostInfo {
+            kernel_release: "6.18.0".into(),
+            ram_bytes: 8 << 30,
+            page_size: 4096,
+            block_device: "vda".into(),
+            fs_type: "ext4".into(),
+            read_ahead_kb: 128,
+            read_ahead_path: "/sys/block/vda/queue/read_ahead_kb".into(),
+            swappiness: 60,
+            fault_around_bytes: 65536,
+            fault_around_source: "kernel default".into(),
+            thp_enabled: "madvise".into(),
+            lru_gen: None,
+            swap_total_bytes: 0,
+            cgroup: CgroupFlavor::V1 {
+                mount: "/sys/fs/cgroup/memory".into(),
+            },
+            disk_devno: "254:0".into(),
+            io_accounting: IoAccounting::Blkio {
+                mount: "/sys/fs/cgroup/blkio".into(),
+            },
+            is_root: true,
+            fio_version: Some("fio-3.33".into()),
+            ext4: Err("example host".into()),
+            layout: None,
+        }
+    }
+}
+
 fn read_trim(p: &Path) -> Result<String, String> {
     fs::read_to_string(p)
         .map(|s| s.trim().to_string())

@@ -210,60 +210,88 @@ impl Default for ListHead {
     }
 }
 
-impl ListHead {
+/// The prev/next links a list threads through: the folios' own (the
+/// kernel's folio->lru) or a separate pair of arrays (cache_ext's lists,
+/// which a folio is on beside its LRU list).
+pub trait ListLinks {
+    fn prev(&self, id: FolioId) -> FolioId;
+    fn next(&self, id: FolioId) -> FolioId;
+    fn set_prev(&mut self, id: FolioId, p: FolioId);
+    fn set_next(&mut self, id: FolioId, n: FolioId);
+}
+
+impl ListLinks for FolioTable {
     #[inline]
-    pub fn add(&mut self, t: &mut FolioTable, id: FolioId) {
-        let old = self.head;
-        {
-            let x = t.get_mut(id);
-            x.prev = NIL;
-            x.next = old;
-        }
-        if old != NIL {
-            t.get_mut(old).prev = id;
-        } else {
-            self.tail = id;
-        }
-        self.head = id;
-        self.len += 1;
+    fn prev(&self, id: FolioId) -> FolioId {
+        self.get(id).prev
+    }
+    #[inline]
+    fn next(&self, id: FolioId) -> FolioId {
+        self.get(id).next
+    }
+    #[inline]
+    fn set_prev(&mut self, id: FolioId, p: FolioId) {
+        self.get_mut(id).prev = p;
+    }
+    #[inline]
+    fn set_next(&mut self, id: FolioId, n: FolioId) {
+        self.get_mut(id).next = n;
+    }
+}
+
+impl ListHead {
+    /// list_add: at the head (most recent).
+    #[inline]
+    pub fn add<L: ListLinks>(&mut self, t: &mut L, id: FolioId) {
+        self.insert(t, id, false);
     }
 
+    /// list_add_tail: at the tail (oldest).
     #[inline]
-    pub fn add_tail(&mut self, t: &mut FolioTable, id: FolioId) {
-        let old = self.tail;
-        {
-            let x = t.get_mut(id);
-            x.next = NIL;
-            x.prev = old;
+    pub fn add_tail<L: ListLinks>(&mut self, t: &mut L, id: FolioId) {
+        self.insert(t, id, true);
+    }
+
+    /// One routine for both ends: `tail` mirrors head and prev/next.
+    #[inline]
+    fn insert<L: ListLinks>(&mut self, t: &mut L, id: FolioId, tail: bool) {
+        let old = if tail { self.tail } else { self.head };
+        if tail {
+            t.set_next(id, NIL);
+            t.set_prev(id, old);
+        } else {
+            t.set_prev(id, NIL);
+            t.set_next(id, old);
         }
-        if old != NIL {
-            t.get_mut(old).next = id;
+        match (old != NIL, tail) {
+            (true, true) => t.set_next(old, id),
+            (true, false) => t.set_prev(old, id),
+            (false, true) => self.head = id,
+            (false, false) => self.tail = id,
+        }
+        if tail {
+            self.tail = id;
         } else {
             self.head = id;
         }
-        self.tail = id;
         self.len += 1;
     }
 
     #[inline]
-    pub fn del(&mut self, t: &mut FolioTable, id: FolioId) {
-        let (p, n) = {
-            let x = t.get(id);
-            (x.prev, x.next)
-        };
+    pub fn del<L: ListLinks>(&mut self, t: &mut L, id: FolioId) {
+        let (p, n) = (t.prev(id), t.next(id));
         if p != NIL {
-            t.get_mut(p).next = n;
+            t.set_next(p, n);
         } else {
             self.head = n;
         }
         if n != NIL {
-            t.get_mut(n).prev = p;
+            t.set_prev(n, p);
         } else {
             self.tail = p;
         }
-        let x = t.get_mut(id);
-        x.prev = NIL;
-        x.next = NIL;
+        t.set_prev(id, NIL);
+        t.set_next(id, NIL);
         self.len -= 1;
     }
 

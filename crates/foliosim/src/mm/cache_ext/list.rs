@@ -4,7 +4,7 @@
 //! per-access path is O(1) and allocation-free. The arrays are sized once,
 //! to the folio table, when the first policy attaches.
 
-use crate::mm::folio::{FolioId, NIL};
+use crate::mm::folio::{FolioId, ListHead, ListLinks, NIL};
 
 /// Lists a policy may create per memcg (cache_ext's limit).
 pub const CACHE_EXT_MAX_LISTS: usize = 5;
@@ -42,20 +42,29 @@ impl std::fmt::Display for ListError {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ListHead {
-    pub head: FolioId,
-    pub tail: FolioId,
-    pub len: u64,
+/// The links of cache_ext's lists, apart from the folios' LRU links.
+#[derive(Default)]
+struct Links {
+    prev: Vec<FolioId>,
+    next: Vec<FolioId>,
 }
 
-impl Default for ListHead {
-    fn default() -> Self {
-        ListHead {
-            head: NIL,
-            tail: NIL,
-            len: 0,
-        }
+impl ListLinks for Links {
+    #[inline]
+    fn prev(&self, id: FolioId) -> FolioId {
+        self.prev[id as usize]
+    }
+    #[inline]
+    fn next(&self, id: FolioId) -> FolioId {
+        self.next[id as usize]
+    }
+    #[inline]
+    fn set_prev(&mut self, id: FolioId, p: FolioId) {
+        self.prev[id as usize] = p;
+    }
+    #[inline]
+    fn set_next(&mut self, id: FolioId, n: FolioId) {
+        self.next[id as usize] = n;
     }
 }
 
@@ -63,8 +72,7 @@ impl Default for ListHead {
 /// lists `m * MAX .. m * MAX + nr_lists[m]`.
 #[derive(Default)]
 pub struct ListSpace {
-    prev: Vec<FolioId>,
-    next: Vec<FolioId>,
+    links: Links,
     /// Global list number + 1 of the folio; 0 when on no policy list.
     on: Vec<u16>,
     /// Memcg + 1 of a folio in the valid folios set; 0 when not in it.
@@ -78,9 +86,9 @@ pub struct ListSpace {
 impl ListSpace {
     /// Sizes the per-folio arrays (once) and the per-memcg ones.
     pub fn ensure(&mut self, nr_folios: usize, nr_memcgs: usize) {
-        if self.prev.len() < nr_folios {
-            self.prev.resize(nr_folios, NIL);
-            self.next.resize(nr_folios, NIL);
+        if self.links.prev.len() < nr_folios {
+            self.links.prev.resize(nr_folios, NIL);
+            self.links.next.resize(nr_folios, NIL);
             self.on.resize(nr_folios, 0);
             self.valid.resize(nr_folios, 0);
         }
@@ -155,48 +163,18 @@ impl ListSpace {
     #[inline]
     fn unlink(&mut self, id: FolioId) {
         let g = self.on[id as usize] as usize - 1;
-        let (p, n) = (self.prev[id as usize], self.next[id as usize]);
-        if p == NIL {
-            self.heads[g].head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NIL {
-            self.heads[g].tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
-        self.heads[g].len -= 1;
+        self.heads[g].del(&mut self.links, id);
         self.on[id as usize] = 0;
-        self.prev[id as usize] = NIL;
-        self.next[id as usize] = NIL;
     }
 
     #[inline]
     fn link(&mut self, g: usize, id: FolioId, tail: bool) {
-        let h = &mut self.heads[g];
-        let i = id as usize;
         if tail {
-            self.prev[i] = h.tail;
-            self.next[i] = NIL;
-            if h.tail == NIL {
-                h.head = id;
-            } else {
-                self.next[h.tail as usize] = id;
-            }
-            h.tail = id;
+            self.heads[g].add_tail(&mut self.links, id);
         } else {
-            self.next[i] = h.head;
-            self.prev[i] = NIL;
-            if h.head == NIL {
-                h.tail = id;
-            } else {
-                self.prev[h.head as usize] = id;
-            }
-            h.head = id;
+            self.heads[g].add(&mut self.links, id);
         }
-        h.len += 1;
-        self.on[i] = g as u16 + 1;
+        self.on[id as usize] = g as u16 + 1;
     }
 
     /// list_add / list_add_tail: the folio must be valid and on no list.
@@ -260,7 +238,7 @@ impl ListSpace {
 
     #[inline]
     pub fn next_of(&self, id: FolioId) -> FolioId {
-        self.next[id as usize]
+        self.links.next[id as usize]
     }
 
     /// Checks links, lengths and membership (tests and --check).
@@ -275,7 +253,7 @@ impl ListSpace {
                         self.on[id as usize]
                     ));
                 }
-                if self.prev[id as usize] != prev {
+                if self.links.prev[id as usize] != prev {
                     return Err(format!("cache_ext: list {g} broken prev at {id}"));
                 }
                 if self.valid[id as usize] as usize != g / CACHE_EXT_MAX_LISTS + 1 {
@@ -284,7 +262,7 @@ impl ListSpace {
                     ));
                 }
                 prev = id;
-                id = self.next[id as usize];
+                id = self.links.next[id as usize];
                 n += 1;
             }
             if prev != h.tail || n != h.len {
