@@ -415,3 +415,63 @@ mod lists {
         );
     }
 }
+
+/// Proposes the most recently added folios first (the list's head), with
+/// no skipping: folios still being read in are among them.
+struct Newest {
+    list: Option<ListId>,
+    /// Proposals a policy saw locked and !uptodate (read in flight).
+    saw_in_flight: Rc<RefCell<u64>>,
+    /// Folios evicted while their read was in flight (must stay 0).
+    evicted_in_flight: Rc<RefCell<u64>>,
+}
+
+impl CacheExtOps for Newest {
+    fn name(&self) -> &str {
+        "newest"
+    }
+    fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String> {
+        self.list = Some(cx.list_create().map_err(|e| e.to_string())?);
+        Ok(())
+    }
+    fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
+        cx.list_add(self.list.unwrap(), id).unwrap();
+    }
+    fn folio_evicted(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
+        if cx.folio_test(id, pg::LOCKED) {
+            *self.evicted_in_flight.borrow_mut() += 1;
+        }
+    }
+    fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
+        let saw = self.saw_in_flight.clone();
+        cx.list_iterate(self.list.unwrap(), ev, |_, f| {
+            if f.test(pg::LOCKED) && !f.test(pg::UPTODATE) {
+                *saw.borrow_mut() += 1;
+            }
+            IterAction::Evict
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn folios_under_read_are_locked_not_uptodate_and_not_reclaimed() {
+    // Sequential reads with readahead: the newest folios are often still
+    // being read when reclaim runs. The policy sees them locked and
+    // !uptodate (PG_uptodate comes with folio_end_read()), and when it
+    // proposes them, folio_trylock() fails in shrink_folio_list(): they
+    // go back to the LRU instead of being evicted.
+    let saw = Rc::new(RefCell::new(0));
+    let bad = Rc::new(RefCell::new(0));
+    let mut sim = Sim::new(cfg(None));
+    sim.attach_policy(Box::new(Newest {
+        list: None,
+        saw_in_flight: saw.clone(),
+        evicted_in_flight: bad.clone(),
+    }))
+    .unwrap();
+    let r = run(sim, JOB);
+    assert!(stats(&r).folio_evicted > 0);
+    assert!(*saw.borrow() > 0, "no proposal was under read I/O");
+    assert_eq!(*bad.borrow(), 0, "folios evicted while being read");
+}

@@ -455,6 +455,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
             .count(memcg, Item::PGPGIN, nr * (PAGE_SIZE / 1024));
         let done = self.core.dev.submit(self.core.now, nr * PAGE_SIZE, false);
         self.core.files[mapping as usize].note_inflight(start, end, done);
+        self.core.file_reads_until = self.core.file_reads_until.max(done);
+        self.core.cache_ext.note_read(mapping, start, end, done);
         done
     }
 

@@ -382,6 +382,10 @@ pub struct Core {
     /// Per memcg: swap usage and limit (memcontrol.rs, at its end).
     pub memcg_swap: Vec<memcontrol::MemcgSwap>,
     pub wb: page_writeback::WbState,
+    /// When the last file read submitted completes: before then some file
+    /// folio may still be locked under read I/O (reclaim checks the file's
+    /// in-flight reads only while this lies ahead).
+    pub file_reads_until: u64,
     /// current->in_lru_fault: inside handle_mm_fault of a vma with recency.
     pub in_lru_fault: bool,
     /// current_is_kswapd() for the reclaim in progress.
@@ -466,6 +470,7 @@ impl Core {
             swap_write_plug: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
             memcg_swap: vec![memcontrol::MemcgSwap::default()],
             wb: page_writeback::WbState::default(),
+            file_reads_until: 0,
             in_lru_fault: false,
             in_kswapd: false,
             in_reclaim: false,

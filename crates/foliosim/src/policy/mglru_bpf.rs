@@ -55,7 +55,7 @@ impl CacheExtOps for MglruBpf {
             return;
         }
         let reclaim_dirty = f.test(pg::RECLAIM) && (f.test(pg::DIRTY) || f.test(pg::WRITEBACK));
-        let gen = m.folio_added(id as u64, ghost_key(f), reclaim_dirty);
+        let gen = m.folio_added(id as u64, ghost_key(&f), reclaim_dirty);
         let _ = cx.list_add(self.lists[gen], id);
     }
 
@@ -66,7 +66,7 @@ impl CacheExtOps for MglruBpf {
     }
 
     fn folio_evicted(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        let key = ghost_key(cx.folio(id));
+        let key = ghost_key(&cx.folio(id));
         if let Some(m) = self.model.as_mut() {
             m.folio_evicted(id as u64, key);
         }

@@ -127,7 +127,7 @@ impl CacheExtOps for S3Fifo {
         let (Some(small), Some(main)) = (self.small, self.main) else {
             return;
         };
-        let key = ghost_key(cx.folio(id));
+        let key = ghost_key(&cx.folio(id));
         let window = cx.nr_valid().max(1);
         let to_main = self.ghost_take(key, window);
         let list = if to_main { main } else { small };
@@ -148,7 +148,7 @@ impl CacheExtOps for S3Fifo {
     }
 
     fn folio_evicted(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        let key = ghost_key(cx.folio(id));
+        let key = ghost_key(&cx.folio(id));
         self.ghost_insert(key);
         if self.in_main[id as usize] {
             self.main_size -= 1;

@@ -118,6 +118,7 @@ pub enum IterAction {
 pub struct CacheExtCtx<'a> {
     lists: &'a mut ListSpace,
     folios: &'a FolioTable,
+    reads: &'a ReadsInFlight,
     memcg: u16,
     task: &'a TaskInfo,
     now: u64,
@@ -146,13 +147,15 @@ impl<'a> CacheExtCtx<'a> {
     pub fn nr_folio_slots(&self) -> usize {
         self.folios.capacity()
     }
-    /// The folio's fields (flags in `pg`, mapping, index).
+    /// The folio's fields (flags in `pg`, mapping, index), as the kernel
+    /// shows them: a file folio whose read is in flight is locked and not
+    /// uptodate (folio_end_read() flips both at completion).
     #[inline]
-    pub fn folio(&self, id: FolioId) -> &Folio {
-        self.folios.get(id)
+    pub fn folio(&self, id: FolioId) -> Folio {
+        self.reads.view(self.folios.get(id), self.now)
     }
     pub fn folio_test(&self, id: FolioId, flag: u32) -> bool {
-        self.folios.get(id).test(flag)
+        self.folio(id).test(flag)
     }
     /// Reports a policy failure (a Python callback raising, a budget
     /// overrun): the run stops with this one-line error.
@@ -206,7 +209,7 @@ impl<'a> CacheExtCtx<'a> {
         while id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX {
             let next = self.lists.next_of(id);
             visited += 1;
-            match f(id, self.folios.get(id)) {
+            match f(id, &self.folio(id)) {
                 IterAction::Continue => {}
                 IterAction::Stop => break,
                 IterAction::Evict => {
@@ -253,7 +256,7 @@ impl<'a> CacheExtCtx<'a> {
             for _ in 0..group {
                 let id = self.lists.head(self.memcg, list)?;
                 self.lists.move_to(self.memcg, list, id, true)?;
-                let s = score(id, self.folios.get(id));
+                let s = score(id, &self.folio(id));
                 if best.1 == crate::mm::folio::NIL || s < best.0 {
                     best = (s, id);
                 }
@@ -318,6 +321,49 @@ pub struct CacheExt {
     /// Some memcg has a policy: the hooks test this first, so a run
     /// without cache_ext pays one predictable branch per hook.
     enabled: bool,
+    /// File reads in flight, for the policies' view of PG_locked and
+    /// PG_uptodate (kept only while a policy is attached).
+    reads: ReadsInFlight,
+}
+
+/// The most recent file reads (mapping, pages [start, end), completion
+/// time): the folios they bring in are locked and !uptodate until then.
+/// A ring: reads older than READS_TRACKED are taken as complete, which
+/// they are unless the device queues that many reads.
+#[derive(Default)]
+pub struct ReadsInFlight {
+    ring: Vec<(u32, u64, u64, u64)>,
+    next: usize,
+}
+
+const READS_TRACKED: usize = 64;
+
+impl ReadsInFlight {
+    fn note(&mut self, mapping: u32, start: u64, end: u64, done: u64) {
+        if self.ring.len() < READS_TRACKED {
+            self.ring.push((mapping, start, end, done));
+        } else {
+            self.ring[self.next] = (mapping, start, end, done);
+            self.next = (self.next + 1) % READS_TRACKED;
+        }
+    }
+
+    /// `f` as the kernel would show it at `now`.
+    #[inline]
+    fn view(&self, f: &Folio, now: u64) -> Folio {
+        let mut v = *f;
+        if f.is_file_lru() {
+            let i = f.index as u64;
+            if self
+                .ring
+                .iter()
+                .any(|&(m, s, e, d)| d > now && m == f.mapping && i >= s && i < e)
+            {
+                v.flags = (v.flags & !pg::UPTODATE) | pg::LOCKED;
+            }
+        }
+        v
+    }
 }
 
 impl CacheExt {
@@ -330,6 +376,15 @@ impl CacheExt {
     #[inline]
     pub fn any_active(&self) -> bool {
         self.enabled
+    }
+
+    /// A file read was submitted (filemap's submit_read): its folios are
+    /// locked and !uptodate until `done`, as policies see them.
+    #[inline]
+    pub fn note_read(&mut self, mapping: u32, start: u64, end: u64, done: u64) {
+        if self.enabled {
+            self.reads.note(mapping, start, end, done);
+        }
     }
 
     pub fn policy_name(&self, memcg: u16) -> Option<&str> {
@@ -385,6 +440,7 @@ impl CacheExt {
         let mut cx = CacheExtCtx {
             lists: &mut self.lists,
             folios,
+            reads: &self.reads,
             memcg,
             task: &self.tasks[self.current],
             now,
@@ -412,12 +468,14 @@ impl CacheExt {
             tasks,
             current,
             error,
+            reads,
             ..
         } = self;
         let op = ops.get_mut(memcg as usize)?.as_deref_mut()?;
         let mut cx = CacheExtCtx {
             lists,
             folios,
+            reads,
             memcg,
             task: &tasks[*current],
             now,

@@ -404,6 +404,19 @@ pub fn trace_reclaim_stat(
     }
 }
 
+/// Whether file folio `id` is still locked under read I/O (its read
+/// submitted, not yet complete). Free while no file read is in flight.
+#[inline]
+fn file_read_in_flight(core: &Core, id: FolioId, file: bool) -> bool {
+    if !file || core.now >= core.file_reads_until {
+        return false;
+    }
+    let f = core.folios.get(id);
+    core.files[f.mapping as usize]
+        .io_done_at(f.index as u64, core.now)
+        .is_some()
+}
+
 /// shrink_folio_list(): decide each isolated folio's fate. Freed folios leave
 /// the page cache (with a shadow entry for file folios) and are freed; the
 /// others stay in `folios` (PG_active set on those to activate) for the
@@ -430,9 +443,11 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             (f.is_file_lru(), f.test(pg::WRITEBACK), f.test(pg::DIRTY))
         };
         let memcg = core.folios.get(id).memcg;
-        // folio_trylock() fails on a folio still being read in (a
-        // swap-readahead folio whose read is not yet submitted).
-        if core.folios.get(id).test(pg::LOCKED) {
+        // folio_trylock() fails on a folio still being read in: a
+        // swap-readahead folio whose read is not yet submitted, or a file
+        // folio whose read has not completed (the kernel unlocks it in
+        // folio_end_read()).
+        if core.folios.get(id).test(pg::LOCKED) || file_read_in_flight(core, id, file) {
             folios[keep] = id;
             keep += 1;
             continue;
