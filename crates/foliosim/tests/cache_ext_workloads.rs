@@ -50,7 +50,8 @@ steps = [
 #[test]
 fn kv_get_reads_footer_index_and_block_per_table_open() {
     // A table cache holding every table: each table is opened once (its
-    // footer and index read once), then each GET reads one data block.
+    // footer and index read once), then each GET reads one data block
+    // (4,103 bytes: 18 records, restart array, trailer).
     let l = SstLayout::new(60000, 227, 4096, 2 << 20).unwrap();
     let r = run(&kv("random", "max", 5000, 1, 1000), LruKind::Classic);
     let p = &r.processes[0];
@@ -58,7 +59,10 @@ fn kv_get_reads_footer_index_and_block_per_table_open() {
     // Every table is opened (5000 random keys over 7 tables).
     assert_eq!(l.tables, 7);
     assert_eq!(p.ios, 5000 + 2 * l.tables);
-    assert_eq!(p.io_bytes, 5000 * 4096 + l.tables * (48 + l.index_bytes));
+    assert_eq!(
+        p.io_bytes,
+        5000 * l.block_bytes + l.tables * (48 + l.index_bytes)
+    );
     // A table cache of one: nearly every GET opens its table again.
     let r1 = run(&kv("random", "max", 5000, 1, 1), LruKind::Classic);
     let p1 = &r1.processes[0];

@@ -5,8 +5,12 @@
 //!
 //! The database is one compacted level of sorted tables (LevelDB's
 //! `max_file_size`, 2 MiB by default), laid end to end in one file. Each
-//! table holds data blocks of `block_size` (LevelDB's default 4 KiB) with
-//! whole records, then its index block (one entry per data block), then the
+//! table holds data blocks closed as LevelDB's TableBuilder closes them
+//! (once their contents reach `block_size`, 4 KiB by default, so a block is
+//! a little over it with its restart array and 5-byte trailer, and blocks
+//! are not page-aligned: a GET's block read spans two pages, and
+//! neighbouring blocks share one), then its index block (one entry per
+//! data block), then the
 //! footer (48 bytes, the table's last bytes). A table is opened on first
 //! use by reading the footer and the index block, as `Table::Open` does;
 //! opened tables stay in a table cache of `table_cache` entries (LevelDB:
@@ -21,12 +25,26 @@ pub const INDEX_ENTRY_BYTES: u64 = 45;
 /// LevelDB's table footer: two block handles padded to 40 bytes plus the
 /// 8-byte magic number.
 pub const FOOTER_BYTES: u64 = 48;
+/// A block's trailer on disk: compression type and CRC32C.
+pub const BLOCK_TRAILER_BYTES: u64 = 5;
+/// LevelDB's block_restart_interval: a restart point every 16 records.
+pub const BLOCK_RESTART_INTERVAL: u64 = 16;
+
+/// Bytes of a data block's contents with `n` records of `record` bytes:
+/// the records, one 4-byte restart offset per BLOCK_RESTART_INTERVAL
+/// records, and the 4-byte restart count (BlockBuilder's size estimate).
+fn block_contents(n: u64, record: u64) -> u64 {
+    n * record + n.div_ceil(BLOCK_RESTART_INTERVAL) * 4 + 4
+}
 
 /// Where records live. Copyable: a step in progress carries it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SstLayout {
     pub keys: u64,
     pub block_size: u64,
+    /// A data block's bytes on disk (contents and trailer): the stride of
+    /// data blocks in a table and the length of a block read.
+    pub block_bytes: u64,
     pub table_size: u64,
     pub keys_per_block: u64,
     pub data_blocks: u64,
@@ -46,11 +64,17 @@ impl SstLayout {
                 "a record of {record} bytes does not fit a {block_size}-byte block"
             ));
         }
-        let keys_per_block = block_size / record;
+        // TableBuilder::Add() flushes the block once its estimated size
+        // reaches block_size, so the record that crosses it stays in.
+        let mut keys_per_block = 1;
+        while block_contents(keys_per_block, record) < block_size {
+            keys_per_block += 1;
+        }
+        let block_bytes = block_contents(keys_per_block, record) + BLOCK_TRAILER_BYTES;
         // The index and footer take the table's tail; what is left holds
         // data blocks (each index entry costs INDEX_ENTRY_BYTES).
         let room = table_size.saturating_sub(FOOTER_BYTES);
-        let data_blocks = room / (block_size + INDEX_ENTRY_BYTES);
+        let data_blocks = room / (block_bytes + INDEX_ENTRY_BYTES);
         if data_blocks == 0 {
             return Err(format!(
                 "a table of {table_size} bytes holds no {block_size}-byte data block"
@@ -61,6 +85,7 @@ impl SstLayout {
         Ok(SstLayout {
             keys,
             block_size,
+            block_bytes,
             table_size,
             keys_per_block,
             data_blocks,
@@ -107,13 +132,13 @@ impl SstLayout {
 
     /// File offset of a table's data block.
     pub fn block_offset(&self, table: u64, block: u64) -> u64 {
-        table * self.table_size + block * self.block_size
+        table * self.table_size + block * self.block_bytes
     }
 
     /// (offset, len) of a table's index block.
     pub fn index_range(&self, table: u64) -> (u64, u64) {
         (
-            table * self.table_size + self.data_blocks * self.block_size,
+            table * self.table_size + self.data_blocks * self.block_bytes,
             self.index_bytes,
         )
     }
@@ -208,7 +233,7 @@ pub fn plan(
         }
         read(KvRead::Data {
             off: l.block_offset(t, b),
-            len: l.block_size,
+            len: l.block_bytes,
         });
         // Records left in this block from `key`, then on to the next block.
         let in_block = l.keys_per_block - (key % l.keys_per_table()) % l.keys_per_block;
@@ -227,8 +252,10 @@ mod tests {
     use super::*;
 
     fn layout() -> SstLayout {
-        // 1 KiB records, 4 KiB blocks, 2 MiB tables: 506 blocks of 4
-        // records (506 * (4096 + 45) + 48 <= 2 MiB < 507 * (4096 + 45) + 48).
+        // 1 KiB records, 4 KiB blocks, 2 MiB tables: 4 records make a
+        // block's contents reach 4096 (4096 + 4 + 4 = 4104 bytes, 4109
+        // with the trailer); 504 blocks (504 * (4109 + 45) + 48 <= 2 MiB
+        // < 505 * (4109 + 45) + 48).
         SstLayout::new(10_000, 1024, 4096, 2 << 20).unwrap()
     }
 
@@ -258,16 +285,17 @@ mod tests {
     fn layout_fills_tables_with_index_and_footer() {
         let l = layout();
         assert_eq!(l.keys_per_block, 4);
-        assert_eq!(l.data_blocks, 506);
-        assert!(l.data_blocks * l.block_size + l.index_bytes + FOOTER_BYTES <= l.table_size);
+        assert_eq!(l.block_bytes, 4109);
+        assert_eq!(l.data_blocks, 504);
+        assert!(l.data_blocks * l.block_bytes + l.index_bytes + FOOTER_BYTES <= l.table_size);
         assert!(
-            (l.data_blocks + 1) * (l.block_size + INDEX_ENTRY_BYTES) + FOOTER_BYTES > l.table_size
+            (l.data_blocks + 1) * (l.block_bytes + INDEX_ENTRY_BYTES) + FOOTER_BYTES > l.table_size
         );
-        assert_eq!(l.tables, 10_000u64.div_ceil(2024));
+        assert_eq!(l.tables, 10_000u64.div_ceil(2016));
         // The index sits after the data and ends before the footer.
         let (io, il) = l.index_range(1);
         let (fo, _) = l.footer_range(1);
-        assert_eq!(io, l.table_size + 506 * 4096);
+        assert_eq!(io, l.table_size + 504 * 4109);
         assert!(io + il <= fo);
         assert_eq!(fo + FOOTER_BYTES, 2 * l.table_size);
     }
@@ -278,7 +306,7 @@ mod tests {
         let mut c = TableCache::new(2);
         let mut v = Vec::new();
         // Key 9 of table 1: its third block.
-        plan(&l, &mut c, 2024 + 9, 1, |r| v.push(r));
+        plan(&l, &mut c, 2016 + 9, 1, |r| v.push(r));
         assert_eq!(
             v,
             vec![
@@ -287,18 +315,37 @@ mod tests {
                     len: 48
                 },
                 KvRead::Index {
-                    off: l.table_size + 506 * 4096,
-                    len: 506 * 45
+                    off: l.table_size + 504 * 4109,
+                    len: 504 * 45
                 },
                 KvRead::Data {
-                    off: l.table_size + 2 * 4096,
-                    len: 4096
+                    off: l.table_size + 2 * 4109,
+                    len: 4109
                 },
             ]
         );
         v.clear();
-        plan(&l, &mut c, 2024 + 10, 1, |r| v.push(r));
+        plan(&l, &mut c, 2016 + 10, 1, |r| v.push(r));
         assert_eq!(v.len(), 1, "the table is open: only the data block");
+    }
+
+    #[test]
+    fn blocks_close_past_block_size_and_straddle_pages() {
+        // YCSB's 227-byte records: 18 make 4086 + 12 = 4098 >= 4096.
+        let l = SstLayout::new(1 << 20, 227, 4096, 2 << 20).unwrap();
+        assert_eq!(l.keys_per_block, 18);
+        assert_eq!(l.block_bytes, 4098 + BLOCK_TRAILER_BYTES);
+        // Block 1 starts 7 bytes into page 1 and ends in page 2.
+        let off = l.block_offset(0, 1);
+        assert_eq!(off, 4103);
+        assert_eq!((off / 4096, (off + l.block_bytes - 1) / 4096), (1, 2));
+        // A record as large as the block makes a block of one.
+        assert_eq!(
+            SstLayout::new(10, 4096, 4096, 2 << 20)
+                .unwrap()
+                .keys_per_block,
+            1
+        );
     }
 
     #[test]
@@ -318,15 +365,15 @@ mod tests {
         let mut c = TableCache::new(990);
         let mut data = 0;
         let mut opens = 0;
-        // From the last record of table 0: 1 record there, 2019 in table 1
-        // (505 blocks, the last partly).
-        plan(&l, &mut c, 2023, 2020, |r| match r {
+        // From the last record of table 0: 1 record there, 2011 in table 1
+        // (503 blocks, the last partly).
+        plan(&l, &mut c, 2015, 2012, |r| match r {
             KvRead::Data { .. } => data += 1,
             KvRead::Footer { .. } => opens += 1,
             KvRead::Index { .. } => {}
         });
         assert_eq!(opens, 2);
-        assert_eq!(data, 1 + 505);
+        assert_eq!(data, 1 + 503);
     }
 
     #[test]

@@ -635,7 +635,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             .map_err(|e| format!("kv_get: {e}"))?;
             let g = access_gen(t, st, pattern, *keys)?;
             let mut cache = foliosim_workload::lsm::TableCache::new(*table_cache as usize);
-            let mut buf = AlignedBuf::new(l.index_bytes.max(4096) as usize)?;
+            let mut buf = AlignedBuf::new(l.index_bytes.max(l.block_bytes).max(4096) as usize)?;
             let mut b = Budget::new(amount, *keys);
             let mut i = 0u64;
             let mut res = Ok(());
