@@ -26,7 +26,7 @@ pub struct Ext4Host {
     pub flex_bg_size: u64,
 }
 
-/// A case's files as the oracle laid them out (before the first repeat).
+/// A case's files as the oracle laid them out (before a run).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FileLayout {
     pub dir_ino: u64,

@@ -454,12 +454,14 @@ fn run_real(
     host: &HostInfo,
     opts: &RunOpts,
     scratch: &mut Scratch,
-) -> Result<(Vec<RealRun>, Option<FileLayout>), String> {
+) -> Result<(Vec<RealRun>, Vec<Option<FileLayout>>), String> {
     if opts.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
     if let CaseKind::Scenario { scenario } = &case.kind {
-        return Ok((crate::scn::run_real(scenario, host, opts, scratch)?, None));
+        let runs = crate::scn::run_real(scenario, host, opts, scratch)?;
+        let layouts = vec![None; runs.len()];
+        return Ok((runs, layouts));
     }
     preflight(case, &scratch.dir)?;
     let _ra = match case.read_ahead_kb {
@@ -469,21 +471,26 @@ fn run_real(
         _ => None,
     };
     let (work, job) = prepare(case, scratch)?;
-    // The model reads the metadata blocks of the files as laid out here
-    // (their inodes, directory and data groups), as measured inputs.
-    let layout = match (&case.kind, &host.ext4) {
-        (CaseKind::Fio { .. }, Ok(geo)) => Some(crate::ext4::read_layout(&work, geo)?),
-        _ => None,
+    // The model reads the metadata blocks of the files as laid out before
+    // each run (their inodes, directory and data groups), as measured inputs.
+    let read_layout = || match (&case.kind, &host.ext4) {
+        (CaseKind::Fio { .. }, Ok(geo)) => crate::ext4::read_layout(&work, geo).map(Some),
+        _ => Ok(None),
     };
     let mut runs = Vec::new();
+    let mut layouts = Vec::new();
     for i in 0..opts.repeat {
         if i > 0 && matches!(case.kind, CaseKind::Fio { .. }) {
             // A job may delete its files (filedelete, unlink=1): every
             // repeat starts from the laid-out files, not fio re-creating
             // them inside the group. Files still there are left as they are.
+            // Re-created files get other inodes than the first layout's
+            // (filedelete: 1,200 inodes over 108 table blocks, then over
+            // 75 to 108 more), hence a layout per run.
             fio::layout(&layout_job(case, &scratch.dir), &work)?;
             fill_holes(&work)?;
         }
+        layouts.push(read_layout()?);
         let t = Instant::now();
         let m = run_once(case, host, opts, (&work, &job))?;
         if opts.verbose {
@@ -500,7 +507,60 @@ fn run_real(
         }
         runs.push(m);
     }
-    Ok((runs, layout))
+    Ok((runs, layouts))
+}
+
+/// The model run on each real run's inputs (its file layout; runs with the
+/// same layout share one model run), as counter-wise medians: the model's
+/// side of the comparison with the real runs' medians.
+fn model_per_layout(
+    host: &HostInfo,
+    case: &Case,
+    layouts: Vec<Option<FileLayout>>,
+    model: ModelFn,
+    verbose: bool,
+) -> Result<BTreeMap<String, f64>, String> {
+    let mut done: Vec<(Option<FileLayout>, BTreeMap<String, f64>)> = Vec::new();
+    let mut per_run = Vec::new();
+    for l in layouts {
+        let i = match done.iter().position(|(d, _)| *d == l) {
+            Some(i) => i,
+            None => {
+                let mut h = host.clone();
+                h.layout = l.clone();
+                done.push((l, model(&h, case)?));
+                done.len() - 1
+            }
+        };
+        per_run.push(i);
+    }
+    if done.len() == 1 {
+        return Ok(done.pop().map(|(_, m)| m).unwrap_or_default());
+    }
+    if verbose {
+        for (r, &i) in per_run.iter().enumerate() {
+            let m = &done[i].1;
+            eprintln!(
+                "  {} model for run {}'s layout: pgmajfault {} io.rbytes {}",
+                case.name,
+                r + 1,
+                m.get("pgmajfault").copied().unwrap_or(f64::NAN),
+                m.get("io.rbytes").copied().unwrap_or(f64::NAN),
+            );
+        }
+    }
+    let names: std::collections::BTreeSet<&String> =
+        done.iter().flat_map(|(_, m)| m.keys()).collect();
+    Ok(names
+        .into_iter()
+        .filter_map(|k| {
+            let v: Vec<f64> = per_run
+                .iter()
+                .filter_map(|&i| done[i].1.get(k).copied())
+                .collect();
+            crate::compare::median(&v).map(|x| (k.clone(), x))
+        })
+        .collect())
 }
 
 /// Runs `case` for real (`opts.repeat` times) and in the model, and
@@ -516,13 +576,12 @@ pub fn run_case(
         Some(reason) => Outcome::Skipped { reason },
         None => match run_real(case, host, opts, scratch) {
             Err(error) => Outcome::Failed { error },
-            Ok((runs, layout)) => {
-                let mut h = host.clone();
-                h.layout = layout;
-                let (m, model_error) = match model(&h, case) {
-                    Ok(m) => (m, None),
-                    Err(e) => (BTreeMap::new(), Some(e)),
-                };
+            Ok((runs, layouts)) => {
+                let (m, model_error) =
+                    match model_per_layout(host, case, layouts, model, opts.verbose) {
+                        Ok(m) => (m, None),
+                        Err(e) => (BTreeMap::new(), Some(e)),
+                    };
                 let rows = compare(&runs, &m);
                 Outcome::Ran {
                     runs,
@@ -548,6 +607,43 @@ mod tests {
     use super::*;
     use crate::cases::{fake_host, parse_probe_cases};
     use crate::host::CgroupFlavor;
+
+    /// Each real run's layout gets its model run (one per distinct layout),
+    /// and the model's side is the counter-wise median over the runs.
+    #[test]
+    fn model_runs_once_per_layout_and_takes_the_median() {
+        let case = parse_probe_cases("p: --file-size 1M --memcg-limit 1G", "p.txt")
+            .unwrap()
+            .remove(0);
+        let lay = |ino: u64| {
+            Some(FileLayout {
+                dir_ino: ino,
+                ..FileLayout::default()
+            })
+        };
+        let calls = std::cell::Cell::new(0);
+        let model = |h: &HostInfo, _: &Case| {
+            calls.set(calls.get() + 1);
+            let ino = h.layout.as_ref().map_or(0, |l| l.dir_ino) as f64;
+            Ok(BTreeMap::from([("io.rbytes".to_string(), ino * 4096.0)]))
+        };
+        let host = fake_host();
+        let m =
+            model_per_layout(&host, &case, vec![lay(10), lay(30), lay(10)], &model, false).unwrap();
+        assert_eq!(calls.get(), 2);
+        assert_eq!(m["io.rbytes"], 10.0 * 4096.0);
+        let m =
+            model_per_layout(&host, &case, vec![lay(10), lay(30), lay(20)], &model, false).unwrap();
+        assert_eq!(calls.get(), 5);
+        assert_eq!(m["io.rbytes"], 20.0 * 4096.0);
+        let m = model_per_layout(&host, &case, vec![None, None], &model, false).unwrap();
+        assert_eq!((calls.get(), m["io.rbytes"]), (6, 0.0));
+        let failing = |_: &HostInfo, _: &Case| Err("model broke".to_string());
+        assert_eq!(
+            model_per_layout(&host, &case, vec![lay(1)], &failing, false).unwrap_err(),
+            "model broke"
+        );
+    }
 
     #[test]
     fn child_args_round_trip() {
