@@ -26,14 +26,54 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _native
 
-__all__ = ["run", "compare", "sweep", "read_table", "Result", "workload_argv"]
+__all__ = [
+    "run",
+    "compare",
+    "sweep",
+    "read_table",
+    "Result",
+    "workload_argv",
+    "register_policy",
+    "unregister_policy",
+]
 
 Workload = Union[str, os.PathLike, Sequence[str]]
-MachineValue = Union[str, int, bool, Sequence[str], Mapping[str, Union[str, int]]]
+MachineValue = Union[
+    str, int, bool, Sequence[str], Mapping[str, Union[str, int]], Callable[[], Any]
+]
+
+#: The default time one policy callback may run (ms); a class attribute
+#: ``budget_ms`` overrides it.
+POLICY_BUDGET_MS = 100
+
+
+def register_policy(name: str, factory: Callable[[], Any], budget_ms: Optional[int] = None) -> str:
+    """Registers a cache_ext policy written in Python as ``py:NAME`` and
+    returns that spec, for scenario files (``policy = "py:NAME"``) and
+    command lines run through :func:`run`. ``factory`` (usually the class)
+    is called once per run for a fresh object whose methods are cache_ext's
+    hooks: ``init(cx)``, ``folio_added(cx, folio)``,
+    ``folio_accessed(cx, folio)``, ``folio_evicted(cx, folio)``,
+    ``admit_folio(cx, mapping, index, nr_pages) -> bool`` and
+    ``evict_folios(cx)``; a missing method does nothing (docs/cache_ext.md).
+    A callback that raises or runs past ``budget_ms`` stops the run with
+    a one-line ValueError.
+    """
+    if not callable(factory):
+        raise TypeError("register_policy: factory must be callable (a class, or a function returning a policy object)")
+    if budget_ms is None:
+        budget_ms = int(getattr(factory, "budget_ms", POLICY_BUDGET_MS))
+    _native.register_policy(name, factory, int(budget_ms))
+    return "py:" + name
+
+
+def unregister_policy(name: str) -> None:
+    """Removes ``py:NAME``."""
+    _native.unregister_policy(name)
 
 
 def workload_argv(workload: Workload) -> List[str]:
@@ -202,11 +242,23 @@ def run(
     options that override every job's own (``{"bs": "64k"}``).
     ``timeline``: sample the counters every simulated second.
     """
-    argv = workload_argv(workload) + _machine_argv(machine) + _variant_argv(variants)
-    if timeline and "--timeline" not in argv:
-        argv.append("--timeline")
-    overrides = [(str(k), str(v)) for k, v in (fio or {}).items()]
-    raw = json.loads(_native.run_json(argv, overrides))
+    machine = dict(machine or {})
+    registered = None
+    policy = machine.get("policy")
+    if policy is not None and not isinstance(policy, str):
+        # A policy class: registered for this run only.
+        name = getattr(policy, "__name__", None) or type(policy).__name__
+        machine["policy"] = register_policy(name, policy)
+        registered = name
+    try:
+        argv = workload_argv(workload) + _machine_argv(machine) + _variant_argv(variants)
+        if timeline and "--timeline" not in argv:
+            argv.append("--timeline")
+        overrides = [(str(k), str(v)) for k, v in (fio or {}).items()]
+        raw = json.loads(_native.run_json(argv, overrides))
+    finally:
+        if registered is not None:
+            unregister_policy(registered)
     return Result(argv=argv, raw=raw)
 
 

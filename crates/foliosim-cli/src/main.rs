@@ -119,6 +119,13 @@ impl MachineArgs {
             if mm.ram_bytes < 64 << 20 {
                 return Err(format!("--memory: {m} is below the model's minimum of 64M"));
             }
+            // A page frame is a u32 FolioId (u32::MAX is NIL): 16 TiB less
+            // two pages. Found by the fuzz campaign (`--memory 1P` panicked).
+            if mm.ram_bytes / foliosim::mm::PAGE_SIZE >= u32::MAX as u64 {
+                return Err(format!(
+                    "--memory: {m} is above the model's maximum of 16T (4 KiB page frames are 32-bit ids)"
+                ));
+            }
             mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
         }
         if let Some(r) = self.read_ahead_kb {
@@ -630,6 +637,9 @@ fn run_workload_with(
             let r = sim::run_fio(cfg, &jobs);
             trace_args::progress::done();
             trace_args::finish(&spec, m.trace.trace.as_deref())?;
+            if let Some(e) = &r.policy_error {
+                return Err(format!("--policy: {e}"));
+            }
             Ok(Some((r, out, "fio".into())))
         }
         Cmd::MmapProbe {

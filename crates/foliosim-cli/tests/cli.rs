@@ -65,6 +65,11 @@ fn bad_options_exit_2() {
     let (code, _, err) = foliosim(&["replay", "/nonexistent/trace.csv"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("/nonexistent/trace.csv"), "{err}");
+    // More page frames than a 32-bit folio id indexes (the fuzz campaign
+    // found this one panicking).
+    let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--memory", "1P"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim(), "foliosim: --memory: 1P is above the model's maximum of 16T (4 KiB page frames are 32-bit ids)");
 }
 
 #[test]
@@ -198,8 +203,18 @@ fn swap_sysctls_are_checked_and_memory_stat_has_swap_and_shmem() {
 
 #[test]
 fn bad_cache_ext_policies_exit_2_with_one_line() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--policy", "lru9"], "--policy: unknown policy \"lru9\""),
+        // Python policies are registered by the Python package; the binary
+        // names where they run.
+        (
+            &["--policy", "py:mine"],
+            "--policy: unknown policy \"py:mine\": no Python policy registered under that name",
+        ),
+        (
+            &["--policy", "py:a b"],
+            "--policy: unknown policy \"py:a b\"",
+        ),
         (
             &["--policy", "lfu:sample=0"],
             "--policy: policy lfu: sample",

@@ -4,7 +4,10 @@
 //! Python side (python/foliosim) turns the JSON into dicts and frames.
 //! Every call releases the GIL while the model runs.
 
+mod policy;
+
 use std::path::PathBuf;
+use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -82,8 +85,30 @@ fn grid_size(py: Python<'_>, grid: PathBuf) -> PyResult<(usize, u64)> {
     .map_err(PyValueError::new_err)
 }
 
+/// Registers a cache_ext policy written in Python as `py:NAME`: each run
+/// calls `factory()` (the class) for a fresh object. `budget_ms`: the
+/// longest one callback may run before the run stops with an error.
+#[pyfunction]
+#[pyo3(signature = (name, factory, budget_ms = 100))]
+fn register_policy(name: &str, factory: Py<PyAny>, budget_ms: u64) -> PyResult<()> {
+    if budget_ms == 0 {
+        return Err(PyValueError::new_err("budget_ms: must be at least 1"));
+    }
+    let build = policy::external(name, factory, Duration::from_millis(budget_ms));
+    foliosim::policy::register_external(name, build).map_err(PyValueError::new_err)
+}
+
+/// Removes `py:NAME`.
+#[pyfunction]
+fn unregister_policy(name: &str) {
+    foliosim::policy::unregister_external(name);
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(register_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(unregister_policy, m)?)?;
+    m.add_class::<policy::PolicyContext>()?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(grid_row, m)?)?;

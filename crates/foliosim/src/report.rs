@@ -140,6 +140,11 @@ pub struct RunReport {
     /// The workload memcg's cache_ext policy and its hook counts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_ext: Option<CacheExtReport>,
+    /// A cache_ext policy's failure (a Python policy raising or over its
+    /// budget): the run stopped there, and drivers report this as the
+    /// run's error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_error: Option<String>,
 }
 
 /// A cache_ext policy's name and counters.

@@ -475,3 +475,70 @@ fn folios_under_read_are_locked_not_uptodate_and_not_reclaimed() {
     assert!(*saw.borrow() > 0, "no proposal was under read I/O");
     assert_eq!(*bad.borrow(), 0, "folios evicted while being read");
 }
+
+/// A policy that fails (as a Python one raising) after `after` calls of
+/// folio_added.
+struct Failing {
+    after: u64,
+    calls: Rc<RefCell<u64>>,
+    init_error: bool,
+}
+
+impl CacheExtOps for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn init(&mut self, _: &mut CacheExtCtx) -> Result<(), String> {
+        match self.init_error {
+            true => Err("no lists today".into()),
+            false => Ok(()),
+        }
+    }
+    fn folio_added(&mut self, cx: &mut CacheExtCtx, _: FolioId) {
+        *self.calls.borrow_mut() += 1;
+        if *self.calls.borrow() == self.after {
+            cx.fail("policy failing: folio_added: broke".into());
+        }
+    }
+    fn evict_folios(&mut self, _: &mut CacheExtCtx, _: &mut EvictionCtx) {}
+}
+
+/// A policy's failure stops the run: the policy is called no more, the
+/// fio loop ends and the report carries the first error; an init failure
+/// is refused at attach.
+#[test]
+fn a_failing_policy_stops_the_run_with_its_error() {
+    let calls = Rc::new(RefCell::new(0));
+    let mut sim = Sim::new(cfg(None));
+    sim.attach_policy(Box::new(Failing {
+        after: 100,
+        calls: calls.clone(),
+        init_error: false,
+    }))
+    .unwrap();
+    let r = run(sim, JOB);
+    assert_eq!(
+        r.policy_error.as_deref(),
+        Some("policy failing: folio_added: broke")
+    );
+    assert_eq!(*calls.borrow(), 100, "no callback after the failure");
+    // The job stopped early: three passes of 64 MiB were not read.
+    assert!(
+        r.jobs[0].read.io_bytes < 3 * (64 << 20),
+        "{}",
+        r.jobs[0].read.io_bytes
+    );
+    let ok = run(Sim::new(cfg(Some("fifo"))), JOB);
+    assert_eq!(ok.policy_error, None);
+    assert_eq!(ok.jobs[0].read.io_bytes, 3 * (64 << 20));
+
+    let mut sim = Sim::new(cfg(None));
+    let e = sim
+        .attach_policy(Box::new(Failing {
+            after: 0,
+            calls: Rc::new(RefCell::new(0)),
+            init_error: true,
+        }))
+        .unwrap_err();
+    assert_eq!(e, "policy failing: init: no lists today");
+}

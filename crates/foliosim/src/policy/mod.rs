@@ -58,6 +58,60 @@ const POLICIES: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
+/// Builds a fresh instance of a policy registered at run time.
+pub type ExternalPolicy =
+    std::sync::Arc<dyn Fn() -> Result<Box<dyn CacheExtOps>, String> + Send + Sync>;
+
+/// Policies registered at run time under `py:NAME` (the Python package's:
+/// a policy class written in Python). Process-wide, as the spec that names
+/// one travels through command lines and scenario files.
+static EXTERNAL: std::sync::Mutex<Vec<(String, ExternalPolicy)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The prefix of run-time policies' specs.
+pub const EXTERNAL_PREFIX: &str = "py:";
+
+/// Registers (or replaces) `py:NAME`. NAME: letters, digits, `_`, `-`, `.`.
+pub fn register_external(name: &str, build: ExternalPolicy) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(format!(
+            "policy name {name:?}: use letters, digits, '_', '-' and '.'"
+        ));
+    }
+    let mut reg = EXTERNAL.lock().unwrap_or_else(|e| e.into_inner());
+    reg.retain(|(n, _)| n != name);
+    reg.push((name.to_string(), build));
+    Ok(())
+}
+
+/// Removes `py:NAME` (no-op if absent).
+pub fn unregister_external(name: &str) {
+    EXTERNAL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|(n, _)| n != name);
+}
+
+fn external(name: &str) -> Option<ExternalPolicy> {
+    EXTERNAL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, b)| b.clone())
+}
+
+fn unknown_external(name: &str) -> String {
+    format!(
+        "unknown policy \"{EXTERNAL_PREFIX}{name}\": no Python policy registered under that name \
+         (Python policies run from the foliosim package: foliosim.run(..., machine={{\"policy\": MyPolicy}}))"
+    )
+}
+
 /// The names `--policy` accepts, `default` first.
 pub fn policy_names() -> Vec<&'static str> {
     std::iter::once("default")
@@ -74,6 +128,24 @@ impl PolicySpec {
     /// Parses a spec; errors name what is wrong (the caller adds the
     /// option or file and line).
     pub fn parse(spec: &str) -> Result<PolicySpec, String> {
+        if let Some(rest) = spec.trim().strip_prefix(EXTERNAL_PREFIX) {
+            let (name, keys) = match rest.split_once(':') {
+                Some((n, k)) => (n.trim(), Some(k)),
+                None => (rest.trim(), None),
+            };
+            if external(name).is_none() {
+                return Err(unknown_external(name));
+            }
+            if keys.is_some() {
+                return Err(format!(
+                    "policy {EXTERNAL_PREFIX}{name}: takes no keys (configure the Python object)"
+                ));
+            }
+            return Ok(PolicySpec {
+                name: format!("{EXTERNAL_PREFIX}{name}"),
+                args: Vec::new(),
+            });
+        }
         let (name, rest) = match spec.split_once(':') {
             Some((n, r)) => (n, Some(r)),
             None => (spec, None),
@@ -138,6 +210,10 @@ impl PolicySpec {
 
     /// Builds the policy; None for `default`.
     pub fn build(&self) -> Result<Option<Box<dyn CacheExtOps>>, String> {
+        if let Some(name) = self.name.strip_prefix(EXTERNAL_PREFIX) {
+            let build = external(name).ok_or_else(|| unknown_external(name))?;
+            return build().map(Some);
+        }
         Ok(Some(match self.name.as_str() {
             "default" => return Ok(None),
             "fifo" => Box::new(fifo::Fifo::default()),
@@ -211,6 +287,34 @@ mod tests {
         let e = PolicySpec::parse("fifo:x").unwrap_err();
         assert!(e.contains("key=value"), "{e}");
         assert_eq!(parse_u64("4k"), Some(4096));
+    }
+
+    #[test]
+    fn run_time_policies_register_build_and_go() {
+        let e = PolicySpec::parse("py:t_reg").unwrap_err();
+        assert!(e.contains("unknown policy \"py:t_reg\""), "{e}");
+        let built = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let b = built.clone();
+        register_external(
+            "t_reg",
+            std::sync::Arc::new(move || {
+                b.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(Box::new(fifo::Fifo::default()) as Box<dyn CacheExtOps>)
+            }),
+        )
+        .unwrap();
+        let spec = PolicySpec::parse("py:t_reg").unwrap();
+        assert_eq!(spec.name, "py:t_reg");
+        assert_eq!(spec.build().unwrap().unwrap().name(), "fifo");
+        assert_eq!(built.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let e = PolicySpec::parse("py:t_reg:x=1").unwrap_err();
+        assert!(e.contains("takes no keys"), "{e}");
+        assert!(register_external("a b", std::sync::Arc::new(|| Err("x".into()))).is_err());
+        register_external("t_fail", std::sync::Arc::new(|| Err("boom".into()))).unwrap();
+        assert_eq!(new_policy("py:t_fail").err(), Some("boom".to_string()));
+        unregister_external("t_reg");
+        unregister_external("t_fail");
+        assert!(PolicySpec::parse("py:t_reg").is_err());
         assert_eq!(parse_u64("x"), None);
     }
 }

@@ -635,6 +635,10 @@ impl<'a> Driver<'a> {
                 continue;
             }
             loop {
+                // A cache_ext policy failed (a Python policy raising).
+                if let Some(e) = &k.core.cache_ext.error {
+                    return Err(e.clone());
+                }
                 match self.exec(k, id)? {
                     Flow::Parked => break,
                     Flow::Continue => {

@@ -90,7 +90,11 @@ pub fn check_policy(cfg: &SimConfig) -> Result<(), String> {
         return Ok(());
     };
     let spec = crate::policy::PolicySpec::parse(spec)?;
-    spec.build()?;
+    // A run-time (Python) policy is built once per run, not here: its
+    // constructor is the user's code.
+    if !spec.name.starts_with(crate::policy::EXTERNAL_PREFIX) {
+        spec.build()?;
+    }
     if !spec.is_default() && cfg.lru == LruKind::Mglru {
         return Err(format!(
             "policy {} needs the classic LRU (cache_ext does not hook MGLRU); use --lru classic",
@@ -154,14 +158,20 @@ impl Sim {
             // A trace armed for this thread's next run (crate::trace::arm).
             k.core.trace = crate::trace::take_armed();
             if let Some(spec) = &cfg.mm.policy {
-                let ops = crate::policy::new_policy(spec).expect("policies are checked before the run");
-                if let Some(ops) = ops {
-                    let n = k.core.memcgs.len();
-                    let now = k.core.now;
-                    k.core
-                        .cache_ext
-                        .attach(&k.core.folios, n, memcg, ops, now)
-                        .expect("built-in policies' init cannot fail");
+                // A Python policy can fail to build or to init: the run then
+                // stops at once with that error (RunReport::policy_error).
+                match crate::policy::new_policy(spec) {
+                    Ok(Some(ops)) => {
+                        let n = k.core.memcgs.len();
+                        let now = k.core.now;
+                        if let Err(e) = k.core.cache_ext.attach(&k.core.folios, n, memcg, ops, now) {
+                            k.core.cache_ext.error.get_or_insert(e);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        k.core.cache_ext.error.get_or_insert(e);
+                    }
                 }
             }
             if cfg.timeline {
@@ -275,6 +285,7 @@ impl Sim {
                     policy: p.to_string(),
                     stats: core.cache_ext.stats.clone(),
                 }),
+                policy_error: core.cache_ext.error.clone(),
             }
         })
     }
@@ -656,6 +667,9 @@ impl Sim {
             let mut now = 0u64;
             let mut waiting = st.len();
             loop {
+                if k.core.cache_ext.error.is_some() {
+                    break;
+                }
                 // fio's run_threads(): start what may start now, in order.
                 let mut next_delay: Option<u64> = None;
                 for i in 0..if waiting > 0 { st.len() } else { 0 } {

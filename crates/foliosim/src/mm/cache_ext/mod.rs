@@ -353,6 +353,13 @@ impl ReadsInFlight {
     fn view(&self, f: &Folio, now: u64) -> Folio {
         let mut v = *f;
         if f.is_file_lru() {
+            // Locked here means being added (__filemap_add_folio(), before
+            // any read is submitted): not uptodate yet. The model sets
+            // PG_uptodate at insertion.
+            if f.test(pg::LOCKED) {
+                v.flags &= !pg::UPTODATE;
+                return v;
+            }
             let i = f.index as u64;
             if self
                 .ring
@@ -471,6 +478,11 @@ impl CacheExt {
             reads,
             ..
         } = self;
+        // A failed policy is called no more: the kernel's LRU goes on alone
+        // until the driver stops the run.
+        if error.is_some() {
+            return None;
+        }
         let op = ops.get_mut(memcg as usize)?.as_deref_mut()?;
         let mut cx = CacheExtCtx {
             lists,
