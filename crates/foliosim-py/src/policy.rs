@@ -384,12 +384,25 @@ impl Drop for WatchdogHandle {
     }
 }
 
+/// The hooks a policy object may define.
+const HOOKS: [&str; 6] = [
+    "init",
+    "folio_added",
+    "folio_accessed",
+    "folio_evicted",
+    "admit_folio",
+    "evict_folios",
+];
+
 /// One Python policy instance attached to a memcg.
 pub struct PyPolicy {
     obj: Py<PyAny>,
     spec: String,
     budget: Duration,
     watchdog: WatchdogHandle,
+    /// Which of [`HOOKS`] the object defines, looked up once: an undefined
+    /// one costs no GIL round trip per page.
+    has: [bool; 6],
 }
 
 /// One line from a Python exception: `Type: message`, newlines folded.
@@ -409,12 +422,15 @@ fn one_line(py: Python<'_>, e: &PyErr) -> String {
 }
 
 impl PyPolicy {
-    pub fn new(obj: Py<PyAny>, spec: String, budget: Duration) -> PyPolicy {
+    pub fn new(py: Python<'_>, obj: Py<PyAny>, spec: String, budget: Duration) -> PyPolicy {
+        let b = obj.bind(py);
+        let has = HOOKS.map(|h| b.hasattr(h).unwrap_or(true));
         PyPolicy {
             obj,
             spec,
             budget,
             watchdog: WatchdogHandle(Watchdog::start()),
+            has,
         }
     }
 
@@ -428,13 +444,11 @@ impl PyPolicy {
         args: impl FnOnce(Python<'_>) -> Vec<Py<PyAny>>,
         ret: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> Result<Option<R>, String> {
+        if HOOKS.iter().zip(self.has).any(|(h, has)| *h == method && !has) {
+            return Ok(None);
+        }
         Python::attach(|py| {
             let obj = self.obj.bind(py);
-            match obj.hasattr(method) {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => return Err(self.fail(py, method, &e)),
-            }
             let ctx = Py::new(
                 py,
                 PolicyContext {
@@ -510,7 +524,7 @@ pub fn external(
             let obj = factory
                 .call0(py)
                 .map_err(|e| format!("policy {spec}: creating it: {}", one_line(py, &e)))?;
-            Ok(Box::new(PyPolicy::new(obj, spec.clone(), budget)) as Box<dyn CacheExtOps>)
+            Ok(Box::new(PyPolicy::new(py, obj, spec.clone(), budget)) as Box<dyn CacheExtOps>)
         })
     })
 }
