@@ -444,7 +444,11 @@ impl PyPolicy {
         args: impl FnOnce(Python<'_>) -> Vec<Py<PyAny>>,
         ret: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> Result<Option<R>, String> {
-        if HOOKS.iter().zip(self.has).any(|(h, has)| *h == method && !has) {
+        if HOOKS
+            .iter()
+            .zip(self.has)
+            .any(|(h, has)| *h == method && !has)
+        {
             return Ok(None);
         }
         Python::attach(|py| {

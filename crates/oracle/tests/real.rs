@@ -114,11 +114,11 @@ fn real_probe_and_fio_cases() {
         fs::remove_file(&job).unwrap();
 
         // fio's start-up (time zone, job file, its status-file lookup) and
-        // the oracle's own walk to the scratch directory read nothing into
-        // the group, and the walk does not pull the workload's inode block
-        // in outside it: one stat() of a cold 4 KiB file reads its
-        // directory block and one inode-table readahead window, the same in
-        // every run. Before: 40 blocks, 36 of them fio's start-up.
+        // the oracle's own walk to the scratch directory read nothing, in
+        // the group or outside it: one stat() of a cold 4 KiB file reads its
+        // directory block and at most one inode-table readahead window, and
+        // the whole host reads no more than that while it runs. Before: 40 blocks in the group, 36 of them fio's
+        // start-up, and the workload's window read outside the group.
         if let Ok(geo) = &host.ext4 {
             let job = dir.join("stat.fio");
             fs::write(
@@ -132,11 +132,23 @@ fn real_probe_and_fio_cases() {
                 panic!("{:?}", r.outcome)
             };
             let blocks: Vec<f64> = runs.iter().map(|m| m["io.rbytes"] / 4096.0).collect();
-            let most = (geo.inode_readahead_blks + 2) as f64;
+            // The directory block and one window, plus 3 blocks of slack:
+            // once in several runs fio took a major fault on a page the
+            // warm-up had not cached (2 more blocks).
+            let most = (geo.inode_readahead_blks + 2 + 3) as f64;
             assert!(
-                blocks.iter().all(|&b| (2.0..=most).contains(&b) && b == blocks[0]),
-                "one cold stat(): blocks read in the group {blocks:?}, expected 2..={most} and equal"
+                blocks.iter().all(|&b| (1.0..=most).contains(&b)),
+                "one cold stat(): blocks read in the group {blocks:?}, expected 1..={most}"
             );
+            for m in runs {
+                // Host-wide KiB read during the run, less the group's; a
+                // little slack for other processes on the host.
+                let outside = m["vmstat.pgpgin"] - m["io.rbytes"] / 1024.0;
+                assert!(
+                    outside <= 16.0,
+                    "{outside} KiB read outside the group during a one-stat() run"
+                );
+            }
             assert!(leftover_groups(&host).is_empty());
             fs::remove_file(&job).unwrap();
         }
