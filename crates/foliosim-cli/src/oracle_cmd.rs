@@ -133,7 +133,7 @@ fn run_opts(real: &RealArgs) -> Result<RunOpts, String> {
 
 fn host_line(h: &HostInfo) -> String {
     format!(
-        "host: Linux {}, {} MiB RAM, {} ({}) read_ahead_kb {}, swappiness {}, THP {}, lru_gen {}, {}",
+        "host: Linux {}, {} MiB RAM, {} ({}) read_ahead_kb {}, swappiness {}, THP {}, lru_gen {}, {}, DAMON kdamonds running {} (stopped for the real runs)",
         h.kernel_release,
         h.ram_bytes >> 20,
         h.block_device,
@@ -149,7 +149,8 @@ fn host_line(h: &HostInfo) -> String {
                 g.inodes_per_group, g.inode_size, g.inode_readahead_blks, g.flex_bg_size
             ),
             Err(e) => format!("no ext4 metadata model ({e})"),
-        }
+        },
+        h.kdamonds_on
     )
 }
 

@@ -270,6 +270,8 @@ struct HostGuard<'a> {
     base: &'a Base,
     ra_path: PathBuf,
     ra_old: String,
+    /// The host's running kdamonds' state files (the oracle stops them).
+    kdamonds: Vec<PathBuf>,
     child: Option<Child>,
 }
 
@@ -281,6 +283,9 @@ impl Drop for HostGuard<'_> {
         }
         let _ = self.base.oracle(&["restore"]).output();
         let _ = fs::write(&self.ra_path, &self.ra_old);
+        for k in &self.kdamonds {
+            let _ = fs::write(k, "on");
+        }
     }
 }
 
@@ -343,7 +348,7 @@ fn assert_left_behind(b: &Base, g: &HostGuard, entries: &[journal::Entry], ra: &
     );
     let v = entries
         .iter()
-        .find(|e| e.kind == "value")
+        .find(|e| e.kind == "value" && e.path == g.ra_path)
         .expect("read_ahead_kb journaled");
     assert_eq!(
         (v.path.as_path(), v.old.as_str()),
@@ -351,6 +356,20 @@ fn assert_left_behind(b: &Base, g: &HostGuard, entries: &[journal::Entry], ra: &
     );
     for e in entries.iter().filter(|e| e.kind == "cgroup") {
         assert!(e.path.exists(), "{} left", e.path.display());
+    }
+    // The host's DAMON threads were stopped for the run (journaled).
+    for k in &g.kdamonds {
+        let e = entries
+            .iter()
+            .find(|e| e.kind == "value" && &e.path == k)
+            .unwrap_or_else(|| panic!("{} not journaled", k.display()));
+        assert_eq!(e.old, "on");
+        assert_eq!(
+            fs::read_to_string(k).unwrap().trim(),
+            "off",
+            "{}",
+            k.display()
+        );
     }
     assert!(b.p("scratch/fio-slow/slow.dat").exists());
     assert!(entries
@@ -372,6 +391,14 @@ fn assert_restored(b: &Base, g: &HostGuard, entries: &[journal::Entry], stderr: 
         )),
         "{stderr}"
     );
+    for k in &g.kdamonds {
+        assert_eq!(
+            fs::read_to_string(k).unwrap().trim(),
+            "on",
+            "{} back on",
+            k.display()
+        );
+    }
     for e in entries.iter().filter(|e| e.kind == "cgroup") {
         assert!(!e.path.exists(), "{} removed", e.path.display());
         assert!(
@@ -415,6 +442,7 @@ fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
         base: &b,
         ra_path: host.read_ahead_path.clone(),
         ra_old,
+        kdamonds: foliosim_oracle::scn::hostcfg::running_kdamonds(),
         child: None,
     };
     // 256 reads one second apart: runs until killed.

@@ -65,6 +65,10 @@ pub struct HostInfo {
     /// Total swap, in bytes (the oracle's workloads do not swap, but the
     /// model should know).
     pub swap_total_bytes: u64,
+    /// DAMON monitoring threads running on the host (their sysfs state
+    /// files); the oracle stops them for its real runs
+    /// (scn::hostcfg::pause_damon).
+    pub kdamonds_on: u32,
     pub cgroup: CgroupFlavor,
     /// MAJ:MIN of the disk whose queue holds `read_ahead_path` (for
     /// per-cgroup block I/O accounting).
@@ -104,6 +108,7 @@ impl HostInfo {
             thp_enabled: "madvise".into(),
             lru_gen: None,
             swap_total_bytes: 0,
+            kdamonds_on: 0,
             cgroup: CgroupFlavor::V1 {
                 mount: "/sys/fs/cgroup/memory".into(),
             },
@@ -216,6 +221,7 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         fault_around_source,
         thp_enabled,
         lru_gen,
+        kdamonds_on: crate::scn::hostcfg::running_kdamonds().len() as u32,
         swap_total_bytes,
         cgroup,
         disk_devno,

@@ -477,6 +477,7 @@ fn run_real(
         }
         _ => None,
     };
+    let _damon = crate::scn::hostcfg::pause_damon()?;
     let (work, job) = prepare(case, scratch)?;
     // The model reads the metadata blocks of the files as laid out before
     // each run (their inodes, directory and data groups), as measured inputs.

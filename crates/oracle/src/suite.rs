@@ -378,6 +378,13 @@ pub fn render_host(h: &HostInfo) -> String {
         ("swappiness", h.swappiness.to_string()),
         ("swap", size_str(h.swap_total_bytes)),
         (
+            "DAMON",
+            match h.kdamonds_on {
+                0 => "no kdamond running".to_string(),
+                n => format!("{n} kdamond(s) running; stopped during the real runs"),
+            },
+        ),
+        (
             "fault_around_bytes",
             format!("{} ({})", h.fault_around_bytes, h.fault_around_source),
         ),

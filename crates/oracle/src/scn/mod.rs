@@ -641,7 +641,7 @@ pub fn run_real(
     } else {
         None
     };
-    let mut _values = Vec::new();
+    let mut _values = hostcfg::pause_damon()?;
     for (k, v) in &sc.machine.sysctl {
         let p = hostcfg::sysctl_path(k).expect("checked by skip_reason");
         _values.push(ValueGuard::set(&p, v)?);
