@@ -484,3 +484,60 @@ fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
     );
     assert_restored(&b, &g, &entries, &err);
 }
+
+/// One oracle at a time changes the host: a second one that reaches its
+/// real runs while the instance lock is held says so on one line and
+/// waits, changing nothing, then runs once the lock is free.
+#[test]
+fn a_second_oracle_waits_for_the_one_running() {
+    let b = Base::new("lock");
+    let host = read_host(&b.0).unwrap();
+    if !host.is_root
+        || matches!(host.cgroup, CgroupFlavor::None { .. })
+        || host.fio_version.is_none()
+    {
+        eprintln!("SKIPPED a_second_oracle_waits_for_the_one_running: needs root, a memory cgroup and fio");
+        return;
+    }
+    let job = b.p("jobs/small.fio");
+    fs::write(
+        &job,
+        "; oracle: memcg_limit=64M\n[small]\nfilename=small.dat\nsize=1M\nrw=read\nbs=4k\nioengine=psync\n",
+    )
+    .unwrap();
+    let held = journal::instance_lock().unwrap();
+    let mut child = b
+        .oracle(&[
+            "run",
+            job.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--quiet",
+            "--dir",
+            b.p("scratch").to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let waiting = child.try_wait().unwrap().is_none();
+    // Nothing was changed while it waited: no group, no scratch file.
+    let journaled = pending(&b);
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(waiting, "the second oracle did not wait: {err}");
+    assert!(
+        journaled.iter().all(|e| e.kind != "cgroup"),
+        "changed the host while waiting: {journaled:?}"
+    );
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("another oracle is running real cases on this host"))
+            .count(),
+        1,
+        "{err}"
+    );
+}

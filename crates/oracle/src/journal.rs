@@ -141,6 +141,60 @@ fn unescape(s: &str) -> String {
     o
 }
 
+/// Held while an oracle changes host settings and runs real cases: one
+/// oracle at a time per host. Two at once would each restore the value
+/// they found (read_ahead_kb, DAMON's state), so the last to finish could
+/// leave the other's change in place, and their runs would disturb each
+/// other's measurements. The kernel drops the flock when its holder dies
+/// (a kill -9 included).
+pub struct InstanceLock(#[allow(dead_code)] File);
+
+/// The instance lock's file: beside the default journal for root, in the
+/// temporary directory for other users (it does not follow
+/// `$FOLIOSIM_ORACLE_JOURNAL`: the host is shared whatever the journal).
+pub fn instance_lock_path() -> PathBuf {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        Path::new(DEFAULT_PATH).with_file_name("oracle.lock")
+    } else {
+        std::env::temp_dir().join(format!("foliosim-oracle-{}.lock", unsafe {
+            libc::geteuid()
+        }))
+    }
+}
+
+/// Takes the instance lock, waiting (and saying so on stderr, one line)
+/// while another oracle holds it.
+pub fn instance_lock() -> Result<InstanceLock, String> {
+    let p = instance_lock_path();
+    if let Some(d) = p.parent().filter(|d| !d.exists()) {
+        fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&p)
+        .map_err(|e| format!("oracle lock {}: {e}", p.display()))?;
+    // SAFETY: flock on an open descriptor.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        eprintln!(
+            "foliosim oracle: another oracle is running real cases on this host (lock {}); waiting for it",
+            p.display()
+        );
+        // SAFETY: as above; blocking until granted.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(format!(
+                "oracle lock {}: {}",
+                p.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(InstanceLock(f))
+}
+
 /// An exclusive flock on the journal, held while the handle lives.
 struct Locked(File);
 

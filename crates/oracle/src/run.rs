@@ -471,6 +471,7 @@ fn run_real(
         return Ok((runs, layouts));
     }
     preflight(case, &scratch.dir)?;
+    let _one_oracle = crate::journal::instance_lock()?;
     let _ra = match case.read_ahead_kb {
         Some(kb) if kb != host.read_ahead_kb => {
             Some(ReadAheadGuard::set(&host.read_ahead_path, kb)?)

@@ -609,6 +609,7 @@ pub fn run_real(
     let CgroupFlavor::V1 { mount } = &host.cgroup else {
         unreachable!("skip_reason")
     };
+    let _one_oracle = crate::journal::instance_lock()?;
     let exe = opts
         .probe_cmd
         .first()
