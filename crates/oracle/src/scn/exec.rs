@@ -38,6 +38,9 @@ pub struct ChildArgs {
     /// driver's: its parent thread's, the fork's line, the fork's count so
     /// far in that thread, the child's index).
     pub ident: Vec<u64>,
+    /// A forked worker's start gate: an inherited pipe's read end; the
+    /// worker reads it to EOF before its steps (see `Op::Fork`).
+    pub start_fd: Option<i32>,
 }
 
 impl ChildArgs {
@@ -56,6 +59,10 @@ impl ChildArgs {
             "--tmpfs".into(),
             self.tmpfs.display().to_string(),
         ];
+        if let Some(fd) = self.start_fd {
+            v.push("--start-fd".into());
+            v.push(fd.to_string());
+        }
         if !self.fork.is_empty() {
             v.push("--fork".into());
             v.push(
@@ -87,6 +94,7 @@ impl ChildArgs {
             tmpfs: PathBuf::new(),
             fork: vec![],
             ident: vec![],
+            start_fd: None,
         };
         let mut it = args.iter();
         while let Some(k) = it.next() {
@@ -105,6 +113,7 @@ impl ChildArgs {
                 "--files" => a.files = v.into(),
                 "--tmpfs" => a.tmpfs = v.into(),
                 "--fork" => a.fork = v.split('.').map(num).collect::<Result<_, _>>()?,
+                "--start-fd" => a.start_fd = Some(num(v)? as i32),
                 "--ident" => {
                     a.ident = v
                         .split('.')
@@ -221,6 +230,9 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         maps: Mutex::new(HashMap::new()),
         seed,
     };
+    if let Some(fd) = a.start_fd {
+        wait_for_start(fd);
+    }
     let results: Vec<Result<Flow, String>> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         for (ti, count, steps) in &threads {
@@ -721,6 +733,13 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let seq = t.forks;
             t.forks += 1;
             let mut kids = Vec::new();
+            // fork() starts each child at once; spawning the program again
+            // takes milliseconds each, which let the first workers finish
+            // before the last began (scn-fork-pressure's workers peaked
+            // at 295-305 MiB of memory+swap where fork()ed ones hold 320).
+            // The workers wait at this gate until all are spawned.
+            let gate = StartGate::new()?;
+            a.start_fd = Some(gate.read);
             for j in 0..*count {
                 a.ident = t.ident.clone();
                 a.ident.extend([st.line as u64, seq, j as u64]);
@@ -733,6 +752,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                     .map_err(|e| format!("fork: {e}"))?;
                 kids.push(c);
             }
+            drop(gate);
             if *wait {
                 for mut c in kids {
                     let s = c.wait().map_err(|e| format!("waitpid: {e}"))?;
@@ -746,6 +766,68 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
         Op::Exit => return Ok(Flow::Exit),
     }
     Ok(Flow::Next)
+}
+
+/// Blocks until the start gate's write end is closed by the parent (EOF),
+/// then closes the read end.
+fn wait_for_start(fd: i32) {
+    let mut b = [0u8; 16];
+    loop {
+        // SAFETY: reading into a local buffer from a descriptor this
+        // process inherited for this purpose.
+        let n = unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) };
+        if n == 0
+            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+        {
+            break;
+        }
+    }
+    // SAFETY: the gate's descriptor, used no more.
+    unsafe { libc::close(fd) };
+}
+
+/// The start gate of `Op::Fork`'s workers: a pipe whose read end the
+/// workers inherit and whose write end (close-on-exec, so no worker holds
+/// it) the parent closes once every worker is spawned.
+pub(crate) struct StartGate {
+    pub(crate) read: i32,
+    write: i32,
+}
+
+impl StartGate {
+    pub(crate) fn new() -> Result<StartGate, String> {
+        let mut fds = [0i32; 2];
+        // SAFETY: pipe2 fills the two-element array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("fork: pipe: {}", std::io::Error::last_os_error()));
+        }
+        // The read end goes to the workers: not close-on-exec.
+        // SAFETY: fcntl on the descriptor just made.
+        if unsafe { libc::fcntl(fds[0], libc::F_SETFD, 0) } != 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: closing the two descriptors just made.
+            unsafe {
+                libc::close(fds[0]);
+                libc::close(fds[1]);
+            }
+            return Err(format!("fork: fcntl: {e}"));
+        }
+        Ok(StartGate {
+            read: fds[0],
+            write: fds[1],
+        })
+    }
+}
+
+impl Drop for StartGate {
+    /// Opens the gate: every worker spawned so far starts.
+    fn drop(&mut self) {
+        // SAFETY: the gate's own descriptors, closed once.
+        unsafe {
+            libc::close(self.read);
+            libc::close(self.write);
+        }
+    }
 }
 
 fn insert_map(t: &ThreadCtx, map: &str, r: Region) -> Result<(), String> {
@@ -837,8 +919,32 @@ mod tests {
             tmpfs: "/s/tmpfs".into(),
             fork: vec![0, 4, 1],
             ident: vec![1, 0, 0, 0, 12, 0, 1],
+            start_fd: Some(7),
         };
         assert_eq!(ChildArgs::parse(&a.to_args()).unwrap(), a);
+        let b = ChildArgs {
+            start_fd: None,
+            ..a
+        };
+        assert_eq!(ChildArgs::parse(&b.to_args()).unwrap(), b);
+
+        // The start gate holds a reader until the gate drops.
+        let gate = StartGate::new().unwrap();
+        let fd = gate.read;
+        let (tx, rx) = std::sync::mpsc::channel();
+        // A dup, as a spawned worker has its own copy of the read end.
+        // SAFETY: dup of a live descriptor.
+        let mine = unsafe { libc::dup(fd) };
+        let h = std::thread::spawn(move || {
+            wait_for_start(mine);
+            tx.send(()).unwrap();
+        });
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err());
+        drop(gate);
+        rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+        h.join().unwrap();
         assert!(ChildArgs::parse(&["--spec".into()])
             .unwrap_err()
             .contains("needs a value"));

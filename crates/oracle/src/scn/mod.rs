@@ -720,6 +720,9 @@ fn run_instances(
 ) -> Result<BTreeMap<String, f64>, String> {
     let mut kids: Vec<(usize, Child, std::thread::JoinHandle<String>)> = Vec::new();
     let mut m = BTreeMap::new();
+    // Every process starts when all are spawned, as the model's do at 0
+    // (spawning one takes milliseconds; see exec's Op::Fork).
+    let gate = exec::StartGate::new()?;
     for (pi, p) in sc.processes.iter().enumerate() {
         m.insert(format!("killed[{}]", p.name), 0.0);
         for k in 0..p.count {
@@ -732,6 +735,7 @@ fn run_instances(
                 tmpfs: l.tmpfs.clone(),
                 fork: vec![],
                 ident: vec![],
+                start_fd: Some(gate.read),
             };
             let mut c = Command::new(exe);
             c.args(["oracle", "__scenario-proc"])
@@ -750,6 +754,7 @@ fn run_instances(
             kids.push((pi, child, h));
         }
     }
+    drop(gate);
     let deadline = Instant::now() + RUN_TIMEOUT;
     let mut errors = Vec::new();
     let mut left: Vec<_> = kids.into_iter().map(Some).collect();
