@@ -32,6 +32,18 @@ impl Base {
     fn p(&self, rel: &str) -> PathBuf {
         self.0.join(rel)
     }
+    /// `oracle run JOB` once, quietly, with this base's scratch directory.
+    fn run_job(&self, job: &Path) -> Command {
+        self.oracle(&[
+            "run",
+            job.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--quiet",
+            "--dir",
+            self.p("scratch").to_str().unwrap(),
+        ])
+    }
     fn oracle(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.arg("oracle")
@@ -297,15 +309,7 @@ fn pending(b: &Base) -> Vec<journal::Entry> {
 /// in the cgroup; returns the pending journal entries.
 fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry> {
     let child = b
-        .oracle(&[
-            "run",
-            job.to_str().unwrap(),
-            "--repeat",
-            "1",
-            "--quiet",
-            "--dir",
-            b.p("scratch").to_str().unwrap(),
-        ])
+        .run_job(job)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -507,15 +511,7 @@ fn a_second_oracle_waits_for_the_one_running() {
     .unwrap();
     let held = journal::instance_lock().unwrap();
     let mut child = b
-        .oracle(&[
-            "run",
-            job.to_str().unwrap(),
-            "--repeat",
-            "1",
-            "--quiet",
-            "--dir",
-            b.p("scratch").to_str().unwrap(),
-        ])
+        .run_job(&job)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
