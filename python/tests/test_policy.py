@@ -192,4 +192,8 @@ def test_a_scenario_cgroup_takes_a_registered_policy(tmp_path):
     # Every page of the first pass was added; reclaim asked the policy.
     assert calls["added"] >= (32 << 20) // 4096 and calls["evict"] > 0
     assert runs["py"].raw["cgroups"]["app"] == runs["rs"].raw["cgroups"]["app"]
+    ce = {k: r.raw["cgroup_cache_ext"]["app"] for k, r in runs.items()}
+    assert (ce["py"]["policy"], ce["rs"]["policy"]) == ("py:scnfifo", "fifo")
+    assert ce["py"]["stats"] == ce["rs"]["stats"]
+    assert ce["py"]["stats"]["evict_calls"] == calls["evict"]
     assert runs["py"].raw["cgroups"]["app"]["pgsteal_file"] > 0

@@ -1375,3 +1375,84 @@ fn memsw_limit_ooms_at_memory_limit_and_swaps_within_the_difference() {
     assert_eq!(l["memsw.usage_in_bytes"], l["usage_in_bytes"]);
     assert_eq!(l["swap.current"], 0);
 }
+
+/// Each cgroup with a cache_ext policy reports its own counts: two
+/// readers in two groups, FIFO in one and MRU in the other, and a third
+/// group without a policy that reports none.
+#[test]
+fn each_cgroup_reports_its_own_cache_ext_counts() {
+    let text = r#"
+[[cgroup]]
+path = "f"
+memory.max = "8M"
+policy = "fifo"
+
+[[cgroup]]
+path = "m"
+memory.max = "8M"
+policy = "mru"
+
+[[cgroup]]
+path = "none"
+memory.max = "8M"
+
+[[file]]
+name = "a"
+size = "16M"
+
+[[file]]
+name = "b"
+size = "24M"
+
+[[file]]
+name = "c"
+size = "16M"
+
+[[process]]
+name = "pf"
+cgroup = "f"
+steps = [ { op = "read", file = "a", passes = 2 } ]
+
+[[process]]
+name = "pm"
+cgroup = "m"
+steps = [ { op = "read", file = "b", passes = 2 } ]
+
+[[process]]
+name = "pn"
+cgroup = "none"
+steps = [ { op = "read", file = "c", passes = 2 } ]
+"#;
+    let sc = parse(text, "ce.toml").unwrap();
+    let r = run_scenario(cfg(256 * M, None), &sc).unwrap();
+    let c = &r.cgroup_cache_ext;
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["f", "m"]);
+    assert_eq!(
+        (c["f"].policy.as_str(), c["m"].policy.as_str()),
+        ("fifo", "mru")
+    );
+    // Every page of each group's file was added to its own policy (two
+    // passes over a file twice / three times the group: re-added).
+    assert!(c["f"].stats.folio_added >= 16 * M / 4096);
+    assert!(c["m"].stats.folio_added >= 24 * M / 4096);
+    assert_ne!(c["f"].stats.folio_added, c["m"].stats.folio_added);
+    for g in ["f", "m"] {
+        let s = &c[g].stats;
+        assert!(
+            s.evict_calls > 0 && s.candidates_reclaimed > 0,
+            "{g}: {s:?}"
+        );
+        // What the policy's candidates reclaimed is the group's file
+        // reclaim, all of it where the kernel's loop never had to run.
+        let steal = r.cgroups[g]["pgsteal_file"];
+        assert!(s.candidates_reclaimed <= steal, "{g}: {steal} {s:?}");
+        if s.fallthrough == 0 {
+            assert_eq!(s.candidates_reclaimed, steal, "{g}: {s:?}");
+        }
+    }
+    let text = foliosim::scenario::render_text(&r);
+    assert!(
+        text.contains("cache_ext policy mru of cgroup m: folio_added"),
+        "{text}"
+    );
+}

@@ -61,9 +61,18 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     }
     let mut maps = BTreeMap::new();
     let mut cgroup_lru_gen = BTreeMap::new();
+    let mut cgroup_cache_ext = BTreeMap::new();
     for (path, id) in &cgroups {
         if let Some(v) = with_kernel!(&sim.k, k => k.policy.debug_view(&k.core, *id)) {
             cgroup_lru_gen.insert(path.clone(), v);
+        }
+        if let Some(c) = with_kernel!(&sim.k, k => k.core.cache_ext.policy_name(*id).map(|p| {
+            crate::report::CacheExtReport {
+                policy: p.to_string(),
+                stats: k.core.cache_ext.stats(*id),
+            }
+        })) {
+            cgroup_cache_ext.insert(path.clone(), c);
         }
         let mut m = hierarchical_map(&mut sim, *id);
         with_kernel!(&sim.k, k => {
@@ -112,6 +121,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
         run,
         cgroups: maps,
         cgroup_lru_gen,
+        cgroup_cache_ext,
         processes,
     })
 }

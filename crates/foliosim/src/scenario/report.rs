@@ -48,6 +48,10 @@ pub struct ScenarioReport {
     /// cgroup path: why reclaim took what it took.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub cgroup_lru_gen: BTreeMap<String, serde_json::Value>,
+    /// Each cgroup with a cache_ext policy: the policy and its own hook
+    /// and eviction counts, keyed by cgroup path.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cgroup_cache_ext: BTreeMap<String, crate::report::CacheExtReport>,
     pub processes: Vec<ProcessReport>,
 }
 
@@ -66,6 +70,25 @@ pub fn render_text(r: &ScenarioReport) -> String {
         );
     }
     out.push_str(&crate::report::render_counters(&r.run, "run"));
+    for (path, c) in &r.cgroup_cache_ext {
+        let s = &c.stats;
+        let _ = writeln!(
+            out,
+            "\ncache_ext policy {} of cgroup {path}: folio_added {} folio_accessed {} folio_evicted {} admit_calls {} admit_bypassed {} evict_calls {} evict_aborted {} candidates {} candidates_invalid {} candidates_reclaimed {} fallthrough {}",
+            c.policy,
+            s.folio_added,
+            s.folio_accessed,
+            s.folio_evicted,
+            s.admit_calls,
+            s.admit_bypassed,
+            s.evict_calls,
+            s.evict_aborted,
+            s.candidates,
+            s.candidates_invalid,
+            s.candidates_reclaimed,
+            s.fallthrough
+        );
+    }
     for (path, m) in &r.cgroups {
         let _ = writeln!(
             out,

@@ -283,7 +283,7 @@ impl Sim {
                 lru_gen_timeline: if self.cfg.timeline && self.cfg.lru == LruKind::Mglru { Some(self.lru_gen_samples.clone()) } else { None },
                 cache_ext: core.cache_ext.policy_name(self.memcg).map(|p| crate::report::CacheExtReport {
                     policy: p.to_string(),
-                    stats: core.cache_ext.stats.clone(),
+                    stats: core.cache_ext.stats(self.memcg),
                 }),
                 policy_error: core.cache_ext.error.clone(),
             }

@@ -315,7 +315,8 @@ pub struct CacheExt {
     ops: Vec<Option<Box<dyn CacheExtOps>>>,
     tasks: Vec<TaskInfo>,
     current: usize,
-    pub stats: CacheExtStats,
+    /// Hook and eviction counts per memcg (index: memcg id).
+    stats: Vec<CacheExtStats>,
     /// The first policy failure; the driver stops the run on it.
     pub error: Option<String>,
     /// Some memcg has a policy: the hooks test this first, so a run
@@ -392,6 +393,19 @@ impl CacheExt {
         if self.enabled {
             self.reads.note(mapping, start, end, done);
         }
+    }
+
+    /// `memcg`'s counts (zero where it never had a policy).
+    pub fn stats(&self, memcg: u16) -> CacheExtStats {
+        self.stats.get(memcg as usize).cloned().unwrap_or_default()
+    }
+
+    /// `memcg`'s counts, to add to (grown on first use: slow paths only).
+    pub fn stats_mut(&mut self, memcg: u16) -> &mut CacheExtStats {
+        if self.stats.len() <= memcg as usize {
+            self.stats.resize_with(memcg as usize + 1, Default::default);
+        }
+        &mut self.stats[memcg as usize]
     }
 
     pub fn policy_name(&self, memcg: u16) -> Option<&str> {
@@ -512,7 +526,7 @@ impl CacheExt {
             return;
         }
         self.lists.register(memcg, id);
-        self.stats.folio_added += 1;
+        self.stats_mut(memcg).folio_added += 1;
         self.call(folios, memcg, now, |op, cx| op.folio_added(cx, id));
     }
 
@@ -530,7 +544,7 @@ impl CacheExt {
         if !self.lists.is_valid(memcg, id) {
             return;
         }
-        self.stats.folio_accessed += 1;
+        self.stats_mut(memcg).folio_accessed += 1;
         self.call(folios, memcg, now, |op, cx| op.folio_accessed(cx, id));
     }
 
@@ -549,7 +563,7 @@ impl CacheExt {
         if !self.lists.is_valid(memcg, id) {
             return;
         }
-        self.stats.folio_evicted += 1;
+        self.stats_mut(memcg).folio_evicted += 1;
         self.call(folios, memcg, now, |op, cx| op.folio_evicted(cx, id));
         self.lists.unregister(id);
     }
@@ -577,11 +591,11 @@ impl CacheExt {
         if !self.active(memcg) {
             return false;
         }
-        self.stats.admit_calls += 1;
+        self.stats_mut(memcg).admit_calls += 1;
         let bypass = self
             .call(folios, memcg, now, |op, cx| op.admit_folio(cx, &req))
             .unwrap_or(false);
-        self.stats.admit_bypassed += bypass as u64;
+        self.stats_mut(memcg).admit_bypassed += bypass as u64;
         bypass
     }
 
@@ -599,7 +613,7 @@ impl CacheExt {
         out: &mut [FolioId; CACHE_EXT_EVICT_BATCH],
     ) -> (usize, usize) {
         let mut ev = EvictionCtx::new(request);
-        self.stats.evict_calls += 1;
+        self.stats_mut(memcg).evict_calls += 1;
         if self
             .call(folios, memcg, now, |op, cx| op.evict_folios(cx, &mut ev))
             .is_none()
@@ -607,11 +621,11 @@ impl CacheExt {
             return (0, 0);
         }
         if ev.aborted() {
-            self.stats.evict_aborted += 1;
+            self.stats_mut(memcg).evict_aborted += 1;
             return (0, 0);
         }
         let proposed = ev.nr_proposed();
-        self.stats.candidates += proposed as u64;
+        self.stats_mut(memcg).candidates += proposed as u64;
         let mut n = 0;
         for &id in ev.candidates() {
             let ok = (id as usize) < folios.f.len()
@@ -628,7 +642,7 @@ impl CacheExt {
                 out[n] = id;
                 n += 1;
             } else {
-                self.stats.candidates_invalid += 1;
+                self.stats_mut(memcg).candidates_invalid += 1;
             }
         }
         (n, proposed)

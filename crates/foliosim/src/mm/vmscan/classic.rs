@@ -447,7 +447,7 @@ impl ClassicLru {
         let got = shrink_folio_list(core, self, &mut list, sc);
         self.move_folios_to_lru(core, &list);
         core.count_pgsteal(memcg, true, got, sc);
-        core.cache_ext.stats.candidates_reclaimed += got;
+        core.cache_ext.stats_mut(memcg).candidates_reclaimed += got;
         list.clear();
         self.scratch = list;
         got
@@ -465,7 +465,7 @@ impl ClassicLru {
             if got * 5 >= request * 4 {
                 return;
             }
-            core.cache_ext.stats.fallthrough += 1;
+            core.cache_ext.stats_mut(memcg).fallthrough += 1;
         }
         let targets = nr;
         let nr_to_reclaim = sc.nr_to_reclaim;
