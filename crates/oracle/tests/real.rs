@@ -141,11 +141,12 @@ fn real_probe_and_fio_cases() {
                 "one cold stat(): blocks read in the group {blocks:?}, expected 1..={most}"
             );
             for m in runs {
-                // Host-wide KiB read during the run, less the group's; a
-                // little slack for other processes on the host.
+                // Host-wide KiB read during the run, less the group's; slack
+                // for other processes on the host (the old harness read 140
+                // KiB outside: its start-up and the workload's window).
                 let outside = m["vmstat.pgpgin"] - m["io.rbytes"] / 1024.0;
                 assert!(
-                    outside <= 16.0,
+                    outside <= 64.0,
                     "{outside} KiB read outside the group during a one-stat() run"
                 );
             }
