@@ -365,14 +365,6 @@ impl Watchdog {
     }
 }
 
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.shutdown = true;
-        self.wake.notify_all();
-    }
-}
-
 /// The watchdog thread holds an Arc too: this handle stops it on drop.
 struct WatchdogHandle(Arc<Watchdog>);
 
@@ -384,7 +376,7 @@ impl Drop for WatchdogHandle {
     }
 }
 
-/// The hooks a policy object may define.
+/// The hooks a policy object may define (indices into `PyPolicy::has`).
 const HOOKS: [&str; 6] = [
     "init",
     "folio_added",
@@ -393,6 +385,12 @@ const HOOKS: [&str; 6] = [
     "admit_folio",
     "evict_folios",
 ];
+const INIT: usize = 0;
+const FOLIO_ADDED: usize = 1;
+const FOLIO_ACCESSED: usize = 2;
+const FOLIO_EVICTED: usize = 3;
+const ADMIT_FOLIO: usize = 4;
+const EVICT_FOLIOS: usize = 5;
 
 /// One Python policy instance attached to a memcg.
 pub struct PyPolicy {
@@ -434,23 +432,20 @@ impl PyPolicy {
         }
     }
 
-    /// Calls `method(ctx, *args)` if the object has it (an unset member
-    /// does nothing, as in struct_ops). Errors are one line.
+    /// Calls hook `hook` as `method(ctx, *args)` if the object has it (an
+    /// unset member does nothing, as in struct_ops). Errors are one line.
     fn invoke<R>(
         &self,
         cx: &mut CacheExtCtx,
         ev: Option<&mut EvictionCtx>,
-        method: &str,
-        args: impl FnOnce(Python<'_>) -> Vec<Py<PyAny>>,
+        hook: usize,
+        args: &[u64],
         ret: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> Result<Option<R>, String> {
-        if HOOKS
-            .iter()
-            .zip(self.has)
-            .any(|(h, has)| *h == method && !has)
-        {
+        if !self.has[hook] {
             return Ok(None);
         }
+        let method = HOOKS[hook];
         Python::attach(|py| {
             let obj = self.obj.bind(py);
             let ctx = Py::new(
@@ -467,9 +462,13 @@ impl PyPolicy {
                 },
             )
             .map_err(|e| self.fail(py, method, &e))?;
-            let mut all: Vec<Py<PyAny>> = vec![ctx.clone_ref(py).into_any()];
-            all.extend(args(py));
-            let tid = current_ident(py);
+            let mut all: Vec<Bound<'_, PyAny>> = vec![ctx.bind(py).clone().into_any()];
+            for &a in args {
+                let Ok(o) = a.into_pyobject(py);
+                all.push(o.into_any());
+            }
+            // SAFETY: the GIL is held; the call has no other precondition.
+            let tid = unsafe { pyo3::ffi::PyThread_get_thread_ident() } as std::os::raw::c_long;
             let t0 = Instant::now();
             self.watchdog.0.arm(tid, self.budget);
             let r = PyTuple::new(py, all).and_then(|a| obj.call_method1(method, a));
@@ -504,17 +503,6 @@ impl PyPolicy {
     }
 }
 
-/// The calling thread's `threading.get_ident()` (what SetAsyncExc takes).
-fn current_ident(py: Python<'_>) -> std::os::raw::c_long {
-    py.import("threading")
-        .and_then(|t| {
-            t.getattr("get_ident")?
-                .call0()?
-                .extract::<std::os::raw::c_long>()
-        })
-        .unwrap_or(0)
-}
-
 /// Builds the run-time registry entry for `py:NAME`: each run calls
 /// `factory()` for a fresh policy object.
 pub fn external(
@@ -541,45 +529,26 @@ impl CacheExtOps for PyPolicy {
     fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String> {
         // attach() adds "policy NAME: init: " itself.
         let lead = format!("policy {}: init: ", self.spec);
-        self.invoke(cx, None, "init", |_| Vec::new(), |_| Ok(()))
+        self.invoke(cx, None, INIT, &[], |_| Ok(()))
             .map(|_| ())
             .map_err(|e| e.strip_prefix(&lead).map(str::to_string).unwrap_or(e))
     }
 
     fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        self.hook(cx, "folio_added", id);
+        self.hook(cx, FOLIO_ADDED, id);
     }
 
     fn folio_accessed(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        self.hook(cx, "folio_accessed", id);
+        self.hook(cx, FOLIO_ACCESSED, id);
     }
 
     fn folio_evicted(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-        self.hook(cx, "folio_evicted", id);
+        self.hook(cx, FOLIO_EVICTED, id);
     }
 
     fn admit_folio(&mut self, cx: &mut CacheExtCtx, req: &AdmissionCtx) -> bool {
-        let (m, i, n) = (req.mapping, req.index, req.nr_pages);
-        let r = self.invoke(
-            cx,
-            None,
-            "admit_folio",
-            |py| {
-                vec![
-                    m.into_pyobject(py)
-                        .map(|o| o.into_any().unbind())
-                        .unwrap_or_else(|_| py.None()),
-                    i.into_pyobject(py)
-                        .map(|o| o.into_any().unbind())
-                        .unwrap_or_else(|_| py.None()),
-                    n.into_pyobject(py)
-                        .map(|o| o.into_any().unbind())
-                        .unwrap_or_else(|_| py.None()),
-                ]
-            },
-            |v| v.is_truthy(),
-        );
-        match r {
+        let args = [req.mapping as u64, req.index, req.nr_pages];
+        match self.invoke(cx, None, ADMIT_FOLIO, &args, |v| v.is_truthy()) {
             Ok(b) => b.unwrap_or(false),
             Err(e) => {
                 cx.fail(e);
@@ -589,27 +558,16 @@ impl CacheExtOps for PyPolicy {
     }
 
     fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
-        if let Err(e) = self.invoke(cx, Some(ev), "evict_folios", |_| Vec::new(), |_| Ok(())) {
+        if let Err(e) = self.invoke(cx, Some(ev), EVICT_FOLIOS, &[], |_| Ok(())) {
             cx.fail(e);
         }
     }
 }
 
 impl PyPolicy {
-    fn hook(&mut self, cx: &mut CacheExtCtx, method: &str, id: FolioId) {
-        let r = self.invoke(
-            cx,
-            None,
-            method,
-            |py| {
-                vec![id
-                    .into_pyobject(py)
-                    .map(|o| o.into_any().unbind())
-                    .unwrap_or_else(|_| py.None())]
-            },
-            |_| Ok(()),
-        );
-        if let Err(e) = r {
+    /// A hook called with one folio; a failure stops the run.
+    fn hook(&mut self, cx: &mut CacheExtCtx, hook: usize, id: FolioId) {
+        if let Err(e) = self.invoke(cx, None, hook, &[id as u64], |_| Ok(())) {
             cx.fail(e);
         }
     }

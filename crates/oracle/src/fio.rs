@@ -33,10 +33,10 @@ pub fn command(dir: &Path) -> Command {
     c
 }
 
-/// Runs fio once on a job that does no I/O (`ioengine=null`), in `/` (not
-/// near the workload's files: fio looks its job's file name up in its
-/// directory even for the null engine) and outside any group, so that what every fio run reads at start-up is cached
-/// before the measured run: measured on this host with the
+/// Runs fio once on a job that does no I/O (`ioengine=null`), in `/` (away
+/// from the workload's files) and outside any group, so that what every
+/// fio run reads at start-up is cached before the measured run: measured
+/// on this host with the
 /// mm_filemap_add_to_page_cache tracepoint, a cold start read 38 blocks into
 /// the group (localtime()'s time zone: an inode-table window of the zoneinfo
 /// directory, its directory blocks and the zone file; the lookups of

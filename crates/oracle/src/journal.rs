@@ -83,6 +83,12 @@ pub fn path() -> PathBuf {
     if let Some(p) = std::env::var_os(ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
+    default_path()
+}
+
+/// The journal's place without `$FOLIOSIM_ORACLE_JOURNAL`: [`DEFAULT_PATH`]
+/// for root, the temporary directory for other users.
+fn default_path() -> PathBuf {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     if uid == 0 {
@@ -149,18 +155,11 @@ fn unescape(s: &str) -> String {
 /// (a kill -9 included).
 pub struct InstanceLock(#[allow(dead_code)] File);
 
-/// The instance lock's file: beside the default journal for root, in the
-/// temporary directory for other users (it does not follow
-/// `$FOLIOSIM_ORACLE_JOURNAL`: the host is shared whatever the journal).
+/// The instance lock's file: beside the default journal (it does not
+/// follow `$FOLIOSIM_ORACLE_JOURNAL`: the host is shared whatever the
+/// journal).
 pub fn instance_lock_path() -> PathBuf {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        Path::new(DEFAULT_PATH).with_file_name("oracle.lock")
-    } else {
-        std::env::temp_dir().join(format!("foliosim-oracle-{}.lock", unsafe {
-            libc::geteuid()
-        }))
-    }
+    default_path().with_extension("lock")
 }
 
 /// Takes the instance lock, waiting (and saying so on stderr, one line)

@@ -471,14 +471,13 @@ fn run_real(
         return Ok((runs, layouts));
     }
     preflight(case, &scratch.dir)?;
-    let _one_oracle = crate::journal::instance_lock()?;
+    let _host = crate::scn::hostcfg::hold_host()?;
     let _ra = match case.read_ahead_kb {
         Some(kb) if kb != host.read_ahead_kb => {
             Some(ReadAheadGuard::set(&host.read_ahead_path, kb)?)
         }
         _ => None,
     };
-    let _damon = crate::scn::hostcfg::pause_damon()?;
     let (work, job) = prepare(case, scratch)?;
     // The model reads the metadata blocks of the files as laid out before
     // each run (their inodes, directory and data groups), as measured inputs.

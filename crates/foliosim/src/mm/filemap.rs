@@ -406,7 +406,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let f = self.core.folios.get_mut(id);
             f.mapping = mapping;
             f.index = index as u32;
-            f.flags = pg::LOCKED | pg::UPTODATE;
+            // Locked and not uptodate while it is inserted, as
+            // __filemap_add_folio() sees it; the model completes the read
+            // (folio_end_read()) at the end of the insertion, and
+            // CacheExt's reads-in-flight view shows it locked until the
+            // read's completion time.
+            f.flags = pg::LOCKED;
         }
         let shadow = match self.core.files[mapping as usize].set_folio(index, id) {
             Slot::Shadow(s) => Some(s),
@@ -431,7 +436,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
             .cache_ext
             .folio_added(&self.core.folios, id, self.core.now);
         self.policy.folio_add_lru(&mut self.core, id);
-        self.core.folios.get_mut(id).clear(pg::LOCKED);
+        let f = self.core.folios.get_mut(id);
+        f.set(pg::UPTODATE);
+        f.clear(pg::LOCKED);
         Some(id)
     }
 

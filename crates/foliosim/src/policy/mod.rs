@@ -65,11 +65,16 @@ pub type ExternalPolicy =
 /// Policies registered at run time under `py:NAME` (the Python package's:
 /// a policy class written in Python). Process-wide, as the spec that names
 /// one travels through command lines and scenario files.
-static EXTERNAL: std::sync::Mutex<Vec<(String, ExternalPolicy)>> =
-    std::sync::Mutex::new(Vec::new());
+static EXTERNAL: std::sync::Mutex<std::collections::BTreeMap<String, ExternalPolicy>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// The prefix of run-time policies' specs.
 pub const EXTERNAL_PREFIX: &str = "py:";
+
+fn registry() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<String, ExternalPolicy>>
+{
+    EXTERNAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Registers (or replaces) `py:NAME`. NAME: letters, digits, `_`, `-`, `.`.
 pub fn register_external(name: &str, build: ExternalPolicy) -> Result<(), String> {
@@ -82,27 +87,17 @@ pub fn register_external(name: &str, build: ExternalPolicy) -> Result<(), String
             "policy name {name:?}: use letters, digits, '_', '-' and '.'"
         ));
     }
-    let mut reg = EXTERNAL.lock().unwrap_or_else(|e| e.into_inner());
-    reg.retain(|(n, _)| n != name);
-    reg.push((name.to_string(), build));
+    registry().insert(name.to_string(), build);
     Ok(())
 }
 
 /// Removes `py:NAME` (no-op if absent).
 pub fn unregister_external(name: &str) {
-    EXTERNAL
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|(n, _)| n != name);
+    registry().remove(name);
 }
 
 fn external(name: &str) -> Option<ExternalPolicy> {
-    EXTERNAL
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, b)| b.clone())
+    registry().get(name).cloned()
 }
 
 fn unknown_external(name: &str) -> String {

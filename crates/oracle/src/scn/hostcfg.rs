@@ -333,11 +333,28 @@ pub fn running_kdamonds() -> Vec<PathBuf> {
 /// 27 s run (major faults at fio's exit, traced with
 /// mm_filemap_delete_from_page_cache from kdamond.0). The model has no
 /// DAMON; the real runs are measured without it.
-pub fn pause_damon() -> Result<Vec<ValueGuard>, String> {
+fn pause_damon() -> Result<Vec<ValueGuard>, String> {
     running_kdamonds()
         .iter()
         .map(|p| ValueGuard::set(p, "off"))
         .collect()
+}
+
+/// What every real run holds while it changes the host: the instance lock
+/// (one oracle at a time), then the host's kdamonds stopped. Fields drop
+/// in order: DAMON is back on before the lock goes.
+pub struct HostHold {
+    _damon: Vec<ValueGuard>,
+    _lock: journal::InstanceLock,
+}
+
+/// Takes the instance lock (waiting for another oracle), then stops DAMON.
+pub fn hold_host() -> Result<HostHold, String> {
+    let _lock = journal::instance_lock()?;
+    Ok(HostHold {
+        _damon: pause_damon()?,
+        _lock,
+    })
 }
 
 impl Drop for ValueGuard {

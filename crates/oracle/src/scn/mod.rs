@@ -609,7 +609,7 @@ pub fn run_real(
     let CgroupFlavor::V1 { mount } = &host.cgroup else {
         unreachable!("skip_reason")
     };
-    let _one_oracle = crate::journal::instance_lock()?;
+    let _host = hostcfg::hold_host()?;
     let exe = opts
         .probe_cmd
         .first()
@@ -642,7 +642,7 @@ pub fn run_real(
     } else {
         None
     };
-    let mut _values = hostcfg::pause_damon()?;
+    let mut _values = Vec::new();
     for (k, v) in &sc.machine.sysctl {
         let p = hostcfg::sysctl_path(k).expect("checked by skip_reason");
         _values.push(ValueGuard::set(&p, v)?);

@@ -354,13 +354,6 @@ impl ReadsInFlight {
     fn view(&self, f: &Folio, now: u64) -> Folio {
         let mut v = *f;
         if f.is_file_lru() {
-            // Locked here means being added (__filemap_add_folio(), before
-            // any read is submitted): not uptodate yet. The model sets
-            // PG_uptodate at insertion.
-            if f.test(pg::LOCKED) {
-                v.flags &= !pg::UPTODATE;
-                return v;
-            }
             let i = f.index as u64;
             if self
                 .ring
@@ -400,11 +393,9 @@ impl CacheExt {
         self.stats.get(memcg as usize).cloned().unwrap_or_default()
     }
 
-    /// `memcg`'s counts, to add to (grown on first use: slow paths only).
+    /// `memcg`'s counts, to add to: a memcg with a policy (sized with
+    /// `ops` at attach; the hooks count only for such memcgs).
     pub fn stats_mut(&mut self, memcg: u16) -> &mut CacheExtStats {
-        if self.stats.len() <= memcg as usize {
-            self.stats.resize_with(memcg as usize + 1, Default::default);
-        }
         &mut self.stats[memcg as usize]
     }
 
@@ -454,6 +445,7 @@ impl CacheExt {
             .ensure(folios.capacity(), nr_memcgs.max(memcg as usize + 1));
         if self.ops.len() <= memcg as usize {
             self.ops.resize_with(memcg as usize + 1, || None);
+            self.stats.resize_with(memcg as usize + 1, Default::default);
         }
         if self.ops[memcg as usize].is_some() {
             return Err(format!("memcg {memcg} already has a cache_ext policy"));
@@ -612,6 +604,9 @@ impl CacheExt {
         now: u64,
         out: &mut [FolioId; CACHE_EXT_EVICT_BATCH],
     ) -> (usize, usize) {
+        if !self.active(memcg) {
+            return (0, 0);
+        }
         let mut ev = EvictionCtx::new(request);
         self.stats_mut(memcg).evict_calls += 1;
         if self
