@@ -63,7 +63,9 @@ struct MachineArgs {
     /// Variants, comma or plus separated.
     #[arg(long, value_delimiter = ',')]
     variant: Vec<String>,
-    /// Device profile: nvme, sata-ssd, hdd, virtio, ramdisk, zram.
+    /// Device profile: nvme, sata-ssd, hdd, virtio, ramdisk, zram;
+    /// NAME:latency=DUR sets its per-request latency (e.g. virtio:latency=45us,
+    /// a bare number is microseconds: the oracle gives the host's measured one).
     #[arg(long)]
     device: Option<String>,
     /// Swap: none, zram:SIZE or disk:SIZE.
@@ -111,6 +113,39 @@ struct MachineArgs {
     trace: trace_args::TraceArgs,
 }
 
+/// `--device NAME[:latency=DUR]`: a profile, with its per-request latency
+/// replaced when given (a bare number is microseconds, as fio's latency
+/// options).
+pub(crate) fn parse_device(spec: &str) -> Result<DeviceProfile, String> {
+    let (name, opts) = match spec.split_once(':') {
+        Some((n, o)) => (n, Some(o)),
+        None => (spec, None),
+    };
+    let mut d = DeviceProfile::by_name(name).ok_or_else(|| {
+        format!(
+            "unknown profile '{name}' ({})",
+            foliosim::mm::blkdev::PROFILES.join(", ")
+        )
+    })?;
+    for kv in opts.into_iter().flat_map(|o| o.split(',')) {
+        match kv.split_once('=') {
+            Some(("latency", v)) => {
+                let ns = foliosim_workload::units::parse_time_ns(v, 1_000)?;
+                if ns == 0 || ns > 10_000_000_000 {
+                    return Err(format!("latency '{v}' out of range (1ns to 10s)"));
+                }
+                d.latency_ns = ns;
+            }
+            _ => {
+                return Err(format!(
+                    "unknown device option '{kv}' in '{spec}' (latency=DUR)"
+                ))
+            }
+        }
+    }
+    Ok(d)
+}
+
 impl MachineArgs {
     fn config(&self) -> Result<SimConfig, String> {
         let mut mm = MmConfig::default();
@@ -143,12 +178,7 @@ impl MachineArgs {
         }
         mm.variants = variants;
         if let Some(d) = &self.device {
-            mm.device = DeviceProfile::by_name(d).ok_or_else(|| {
-                format!(
-                    "--device: unknown profile '{d}' ({})",
-                    foliosim::mm::blkdev::PROFILES.join(", ")
-                )
-            })?;
+            mm.device = parse_device(d).map_err(|e| format!("--device: {e}"))?;
         }
         if let Some(s) = &self.swap {
             let (kind, size) = match s.split_once(':') {
@@ -1120,6 +1150,52 @@ pub fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_takes_a_profile_and_its_latency() {
+        let d = parse_device("virtio").unwrap();
+        assert_eq!((d.name, d.latency_ns), ("virtio", 70_000));
+        assert_eq!(
+            parse_device("virtio:latency=45us").unwrap().latency_ns,
+            45_000
+        );
+        // A bare number is microseconds, as fio's latency options.
+        assert_eq!(parse_device("nvme:latency=48").unwrap().latency_ns, 48_000);
+        let d = parse_device("sata-ssd:latency=48300ns").unwrap();
+        assert_eq!(
+            (d.name, d.latency_ns, d.queue_depth),
+            ("sata-ssd", 48_300, 32)
+        );
+        for (bad, why) in [
+            (
+                "floppy",
+                "unknown profile 'floppy' (nvme, sata-ssd, hdd, virtio, ramdisk, zram)",
+            ),
+            (
+                "virtio:latncy=4",
+                "unknown device option 'latncy=4' in 'virtio:latncy=4' (latency=DUR)",
+            ),
+            ("virtio:latency=0", "latency '0' out of range (1ns to 10s)"),
+            (
+                "virtio:latency=11s",
+                "latency '11s' out of range (1ns to 10s)",
+            ),
+            (
+                "virtio:latency=4parsecs",
+                "bad time '4parsecs' (unknown unit)",
+            ),
+        ] {
+            assert_eq!(parse_device(bad).unwrap_err(), why, "{bad}");
+        }
+        let e = MachineArgs {
+            device: Some("virtio:latency=x".into()),
+            ..MachineArgs::default()
+        }
+        .config()
+        .map(|_| ())
+        .unwrap_err();
+        assert_eq!(e, "--device: bad time 'x'");
+    }
 
     #[test]
     fn sysctl_sets_the_stats_flush_switches_and_rejects_bad_values() {

@@ -18,6 +18,9 @@ pub(crate) fn oracle_model(
         ..MmConfig::default()
     };
     mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    if let Some(d) = host_device(host) {
+        mm.device = parse_device(&d)?;
+    }
     mm.fs = oracle_fs(host)?;
     let lru = match host.lru_gen {
         Some(v) if v != 0 => LruKind::Mglru,
@@ -31,24 +34,67 @@ pub(crate) fn oracle_model(
         timeline: false,
         lru_gen_sysctl: Vec::new(),
     };
-    let r = match &case.kind {
+    let classic = matches!(lru, LruKind::Classic);
+    match &case.kind {
         foliosim_oracle::CaseKind::Probe { spec, variant } => {
             let mut cfg = cfg;
             for v in variant {
                 cfg.mm.variants.apply(v)?;
             }
-            sim::run_probe(cfg, spec)
+            over_flush_phases(classic, cfg, |c| {
+                Ok(oracle_counters(&sim::run_probe(c, spec)))
+            })
         }
         foliosim_oracle::CaseKind::Fio { job_file, .. } => {
             let jobs =
                 foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
-            sim::run_fio(cfg, &jobs)
+            over_flush_phases(classic, cfg, |c| {
+                Ok(oracle_counters(&sim::run_fio(c, &jobs)))
+            })
         }
-        foliosim_oracle::CaseKind::Scenario { scenario } => {
-            return oracle_scenario(host, case, scenario)
-        }
-    };
-    Ok(oracle_counters(&r))
+        foliosim_oracle::CaseKind::Scenario { scenario } => oracle_scenario(host, case, scenario),
+    }
+}
+
+/// Phases of the first periodic memcg stats flush the model is run at
+/// (FLUSH_TIME / FLUSH_PHASES apart, the last at FLUSH_TIME).
+const FLUSH_PHASES: u64 = 9;
+
+/// The host's classic reclaim reads memcg statistics as flushed every 2 s
+/// (rstat), at a phase the workload does not choose: the model runs with
+/// the lazy flush at FLUSH_PHASES evenly spaced phases and answers each
+/// counter's median, as the real side answers its runs' median. MGLRU reads
+/// no flushed statistics: one run.
+fn over_flush_phases(
+    classic: bool,
+    cfg: SimConfig,
+    mut run: impl FnMut(SimConfig) -> Result<BTreeMap<String, f64>, String>,
+) -> Result<BTreeMap<String, f64>, String> {
+    if !classic {
+        return run(cfg);
+    }
+    let mut runs = Vec::new();
+    for k in 1..=FLUSH_PHASES {
+        let mut c = cfg.clone();
+        c.mm.memcg_stats_lazy_flush = true;
+        c.mm.stats_flush_phase_ns = foliosim::mm::FLUSH_TIME_NS * k / FLUSH_PHASES;
+        runs.push(run(c)?);
+    }
+    let names: std::collections::BTreeSet<&String> = runs.iter().flat_map(|m| m.keys()).collect();
+    Ok(names
+        .into_iter()
+        .filter_map(|k| {
+            let v: Vec<f64> = runs.iter().filter_map(|m| m.get(k).copied()).collect();
+            foliosim_oracle::compare::median(&v).map(|x| (k.clone(), x))
+        })
+        .collect())
+}
+
+/// The model's device: the virtio profile with the host's measured read
+/// latency, when the oracle measured one.
+fn host_device(host: &foliosim_oracle::HostInfo) -> Option<String> {
+    host.read_latency_ns
+        .map(|ns| format!("virtio:latency={ns}ns"))
 }
 
 /// The model's ext4 from the host's: its measured geometry and the case's
@@ -111,6 +157,7 @@ fn oracle_scenario(
             .into(),
         ),
         sysctl: vec![format!("fault_around_bytes={}", host.fault_around_bytes)],
+        device: host_device(host),
         ..MachineArgs::default()
     };
     let mut m = run_cmd::with_scenario_defaults(&cli, sc)?;
@@ -118,8 +165,11 @@ fn oracle_scenario(
     // later entries win).
     m.sysctl
         .insert(0, format!("vm.swappiness={}", host.swappiness));
-    let r = foliosim::scenario::run_scenario(m.config()?, sc)?;
-    Ok(oracle_scenario_counters(sc, &r))
+    let classic = matches!(m.lru.as_deref(), None | Some("classic"));
+    over_flush_phases(classic, m.config()?, |c| {
+        let r = foliosim::scenario::run_scenario(c, sc)?;
+        Ok(oracle_scenario_counters(sc, &r))
+    })
 }
 
 /// memory.stat names of a model memcg map as the oracle reads them (v1's
@@ -270,6 +320,59 @@ mod tests {
         // Read from memory.max_usage_in_bytes beside memory.stat.
         v.push("peak".into());
         v
+    }
+
+    /// On a classic host the model runs once per flush phase, lazily
+    /// flushed, and answers each counter's median; on MGLRU once, as
+    /// configured.
+    #[test]
+    fn classic_hosts_get_the_median_over_flush_phases() {
+        let cfg = MachineArgs::default().config().unwrap();
+        let seen = std::cell::RefCell::new(Vec::new());
+        let m = over_flush_phases(true, cfg.clone(), |c| {
+            assert!(c.mm.memcg_stats_lazy_flush);
+            let k = (seen.borrow().len() + 1) as f64;
+            seen.borrow_mut().push(c.mm.stats_flush_phase_ns);
+            // Counter "a" rises with the phase; "b" only in the last run.
+            let mut m = BTreeMap::from([("a".to_string(), k * 10.0)]);
+            if k == FLUSH_PHASES as f64 {
+                m.insert("b".into(), 7.0);
+            }
+            Ok(m)
+        })
+        .unwrap();
+        let phases: Vec<u64> = (1..=FLUSH_PHASES)
+            .map(|k| 2_000_000_000 * k / FLUSH_PHASES)
+            .collect();
+        assert_eq!(*seen.borrow(), phases);
+        assert_eq!(m["a"], 50.0);
+        assert_eq!(m["b"], 7.0);
+        let mut calls = 0;
+        let one = over_flush_phases(false, cfg, |c| {
+            calls += 1;
+            assert!(!c.mm.memcg_stats_lazy_flush);
+            Ok(BTreeMap::from([("a".to_string(), 3.0)]))
+        })
+        .unwrap();
+        assert_eq!((calls, one["a"]), (1, 3.0));
+        let e = over_flush_phases(true, MachineArgs::default().config().unwrap(), |_| {
+            Err::<BTreeMap<String, f64>, _>("boom".to_string())
+        });
+        assert_eq!(e.unwrap_err(), "boom");
+    }
+
+    /// A measured read latency becomes the model's device latency, for
+    /// scenario cases too (the real runs' I/O sets the model's clock).
+    #[test]
+    fn the_hosts_read_latency_is_the_models_device_latency() {
+        let mut h = host();
+        assert_eq!(host_device(&h), None);
+        h.read_latency_ns = Some(48_300);
+        assert_eq!(host_device(&h).as_deref(), Some("virtio:latency=48300ns"));
+        assert_eq!(
+            parse_device(&host_device(&h).unwrap()).unwrap().latency_ns,
+            48_300
+        );
     }
 
     /// The oracle's model call takes the host's measured ext4 and the

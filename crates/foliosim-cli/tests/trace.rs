@@ -621,3 +621,53 @@ fn assert_counts_match_counters(n: &BTreeMap<&str, u64>, row: &serde_json::Value
     );
     assert!(c("mm_filemap_map_pages") >= c("mm_filemap_fault"));
 }
+
+/// mm_vmscan_lru_shrink_inactive's reclaim_stat on the anon list of an
+/// anon+file mix (zram: no dirty or writeback folios): every scanned folio
+/// was reclaimed, activated or kept by folio_check_references()
+/// (nr_ref_keep: its young PTE seen for the first time), and the events sum
+/// to vmstat's pgscan_anon and pgsteal_anon.
+#[test]
+fn shrink_inactive_accounts_for_every_scanned_anon_folio() {
+    let path = tmp("mix60.txt");
+    let case = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../oracle/cases/scn-mix-swappiness-60.toml"
+    );
+    let out = foliosim(&[
+        "run",
+        case,
+        "--json",
+        "--trace",
+        path.to_str().unwrap(),
+        "--trace-events",
+        "mm_vmscan_lru_shrink_inactive",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (mut scanned, mut reclaimed, mut activated, mut kept) = (0, 0, 0, 0);
+    for l in read_trace(&path) {
+        if !l.fields.contains("RECLAIM_WB_ANON") {
+            continue;
+        }
+        let (s, rc) = (
+            field(&l.fields, "nr_scanned"),
+            field(&l.fields, "nr_reclaimed"),
+        );
+        let a = field(&l.fields, "nr_activate_anon");
+        let k = field(&l.fields, "nr_ref_keep");
+        assert_eq!(s, rc + a + k, "{l:?}");
+        (scanned, reclaimed, activated, kept) =
+            (scanned + s, reclaimed + rc, activated + a, kept + k);
+    }
+    assert_eq!(scanned, r["vmstat"]["pgscan_anon"].as_u64().unwrap());
+    assert_eq!(reclaimed, r["vmstat"]["pgsteal_anon"].as_u64().unwrap());
+    assert!(
+        kept > 0 && activated > 0 && reclaimed > 0,
+        "{kept} {activated} {reclaimed}"
+    );
+}

@@ -69,6 +69,11 @@ pub struct HostInfo {
     /// files); the oracle stops them for its real runs
     /// (scn::hostcfg::pause_damon).
     pub kdamonds_on: u32,
+    /// Median latency of a random 4 KiB O_DIRECT read (QD1) on the scratch
+    /// directory's device, ns (run::measure_read_latency; the model's
+    /// device latency). None until measured, or where it cannot be
+    /// (tmpfs has no O_DIRECT).
+    pub read_latency_ns: Option<u64>,
     pub cgroup: CgroupFlavor,
     /// MAJ:MIN of the disk whose queue holds `read_ahead_path` (for
     /// per-cgroup block I/O accounting).
@@ -109,6 +114,7 @@ impl HostInfo {
             lru_gen: None,
             swap_total_bytes: 0,
             kdamonds_on: 0,
+            read_latency_ns: None,
             cgroup: CgroupFlavor::V1 {
                 mount: "/sys/fs/cgroup/memory".into(),
             },
@@ -222,6 +228,7 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         thp_enabled,
         lru_gen,
         kdamonds_on: crate::scn::hostcfg::running_kdamonds().len() as u32,
+        read_latency_ns: None,
         swap_total_bytes,
         cgroup,
         disk_devno,

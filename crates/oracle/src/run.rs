@@ -153,6 +153,77 @@ impl Drop for Scratch {
     }
 }
 
+/// The scratch device's read latency, as the model's device latency: the
+/// median of random 4 KiB O_DIRECT reads at queue depth 1 over a 64 MiB file
+/// written for it in the scratch directory (removed with the scratch; its
+/// cached pages are dropped after the write). Reads by a fixed sequence, so
+/// only the device's own timing varies between runs.
+pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
+    use std::io::Write;
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    const SIZE: u64 = 64 << 20;
+    const READS: usize = 1024;
+    let p = scratch.dir.join("foliosim-read-latency");
+    scratch.track(p.clone())?;
+    let err = |e: io::Error| format!("{}: {e}", p.display());
+    {
+        let mut f = fs::File::create(&p).map_err(err)?;
+        let chunk: Vec<u8> = (0..1u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+            .collect();
+        for _ in 0..SIZE >> 20 {
+            f.write_all(&chunk).map_err(err)?;
+        }
+        f.sync_all().map_err(err)?;
+        // SAFETY: posix_fadvise only reads its arguments; the fd is open.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&p)
+        .map_err(err)?;
+    // O_DIRECT wants a block-aligned buffer: the aligned 4 KiB inside 8 KiB.
+    let mut raw = vec![0u8; 8192];
+    let off = raw.as_ptr().align_offset(4096);
+    let buf = &mut raw[off..off + 4096];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut ns = Vec::with_capacity(READS);
+    for i in 0..READS + 16 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let block = (x >> 33) % (SIZE / 4096);
+        let t = Instant::now();
+        f.read_exact_at(buf, block * 4096).map_err(err)?;
+        // The first reads warm the path (inode, extent tree): not counted.
+        if i >= 16 {
+            ns.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+    ns.sort_unstable();
+    Ok(ns[ns.len() / 2])
+}
+
+/// `host` with its measured read latency (measure_read_latency); without
+/// one, and the reason on stderr, when it cannot be measured.
+pub fn with_read_latency(host: &HostInfo, scratch: &mut Scratch, verbose: bool) -> HostInfo {
+    let mut h = host.clone();
+    match measure_read_latency(scratch) {
+        Ok(ns) => {
+            if verbose {
+                eprintln!("scratch device read latency (4 KiB, O_DIRECT, QD1): {:.1} us", ns as f64 / 1e3);
+            }
+            h.read_latency_ns = Some(ns);
+        }
+        Err(e) => eprintln!("foliosim oracle: read latency not measured ({e}): the model keeps its device profile's"),
+    }
+    h
+}
+
 /// Sets a device's read_ahead_kb and puts the old value back on drop; the
 /// old value is in the journal while the new one is set.
 pub struct ReadAheadGuard {
@@ -675,6 +746,29 @@ mod tests {
         assert!(probe_child_main(&["--pattern".into()])
             .unwrap_err()
             .contains("--file PATH"));
+    }
+
+    /// The read latency is measured on a file of the scratch directory,
+    /// which leaves with the scratch.
+    #[test]
+    fn read_latency_is_measured_inside_the_scratch_and_removed_with_it() {
+        // /var/tmp: on the root disk here (ext4), where O_DIRECT works.
+        let dir = std::path::PathBuf::from(format!(
+            "/var/tmp/foliosim-oracle-lat-{}",
+            std::process::id()
+        ));
+        let mut s = Scratch::new(&dir, false).unwrap();
+        let ns = measure_read_latency(&mut s).unwrap();
+        assert!((100..1_000_000_000).contains(&ns), "{ns} ns");
+        let f = dir.join("foliosim-read-latency");
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 20);
+        let h = with_read_latency(&fake_host(), &mut s, false);
+        assert!(h.read_latency_ns.is_some());
+        drop(s);
+        assert!(
+            !dir.exists(),
+            "the file and the scratch directory are removed"
+        );
     }
 
     #[test]

@@ -158,6 +158,7 @@ pub fn run_cases(
     model: ModelFn,
 ) -> Result<Report, String> {
     let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
+    let host = &crate::run::with_read_latency(host, &mut scratch, opts.verbose);
     let mut results = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         if opts.verbose {
@@ -383,6 +384,12 @@ pub fn render_host(h: &HostInfo) -> String {
                 0 => "no kdamond running".to_string(),
                 n => format!("{n} kdamond(s) running; stopped during the real runs"),
             },
+        ),
+        (
+            "read latency (4 KiB O_DIRECT, QD1, median)",
+            h.read_latency_ns.map_or("not measured".into(), |ns| {
+                format!("{:.1} us (the model's device latency)", ns as f64 / 1e3)
+            }),
         ),
         (
             "fault_around_bytes",

@@ -56,6 +56,9 @@ pub struct ScanControl {
     pub nr_immediate: u64,
     pub nr_pageout: u64,
     pub nr_activate: [u64; 2],
+    /// Folios folio_check_references() kept on the inactive list
+    /// (FOLIOREF_KEEP: young PTE, first look).
+    pub nr_ref_keep: u64,
     /// sc->nr: shrink_inactive_list()'s statistics summed over one
     /// shrink_node() pass, for its kswapd writeback checks.
     pub nr: NodeReclaimStat,
@@ -383,8 +386,8 @@ impl Core {
 }
 
 /// struct reclaim_stat as shrink_folio_list() left it in `sc`, for
-/// mm_vmscan_lru_shrink_inactive (nr_congested, nr_unmap_fail and
-/// nr_ref_keep are not modelled: 0).
+/// mm_vmscan_lru_shrink_inactive (nr_congested and nr_unmap_fail are not
+/// modelled: 0).
 pub fn trace_reclaim_stat(
     sc: &ScanControl,
     nr_scanned: u64,
@@ -398,7 +401,7 @@ pub fn trace_reclaim_stat(
         nr_writeback: sc.nr_writeback,
         nr_immediate: sc.nr_immediate,
         nr_activate: sc.nr_activate,
-        nr_ref_keep: 0,
+        nr_ref_keep: sc.nr_ref_keep,
         priority: sc.priority,
         file,
     }
@@ -434,6 +437,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     sc.nr_immediate = 0;
     sc.nr_pageout = 0;
     sc.nr_activate = [0; 2];
+    sc.nr_ref_keep = 0;
     let mut i = 0;
     while i < folios.len() {
         let id = folios[i];
@@ -499,6 +503,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 continue;
             }
             FolioRef::Keep => {
+                sc.nr_ref_keep += 1;
                 folios[keep] = id;
                 keep += 1;
                 continue;
