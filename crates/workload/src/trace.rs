@@ -234,6 +234,21 @@ impl TraceReader {
         let Inner::Bin { r, record } = &mut self.inner else {
             unreachable!()
         };
+        // A whole record in the reader's buffer: parse it in place (the
+        // common case; a record split across refills takes the copy below).
+        if let Ok(buf) = r.fill_buf() {
+            if buf.len() >= ORACLE_GENERAL_RECORD {
+                let rec = &buf[..ORACLE_GENERAL_RECORD];
+                let req = TraceReq {
+                    time: u32::from_le_bytes(rec[0..4].try_into().unwrap()) as u64,
+                    obj_id: u64::from_le_bytes(rec[4..12].try_into().unwrap()),
+                    obj_size: u32::from_le_bytes(rec[12..16].try_into().unwrap()),
+                };
+                r.consume(ORACLE_GENERAL_RECORD);
+                *record += 1;
+                return Some(Ok(req));
+            }
+        }
         let mut rec = [0u8; ORACLE_GENERAL_RECORD];
         let mut got = 0;
         while got < rec.len() {

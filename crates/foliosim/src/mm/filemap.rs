@@ -72,6 +72,8 @@ pub struct AddressSpace {
     pub nrshadows: u64,
     inflight: [InflightRead; INFLIGHT_RING],
     inflight_next: usize,
+    /// The latest completion time in `inflight`: past it, nothing is.
+    inflight_until: u64,
     /// Page-table pages of the file's mapping: one bit per 512-page region.
     pte_tables: Vec<u64>,
     pte_tables_memcg: MemcgId,
@@ -94,6 +96,7 @@ impl AddressSpace {
             nrshadows: 0,
             inflight: [InflightRead::default(); INFLIGHT_RING],
             inflight_next: 0,
+            inflight_until: 0,
             pte_tables: Vec::new(),
             pte_tables_memcg: 0,
             nr_pte_tables: 0,
@@ -345,11 +348,15 @@ impl AddressSpace {
             done,
         };
         self.inflight_next = (self.inflight_next + 1) % INFLIGHT_RING;
+        self.inflight_until = self.inflight_until.max(done);
     }
 
     /// When the read bringing in `index` completes, if still in flight.
     #[inline]
     pub fn io_done_at(&self, index: u64, now: u64) -> Option<u64> {
+        if now >= self.inflight_until {
+            return None;
+        }
         let i = index as u32;
         let mut latest = None;
         for r in &self.inflight {
@@ -492,6 +499,27 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let start = pos;
         let mut last_pos = file.ra.prev_pos;
         self.core.cpu(self.core.cost.syscall);
+        // A read inside one cached page whose folio needs nothing more
+        // (no readahead mark, no read in flight): the loop below would take
+        // a batch of one and do exactly this.
+        let index = pos >> PAGE_SHIFT;
+        if end > pos && (end - 1) >> PAGE_SHIFT == index {
+            let a = &self.core.files[mapping as usize];
+            if let Some(id) = a.folio(index) {
+                if !self.core.folios.get(id).test(pg::READAHEAD)
+                    && a.io_done_at(index, self.core.now).is_none()
+                {
+                    if (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != index {
+                        self.folio_mark_accessed(id);
+                    }
+                    self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
+                    self.core
+                        .cpu(self.core.cost.copy_page * (end - pos) / PAGE_SIZE + 20);
+                    file.ra.prev_pos = end;
+                    return Some(end - start);
+                }
+            }
+        }
         let mut batch: [FolioId; 32] = [0; 32];
         while pos < end {
             let index = pos >> PAGE_SHIFT;

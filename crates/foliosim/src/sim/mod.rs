@@ -372,7 +372,12 @@ impl Sim {
                 while len < AHEAD && pending_err.is_none() {
                     match reqs.next() {
                         Some(Ok(r)) => {
-                            let page = r.obj_id % file_pages;
+                            // Ids are usually below the file's size: skip the division.
+                            let page = if r.obj_id < file_pages {
+                                r.obj_id
+                            } else {
+                                r.obj_id % file_pages
+                            };
                             k.core.files[f.mapping as usize].prefetch_slot(page);
                             ring[(head + len) % AHEAD] = page;
                             len += 1;
