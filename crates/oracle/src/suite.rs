@@ -482,6 +482,29 @@ pub fn render_markdown(r: &Report) -> String {
         }
         s.push('\n');
     }
+    let fs = folio_sizes(&r.cases);
+    if !fs.is_empty() {
+        s.push_str(
+            "## Folio sizes\n\nmemcg v1 counts one `pgpgin` event per folio charged \
+             (memcg1_charge_statistics), so where the group's charges are its file reads, the \
+             pages read (`io.rbytes` / 4 KiB) per charge event is the mean size of the folios \
+             the host read into (cases whose reads are at least half their charge events; \
+             the model is order-0).\n\n\
+             | case | pages read | charge events | pages per folio, host | model |\n|---|---|---|---|---|\n",
+        );
+        for f in &fs {
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.2} | {} |\n",
+                f.case,
+                fmt_num(f.pages_read),
+                fmt_num(f.charge_events),
+                f.pages_per_folio,
+                f.model_pages_per_folio
+                    .map_or("-".into(), |x| format!("{x:.2}"))
+            ));
+        }
+        s.push('\n');
+    }
     s.push_str("## Cases\n\n| case | workload | memcg limit | read_ahead_kb | status |\n|---|---|---|---|---|\n");
     for c in &r.cases {
         let st = match &c.outcome {
@@ -543,6 +566,52 @@ pub fn render_markdown(r: &Report) -> String {
         }
     }
     s
+}
+
+/// One case's mean folio size, host and model (the report's "Folio sizes").
+#[derive(Clone, Debug, PartialEq)]
+pub struct FolioSize {
+    pub case: String,
+    pub pages_read: f64,
+    pub charge_events: f64,
+    pub pages_per_folio: f64,
+    pub model_pages_per_folio: Option<f64>,
+}
+
+/// Pages read per memcg v1 charge event (`io.rbytes` / 4 KiB over `pgpgin`)
+/// on each side, for the cases whose real reads are at least half their
+/// charge events (so the charges are mostly the reads' folios, not writes'
+/// or anon).
+pub fn folio_sizes(cases: &[CaseResult]) -> Vec<FolioSize> {
+    let mut out = Vec::new();
+    for c in cases {
+        let Outcome::Ran { rows, .. } = &c.outcome else {
+            continue;
+        };
+        let row = |k: &str| rows.iter().find(|r| r.counter == k);
+        let (Some(io), Some(ev)) = (row("io.rbytes"), row("pgpgin")) else {
+            continue;
+        };
+        let (Some(bytes), Some(events)) = (io.real_median, ev.real_median) else {
+            continue;
+        };
+        let pages = bytes / 4096.0;
+        if events <= 0.0 || pages < events / 2.0 {
+            continue;
+        }
+        let model = match (io.model, ev.model) {
+            (Some(b), Some(e)) if e > 0.0 => Some(b / 4096.0 / e),
+            _ => None,
+        };
+        out.push(FolioSize {
+            case: c.name.clone(),
+            pages_read: pages,
+            charge_events: events,
+            pages_per_folio: pages / events,
+            model_pages_per_folio: model,
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -732,5 +801,32 @@ mod tests {
             "no case had pgmajfault: not evaluated, not passed"
         );
         assert_eq!(r.criteria[1].share, None);
+    }
+
+    #[test]
+    fn folio_sizes_are_pages_read_per_charge_event_where_reads_dominate() {
+        let seq = ran(
+            "seq",
+            &[("io.rbytes", 131072.0 * 4096.0), ("pgpgin", 4096.0)],
+            &[("io.rbytes", 131072.0 * 4096.0), ("pgpgin", 131072.0)],
+        );
+        // Writes' charges, few reads: no estimate.
+        let write = ran(
+            "write",
+            &[("io.rbytes", 35.0 * 4096.0), ("pgpgin", 2871.0)],
+            &[("io.rbytes", 0.0), ("pgpgin", 131106.0)],
+        );
+        let no_io = ran("anon", &[("pgpgin", 10.0)], &[("pgpgin", 10.0)]);
+        let f = folio_sizes(&[seq, write, no_io]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].case, "seq");
+        assert_eq!(f[0].pages_per_folio, 32.0);
+        assert_eq!(f[0].model_pages_per_folio, Some(1.0));
+        let md = render_markdown(&build_report(fake_host(), 3, vec![ran(
+            "seq",
+            &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 512.0)],
+            &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 8192.0)],
+        )]));
+        assert!(md.contains("| seq | 8192 | 512 | 16.00 | 1.00 |"), "{md}");
     }
 }
