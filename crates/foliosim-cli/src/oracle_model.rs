@@ -34,23 +34,18 @@ pub(crate) fn oracle_model(
         timeline: false,
         lru_gen_sysctl: Vec::new(),
     };
-    let classic = matches!(lru, LruKind::Classic);
     match &case.kind {
         foliosim_oracle::CaseKind::Probe { spec, variant } => {
             let mut cfg = cfg;
             for v in variant {
                 cfg.mm.variants.apply(v)?;
             }
-            over_flush_phases(classic, cfg, |c| {
-                Ok(oracle_counters(&sim::run_probe(c, spec)))
-            })
+            over_flush_phases(cfg, |c| Ok(oracle_counters(&sim::run_probe(c, spec))))
         }
         foliosim_oracle::CaseKind::Fio { job_file, .. } => {
             let jobs =
                 foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
-            over_flush_phases(classic, cfg, |c| {
-                Ok(oracle_counters(&sim::run_fio(c, &jobs)))
-            })
+            over_flush_phases(cfg, |c| Ok(oracle_counters(&sim::run_fio(c, &jobs))))
         }
         foliosim_oracle::CaseKind::Scenario { scenario } => oracle_scenario(host, case, scenario),
     }
@@ -66,11 +61,10 @@ const FLUSH_PHASES: u64 = 9;
 /// counter's median, as the real side answers its runs' median. MGLRU reads
 /// no flushed statistics: one run.
 fn over_flush_phases(
-    classic: bool,
     cfg: SimConfig,
     mut run: impl FnMut(SimConfig) -> Result<BTreeMap<String, f64>, String>,
 ) -> Result<BTreeMap<String, f64>, String> {
-    if !classic {
+    if cfg.lru != LruKind::Classic {
         return run(cfg);
     }
     let mut runs = Vec::new();
@@ -80,14 +74,7 @@ fn over_flush_phases(
         c.mm.stats_flush_phase_ns = foliosim::mm::FLUSH_TIME_NS * k / FLUSH_PHASES;
         runs.push(run(c)?);
     }
-    let names: std::collections::BTreeSet<&String> = runs.iter().flat_map(|m| m.keys()).collect();
-    Ok(names
-        .into_iter()
-        .filter_map(|k| {
-            let v: Vec<f64> = runs.iter().filter_map(|m| m.get(k).copied()).collect();
-            foliosim_oracle::compare::median(&v).map(|x| (k.clone(), x))
-        })
-        .collect())
+    Ok(foliosim_oracle::compare::median_of_maps(&runs))
 }
 
 /// The model's device: the virtio profile with the host's measured read
@@ -165,8 +152,7 @@ fn oracle_scenario(
     // later entries win).
     m.sysctl
         .insert(0, format!("vm.swappiness={}", host.swappiness));
-    let classic = matches!(m.lru.as_deref(), None | Some("classic"));
-    over_flush_phases(classic, m.config()?, |c| {
+    over_flush_phases(m.config()?, |c| {
         let r = foliosim::scenario::run_scenario(c, sc)?;
         Ok(oracle_scenario_counters(sc, &r))
     })
@@ -328,8 +314,9 @@ mod tests {
     #[test]
     fn classic_hosts_get_the_median_over_flush_phases() {
         let cfg = MachineArgs::default().config().unwrap();
+        assert_eq!(cfg.lru, LruKind::Classic);
         let seen = std::cell::RefCell::new(Vec::new());
-        let m = over_flush_phases(true, cfg.clone(), |c| {
+        let m = over_flush_phases(cfg.clone(), |c| {
             assert!(c.mm.memcg_stats_lazy_flush);
             let k = (seen.borrow().len() + 1) as f64;
             seen.borrow_mut().push(c.mm.stats_flush_phase_ns);
@@ -348,14 +335,18 @@ mod tests {
         assert_eq!(m["a"], 50.0);
         assert_eq!(m["b"], 7.0);
         let mut calls = 0;
-        let one = over_flush_phases(false, cfg, |c| {
+        let mglru = SimConfig {
+            lru: LruKind::Mglru,
+            ..cfg
+        };
+        let one = over_flush_phases(mglru, |c| {
             calls += 1;
             assert!(!c.mm.memcg_stats_lazy_flush);
             Ok(BTreeMap::from([("a".to_string(), 3.0)]))
         })
         .unwrap();
         assert_eq!((calls, one["a"]), (1, 3.0));
-        let e = over_flush_phases(true, MachineArgs::default().config().unwrap(), |_| {
+        let e = over_flush_phases(MachineArgs::default().config().unwrap(), |_| {
             Err::<BTreeMap<String, f64>, _>("boom".to_string())
         });
         assert_eq!(e.unwrap_err(), "boom");

@@ -37,6 +37,26 @@ pub fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
+/// Counter-wise medians of several runs' counters (a counter absent from
+/// some runs is the median of the runs that have it).
+pub fn median_of_maps<'a>(
+    runs: impl IntoIterator<Item = &'a BTreeMap<String, f64>> + Clone,
+) -> BTreeMap<String, f64> {
+    let names: std::collections::BTreeSet<&String> =
+        runs.clone().into_iter().flat_map(|m| m.keys()).collect();
+    names
+        .into_iter()
+        .filter_map(|k| {
+            let v: Vec<f64> = runs
+                .clone()
+                .into_iter()
+                .filter_map(|m| m.get(k).copied())
+                .collect();
+            median(&v).map(|x| (k.clone(), x))
+        })
+        .collect()
+}
+
 pub fn spread_pct(v: &[f64]) -> Option<f64> {
     let m = median(v)?;
     if v.len() < 2 || m == 0.0 {

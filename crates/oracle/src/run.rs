@@ -628,18 +628,9 @@ fn model_per_layout(
             );
         }
     }
-    let names: std::collections::BTreeSet<&String> =
-        done.iter().flat_map(|(_, m)| m.keys()).collect();
-    Ok(names
-        .into_iter()
-        .filter_map(|k| {
-            let v: Vec<f64> = per_run
-                .iter()
-                .filter_map(|&i| done[i].1.get(k).copied())
-                .collect();
-            crate::compare::median(&v).map(|x| (k.clone(), x))
-        })
-        .collect())
+    Ok(crate::compare::median_of_maps(
+        per_run.iter().map(|&i| &done[i].1),
+    ))
 }
 
 /// Runs `case` for real (`opts.repeat` times) and in the model, and

@@ -822,11 +822,15 @@ mod tests {
         assert_eq!(f[0].case, "seq");
         assert_eq!(f[0].pages_per_folio, 32.0);
         assert_eq!(f[0].model_pages_per_folio, Some(1.0));
-        let md = render_markdown(&build_report(fake_host(), 3, vec![ran(
-            "seq",
-            &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 512.0)],
-            &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 8192.0)],
-        )]));
+        let md = render_markdown(&build_report(
+            fake_host(),
+            3,
+            vec![ran(
+                "seq",
+                &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 512.0)],
+                &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 8192.0)],
+            )],
+        ));
         assert!(md.contains("| seq | 8192 | 512 | 16.00 | 1.00 |"), "{md}");
     }
 }

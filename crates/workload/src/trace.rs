@@ -238,12 +238,7 @@ impl TraceReader {
         // common case; a record split across refills takes the copy below).
         if let Ok(buf) = r.fill_buf() {
             if buf.len() >= ORACLE_GENERAL_RECORD {
-                let rec = &buf[..ORACLE_GENERAL_RECORD];
-                let req = TraceReq {
-                    time: u32::from_le_bytes(rec[0..4].try_into().unwrap()) as u64,
-                    obj_id: u64::from_le_bytes(rec[4..12].try_into().unwrap()),
-                    obj_size: u32::from_le_bytes(rec[12..16].try_into().unwrap()),
-                };
+                let req = oracle_general_req(&buf[..ORACLE_GENERAL_RECORD]);
                 r.consume(ORACLE_GENERAL_RECORD);
                 *record += 1;
                 return Some(Ok(req));
@@ -281,14 +276,7 @@ impl TraceReader {
                 ),
             )));
         }
-        let time = u32::from_le_bytes(rec[0..4].try_into().unwrap()) as u64;
-        let obj_id = u64::from_le_bytes(rec[4..12].try_into().unwrap());
-        let obj_size = u32::from_le_bytes(rec[12..16].try_into().unwrap());
-        Some(Ok(TraceReq {
-            time,
-            obj_id,
-            obj_size,
-        }))
+        Some(Ok(oracle_general_req(&rec)))
     }
 
     fn next_csv(&mut self) -> Option<Result<TraceReq, ParseError>> {
@@ -401,6 +389,17 @@ impl TraceReader {
             obj_id,
             obj_size,
         })
+    }
+}
+
+/// One oracleGeneral record {u32 time; u64 id; u32 size; i64 next}, little
+/// endian (the next-access field is not used).
+#[inline]
+fn oracle_general_req(rec: &[u8]) -> TraceReq {
+    TraceReq {
+        time: u32::from_le_bytes(rec[0..4].try_into().unwrap()) as u64,
+        obj_id: u64::from_le_bytes(rec[4..12].try_into().unwrap()),
+        obj_size: u32::from_le_bytes(rec[12..16].try_into().unwrap()),
     }
 }
 

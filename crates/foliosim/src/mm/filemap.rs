@@ -509,13 +509,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 if !self.core.folios.get(id).test(pg::READAHEAD)
                     && a.io_done_at(index, self.core.now).is_none()
                 {
-                    if (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != index {
-                        self.folio_mark_accessed(id);
-                    }
-                    self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
-                    self.core
-                        .cpu(self.core.cost.copy_page * (end - pos) / PAGE_SIZE + 20);
-                    file.ra.prev_pos = end;
+                    let mark = (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != index;
+                    file.ra.prev_pos = self.filemap_copy_folio(id, index, mark, pos, end);
                     return Some(end - start);
                 }
             }
@@ -582,21 +577,30 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 // of the previous read is not marked accessed again.
                 // pos_same_folio(ki_pos, last_pos - 1): the previous read's
                 // last byte (prev_pos starts at -1, as in the kernel).
-                if i > 0 || (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != fi {
-                    self.folio_mark_accessed(id);
-                }
-                self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
-                let fstart = fi << PAGE_SHIFT;
-                let chunk_end = (fstart + PAGE_SIZE).min(end);
-                let copied = chunk_end - pos.max(fstart);
-                self.core
-                    .cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
-                pos = chunk_end;
+                let mark = i > 0 || (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != fi;
+                pos = self.filemap_copy_folio(id, fi, mark, pos, end);
                 last_pos = pos;
             }
         }
         file.ra.prev_pos = pos;
         Some(end - start)
+    }
+
+    /// filemap_read()'s copy of one uptodate folio (page `fi`) from `pos`
+    /// up to `end`: folio_mark_accessed() when `mark`, then the copy's
+    /// cost. Returns where the copy stopped.
+    #[inline]
+    fn filemap_copy_folio(&mut self, id: FolioId, fi: u64, mark: bool, pos: u64, end: u64) -> u64 {
+        if mark {
+            self.folio_mark_accessed(id);
+        }
+        self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
+        let fstart = fi << PAGE_SHIFT;
+        let chunk_end = (fstart + PAGE_SIZE).min(end);
+        let copied = chunk_end - pos.max(fstart);
+        self.core
+            .cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
+        chunk_end
     }
 
     /// filemap_get_read_batch(): contiguous cached folios from `index`,
