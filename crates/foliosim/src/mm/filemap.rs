@@ -15,6 +15,86 @@ use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 /// MMAP_LOTSAMISS: past this many net misses, mmap read-around stops.
 pub const MMAP_LOTSAMISS: u32 = 100;
 
+/// How many of seed 002's mmap_miss variants one run can follow.
+pub const MMAP_MISS_MAX_ALTS: usize = 3;
+
+/// Seed 002's mmap_miss variants (p1, p2) followed alongside a run made
+/// with other settings of the same two patches. The patches change only
+/// how `file_ra_state.mmap_miss` is counted, and nothing but
+/// do_sync_mmap_readahead()'s `mmap_miss > MMAP_LOTSAMISS` test reads it,
+/// so a variant's run is this run, step for step, for as long as that
+/// test comes out the same with the variant's count. Each file keeps the
+/// variant's count beside its own (`FileRaState::mmap_miss_alt`); the
+/// first fault where the test differs marks the variant diverged. A
+/// variant that never diverged would have produced this run's results
+/// exactly: seed 002's matrix runs it no more.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MmapMissAlts {
+    pub nr: usize,
+    /// (p1, p2) of each variant followed.
+    pub variants: [(bool, bool); MMAP_MISS_MAX_ALTS],
+    /// Simulated time (ns) of the first fault at which the variant's
+    /// read-around decision differs; None while it has not.
+    pub diverged: [Option<u64>; MMAP_MISS_MAX_ALTS],
+    /// Bit i: variant i diverged since the driver last took these
+    /// (`take_fresh`), so that its own run can start at once.
+    pub fresh: u8,
+}
+
+impl MmapMissAlts {
+    /// Follows these (p1, p2) variants; at most MMAP_MISS_MAX_ALTS.
+    pub fn follow(variants: &[(bool, bool)]) -> Self {
+        assert!(variants.len() <= MMAP_MISS_MAX_ALTS);
+        let mut a = MmapMissAlts {
+            nr: variants.len(),
+            ..Default::default()
+        };
+        a.variants[..variants.len()].copy_from_slice(variants);
+        a
+    }
+
+    /// filemap_map_pages()'s credit under each followed variant: `all` is
+    /// the unpatched count (every mapped non-workingset folio), `fault`
+    /// patch 1's (the faulting one only).
+    fn map_pages(&self, ra: &mut FileRaState, all: u32, fault: u32, tried: bool) {
+        for i in 0..self.nr {
+            let (p1, p2) = self.variants[i];
+            if p2 && tried {
+                continue;
+            }
+            let hits = if p1 { fault } else { all };
+            ra.mmap_miss_alt[i] = ra.mmap_miss_alt[i].saturating_sub(hits);
+        }
+    }
+
+    /// do_sync_mmap_readahead()'s count and test under each variant, against
+    /// the run's own decision `stop` (read-around skipped).
+    fn sync_mmap(&mut self, ra: &mut FileRaState, stop: bool, now: u64) {
+        for i in 0..self.nr {
+            let m = &mut ra.mmap_miss_alt[i];
+            if *m < MMAP_LOTSAMISS * 10 {
+                *m += 1;
+            }
+            if (*m > MMAP_LOTSAMISS) != stop && self.diverged[i].is_none() {
+                self.diverged[i] = Some(now);
+                self.fresh |= 1 << i;
+            }
+        }
+    }
+
+    /// The variants that diverged since the last call, as a bit mask.
+    pub fn take_fresh(&mut self) -> u8 {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// do_async_mmap_readahead()'s hit, the same under every variant.
+    fn async_mmap(&self, ra: &mut FileRaState) {
+        for m in &mut ra.mmap_miss_alt[..self.nr] {
+            *m = m.saturating_sub(1);
+        }
+    }
+}
+
 const SHADOW_BIT: u64 = 1 << 63;
 /// A PTE holding a swap entry (the slot's offset below the bit); with
 /// SHADOW_BIT too and no offset, a PTE mapping the shared zero page.
@@ -856,7 +936,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let p1 = self.core.cfg.variants.mmap_miss_p1;
         let p2 = self.core.cfg.variants.mmap_miss_p2;
         let now = self.core.now;
-        let mut hits: u32 = 0;
+        let (mut hits_all, mut hits_fault) = (0u32, 0u32);
         let mut mapped_fault = false;
         let mut nr_mapped = 0u64;
         let end = end.min(self.core.files[mapping as usize].nr_pages() - 1);
@@ -872,15 +952,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 continue;
             }
             // filemap_map_order0_folio(): every mapped folio that is not
-            // workingset counts as a hit, even if its PTE already exists.
-            if !f.test(pg::WORKINGSET) && !p1 {
-                hits += 1;
-            }
+            // workingset counts as a hit, even if its PTE already exists
+            // (patch 1: only the faulting one).
+            let hit = !f.test(pg::WORKINGSET) as u32;
+            hits_all += hit;
             if idx == fault_index {
                 mapped_fault = true;
-                if p1 && !f.test(pg::WORKINGSET) {
-                    hits += 1;
-                }
+                hits_fault += hit;
             }
             if f.test(pg::MAPPED) {
                 continue;
@@ -900,9 +978,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.cpu(self.core.cost.map_page * (end + 1 - start));
         // Seed 002 patch 2: a FAULT_FLAG_TRIED retry finds the folio its own
         // miss just read; crediting it would cancel that miss.
-        if !(p2 && flags & FAULT_FLAG_TRIED != 0) {
+        let tried = flags & FAULT_FLAG_TRIED != 0;
+        if !(p2 && tried) {
+            let hits = if p1 { hits_fault } else { hits_all };
             let mm = &mut file.ra.mmap_miss;
             *mm = mm.saturating_sub(hits);
+        }
+        if self.core.mmap_miss_alts.nr > 0 {
+            let alts = self.core.mmap_miss_alts;
+            alts.map_pages(&mut file.ra, hits_all, hits_fault, tried);
         }
         mapped_fault
     }
@@ -921,6 +1005,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if mmap_miss < MMAP_LOTSAMISS * 10 {
             mmap_miss += 1;
             file.ra.mmap_miss = mmap_miss;
+        }
+        if self.core.mmap_miss_alts.nr > 0 {
+            let now = self.core.now;
+            let stop = mmap_miss > MMAP_LOTSAMISS;
+            self.core.mmap_miss_alts.sync_mmap(&mut file.ra, stop, now);
         }
         if mmap_miss > MMAP_LOTSAMISS {
             return false;
@@ -949,6 +1038,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         if file.ra.mmap_miss > 0 {
             file.ra.mmap_miss -= 1;
+        }
+        if self.core.mmap_miss_alts.nr > 0 {
+            self.core.mmap_miss_alts.async_mmap(&mut file.ra);
         }
         if self.core.folios.get(id).test(pg::READAHEAD) {
             let ra_pages = file.ra.ra_pages;

@@ -437,6 +437,10 @@ pub struct Core {
     pub trace: Option<Box<crate::trace::Tracer>>,
     /// cache_ext's per-memcg policies and their lists.
     pub cache_ext: cache_ext::CacheExt,
+    /// Seed 002's mmap_miss patches followed alongside this run
+    /// (filemap::MmapMissAlts): which of them would have decided
+    /// differently.
+    pub mmap_miss_alts: filemap::MmapMissAlts,
 }
 
 impl Core {
@@ -455,6 +459,7 @@ impl Core {
             swap.set_solidstate(cfg.device.name != "hdd");
         }
         Core {
+            mmap_miss_alts: Default::default(),
             folios: FolioTable::new(managed as usize),
             files: Vec::new(),
             shadow_nodes: Default::default(),

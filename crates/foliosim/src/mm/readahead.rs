@@ -19,6 +19,10 @@ pub struct FileRaState {
     pub ra_pages: u64,
     pub order: u32,
     pub mmap_miss: u32,
+    /// mmap_miss as each variant followed in `Core::mmap_miss_alts` would
+    /// hold it (not the kernel's: the model's own bookkeeping).
+    #[serde(skip)]
+    pub mmap_miss_alt: [u32; super::filemap::MMAP_MISS_MAX_ALTS],
     /// Byte position after the previous read (ra->prev_pos); u64::MAX for
     /// a fresh file (the kernel starts at -1).
     pub prev_pos: u64,

@@ -9,7 +9,7 @@ use serde::Serialize;
 pub mod workingset_protection;
 
 use crate::mm::{MmConfig, Variants};
-use crate::sim::{run_probe, LruKind, SimConfig};
+use crate::sim::{run_probe, LruKind, RunReport, SimConfig};
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
 
 /// Seed 002's published cells (pgpgin GiB, elapsed s), transcribed from
@@ -75,6 +75,17 @@ pub fn mmap_miss_cell(
     lru: LruKind,
     seed: u64,
 ) -> MmapMissRow {
+    let (cfg, spec) = mmap_miss_setup(file_gib, pattern, variant, lru, seed);
+    mmap_miss_row(file_gib, pattern, variant, &run_probe(cfg, &spec))
+}
+
+fn mmap_miss_setup(
+    file_gib: u64,
+    pattern: &str,
+    variant: &str,
+    lru: LruKind,
+    seed: u64,
+) -> (SimConfig, ProbeSpec) {
     let mut variants = Variants::newest();
     variants.apply(variant).expect("matrix variants are valid");
     let cfg = SimConfig {
@@ -98,7 +109,10 @@ pub fn mmap_miss_cell(
         fraction: 0.01,
         seed,
     };
-    let r = run_probe(cfg, &spec);
+    (cfg, spec)
+}
+
+fn mmap_miss_row(file_gib: u64, pattern: &str, variant: &str, r: &RunReport) -> MmapMissRow {
     let seedrow = SEED002
         .iter()
         .find(|c| c.0 == file_gib && c.1 == pattern && c.2 == variant);
@@ -163,10 +177,108 @@ pub fn run_parallel<T: Send, C: Sync>(
 
 /// Seed 002's whole matrix.
 pub fn mmap_miss_matrix(lru: LruKind, seed: u64, threads: usize) -> Vec<MmapMissRow> {
-    let cells = mmap_miss_cells();
-    run_parallel(&cells, threads, |&(g, p, v)| {
-        mmap_miss_cell(g, p, v, lru, seed)
-    })
+    mmap_miss_matrix_of(&mmap_miss_cells(), lru, seed, threads)
+}
+
+/// The matrix's `cells` (file GiB, pattern, variant), each row the one
+/// `mmap_miss_cell` gives, in the order given. The patches change only the
+/// mmap_miss count (mm::filemap::MmapMissAlts), so each (file, pattern)
+/// runs once, under the first of its variants, following the others: a
+/// variant whose read-around decisions never differ takes that run's
+/// figures; one that differs gets its own run, queued the moment it
+/// differs (ahead of the cells not yet started), on `threads` threads.
+/// Which run gives a row never depends on timing, so the rows do not.
+pub fn mmap_miss_matrix_of(
+    cells: &[(u64, &str, &str)],
+    lru: LruKind,
+    seed: u64,
+    threads: usize,
+) -> Vec<MmapMissRow> {
+    use std::collections::VecDeque;
+    use std::sync::{Condvar, Mutex};
+    let pv = |v: &str| {
+        let mut x = Variants::newest();
+        x.apply(v).expect("matrix variants are valid");
+        (x.mmap_miss_p1, x.mmap_miss_p2)
+    };
+    // Jobs: a leading cell and the cells it follows.
+    let mut jobs: VecDeque<(usize, Vec<usize>)> = VecDeque::new();
+    let mut placed = vec![false; cells.len()];
+    for i in 0..cells.len() {
+        if placed[i] {
+            continue;
+        }
+        let mut follow = Vec::new();
+        for j in i + 1..cells.len() {
+            let same = cells[j].0 == cells[i].0 && cells[j].1 == cells[i].1;
+            if same && !placed[j] && follow.len() < crate::mm::filemap::MMAP_MISS_MAX_ALTS {
+                placed[j] = true;
+                follow.push(j);
+            }
+        }
+        placed[i] = true;
+        jobs.push_back((i, follow));
+    }
+    struct Queue {
+        jobs: VecDeque<(usize, Vec<usize>)>,
+        running: usize,
+        done: usize,
+    }
+    let q = Mutex::new(Queue {
+        jobs,
+        running: 0,
+        done: 0,
+    });
+    let wake = Condvar::new();
+    let out: Mutex<Vec<Option<MmapMissRow>>> = Mutex::new((0..cells.len()).map(|_| None).collect());
+    let total = cells.len();
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let (lead, follow) = {
+                    let mut g = q.lock().unwrap();
+                    loop {
+                        if let Some(j) = g.jobs.pop_front() {
+                            g.running += 1;
+                            break j;
+                        }
+                        if g.running == 0 {
+                            return;
+                        }
+                        g = wake.wait(g).unwrap();
+                    }
+                };
+                let (gib, pat, var) = cells[lead];
+                let (cfg, spec) = mmap_miss_setup(gib, pat, var, lru, seed);
+                let alts: Vec<(bool, bool)> = follow.iter().map(|&j| pv(cells[j].2)).collect();
+                let (r, diverged) = crate::sim::run_probe_following(cfg, &spec, &alts, &mut |i| {
+                    q.lock().unwrap().jobs.push_front((follow[i], Vec::new()));
+                    wake.notify_one();
+                });
+                let mut rows = out.lock().unwrap();
+                let mut n = 1;
+                rows[lead] = Some(mmap_miss_row(gib, pat, var, &r));
+                for (k, &j) in follow.iter().enumerate() {
+                    if diverged[k].is_none() {
+                        rows[j] = Some(mmap_miss_row(gib, pat, cells[j].2, &r));
+                        n += 1;
+                    }
+                }
+                drop(rows);
+                let mut g = q.lock().unwrap();
+                g.running -= 1;
+                g.done += n;
+                crate::progress::cell(&format!("{}/{}", g.done, total));
+                drop(g);
+                wake.notify_all();
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every cell ran"))
+        .collect()
 }
 
 /// The matrix as a table beside the seed's figures.

@@ -311,6 +311,12 @@ impl Sim {
 
     /// Seed 002's mmap_miss_probe: touch one byte at each chosen page.
     pub fn run_probe(mut self, spec: &ProbeSpec) -> RunReport {
+        self.run_probe_mut(spec, &mut |_| {})
+    }
+
+    /// `diverged(i)` is called once, as soon as followed mmap_miss variant
+    /// i (Core::mmap_miss_alts) diverges.
+    fn run_probe_mut(&mut self, spec: &ProbeSpec, diverged: &mut dyn FnMut(usize)) -> RunReport {
         let mut f = self.open(spec.file_size, "mmap-probe");
         let mut oom = false;
         let on = self.cfg.timeline && self.cfg.lru == LruKind::Mglru;
@@ -322,6 +328,10 @@ impl Sim {
                 if !k.mmap_access(&mut f, page) {
                     oom = true;
                     break;
+                }
+                if k.core.mmap_miss_alts.fresh != 0 {
+                    let m = k.core.mmap_miss_alts.take_fresh();
+                    (0..8).filter(|i| m & (1 << i) != 0).for_each(&mut *diverged);
                 }
                 sample_policy(k, memcg, on, &mut samples, &mut next);
             }
@@ -1361,6 +1371,25 @@ pub fn footprint_bytes(mm: &MmConfig, file_sizes: impl IntoIterator<Item = u64>)
 /// Runs a probe under `cfg`.
 pub fn run_probe(cfg: SimConfig, spec: &ProbeSpec) -> RunReport {
     Sim::new(cfg).run_probe(spec)
+}
+
+/// Runs seed 002's probe under `cfg` and follows the mmap_miss variants
+/// `alts` ((p1, p2) each) alongside (mm::filemap::MmapMissAlts). Returns
+/// the report and, per variant, the simulated time at which its read-around
+/// decision first differed: None means the variant's run is this one.
+/// `on_diverge(i)` is called as soon as variant i diverges.
+pub fn run_probe_following(
+    cfg: SimConfig,
+    spec: &ProbeSpec,
+    alts: &[(bool, bool)],
+    on_diverge: &mut dyn FnMut(usize),
+) -> (RunReport, Vec<Option<u64>>) {
+    let mut sim = Sim::new(cfg);
+    let follow = crate::mm::filemap::MmapMissAlts::follow(alts);
+    with_kernel!(&mut sim.k, k => k.core.mmap_miss_alts = follow);
+    let r = sim.run_probe_mut(spec, on_diverge);
+    let diverged = with_kernel!(&sim.k, k => k.core.mmap_miss_alts.diverged);
+    (r, diverged[..alts.len()].to_vec())
 }
 
 /// Runs fio jobs under `cfg`.
