@@ -154,6 +154,11 @@ pub struct AddressSpace {
     inflight_next: usize,
     /// The latest completion time in `inflight`: past it, nothing is.
     inflight_until: u64,
+    /// The pages `inflight` covers lie in [inflight_lo, inflight_hi): a
+    /// page outside is not being read (reclaim asks about every folio it
+    /// looks at).
+    inflight_lo: u32,
+    inflight_hi: u32,
     /// Page-table pages of the file's mapping: one bit per 512-page region.
     pte_tables: Vec<u64>,
     pte_tables_memcg: MemcgId,
@@ -177,6 +182,8 @@ impl AddressSpace {
             inflight: [InflightRead::default(); INFLIGHT_RING],
             inflight_next: 0,
             inflight_until: 0,
+            inflight_lo: 0,
+            inflight_hi: 0,
             pte_tables: Vec::new(),
             pte_tables_memcg: 0,
             nr_pte_tables: 0,
@@ -268,9 +275,10 @@ impl AddressSpace {
     }
 
     /// Stores folio `id` at `index` over what was there, which it returns
-    /// (one lookup for both, on the page-cache insertion path).
-    #[inline]
-    fn set_folio(&mut self, index: u64, id: FolioId) -> Slot {
+    /// with whether the slot's node is settled (XaNode::settled): one
+    /// lookup for all three, on the page-cache insertion path.
+    #[inline(always)]
+    fn set_folio(&mut self, index: u64, id: FolioId) -> (Slot, bool) {
         let (slot, node) = self.slots.entry(index);
         let old = *slot;
         if old == 0 {
@@ -282,17 +290,18 @@ impl AddressSpace {
         // A swap entry or zero-page PTE is replaced in place.
         *slot = id as u64 + 1;
         self.nrpages += 1;
-        decode(old)
+        (decode(old), node.settled())
     }
 
     #[inline]
     pub fn set_folio_pub(&mut self, index: u64, id: FolioId) {
-        self.set_folio(index, id);
+        let _ = self.set_folio(index, id);
     }
 
-    /// Replaces a folio by its shadow (or nothing) on eviction.
+    /// Replaces a folio by its shadow (or nothing) on eviction. Returns
+    /// whether the slot's node is settled (XaNode::settled).
     #[inline]
-    pub fn replace_with_shadow(&mut self, index: u64, shadow: Option<Shadow>) {
+    pub fn replace_with_shadow(&mut self, index: u64, shadow: Option<Shadow>) -> bool {
         self.nrpages -= 1;
         let (slot, node) = self.slots.entry(index);
         *slot = match shadow {
@@ -306,6 +315,7 @@ impl AddressSpace {
                 0
             }
         };
+        node.settled()
     }
 
     #[inline]
@@ -429,22 +439,27 @@ impl AddressSpace {
         };
         self.inflight_next = (self.inflight_next + 1) % INFLIGHT_RING;
         self.inflight_until = self.inflight_until.max(done);
+        let live = self.inflight.iter().filter(|r| r.end > r.start);
+        self.inflight_lo = live.clone().map(|r| r.start).min().unwrap_or(0);
+        self.inflight_hi = live.map(|r| r.end).max().unwrap_or(0);
     }
 
     /// When the read bringing in `index` completes, if still in flight.
     #[inline]
     pub fn io_done_at(&self, index: u64, now: u64) -> Option<u64> {
-        if now >= self.inflight_until {
+        let i = index as u32;
+        if now >= self.inflight_until || i < self.inflight_lo || i >= self.inflight_hi {
             return None;
         }
-        let i = index as u32;
-        let mut latest = None;
+        // Without branches: reclaim asks this of every folio it looks at
+        // while reads are in flight. A read in flight completes after
+        // `now`, so 0 means none.
+        let mut latest = 0u64;
         for r in &self.inflight {
-            if r.done > now && i >= r.start && i < r.end {
-                latest = Some(latest.map_or(r.done, |d: u64| d.max(r.done)));
-            }
+            let hit = (r.done > now) & (i >= r.start) & (i < r.end);
+            latest = latest.max(if hit { r.done } else { 0 });
         }
-        latest
+        (latest != 0).then_some(latest)
     }
 }
 
@@ -500,14 +515,16 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // read's completion time.
             f.flags = pg::LOCKED;
         }
-        let shadow = match self.core.files[mapping as usize].set_folio(index, id) {
+        let (old, settled) = self.core.files[mapping as usize].set_folio(index, id);
+        let shadow = match old {
             Slot::Shadow(s) => Some(s),
             Slot::Empty => None,
             Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
                 unreachable!("filemap_add_folio over a present folio or swap entry")
             }
         };
-        self.core.workingset_update_node(mapping, index, memcg);
+        self.core
+            .workingset_node_changed(mapping, index, memcg, settled);
         self.core.memcgs[memcg as usize].nr_file += 1;
         if self.core.trace.is_some() {
             let rec = self.core.trace_folio(id);

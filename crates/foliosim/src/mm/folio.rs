@@ -181,6 +181,12 @@ impl FolioTable {
         self.nr_free += 1;
     }
 
+    /// The frame `id` if it exists (for a prefetch guess).
+    #[inline]
+    pub fn f_get(&self, id: FolioId) -> Option<&Folio> {
+        self.f.get(id as usize)
+    }
+
     #[inline]
     pub fn get(&self, id: FolioId) -> &Folio {
         &self.f[id as usize]

@@ -830,12 +830,33 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     /// watermark checks (kswapd, direct reclaim) and mem_cgroup_charge().
     /// `may_retry` is false for readahead's __GFP_NORETRY allocations.
     /// Returns None when the allocation fails (readahead stops; a fault OOMs).
+    #[inline]
     pub fn alloc_folio(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
         // mem_cgroup_charge() first: the kernel charges right after the
         // allocation, but charging first keeps the page counter exact.
         if memcg != 0 && !self.try_charge(memcg, 1, may_retry) {
             return None;
         }
+        let c = &self.core;
+        // Above the low watermark with kswapd at rest nothing is woken or
+        // reclaimed: the slow path's first round would take a free frame.
+        let fast = !c.in_reclaim && c.folios.nr_free > c.wmark.low && !c.kswapd.unbalanced;
+        let id = match fast.then(|| self.core.folios.alloc()).flatten() {
+            Some(id) => id,
+            None => self.alloc_folio_slow(memcg, may_retry)?,
+        };
+        self.core.count_vm(Item::PGALLOC, 1);
+        self.core.cpu(self.core.cost.page_alloc);
+        let f = self.core.folios.get_mut(id);
+        f.memcg = memcg;
+        self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
+        Some(id)
+    }
+
+    /// alloc_folio() below the low watermark: kswapd, direct reclaim, OOM.
+    /// The charge is taken; a failure gives it back.
+    #[inline(never)]
+    fn alloc_folio_slow(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
         // The page is charged but not yet allocated: reclaim run by the
         // allocation must not see that as a charge without a folio.
         let was_charging = self.core.charging.replace(memcg);
@@ -874,11 +895,6 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             }
         };
         self.core.charging = was_charging;
-        self.core.count_vm(Item::PGALLOC, 1);
-        self.core.cpu(self.core.cost.page_alloc);
-        let f = self.core.folios.get_mut(id);
-        f.memcg = memcg;
-        self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
         Some(id)
     }
 }

@@ -149,6 +149,14 @@ impl Core {
         }
     }
 
+    /// The memcgs of `root`'s subtree, `root` first, as a slice: for a
+    /// walk that only reads (memcg_subtree() lets the walker change Core).
+    #[inline]
+    pub fn memcg_subtree_ids(&self, root: MemcgId) -> &[MemcgId] {
+        let (s, e) = self.memcg_tree.range[root as usize];
+        &self.memcg_tree.order[s as usize..e as usize]
+    }
+
     /// The subtree from the partial walk's saved position (the reclaim
     /// cookie's iterator): reclaim resumes where the last round stopped.
     pub fn memcg_subtree_from(&self, root: MemcgId, skip: usize) -> MemcgIter {

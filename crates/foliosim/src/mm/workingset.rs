@@ -99,6 +99,7 @@ impl Core {
     /// it, and restore PG_workingset if it was set at eviction. Returns
     /// whether it was restored (the caller notes the refault's cost).
     /// `sizes` are the eviction lruvec's LRU sizes.
+    #[inline(always)]
     pub fn workingset_refault_classic(
         &mut self,
         id: FolioId,
@@ -179,6 +180,17 @@ pub struct XaNode {
     pub stamp: u32,
 }
 
+impl XaNode {
+    /// Already where workingset_update_node() would put it: allocated
+    /// while it holds entries, on the shadow-node list while it holds only
+    /// shadows.
+    #[inline]
+    pub fn settled(&self) -> bool {
+        let live = self.count > 0;
+        live == self.allocated && (live && self.count == self.nr_values) == self.on_list
+    }
+}
+
 /// One memcg's part of the shadow_nodes list_lru, and its shrinker state.
 #[derive(Debug, Default)]
 struct ShadowList {
@@ -224,12 +236,26 @@ impl Core {
     #[inline]
     pub fn workingset_update_node(&mut self, mapping: u32, index: u64, memcg: MemcgId) {
         let ni = (index >> XA_CHUNK_SHIFT) as usize;
-        let n = self.files[mapping as usize].node(ni);
         // Most slot changes leave the node where it is.
-        if (n.count > 0) == n.allocated && (n.count > 0 && n.count == n.nr_values) == n.on_list {
+        if self.files[mapping as usize].node(ni).settled() {
             return;
         }
         self.workingset_move_node(mapping, ni, memcg);
+    }
+
+    /// workingset_update_node() for a caller that changed the slot and
+    /// already knows whether its node is `settled` (XaNode::settled).
+    #[inline]
+    pub fn workingset_node_changed(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        memcg: MemcgId,
+        settled: bool,
+    ) {
+        if !settled {
+            self.workingset_move_node(mapping, (index >> XA_CHUNK_SHIFT) as usize, memcg);
+        }
     }
 
     #[cold]

@@ -81,7 +81,7 @@ impl ClassicLru {
         self.lruvec_add(core, id, true)
     }
 
-    #[inline]
+    #[inline(always)]
     fn lruvec_add(&mut self, core: &mut Core, id: FolioId, tail: bool) {
         self.stats_sync(core);
         let f = core.folios.get_mut(id);
@@ -140,8 +140,9 @@ impl ClassicLru {
     /// lruvec_page_state(NR_LRU_BASE + lru) of a memcg's lruvec: memcg
     /// lruvec stats are hierarchical (its own folios and its descendants').
     fn lru_size_total(&self, core: &Core, memcg: MemcgId, lru: usize) -> u64 {
-        core.memcg_subtree(memcg)
-            .map(|m| {
+        core.memcg_subtree_ids(memcg)
+            .iter()
+            .map(|&m| {
                 self.lruvecs
                     .get(m as usize)
                     .map_or(0, |lv| lv.lists[lru].len)
@@ -162,12 +163,7 @@ impl ClassicLru {
     /// active / sqrt(10 * size in GiB), sizes hierarchical and as last
     /// flushed (lruvec_page_state).
     fn inactive_is_low(&self, core: &Core, memcg: MemcgId, inactive_lru: usize) -> bool {
-        let f = self.flushed(core, memcg);
-        let inactive = f.lru[inactive_lru];
-        let active = f.lru[inactive_lru + 1];
-        let gb = (inactive + active) >> (30 - 12);
-        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
-        inactive * ratio < active
+        inactive_is_low_of(&self.flushed(core, memcg), inactive_lru)
     }
 
     /// prepare_scan_control(): once per shrink_node, from the *target*
@@ -180,6 +176,9 @@ impl ClassicLru {
         let lv = &self.lruvecs[target as usize];
         sc.anon_cost = lv.anon_cost;
         sc.file_cost = lv.file_cost;
+        // The target's flushed sizes and activations: nothing below
+        // changes them.
+        let f = self.flushed(core, target);
         if sc.force_deactivate {
             sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
         } else {
@@ -187,17 +186,17 @@ impl ClassicLru {
             // forming, so deactivate stale active folios.
             // Both sides are flushed values: a refault after the last flush
             // goes unseen until the next one.
-            let act = self.flushed(core, target).activate;
+            let act = f.activate;
             let snap = core.memcgs[target as usize].refaults_snapshot;
             sc.may_deactivate = 0;
-            if act[0] != snap[0] || self.inactive_is_low(core, target, LRU_INACTIVE_ANON) {
+            if act[0] != snap[0] || inactive_is_low_of(&f, LRU_INACTIVE_ANON) {
                 sc.may_deactivate |= DEACTIVATE_ANON;
             }
-            if act[1] != snap[1] || self.inactive_is_low(core, target, LRU_INACTIVE_FILE) {
+            if act[1] != snap[1] || inactive_is_low_of(&f, LRU_INACTIVE_FILE) {
                 sc.may_deactivate |= DEACTIVATE_FILE;
             }
         }
-        let inactive_file = self.flushed(core, target).lru[LRU_INACTIVE_FILE];
+        let inactive_file = f.lru[LRU_INACTIVE_FILE];
         sc.cache_trim_mode =
             (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         if !sc.cgroup_reclaim() {
@@ -222,6 +221,12 @@ impl ClassicLru {
             let id = list.tail;
             if id == NIL {
                 break;
+            }
+            // An LRU filled by sequential allocations is often walked down
+            // consecutive frames: start fetching a few ahead (a guess; a
+            // wrong one costs a wasted prefetch).
+            if let Some(ahead) = core.folios.f_get(id.wrapping_sub(8)) {
+                crate::mm::prefetch_read(ahead);
             }
             list.del(&mut core.folios, id);
             let f = core.folios.get_mut(id);
@@ -622,6 +627,7 @@ impl ReclaimPolicy for ClassicLru {
         }
     }
 
+    #[inline(always)]
     fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
         self.lruvec_add_folio(core, id);
         let lru = core.folios.get(id).lru as u32;
@@ -707,6 +713,7 @@ impl ReclaimPolicy for ClassicLru {
         core.workingset_eviction_classic(id)
     }
 
+    #[inline(always)]
     fn workingset_refault(&mut self, core: &mut Core, id: FolioId, shadow: Shadow) {
         let (evict_memcg, _, _) = crate::mm::workingset::unpack_shadow(shadow);
         // workingset_test_recent(): a ratelimited flush, then the eviction
@@ -829,4 +836,13 @@ fn trace_isolate(core: &mut Core, memcg: MemcgId, nr_to_scan: u64, taken: u64, l
     if let Some((t, cx)) = core.tracer() {
         t.lru_isolate(cx, memcg, nr_to_scan, taken, 0, taken, lru as u32);
     }
+}
+
+/// inactive_is_low() on sizes already read (`f`, flushed).
+fn inactive_is_low_of(f: &FlushedStats, inactive_lru: usize) -> bool {
+    let inactive = f.lru[inactive_lru];
+    let active = f.lru[inactive_lru + 1];
+    let gb = (inactive + active) >> (30 - 12);
+    let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+    inactive * ratio < active
 }

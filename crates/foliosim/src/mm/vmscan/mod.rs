@@ -317,6 +317,7 @@ impl Core {
     }
 
     /// Frees an uncharged folio's frame.
+    #[inline(always)]
     pub fn free_folio(&mut self, id: FolioId) {
         // Every page-cache removal ends here (reclaim, truncation,
         // invalidation): cache_ext's folio_evicted() and the valid set.
@@ -572,8 +573,9 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         }
         if file {
             core.trace_delete_from_page_cache(id);
-            core.files[f.mapping as usize].replace_with_shadow(f.index as u64, Some(shadow));
-            core.workingset_update_node(f.mapping, f.index as u64, memcg);
+            let settled =
+                core.files[f.mapping as usize].replace_with_shadow(f.index as u64, Some(shadow));
+            core.workingset_node_changed(f.mapping, f.index as u64, memcg, settled);
             core.memcgs[memcg as usize].nr_file -= 1;
         } else {
             // __remove_mapping() of a swap-cache folio: its slot keeps the
@@ -970,15 +972,19 @@ impl Core {
     /// (lruvec_page_state(WORKINGSET_ACTIVATE_*) of its lruvec); the
     /// root's are the node's.
     pub fn workingset_activations(&self, memcg: MemcgId) -> [u64; 2] {
-        let t = if memcg == 0 {
-            self.vm.clone()
-        } else {
-            self.memcg_stat_total(memcg)
-        };
-        [
-            t.get(Item::WORKINGSET_ACTIVATE_ANON),
-            t.get(Item::WORKINGSET_ACTIVATE_FILE),
-        ]
+        let items = [
+            Item::WORKINGSET_ACTIVATE_ANON,
+            Item::WORKINGSET_ACTIVATE_FILE,
+        ];
+        if memcg == 0 {
+            return items.map(|i| self.vm.get(i));
+        }
+        items.map(|i| {
+            self.memcg_subtree_ids(memcg)
+                .iter()
+                .map(|&m| self.memcgs[m as usize].stat.get(i))
+                .sum()
+        })
     }
 
     /// snapshot_refaults(): remember the target's activations, against
