@@ -182,7 +182,7 @@ impl AddressSpace {
             inflight: [InflightRead::default(); INFLIGHT_RING],
             inflight_next: 0,
             inflight_until: 0,
-            inflight_lo: 0,
+            inflight_lo: u32::MAX,
             inflight_hi: 0,
             pte_tables: Vec::new(),
             pte_tables_memcg: 0,
@@ -271,6 +271,16 @@ impl AddressSpace {
     pub fn prefetch_slot(&self, index: u64) {
         if let Some(s) = self.slots.slot_ref(index) {
             super::prefetch_read(s);
+        }
+    }
+
+    /// Starts fetching the slot of `index` and its node's counts (an
+    /// eviction's look-ahead: both are written).
+    #[inline]
+    pub fn prefetch_entry(&self, index: u64) {
+        if let Some((slot, node)) = self.slots.entry_ref(index) {
+            super::prefetch_read(slot);
+            super::prefetch_read(node);
         }
     }
 
@@ -432,16 +442,26 @@ impl AddressSpace {
 
     #[inline]
     fn note_inflight(&mut self, start: u64, end: u64, done: u64) {
-        self.inflight[self.inflight_next] = InflightRead {
-            start: start as u32,
-            end: end as u32,
-            done,
-        };
+        let (start, end) = (start as u32, end as u32);
+        let old = std::mem::replace(
+            &mut self.inflight[self.inflight_next],
+            InflightRead { start, end, done },
+        );
         self.inflight_next = (self.inflight_next + 1) % INFLIGHT_RING;
         self.inflight_until = self.inflight_until.max(done);
-        let live = self.inflight.iter().filter(|r| r.end > r.start);
-        self.inflight_lo = live.clone().map(|r| r.start).min().unwrap_or(0);
-        self.inflight_hi = live.map(|r| r.end).max().unwrap_or(0);
+        if old.done > 0 && (old.start == self.inflight_lo || old.end == self.inflight_hi) {
+            // The read leaving the ring may have set a bound: recompute
+            // (slots never used, done 0, match no query).
+            let (mut lo, mut hi) = (u32::MAX, 0);
+            for r in self.inflight.iter().filter(|r| r.done > 0) {
+                lo = lo.min(r.start);
+                hi = hi.max(r.end);
+            }
+            (self.inflight_lo, self.inflight_hi) = (lo, hi);
+        } else {
+            self.inflight_lo = self.inflight_lo.min(start);
+            self.inflight_hi = self.inflight_hi.max(end);
+        }
     }
 
     /// When the read bringing in `index` completes, if still in flight.
@@ -496,6 +516,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// filemap_add_folio(): allocate, charge and insert a folio at `index`,
     /// feeding a shadow entry found there to workingset_refault(), then put
     /// it on the LRU. `may_retry` is false for readahead (__GFP_NORETRY).
+    #[inline(always)]
     pub fn filemap_add_folio(
         &mut self,
         mapping: u32,

@@ -830,7 +830,7 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     /// watermark checks (kswapd, direct reclaim) and mem_cgroup_charge().
     /// `may_retry` is false for readahead's __GFP_NORETRY allocations.
     /// Returns None when the allocation fails (readahead stops; a fault OOMs).
-    #[inline]
+    #[inline(always)]
     pub fn alloc_folio(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
         // mem_cgroup_charge() first: the kernel charges right after the
         // allocation, but charging first keeps the page counter exact.

@@ -95,6 +95,22 @@ impl XArray {
         }
     }
 
+    /// The slot at `index` and its leaf's node, when the leaf exists (for
+    /// a prefetch: no leaf is created).
+    #[inline]
+    pub fn entry_ref(&self, index: u64) -> Option<(&u64, &XaNode)> {
+        if index >= self.len {
+            return None;
+        }
+        match self.dir[(index >> XA_CHUNK_SHIFT) as usize] {
+            NO_LEAF => None,
+            l => {
+                let leaf = &self.leaves[l as usize];
+                Some((&leaf.slots[(index & XA_CHUNK_MASK) as usize], &leaf.node))
+            }
+        }
+    }
+
     /// The leaf of node `ni`, created if absent.
     #[inline]
     fn leaf_mut(&mut self, ni: usize) -> &mut Leaf {

@@ -6,7 +6,7 @@
 pub mod classic;
 pub mod lru_gen;
 
-use super::folio::{pg, FolioId};
+use super::folio::{pg, Folio, FolioId};
 use super::memcontrol::{MemcgId, MAX_RECLAIM_RETRIES};
 use super::vmstat::Item;
 use super::workingset::{LruSizes, Shadow};
@@ -411,11 +411,10 @@ pub fn trace_reclaim_stat(
 /// Whether file folio `id` is still locked under read I/O (its read
 /// submitted, not yet complete). Free while no file read is in flight.
 #[inline]
-fn file_read_in_flight(core: &Core, id: FolioId, file: bool) -> bool {
+fn file_read_in_flight(core: &Core, f: &Folio, file: bool) -> bool {
     if !file || core.now >= core.file_reads_until {
         return false;
     }
-    let f = core.folios.get(id);
     core.files[f.mapping as usize]
         .io_done_at(f.index as u64, core.now)
         .is_some()
@@ -428,7 +427,7 @@ fn file_read_in_flight(core: &Core, id: FolioId, file: bool) -> bool {
 pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     core: &mut Core,
     policy: &mut P,
-    folios: &mut Vec<FolioId>,
+    folios_v: &mut Vec<FolioId>,
     sc: &mut ScanControl,
 ) -> u64 {
     let mut nr_reclaimed = 0u64;
@@ -439,20 +438,35 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     sc.nr_pageout = 0;
     sc.nr_activate = [0; 2];
     sc.nr_ref_keep = 0;
+    let all = folios_v.len();
+    // A slice, not the Vec: its bounds stay in registers across the calls.
+    let folios = &mut folios_v[..];
     let mut i = 0;
-    while i < folios.len() {
+    while i < all {
         let id = folios[i];
         i += 1;
-        let (file, writeback, dirty) = {
-            let f = core.folios.get(id);
-            (f.is_file_lru(), f.test(pg::WRITEBACK), f.test(pg::DIRTY))
-        };
-        let memcg = core.folios.get(id).memcg;
+        let f0 = *core.folios.get(id);
+        // An evicted file folio's page-cache slot and node are written, and
+        // were last touched when it was added: fetch them a few folios
+        // ahead, unless that folio's node is this one's (folios evicted in
+        // file order, which the hardware fetches well by itself).
+        if let Some(&ahead) = folios.get(i + 3) {
+            let f = core.folios.get(ahead);
+            let same_node = f.mapping == f0.mapping && (f.index ^ f0.index) >> 6 == 0;
+            if f.is_file_lru() && !same_node {
+                if let Some(a) = core.files.get(f.mapping as usize) {
+                    a.prefetch_entry(f.index as u64);
+                }
+            }
+        }
+        let (file, writeback, dirty) =
+            (f0.is_file_lru(), f0.test(pg::WRITEBACK), f0.test(pg::DIRTY));
+        let memcg = f0.memcg;
         // folio_trylock() fails on a folio still being read in: a
         // swap-readahead folio whose read is not yet submitted, or a file
         // folio whose read has not completed (the kernel unlocks it in
         // folio_end_read()).
-        if core.folios.get(id).test(pg::LOCKED) || file_read_in_flight(core, id, file) {
+        if f0.test(pg::LOCKED) || file_read_in_flight(core, &f0, file) {
             folios[keep] = id;
             keep += 1;
             continue;
@@ -587,7 +601,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         core.free_folio(id);
         nr_reclaimed += 1;
     }
-    folios.truncate(keep);
+    folios_v.truncate(keep);
     // blk_finish_plug(): the batch's swap writes go to the device.
     core.swap_write_unplug();
     nr_reclaimed
