@@ -409,7 +409,8 @@ enum ReproduceCmd {
     },
     /// Seed 003: the swappiness dispute (kernel build proxy with zram,
     /// swappiness 35..175) on mainline MGLRU, mm-new with and without the
-    /// isolate_folios() fallback fix, and the classic LRU.
+    /// isolate_folios() fallback fix, and the classic LRU; the aging OOM;
+    /// MongoDB + YCSB workloadb.
     ReclaimLoop {
         #[arg(long, default_value = "table")]
         format: String,
@@ -994,6 +995,16 @@ fn run(cli: Cli) -> Result<(), String> {
                     "examples/seed003-aging-oom-small.toml",
                 )?;
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
+                let (mongo, mongo_base) = shipped_scenario(
+                    reclaim_loop::MONGODB_TOML,
+                    "examples/seed003-mongodb-ycsb.toml",
+                )?;
+                rows.extend(reclaim_loop::mongodb_ycsb(
+                    &mongo_base,
+                    &mongo,
+                    20_000_000_000,
+                    *jobs,
+                ));
                 trace_args::progress::done();
                 print_rows(format, &rows, || reclaim_loop::render(&rows));
                 Ok(())

@@ -81,3 +81,70 @@ fn trend_and_tau_read_the_seeds_series() {
     assert_eq!(trend(&classic_refault_file), "falls");
     assert_eq!(kendall_tau(&classic_refault_file), -1.0);
 }
+
+/// Seed 003's MongoDB proxy with a 4 s client loop: every seed metric has
+/// its before, after and change rows with the seed's figures; operations
+/// are counted from the clients' I/Os; and the model's account of the runs
+/// holds (docs/fidelity/seed003.md): the legacy loop sorts dirty folios
+/// for writeback and the rework leaves them to shrink_folio_list(); no
+/// run ages (pread-only file folios join the oldest generation, which
+/// never empties); the file cache refaults.
+#[test]
+fn mongodb_proxy_rows_and_the_models_account() {
+    use foliosim::reproduce::reclaim_loop::{mongodb_ycsb, MONGODB_TOML, SEED_MONGODB};
+    let text = MONGODB_TOML.replace("duration = \"20s\"", "duration = \"4s\"");
+    assert_eq!(
+        text.matches("duration = \"4s\"").count(),
+        2,
+        "the proxy's loops moved"
+    );
+    let sc = parse(&text, "seed003-mongodb-ycsb.toml").expect("the shipped proxy parses");
+    let mut c = SimConfig::default();
+    c.mm.ram_bytes = 4 << 30;
+    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    c.mm.device = foliosim::mm::blkdev::DeviceProfile::by_name("nvme").unwrap();
+    c.seed = 3;
+    let rows = mongodb_ycsb(&c, &sc, 4_000_000_000, 2);
+    let get = |variant: &str, metric: &str| {
+        rows.iter()
+            .find(|r| r.variant == variant && r.metric == metric)
+            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
+    };
+    for &(metric, before, after) in SEED_MONGODB {
+        let b = get("reclaim-legacy", metric);
+        let a = get("reclaim-rework", metric);
+        assert_eq!(b.seed_value, Some(before), "{metric}");
+        assert_eq!(a.seed_value, Some(after), "{metric}");
+        let ch = get("change", metric);
+        if b.value > 0.0 {
+            let want = (a.value - b.value) / b.value * 100.0;
+            assert!(
+                (ch.value - want).abs() < 1e-9,
+                "{metric}: {} vs {want}",
+                ch.value
+            );
+        }
+        if before > 0.0 {
+            let seed_pct = (after - before) / before * 100.0;
+            assert!((ch.seed_value.unwrap() - seed_pct).abs() < 1e-9, "{metric}");
+        }
+    }
+    assert!(
+        (get("change", "throughput").seed_value.unwrap() - 27.6).abs() < 0.05,
+        "the seed's +27.6%"
+    );
+    for v in ["reclaim-legacy", "reclaim-rework"] {
+        let ops = get(v, "throughput").value * 4.0;
+        assert!(ops > 1000.0, "{v}: {ops} operations");
+        assert_eq!(ops % 20.0, 0.0, "{v}: whole client loops");
+        let lat = get(v, "average_latency_us").value;
+        // 400 us of CPU per operation plus its read.
+        assert!(lat > 400.0 && lat < 1000.0, "{v}: {lat} us");
+        assert!(get(v, "workingset_refault_file").value > 0.0, "{v}");
+        assert_eq!(get(v, "workingset_refault_anon").value, 0.0, "{v}: no swap");
+        assert!(get(v, "pgpgout").value > 0.0, "{v}: checkpoints write back");
+        assert_eq!(get(v, "foliosim_nr_aging").value, 0.0, "{v}");
+    }
+    assert!(get("reclaim-legacy", "foliosim_sort_writeback").value > 0.0);
+    assert_eq!(get("reclaim-rework", "foliosim_sort_writeback").value, 0.0);
+}

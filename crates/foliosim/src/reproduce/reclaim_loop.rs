@@ -16,6 +16,28 @@ use crate::scenario::run_scenario;
 use crate::sim::{LruKind, SimConfig};
 use foliosim_workload::scenario::Scenario;
 
+/// Seed 003's MongoDB + YCSB workloadb proxy at 1/32, as shipped in examples/.
+pub const MONGODB_TOML: &str = include_str!("../../../../examples/seed003-mongodb-ycsb.toml");
+/// Its cgroup, client process and checkpoint process.
+const MONGO_CGROUP: &str = "mongo";
+/// The proxy's client loop: 21 I/Os (20 collection reads, one journal
+/// write) per 20 operations, for 20 simulated seconds with 8 clients.
+const MONGO_IOS_PER_LOOP: u64 = 21;
+const MONGO_OPS_PER_LOOP: u64 = 20;
+const MONGO_CLIENTS: f64 = 8.0;
+
+/// The seed's MongoDB table (before, after): throughput in ops/s,
+/// average latency in us, pgpgin/pgpgout in KiB (/proc/vmstat), refaults
+/// in pages.
+pub const SEED_MONGODB: &[(&str, f64, f64)] = &[
+    ("throughput", 62485.02962831822, 79760.71784646061),
+    ("average_latency_us", 500.9746963330107, 391.25169970043726),
+    ("pgpgin", 159347462.0, 111093923.0),
+    ("pgpgout", 5413332.0, 5437456.0),
+    ("workingset_refault_anon", 0.0, 0.0),
+    ("workingset_refault_file", 34522071.0, 19566366.0),
+];
+
 /// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
 pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
 
@@ -263,6 +285,101 @@ pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
     rows
 }
 
+/// The MongoDB + YCSB workloadb experiment: mainline MGLRU
+/// (`reclaim-legacy`) against mm-new (`reclaim-rework`), the seed's
+/// metrics with the seed's figures beside, a "change" row per metric
+/// (percent, model and seed), and MGLRU's own account of the runs
+/// (aging passes, folios sorted for writeback or protected by tier).
+/// `loop_ns` is the client loop's simulated duration (the scenario's 20 s
+/// unless a test shortens it).
+pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usize) -> Vec<Row> {
+    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
+    let out = super::run_parallel(CELLS, threads, |v| {
+        let mut cfg = base.clone();
+        cfg.lru = LruKind::Mglru;
+        cfg.mm
+            .variants
+            .apply(v)
+            .expect("the seed's variants are known");
+        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+        let loops = r
+            .processes
+            .iter()
+            .filter(|p| p.name.starts_with("mongod"))
+            .map(|p| p.ios)
+            .sum::<u64>()
+            / MONGO_IOS_PER_LOOP;
+        let ops = (loops * MONGO_OPS_PER_LOOP) as f64;
+        let secs = loop_ns as f64 / 1e9;
+        let v = &r.run.vmstat;
+        let m = &r.cgroups[MONGO_CGROUP];
+        let get = |k: &str| *v.get(k).unwrap_or(&0) as f64;
+        let mget = |k: &str| *m.get(k).unwrap_or(&0) as f64;
+        let st = r
+            .cgroup_lru_gen
+            .get(MONGO_CGROUP)
+            .map(|g| g["stats"].clone())
+            .unwrap_or_default();
+        let n = |k: &str| st[k].as_u64().unwrap_or(0) as f64;
+        vec![
+            ("throughput", ops / secs),
+            (
+                "average_latency_us",
+                if ops > 0.0 {
+                    MONGO_CLIENTS * secs / ops * 1e6
+                } else {
+                    0.0
+                },
+            ),
+            ("pgpgin", get("pgpgin")),
+            ("pgpgout", get("pgpgout")),
+            ("workingset_refault_anon", mget("workingset_refault_anon")),
+            ("workingset_refault_file", mget("workingset_refault_file")),
+            ("foliosim_nr_aging", n("nr_aging")),
+            ("foliosim_sort_writeback", n("sort_writeback")),
+            ("foliosim_sort_protected", n("sort_protected")),
+        ]
+    });
+    let swappiness = base.mm.swappiness;
+    let seed_of = |metric: &str, after: bool| {
+        SEED_MONGODB
+            .iter()
+            .find(|(k, _, _)| *k == metric)
+            .map(|&(_, b, a)| if after { a } else { b })
+    };
+    let mut rows = Vec::new();
+    for (i, &name) in CELLS.iter().enumerate() {
+        for &(metric, value) in &out[i] {
+            rows.push(Row {
+                experiment: "mongodb-ycsb".into(),
+                variant: name.into(),
+                swappiness,
+                metric: metric.into(),
+                value,
+                seed_value: seed_of(metric, i == 1),
+            });
+        }
+    }
+    for (j, &(metric, before)) in out[0].iter().enumerate() {
+        if metric.starts_with("foliosim_") {
+            continue;
+        }
+        let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
+        rows.push(Row {
+            experiment: "mongodb-ycsb".into(),
+            variant: "change".into(),
+            swappiness,
+            metric: metric.into(),
+            value: pct(before, out[1][j].1),
+            seed_value: SEED_MONGODB
+                .iter()
+                .find(|(k, _, _)| *k == metric)
+                .map(|&(_, b, a)| pct(b, a)),
+        });
+    }
+    rows
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -329,6 +446,31 @@ pub fn render(rows: &[Row]) -> String {
             let _ = writeln!(
                 s,
                 "{:<16} {:<18} {:>8.0} {:>8}",
+                r.variant, r.metric, r.value, seed
+            );
+        }
+        let _ = writeln!(s);
+    }
+    let mongo: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.experiment == "mongodb-ycsb")
+        .collect();
+    if !mongo.is_empty() {
+        let _ = writeln!(
+            s,
+            "seed 003 MongoDB + YCSB workloadb: examples/seed003-mongodb-ycsb.toml (1/32: 320M memcg, \
+             144M anon cache, 512M collection, 8 clients, 20 s; no swap); change in percent"
+        );
+        let _ = writeln!(
+            s,
+            "{:<16} {:<26} {:>14} {:>14}",
+            "kernel", "metric", "model", "seed"
+        );
+        for r in mongo {
+            let seed = r.seed_value.map_or("-".to_string(), |v| format!("{v:.1}"));
+            let _ = writeln!(
+                s,
+                "{:<16} {:<26} {:>14.1} {:>14}",
                 r.variant, r.metric, r.value, seed
             );
         }
