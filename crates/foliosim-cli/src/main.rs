@@ -1005,6 +1005,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     20_000_000_000,
                     *jobs,
                 ));
+                rows.extend(reclaim_loop::fio_mmap_randread(
+                    &mongo_base,
+                    reclaim_loop::FIO_MMAP_TOML,
+                    *jobs,
+                )?);
                 trace_args::progress::done();
                 print_rows(format, &rows, || reclaim_loop::render(&rows));
                 Ok(())

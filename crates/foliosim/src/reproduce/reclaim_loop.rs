@@ -38,6 +38,13 @@ pub const SEED_MONGODB: &[(&str, f64, f64)] = &[
     ("workingset_refault_file", 34522071.0, 19566366.0),
 ];
 
+/// Seed 003's fio no-regression row at 1/32, as shipped in examples/.
+pub const FIO_MMAP_TOML: &str = include_str!("../../../../examples/seed003-fio-mmap-randread.fio");
+/// Its memcg: the seed's 10G / 32.
+pub const FIO_MMAP_MEMCG: u64 = 320 << 20;
+/// The seed's bandwidth in MB/s (before, after).
+pub const SEED_FIO_MMAP: (f64, f64) = (9196.481429, 9256.105);
+
 /// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
 pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
 
@@ -380,6 +387,68 @@ pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usiz
     rows
 }
 
+/// The fio no-regression row: 16 mmap randread jobs on a ramdisk in the
+/// memcg, group bandwidth in MB/s (fio's group_reporting: the jobs'
+/// bytes over the longest runtime) and the memcg's file refaults, under
+/// `reclaim-legacy` and `reclaim-rework`, with the percent change. `base`
+/// is the machine without the memcg limit and device, which this sets.
+pub fn fio_mmap_randread(base: &SimConfig, text: &str, threads: usize) -> Result<Vec<Row>, String> {
+    let jobs =
+        foliosim_workload::fio::parse_job_str(text, "examples/seed003-fio-mmap-randread.fio")
+            .map_err(|e| e.to_string())?;
+    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
+    let out = super::run_parallel(CELLS, threads, |v| {
+        let mut cfg = base.clone();
+        cfg.lru = LruKind::Mglru;
+        cfg.memcg_limit = Some(FIO_MMAP_MEMCG);
+        cfg.mm.device = crate::mm::blkdev::DeviceProfile::by_name("ramdisk")
+            .expect("the ramdisk profile exists");
+        cfg.mm
+            .variants
+            .apply(v)
+            .expect("the seed's variants are known");
+        let r = crate::sim::run_fio(cfg, &jobs);
+        let bytes: u64 = r.jobs.iter().map(|j| j.read.io_bytes).sum();
+        let ms = r.jobs.iter().map(|j| j.read.runtime_ms).max().unwrap_or(0);
+        let mbs = if ms > 0 {
+            bytes as f64 / ms as f64 / 1000.0
+        } else {
+            0.0
+        };
+        let refaults = *r.memcg.get("workingset_refault_file").unwrap_or(&0) as f64;
+        (mbs, refaults)
+    });
+    let swappiness = base.mm.swappiness;
+    let row = |variant: &str, metric: &str, value, seed_value| Row {
+        experiment: "fio-mmap-randread".into(),
+        variant: variant.into(),
+        swappiness,
+        metric: metric.into(),
+        value,
+        seed_value,
+    };
+    let (sb, sa) = SEED_FIO_MMAP;
+    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
+    Ok(vec![
+        row(CELLS[0], "bandwidth_mb_s", out[0].0, Some(sb)),
+        row(CELLS[0], "workingset_refault_file", out[0].1, None),
+        row(CELLS[1], "bandwidth_mb_s", out[1].0, Some(sa)),
+        row(CELLS[1], "workingset_refault_file", out[1].1, None),
+        row(
+            "change",
+            "bandwidth_mb_s",
+            pct(out[0].0, out[1].0),
+            Some(pct(sb, sa)),
+        ),
+        row(
+            "change",
+            "workingset_refault_file",
+            pct(out[0].1, out[1].1),
+            None,
+        ),
+    ])
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -453,20 +522,27 @@ pub fn render(rows: &[Row]) -> String {
     }
     let mongo: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.experiment == "mongodb-ycsb")
+        .filter(|r| r.experiment == "mongodb-ycsb" || r.experiment == "fio-mmap-randread")
         .collect();
     if !mongo.is_empty() {
         let _ = writeln!(
             s,
             "seed 003 MongoDB + YCSB workloadb: examples/seed003-mongodb-ycsb.toml (1/32: 320M memcg, \
-             144M anon cache, 512M collection, 8 clients, 20 s; no swap); change in percent"
+             144M anon cache, 512M collection, 8 clients, 20 s; no swap); then the fio row: \
+             examples/seed003-fio-mmap-randread.fio (1/32: 16 jobs of 96M on a ramdisk, 320M memcg); \
+             change in percent"
         );
         let _ = writeln!(
             s,
             "{:<16} {:<26} {:>14} {:>14}",
             "kernel", "metric", "model", "seed"
         );
+        let mut last = "";
         for r in mongo {
+            if r.experiment != last && !last.is_empty() {
+                let _ = writeln!(s, "{}:", r.experiment);
+            }
+            last = &r.experiment;
             let seed = r.seed_value.map_or("-".to_string(), |v| format!("{v:.1}"));
             let _ = writeln!(
                 s,
