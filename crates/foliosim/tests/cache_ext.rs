@@ -542,3 +542,44 @@ fn a_failing_policy_stops_the_run_with_its_error() {
         .unwrap_err();
     assert_eq!(e, "policy failing: init: no lists today");
 }
+
+/// get-scan's `scan_min` (get_scan.bpf.c's absolute 5,000, scaled for a
+/// smaller cgroup): in a 16 MiB memcg the scan list never reaches 5,000
+/// folios, so the default samples the GET job's folios; with scan_min=1
+/// eviction takes the scan's, the GET job's 4 MiB stays cached and it
+/// completes far more reads. Bad values are refused, and the
+/// reproduction's spec is the scaled one.
+#[test]
+fn get_scan_threshold_is_a_key() {
+    const MIX: &str = "[global]\ntime_based\nruntime=1s\nbs=4k\ninvalidate=0\n\
+                       [g]\nfilename=hot\nsize=4m\nrw=randread\n\
+                       [r]\nfilename=big\nsize=64m\nrw=read\n";
+    let get_ios = |p: &str| {
+        let mut c = cfg(Some(p));
+        c.memcg_limit = Some(16 << 20);
+        let r = run(Sim::new(c), MIX);
+        assert!(memcg(&r, "workingset_refault_file") > 0, "{p}: reclaim ran");
+        r.jobs
+            .iter()
+            .find(|j| j.jobname == "g")
+            .unwrap()
+            .read
+            .total_ios
+    };
+    let default = get_ios("get-scan:scan=r");
+    let scaled = get_ios("get-scan:scan=r,scan_min=1");
+    assert!(
+        scaled > 10 * default,
+        "scan_min=1: {scaled} GET reads, default {default}"
+    );
+    for (spec, want) in [
+        ("get-scan:scan_min=0", "scan_min: 0 is not >= 1"),
+        ("get-scan:scan_min=x", "scan_min: not a number"),
+    ] {
+        let e = foliosim::policy::new_policy(spec).err().expect(spec);
+        assert!(e.contains(want), "{spec}: {e}");
+    }
+    use foliosim::reproduce::cache_ext;
+    assert_eq!(cache_ext::GET_SCAN_SCALED, "get-scan:scan_min=13");
+    assert!(cache_ext::available("get-scan", "get-scan"));
+}

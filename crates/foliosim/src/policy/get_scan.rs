@@ -3,17 +3,20 @@
 //! key `scan=NAME`, default "scan") go to a scan list, the others to a
 //! general list, both in insertion order with access counts. Eviction
 //! samples (5 per candidate, least frequently used of each group) from the
-//! scan list while it holds at least 5,000 folios, else from the general
-//! list; with no scan folios at all it proposes nothing and the kernel's
-//! own reclaim runs.
+//! scan list while it holds at least 5,000 folios (key `scan_min`), else
+//! from the general list; with no scan folios at all it proposes nothing
+//! and the kernel's own reclaim runs. The 5,000 is an absolute count in
+//! get_scan.bpf.c, sized for the paper's 10 GiB cgroup; a run scaled down
+//! scales it with `scan_min`.
 
 use super::lfu::sample_score;
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, ListId};
 use crate::mm::folio::FolioId;
 
 const SAMPLE: usize = 5;
-/// Scan folios below which the general list is sampled (1000 x rate).
-const SCAN_MIN: i64 = 1000 * SAMPLE as i64;
+/// Scan folios below which the general list is sampled (1000 x rate),
+/// cache_ext's constant.
+pub const SCAN_MIN: i64 = 1000 * SAMPLE as i64;
 
 pub struct GetScan {
     scan_comm: String,
@@ -22,12 +25,14 @@ pub struct GetScan {
     accesses: Vec<u32>,
     by_scan: Vec<bool>,
     scan_pages: i64,
+    scan_min: i64,
 }
 
 impl GetScan {
-    pub fn new(scan_comm: &str) -> Self {
+    pub fn new(scan_comm: &str, scan_min: i64) -> Self {
         GetScan {
             scan_comm: scan_comm.to_string(),
+            scan_min,
             general: None,
             scans: None,
             accesses: Vec::new(),
@@ -82,7 +87,11 @@ impl CacheExtOps for GetScan {
         if self.scan_pages == 0 {
             return;
         }
-        let list = if self.scan_pages < SCAN_MIN { g } else { s };
+        let list = if self.scan_pages < self.scan_min {
+            g
+        } else {
+            s
+        };
         let acc = &self.accesses;
         let _ = cx.list_sample(list, ev, SAMPLE, |id, f| {
             sample_score(f, acc[id as usize] as u64)

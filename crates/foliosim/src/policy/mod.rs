@@ -39,7 +39,7 @@ const POLICIES: &[(&str, &str, &[&str])] = &[
     (
         "get-scan",
         "evict the scan thread's folios first",
-        &["scan"],
+        &["scan", "scan_min"],
     ),
     (
         "admit-filter",
@@ -222,7 +222,16 @@ impl PolicySpec {
                 Box::new(lfu::Lfu::new(n as usize))
             }
             "s3fifo" => Box::new(s3fifo::S3Fifo::default()),
-            "get-scan" => Box::new(get_scan::GetScan::new(self.get("scan").unwrap_or("scan"))),
+            "get-scan" => {
+                let min = self.get_u64("scan_min", get_scan::SCAN_MIN as u64)?;
+                if min == 0 || min > i64::MAX as u64 {
+                    return Err(format!("policy get-scan: scan_min: {min} is not >= 1"));
+                }
+                Box::new(get_scan::GetScan::new(
+                    self.get("scan").unwrap_or("scan"),
+                    min as i64,
+                ))
+            }
             "admit-filter" => {
                 let max =
                     match self.get("max") {
