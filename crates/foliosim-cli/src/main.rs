@@ -409,8 +409,8 @@ enum ReproduceCmd {
     },
     /// Seed 003: the swappiness dispute (kernel build proxy with zram,
     /// swappiness 35..175) on mainline MGLRU, mm-new with and without the
-    /// isolate_folios() fallback fix, and the classic LRU; the aging OOM;
-    /// MongoDB + YCSB workloadb.
+    /// isolate_folios() fallback fix, and the classic LRU; the aging and
+    /// throttling OOMs; MongoDB + YCSB workloadb; the fio row.
     ReclaimLoop {
         #[arg(long, default_value = "table")]
         format: String,
@@ -995,6 +995,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     "examples/seed003-aging-oom-small.toml",
                 )?;
                 rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
+                let (dd, dd_base) = shipped_scenario(
+                    reclaim_loop::DD_OOM_TOML,
+                    "examples/seed003-dd-throttle-oom.toml",
+                )?;
+                rows.extend(reclaim_loop::throttle_oom(&dd_base, &dd, *jobs));
                 let (mongo, mongo_base) = shipped_scenario(
                     reclaim_loop::MONGODB_TOML,
                     "examples/seed003-mongodb-ycsb.toml",

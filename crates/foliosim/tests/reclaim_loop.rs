@@ -188,3 +188,37 @@ fn fio_mmap_randread_row_holds_its_bandwidth() {
     let bad = fio_mmap_randread(&c, "[x]\nrw=sideways\n", 1).unwrap_err();
     assert!(bad.contains("seed003-fio-mmap-randread.fio"), "{bad}");
 }
+
+/// Seed 003's throttling OOM with a 256M dd: mainline MGLRU's memcg
+/// reclaim does not stall on writeback (sort_folio() keeps dirty folios
+/// from shrink_folio_list() and shrink_node() sees no dirty counts), so
+/// when one writeback takes longer than its sixteen reclaim retries
+/// (100 ms a request) dd is OOM-killed; mm-new (patch 14 feeds MGLRU's
+/// counts to the common throttling) and the classic LRU stall and finish.
+/// On the stock hdd profile writeback completes within the retries and
+/// every kernel finishes.
+#[test]
+fn throttling_oom_needs_mglru_without_the_writeback_stall() {
+    use foliosim::reproduce::reclaim_loop::{throttle_oom, DD_OOM_TOML};
+    let text = DD_OOM_TOML.replace("size = \"1G\"", "size = \"256M\"");
+    assert_ne!(text, DD_OOM_TOML, "the reproducer's file size moved");
+    let sc = parse(&text, "seed003-dd-throttle-oom.toml").expect("the shipped reproducer parses");
+    let mut c = SimConfig::default();
+    c.mm.ram_bytes = 4 << 30;
+    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    c.mm.device = foliosim::mm::blkdev::DeviceProfile::by_name("hdd").unwrap();
+    let rows = throttle_oom(&c, &sc, 2);
+    let get = |variant: &str, metric: &str| {
+        rows.iter()
+            .find(|r| r.variant == variant && r.metric == metric)
+            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
+            .value
+    };
+    for k in ["reclaim-legacy", "reclaim-rework", "classic"] {
+        assert_eq!(get(k, "writer_finished_hdd"), 1.0, "{k} on hdd");
+    }
+    assert_eq!(get("reclaim-legacy", "writer_finished_hdd_100ms"), 0.0);
+    assert_eq!(get("reclaim-legacy", "oom_kill_hdd_100ms"), 1.0);
+    assert_eq!(get("reclaim-rework", "writer_finished_hdd_100ms"), 1.0);
+    assert_eq!(get("classic", "writer_finished_hdd_100ms"), 1.0);
+}

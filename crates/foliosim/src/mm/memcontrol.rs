@@ -146,8 +146,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // among it) is in flight waits for the oldest batch
             // (reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)) instead of
             // declaring OOM.
-            let wrote = (self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
-                || (reclaimed == 0 && self.reclaim_throttle_writeback());
+            // MGLRU has no such stall (ReclaimPolicy::
+            // memcg_reclaim_stalls_on_writeback); the flusher it woke
+            // (wakeup_flusher_threads) is a kworker that starts writeback
+            // at once, on another CPU, while this task goes on retrying.
+            let stalls = self.policy.memcg_reclaim_stalls_on_writeback(&self.core);
+            if !stalls && self.core.wb_wakeup_flusher {
+                self.wakeup_flusher_threads();
+            }
+            let wrote = stalls
+                && ((self.core.wb_wakeup_flusher && self.reclaim_writeback_wait())
+                    || (reclaimed == 0 && self.reclaim_throttle_writeback()));
             // mem_cgroup_margin(): memsw's headroom too.
             let margin = self.core.memcgs[over as usize]
                 .margin()

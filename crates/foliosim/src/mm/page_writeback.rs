@@ -348,6 +348,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core.wb.nr_writeback < before
     }
 
+    /// wakeup_flusher_threads(WB_REASON_VMSCAN) from reclaim that does not
+    /// wait: the flusher starts writeback of every dirty folio (the work
+    /// item's start_all, nr_pages = all dirty) and reclaim goes on.
+    pub fn wakeup_flusher_threads(&mut self) {
+        self.core.wb_wakeup_flusher = false;
+        self.wb_complete();
+        while self.core.wb.nr_dirty > 0 {
+            self.writeback_oldest(MAX_WRITEBACK_PAGES);
+        }
+    }
+
     /// fsync / the end of a job with end_fsync: write everything back and wait.
     pub fn sync_all(&mut self) {
         while self.core.wb.nr_dirty > 0 {

@@ -45,6 +45,13 @@ pub const FIO_MMAP_MEMCG: u64 = 320 << 20;
 /// The seed's bandwidth in MB/s (before, after).
 pub const SEED_FIO_MMAP: (f64, f64) = (9196.481429, 9256.105);
 
+/// Seed 003's throttling OOM (dd into a small memcg), as shipped in examples/.
+pub const DD_OOM_TOML: &str = include_str!("../../../../examples/seed003-dd-throttle-oom.toml");
+/// The disks it runs on: the scenario's hdd as profiled, and the same with
+/// a 100 ms per-request latency (a slow or network disk).
+pub const DD_OOM_DEVICES: &[(&str, Option<u64>)] =
+    &[("hdd", None), ("hdd_100ms", Some(100_000_000))];
+
 /// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
 pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
 
@@ -449,6 +456,63 @@ pub fn fio_mmap_randread(base: &SimConfig, text: &str, threads: usize) -> Result
     ])
 }
 
+/// The throttling OOM: whether dd finished (1) or was OOM-killed (0), and
+/// the memcg's oom_kill events, on mainline MGLRU, mm-new and the classic
+/// LRU, on each of DD_OOM_DEVICES. Seed: before the series dd OOMs, after
+/// it does not (the device is not given).
+pub fn throttle_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+    const KERNELS: &[(&str, LruKind, &str, Option<f64>)] = &[
+        (
+            "reclaim-legacy",
+            LruKind::Mglru,
+            "reclaim-legacy",
+            Some(0.0),
+        ),
+        (
+            "reclaim-rework",
+            LruKind::Mglru,
+            "reclaim-rework",
+            Some(1.0),
+        ),
+        ("classic", LruKind::Classic, "", None),
+    ];
+    let cells: Vec<(usize, usize)> = (0..DD_OOM_DEVICES.len())
+        .flat_map(|d| (0..KERNELS.len()).map(move |k| (d, k)))
+        .collect();
+    let out = super::run_parallel(&cells, threads, |&(d, k)| {
+        let (_, lru, v, _) = KERNELS[k];
+        let mut cfg = base.clone();
+        cfg.lru = lru;
+        if let Some(lat) = DD_OOM_DEVICES[d].1 {
+            cfg.mm.device.latency_ns = lat;
+        }
+        cfg.mm
+            .variants
+            .apply(v)
+            .expect("the seed's variants are known");
+        let r = run_scenario(cfg, sc).expect("the shipped reproducer runs");
+        let killed = r.processes.iter().any(|p| p.oom_killed);
+        let kills = *r.cgroups["dd"].get("oom_kill").unwrap_or(&0);
+        (!killed as u64 as f64, kills as f64)
+    });
+    let mut rows = Vec::new();
+    for (&(d, k), (finished, kills)) in cells.iter().zip(out) {
+        let (name, _, _, seed) = KERNELS[k];
+        let dev = DD_OOM_DEVICES[d].0;
+        let row = |metric: String, value, seed_value| Row {
+            experiment: "throttle-oom".into(),
+            variant: name.into(),
+            swappiness: base.mm.swappiness,
+            metric,
+            value,
+            seed_value,
+        };
+        rows.push(row(format!("writer_finished_{dev}"), finished, seed));
+        rows.push(row(format!("oom_kill_{dev}"), kills, None));
+    }
+    rows
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -498,23 +562,30 @@ pub fn render(rows: &[Row]) -> String {
     let mut s = String::new();
     let aging: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.experiment == "aging-oom")
+        .filter(|r| r.experiment == "aging-oom" || r.experiment == "throttle-oom")
         .collect();
     if !aging.is_empty() {
         let _ = writeln!(
             s,
-            "seed 003 aging OOM: examples/seed003-aging-oom-small.toml (1/64 of the reproducer, 32 rounds, no swap)"
+            "seed 003 aging OOM: examples/seed003-aging-oom-small.toml (1/64 of the reproducer, 32 rounds, no swap); \
+             throttling OOM: examples/seed003-dd-throttle-oom.toml (dd of 1G into a 64M memcg, no swap) on the hdd \
+             profile and on an hdd with 100 ms per request"
         );
         let _ = writeln!(
             s,
-            "{:<16} {:<18} {:>8} {:>8}",
+            "{:<16} {:<26} {:>8} {:>8}",
             "kernel", "metric", "model", "seed"
         );
+        let mut last = "";
         for r in aging {
+            if r.experiment != last && !last.is_empty() {
+                let _ = writeln!(s, "{}:", r.experiment);
+            }
+            last = &r.experiment;
             let seed = r.seed_value.map_or("-".to_string(), |v| format!("{v:.0}"));
             let _ = writeln!(
                 s,
-                "{:<16} {:<18} {:>8.0} {:>8}",
+                "{:<16} {:<26} {:>8.0} {:>8}",
                 r.variant, r.metric, r.value, seed
             );
         }

@@ -172,6 +172,16 @@ pub trait ReclaimPolicy {
     /// folio_rotate_reclaimable(): writeback of a PG_reclaim folio
     /// completed; move it to the inactive tail so it goes next.
     fn folio_rotate_reclaimable(&mut self, _core: &mut Core, _id: FolioId) {}
+    /// Whether memcg limit reclaim that met dirty or writeback folios
+    /// stalls until writeback progresses, which the model takes as one
+    /// wait in try_charge(). The classic LRU's paths: shrink_inactive_list()
+    /// throttles (VMSCAN_THROTTLE_WRITEBACK) when every folio it took was
+    /// dirty and unqueued, v1, and shrink_folio_list() waits on folios it
+    /// sent to writeback itself; shrink_node() throttles congested cgroup
+    /// reclaim, v2.
+    fn memcg_reclaim_stalls_on_writeback(&self, _core: &Core) -> bool {
+        true
+    }
     /// snapshot_refaults() at the end of a reclaim, for `target`.
     fn snapshot_refaults(&mut self, core: &mut Core, target: MemcgId) {
         core.snapshot_refaults(target);

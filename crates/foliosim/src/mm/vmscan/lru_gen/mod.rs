@@ -567,6 +567,18 @@ fn parse_uint(s: &str) -> Option<u64> {
 }
 
 impl ReclaimPolicy for LruGen {
+    /// Before seed 003's series MGLRU has none of the classic LRU's
+    /// stalls: sort_folio() moves dirty and writeback folios on before
+    /// shrink_folio_list() could wait on them, and evict_folios() passes
+    /// only nr_unqueued_dirty up, so shrink_node() never sees the dirty or
+    /// congested counts that throttle; a memcg full of dirty folios retries
+    /// reclaim without waiting and OOMs (the throttling OOM of the series'
+    /// patch 14). The series ("unify writeback reclaim statistic and
+    /// throttling") feeds MGLRU's folio counts to the same code, so it
+    /// stalls as the classic LRU does.
+    fn memcg_reclaim_stalls_on_writeback(&self, core: &Core) -> bool {
+        core.cfg.variants.mglru_reclaim_rework
+    }
     fn name(&self) -> &'static str {
         "mglru"
     }
