@@ -1010,6 +1010,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     20_000_000_000,
                     *jobs,
                 ));
+                let (kb, kb_base) = shipped_scenario(
+                    reclaim_loop::KBUILD_TMPFS_TOML,
+                    "examples/seed003-kernel-build-tmpfs.toml",
+                )?;
+                rows.extend(reclaim_loop::kernel_build_tmpfs(&kb_base, &kb, *jobs));
                 rows.extend(reclaim_loop::fio_mmap_randread(
                     &mongo_base,
                     reclaim_loop::FIO_MMAP_TOML,

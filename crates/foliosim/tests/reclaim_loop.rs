@@ -222,3 +222,77 @@ fn throttling_oom_needs_mglru_without_the_writeback_stall() {
     assert_eq!(get("reclaim-rework", "writer_finished_hdd_100ms"), 1.0);
     assert_eq!(get("classic", "writer_finished_hdd_100ms"), 1.0);
 }
+
+/// Seed 003's kernel-build row with 8 make jobs in a 32M memcg: rows with
+/// the seed's system times, the build swaps, and each compiler's stime
+/// (kernel-path CPU time) is positive and within its elapsed time (every
+/// process here is one thread).
+#[test]
+fn kernel_build_row_sums_system_time() {
+    use foliosim::reproduce::reclaim_loop::{
+        kernel_build_tmpfs, KBUILD_TMPFS_TOML, SEED_KBUILD_STIME,
+    };
+    let text = KBUILD_TMPFS_TOML
+        .replace("count = 96", "count = 8")
+        .replace("max = \"384M\"", "max = \"32M\"");
+    assert_eq!(
+        text.matches("count = 8").count() + text.matches("max = \"32M\"").count(),
+        2,
+        "the proxy moved"
+    );
+    let sc = parse(&text, "seed003-kernel-build-tmpfs.toml").expect("the shipped proxy parses");
+    let mut c = SimConfig::default();
+    c.mm.ram_bytes = 4 << 30;
+    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    c.mm.swap = foliosim::mm::SwapKind::Zram;
+    c.mm.swap_bytes = 2 << 30;
+    let r = run_scenario(
+        {
+            let mut c = c.clone();
+            c.lru = LruKind::Mglru;
+            c
+        },
+        &sc,
+    )
+    .expect("runs");
+    let build: Vec<_> = r
+        .processes
+        .iter()
+        .filter(|p| p.cgroup == "kbuild")
+        .collect();
+    assert_eq!(build.len(), 8 * 3, "8 makes and their 16 compilers");
+    for p in &build {
+        // make only forks and waits; its compilers do the work.
+        assert_eq!(p.stime_ns > 0, p.name.contains("fork@"), "{}", p.name);
+        assert!(
+            p.stime_ns <= p.elapsed_ns,
+            "{}: {} > {}",
+            p.name,
+            p.stime_ns,
+            p.elapsed_ns
+        );
+    }
+    let rows = kernel_build_tmpfs(&c, &sc, 2);
+    let get = |variant: &str, metric: &str| {
+        rows.iter()
+            .find(|r| r.variant == variant && r.metric == metric)
+            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
+    };
+    assert_eq!(
+        get("reclaim-legacy", "system_time_s").seed_value,
+        Some(SEED_KBUILD_STIME.0)
+    );
+    assert_eq!(
+        get("reclaim-rework", "system_time_s").seed_value,
+        Some(SEED_KBUILD_STIME.1)
+    );
+    for v in ["reclaim-legacy", "reclaim-rework"] {
+        assert!(get(v, "system_time_s").value > 0.0, "{v}");
+        assert!(get(v, "pswpout").value > 0.0, "{v}: the build swaps");
+    }
+    let (b, a) = (
+        get("reclaim-legacy", "system_time_s").value,
+        get("reclaim-rework", "system_time_s").value,
+    );
+    assert!((get("change", "system_time_s").value - (a - b) / b * 100.0).abs() < 1e-9);
+}

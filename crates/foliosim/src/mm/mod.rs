@@ -372,6 +372,10 @@ pub struct Core {
     pub now: u64,
     /// Of `now`, how much the task spent waiting on I/O.
     pub io_wait: u64,
+    /// CPU time of the model's kernel paths (every `cpu()` charge:
+    /// syscalls, faults, copies, reclaim run by tasks; not kswapd's), as
+    /// getrusage()'s system time.
+    pub stime: u64,
     pub wmark: Watermarks,
     /// Pages usable by workloads.
     pub managed: u64,
@@ -468,6 +472,7 @@ impl Core {
             vm: Counters::default(),
             now: 0,
             io_wait: 0,
+            stime: 0,
             wmark,
             managed,
             dev,
@@ -593,6 +598,7 @@ impl Core {
     #[inline]
     pub fn cpu(&mut self, ns: u64) {
         self.now += ns;
+        self.stime += ns;
         if self.now >= self.next_event {
             self.tick();
         }

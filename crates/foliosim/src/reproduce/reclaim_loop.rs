@@ -52,6 +52,13 @@ pub const DD_OOM_TOML: &str = include_str!("../../../../examples/seed003-dd-thro
 pub const DD_OOM_DEVICES: &[(&str, Option<u64>)] =
     &[("hdd", None), ("hdd_100ms", Some(100_000_000))];
 
+/// Seed 003's kernel-build no-regression row (tmpfs, zram, a 3G memcg,
+/// make -j96) at 1/8, as shipped in examples/.
+pub const KBUILD_TMPFS_TOML: &str =
+    include_str!("../../../../examples/seed003-kernel-build-tmpfs.toml");
+/// The seed's system time in seconds (before, after).
+pub const SEED_KBUILD_STIME: (f64, f64) = (2589.63, 2543.58);
+
 /// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
 pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
 
@@ -513,6 +520,64 @@ pub fn throttle_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row>
     rows
 }
 
+/// The kernel-build no-regression row: the build's system time (the
+/// stime of every process in the `kbuild` cgroup, forked compilers
+/// included), pswpout and pswpin, each the mean over SEEDS, under
+/// `reclaim-legacy` and `reclaim-rework`, with the percent change.
+pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
+    let out = super::run_parallel(CELLS, threads, |v| {
+        let mut sum = [0.0f64; 3];
+        for seed in SEEDS {
+            let mut cfg = base.clone();
+            cfg.lru = LruKind::Mglru;
+            cfg.seed = seed;
+            cfg.mm
+                .variants
+                .apply(v)
+                .expect("the seed's variants are known");
+            let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+            let stime: u64 = r
+                .processes
+                .iter()
+                .filter(|p| p.cgroup == "kbuild")
+                .map(|p| p.stime_ns)
+                .sum();
+            let get = |k: &str| *r.run.vmstat.get(k).unwrap_or(&0) as f64;
+            for (a, b) in sum
+                .iter_mut()
+                .zip([stime as f64 / 1e9, get("pswpout"), get("pswpin")])
+            {
+                *a += b / SEEDS.len() as f64;
+            }
+        }
+        sum
+    });
+    const METRICS: [&str; 3] = ["system_time_s", "pswpout", "pswpin"];
+    let (sb, sa) = SEED_KBUILD_STIME;
+    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
+    let mut rows = Vec::new();
+    let row = |variant: &str, metric: &str, value, seed_value| Row {
+        experiment: "kernel-build-tmpfs".into(),
+        variant: variant.into(),
+        swappiness: base.mm.swappiness,
+        metric: metric.into(),
+        value,
+        seed_value,
+    };
+    for (i, v) in CELLS.iter().enumerate() {
+        for (j, m) in METRICS.iter().enumerate() {
+            let seed = (j == 0).then_some(if i == 0 { sb } else { sa });
+            rows.push(row(v, m, out[i][j], seed));
+        }
+    }
+    for (j, m) in METRICS.iter().enumerate() {
+        let seed = (j == 0).then(|| pct(sb, sa));
+        rows.push(row("change", m, pct(out[0][j], out[1][j]), seed));
+    }
+    rows
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -593,7 +658,11 @@ pub fn render(rows: &[Row]) -> String {
     }
     let mongo: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.experiment == "mongodb-ycsb" || r.experiment == "fio-mmap-randread")
+        .filter(|r| {
+            r.experiment == "mongodb-ycsb"
+                || r.experiment == "fio-mmap-randread"
+                || r.experiment == "kernel-build-tmpfs"
+        })
         .collect();
     if !mongo.is_empty() {
         let _ = writeln!(
@@ -601,7 +670,8 @@ pub fn render(rows: &[Row]) -> String {
             "seed 003 MongoDB + YCSB workloadb: examples/seed003-mongodb-ycsb.toml (1/32: 320M memcg, \
              144M anon cache, 512M collection, 8 clients, 20 s; no swap); then the fio row: \
              examples/seed003-fio-mmap-randread.fio (1/32: 16 jobs of 96M on a ramdisk, 320M memcg); \
-             change in percent"
+             the kernel-build row: examples/seed003-kernel-build-tmpfs.toml (1/8: 384M memcg, tmpfs, zram, \
+             -j96; the mean of seeds 1-3); change in percent"
         );
         let _ = writeln!(
             s,

@@ -112,6 +112,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
             rss_shmem: p.rss[MM_SHMEMPAGES] * PAGE_SIZE,
             swapents: p.rss[MM_SWAPENTS] * PAGE_SIZE,
             touches: p.touches,
+            stime_ns: p.stime,
             ios: p.ios,
             io_bytes: p.io_bytes,
             ops: p.ops,
@@ -319,6 +320,8 @@ struct Proc<'a> {
     ios: u64,
     io_bytes: u64,
     ops: u64,
+    /// Kernel CPU time of its threads' steps (Core::stime).
+    stime: u64,
 }
 
 struct FileRt {
@@ -602,6 +605,7 @@ impl<'a> Driver<'a> {
             killed_at: None,
             rss: [0; 4],
             touches: 0,
+            stime: 0,
             ios: 0,
             ops: 0,
             io_bytes: 0,
@@ -649,7 +653,11 @@ impl<'a> Driver<'a> {
                 if let Some(e) = &k.core.cache_ext.error {
                     return Err(e.clone());
                 }
-                match self.exec(k, id)? {
+                let s0 = k.core.stime;
+                let flow = self.exec(k, id)?;
+                let p = self.threads[id].proc;
+                self.procs[p].stime += k.core.stime - s0;
+                match flow {
                     Flow::Parked => break,
                     Flow::Continue => {
                         if self.threads[id].st != St::Run {

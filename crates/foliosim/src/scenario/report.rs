@@ -27,6 +27,10 @@ pub struct ProcessReport {
     pub swapents: u64,
     /// Page touches of mappings, and I/O blocks read or written.
     pub touches: u64,
+    /// CPU time in the model's kernel paths (syscalls, faults, copies,
+    /// the task's own reclaim), as /proc/PID/stat's stime; a forked
+    /// child's is its own.
+    pub stime_ns: u64,
     pub ios: u64,
     pub io_bytes: u64,
     /// Key-value operations (kv_get steps: GETs and SCANs), the unit of
@@ -102,11 +106,12 @@ pub fn render_text(r: &ScenarioReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{:<28} {:<12} {:>6} {:>10} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10}",
+        "\n{:<28} {:<12} {:>6} {:>10} {:>10} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10}",
         "process",
         "cgroup",
         "killed",
         "elapsed_s",
+        "stime_s",
         "rss_anon",
         "swapents",
         "touches",
@@ -117,11 +122,12 @@ pub fn render_text(r: &ScenarioReport) -> String {
     for p in &r.processes {
         let _ = writeln!(
             out,
-            "{:<28} {:<12} {:>6} {:>10.3} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10}",
+            "{:<28} {:<12} {:>6} {:>10.3} {:>10.3} {:>12} {:>12} {:>12} {:>10} {:>12} {:>10}",
             p.name,
             if p.cgroup.is_empty() { "/" } else { &p.cgroup },
             if p.oom_killed { "yes" } else { "no" },
             p.elapsed_ns as f64 / 1e9,
+            p.stime_ns as f64 / 1e9,
             p.rss_anon,
             p.swapents,
             p.touches,
