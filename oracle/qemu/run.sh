@@ -4,9 +4,11 @@
 # series, i.e. the model's `reclaim-legacy`), MGLRU and the classic LRU
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
-#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix] [--lru y,n] [--quick]
+#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom] [--lru y,n] [--quick]
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
+#                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
+#                      IOPS limits of the scratch disk, 0 = unthrottled; 0,10)
 #
 # Fetches the kernel with `apt-get download`, builds an initramfs (busybox +
 # mixpress.c, static + init-seed003 + the kernel modules the experiments
@@ -29,6 +31,8 @@ THREADS=4
 READERS=4
 THINK=20,50
 ANON_MB=256
+DD_MB=512
+IOPS=0,10
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) OUT=$2; shift 2 ;;
@@ -40,13 +44,16 @@ while [ $# -gt 0 ]; do
 	--readers) READERS=$2; shift 2 ;;
 	--think) THINK=$2; shift 2 ;;
 	--anon-mb) ANON_MB=$2; shift 2 ;;
+	--dd-mb) DD_MB=$2; shift 2 ;;
+	--iops) IOPS=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
-for e in ${EXPS//,/ }; do case $e in aging|swapmix) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix)" >&2; exit 2 ;; esac; done
+for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom)" >&2; exit 2 ;; esac; done
+[[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
 for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "run.sh: --think: '$THINK' is not A_US,F_US" >&2; exit 2; }
-for o in "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
+for o in "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
 	IFS=: read -r name v max <<< "$o"
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
 done
@@ -155,6 +162,12 @@ if [ ! -f "disk-$FILE_MB.img" ]; then
 	rm -rf diskdir
 fi
 
+# ddoom's scratch disk: an empty ext4 to write into, made fresh per boot.
+scratch_img() {
+	rm -f scratch.img
+	mkfs.ext4 -q -F scratch.img $((DD_MB + 256))M
+}
+
 # TCG by default: the /dev/kvm of the VM this was written on accepts a guest
 # but cannot run it (it fails on the first VEX instruction), so KVM is only
 # used when asked for (FSIM_QEMU_ACCEL=kvm).
@@ -168,10 +181,18 @@ boot() { # exp lru args...
 	local log="$OUT/$exp-lru_$lru.log"
 	[ "$exp" = aging ] && log="$OUT/$exp-t${THREADS}r${READERS}-lru_$lru.log"
 	[ "$exp" = swapmix ] && log="$OUT/$exp-anon${ANON_MB}-think${THINK/,/-}-lru_$lru.log"
+	local extra=()
+	if [ "$exp" = ddoom ]; then
+		local iops=${DDIOPS:-0}
+		log="$OUT/$exp-iops$iops-lru_$lru.log"
+		scratch_img
+		local thr=""; [ "$iops" -gt 0 ] && thr=",throttling.iops-write=$iops"
+		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw$thr")
+	fi
 	echo "run.sh: booting $KVER ($ACCEL) exp=$exp lru_gen=$lru" >&2
 	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp 2 -m 1024 \
 		-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
-		-drive file="$WORK/disk-$FILE_MB.img",if=virtio,format=raw,readonly=on \
+		-drive file="$WORK/disk-$FILE_MB.img",if=virtio,format=raw,readonly=on "${extra[@]}" \
 		-append "console=ttyS0 quiet panic=-1 fsim_exp=$exp fsim_lru=$lru $*" \
 		-nographic -no-reboot > "$log" 2>&1 || echo "run.sh: qemu exited with $? (see $log)" >&2
 	local json=${log%.log}.json
@@ -183,6 +204,9 @@ for e in ${EXPS//,/ }; do
 		case $e in
 		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=$THREADS fsim_readers=$READERS \
 			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * THREADS * 8 + 120)) ;;
+		ddoom) for DDIOPS in ${IOPS//,/ }; do
+			boot ddoom $l fsim_limit_mb=64 fsim_dd_mb=$DD_MB fsim_iops=$DDIOPS
+		done ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac
@@ -190,7 +214,7 @@ for e in ${EXPS//,/ }; do
 done
 # summary.json: every result line, as one JSON array.
 {
-	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)"},"results":[' "$PKG" "$ACCEL"
+	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)","ddoom":"examples/seed003-dd-throttle-oom.toml: dd of '"$DD_MB"'M in 1M writes into a 64M memcg, cgroup v2"},"results":[' "$PKG" "$ACCEL"
 	sep=
 	for f in "$OUT"/*-lru_*.json; do
 		while IFS= read -r line; do printf '%s%s' "$sep" "$line"; sep=,; done < "$f"
