@@ -61,6 +61,8 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         (vec!["--readers", "8x"], "--readers: '8x' is not 1..256"),
         (vec!["--rounds", "-3"], "--rounds: '-3' is not 1..1000"),
         (vec!["--think", "20"], "--think: '20' is not A_US,F_US"),
+        (vec!["--iops", "10,x"], "--iops: '10,x' is not N[,N...]"),
+        (vec!["--dd-mb", "0"], "--dd-mb: '0' is not 1..4096"),
     ] {
         let r = Command::new("bash")
             .arg(qemu_dir().join("run.sh"))
