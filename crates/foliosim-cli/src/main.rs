@@ -1015,6 +1015,16 @@ fn run(cli: Cli) -> Result<(), String> {
                     "examples/seed003-kernel-build-tmpfs.toml",
                 )?;
                 rows.extend(reclaim_loop::kernel_build_tmpfs(&kb_base, &kb, *jobs));
+                let (my, my_base) = shipped_scenario(
+                    reclaim_loop::MYSQL_TOML,
+                    "examples/seed003-mysql-sysbench.toml",
+                )?;
+                rows.extend(reclaim_loop::mysql_sysbench(
+                    &my_base,
+                    &my,
+                    20_000_000_000,
+                    *jobs,
+                ));
                 rows.extend(reclaim_loop::fio_mmap_randread(
                     &mongo_base,
                     reclaim_loop::FIO_MMAP_TOML,

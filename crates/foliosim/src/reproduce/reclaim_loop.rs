@@ -59,6 +59,16 @@ pub const KBUILD_TMPFS_TOML: &str =
 /// The seed's system time in seconds (before, after).
 pub const SEED_KBUILD_STIME: (f64, f64) = (2589.63, 2543.58);
 
+/// Seed 003's MySQL no-regression row (sysbench oltp_read_only, a 24.3G
+/// buffer pool in a 2G memcg, zram) at 1/8, as shipped in examples/.
+pub const MYSQL_TOML: &str = include_str!("../../../../examples/seed003-mysql-sysbench.toml");
+/// The proxy's start-up touches each page of its 3G pool once; each
+/// transaction then touches 18 pages, for 20 simulated seconds.
+pub const MYSQL_POOL_PAGES: u64 = (3 << 30) / 4096;
+pub const MYSQL_TOUCHES_PER_TX: u64 = 18;
+/// The seed's transactions per second (before, after).
+pub const SEED_MYSQL_TPS: (f64, f64) = (17260.781429, 17266.842857);
+
 /// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
 pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
 
@@ -578,6 +588,62 @@ pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Ve
     rows
 }
 
+/// The MySQL no-regression row: transactions per simulated second (the
+/// clients' pool touches after start-up over MYSQL_TOUCHES_PER_TX, over
+/// `loop_ns`), pswpin, pswpout and workingset_refault_anon, under
+/// `reclaim-legacy` and `reclaim-rework`, with the percent change.
+pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usize) -> Vec<Row> {
+    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
+    let out = super::run_parallel(CELLS, threads, |v| {
+        let mut cfg = base.clone();
+        cfg.lru = LruKind::Mglru;
+        cfg.mm
+            .variants
+            .apply(v)
+            .expect("the seed's variants are known");
+        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+        let touches: u64 = r
+            .processes
+            .iter()
+            .filter(|p| p.name.starts_with("mysqld"))
+            .map(|p| p.touches)
+            .sum();
+        let tx = touches.saturating_sub(MYSQL_POOL_PAGES) / MYSQL_TOUCHES_PER_TX;
+        let get = |k: &str| *r.run.vmstat.get(k).unwrap_or(&0) as f64;
+        [
+            tx as f64 / (loop_ns as f64 / 1e9),
+            get("pswpin"),
+            get("pswpout"),
+            *r.cgroups["mysql"]
+                .get("workingset_refault_anon")
+                .unwrap_or(&0) as f64,
+        ]
+    });
+    const METRICS: [&str; 4] = ["tps", "pswpin", "pswpout", "workingset_refault_anon"];
+    let (sb, sa) = SEED_MYSQL_TPS;
+    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
+    let row = |variant: &str, metric: &str, value, seed_value| Row {
+        experiment: "mysql-sysbench".into(),
+        variant: variant.into(),
+        swappiness: base.mm.swappiness,
+        metric: metric.into(),
+        value,
+        seed_value,
+    };
+    let mut rows = Vec::new();
+    for (i, v) in CELLS.iter().enumerate() {
+        for (j, m) in METRICS.iter().enumerate() {
+            let seed = (j == 0).then_some(if i == 0 { sb } else { sa });
+            rows.push(row(v, m, out[i][j], seed));
+        }
+    }
+    for (j, m) in METRICS.iter().enumerate() {
+        let seed = (j == 0).then(|| pct(sb, sa));
+        rows.push(row("change", m, pct(out[0][j], out[1][j]), seed));
+    }
+    rows
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -662,6 +728,7 @@ pub fn render(rows: &[Row]) -> String {
             r.experiment == "mongodb-ycsb"
                 || r.experiment == "fio-mmap-randread"
                 || r.experiment == "kernel-build-tmpfs"
+                || r.experiment == "mysql-sysbench"
         })
         .collect();
     if !mongo.is_empty() {
@@ -671,7 +738,8 @@ pub fn render(rows: &[Row]) -> String {
              144M anon cache, 512M collection, 8 clients, 20 s; no swap); then the fio row: \
              examples/seed003-fio-mmap-randread.fio (1/32: 16 jobs of 96M on a ramdisk, 320M memcg); \
              the kernel-build row: examples/seed003-kernel-build-tmpfs.toml (1/8: 384M memcg, tmpfs, zram, \
-             -j96; the mean of seeds 1-3); change in percent"
+             -j96; the mean of seeds 1-3); the MySQL row: examples/seed003-mysql-sysbench.toml (1/8: 3G pool \
+             in a 256M memcg, zram, 6 threads, 20 s); change in percent"
         );
         let _ = writeln!(
             s,
