@@ -1025,6 +1025,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     20_000_000_000,
                     *jobs,
                 ));
+                let (cn, cn_base) = shipped_scenario(
+                    reclaim_loop::CHROME_NODE_TOML,
+                    "examples/seed003-chrome-node.toml",
+                )?;
+                rows.extend(reclaim_loop::chrome_node(&cn_base, &cn, *jobs));
                 rows.extend(reclaim_loop::fio_mmap_randread(
                     &mongo_base,
                     reclaim_loop::FIO_MMAP_TOML,

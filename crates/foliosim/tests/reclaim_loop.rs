@@ -358,3 +358,62 @@ fn mysql_row_counts_whole_transactions() {
         get("change", "tps").value
     );
 }
+
+/// Jain's index as the seed's script prints it, and the Chrome & Node.js
+/// row at a 1 s loop: 64 workers in 32 memcgs under global pressure, each
+/// with whole requests counted, the seed's figures beside.
+#[test]
+fn chrome_node_row_and_jains_index() {
+    use foliosim::reproduce::reclaim_loop::{
+        chrome_node, jain_fairness, CHROME_NODE_HEAP_PAGES, CHROME_NODE_TOML, SEED_CHROME_NODE,
+    };
+    assert_eq!(jain_fairness(&[5.0, 5.0, 5.0]), 1.0);
+    assert!((jain_fairness(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+    assert!((jain_fairness(&[1.0, 2.0, 3.0]) - 36.0 / 42.0).abs() < 1e-12);
+    assert_eq!(jain_fairness(&[]), 1.0);
+    let text = CHROME_NODE_TOML.replace("duration = \"20s\"", "duration = \"1s\"");
+    assert_eq!(
+        text.matches("duration = \"1s\"").count(),
+        32,
+        "the proxy moved"
+    );
+    let sc = parse(&text, "seed003-chrome-node.toml").expect("the shipped proxy parses");
+    assert_eq!(sc.processes.len(), 32);
+    let mut c = SimConfig::default();
+    c.mm.ram_bytes = 2 << 30;
+    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    c.mm.swap = foliosim::mm::SwapKind::Zram;
+    c.mm.swap_bytes = 4 << 30;
+    let r = run_scenario(
+        {
+            let mut c = c.clone();
+            c.lru = LruKind::Mglru;
+            c
+        },
+        &sc,
+    )
+    .expect("runs");
+    assert_eq!(r.processes.len(), 64);
+    for p in &r.processes {
+        assert!(p.touches > CHROME_NODE_HEAP_PAGES, "{}", p.name);
+        assert_eq!((p.touches - CHROME_NODE_HEAP_PAGES) % 200, 0, "{}", p.name);
+    }
+    assert!(r.run.vmstat["pswpout"] > 0, "3G of heaps in 2G swap");
+    let rows = chrome_node(&c, &sc, 2);
+    for &(m, b, a) in SEED_CHROME_NODE {
+        let get = |v: &str| {
+            rows.iter()
+                .find(|r| r.variant == v && r.metric == m)
+                .unwrap()
+        };
+        assert_eq!(get("reclaim-legacy").seed_value, Some(b));
+        assert_eq!(get("reclaim-rework").seed_value, Some(a));
+        assert!(get("reclaim-legacy").value > 0.0);
+    }
+    let jain = rows
+        .iter()
+        .find(|r| r.variant == "reclaim-legacy" && r.metric == "jain_fairness")
+        .unwrap()
+        .value;
+    assert!(jain > 0.0 && jain <= 1.0, "{jain}");
+}

@@ -69,6 +69,32 @@ pub const MYSQL_TOUCHES_PER_TX: u64 = 18;
 /// The seed's transactions per second (before, after).
 pub const SEED_MYSQL_TPS: (f64, f64) = (17260.781429, 17266.842857);
 
+/// Seed 003's Chrome & Node.js row (32 memcgs, 64 workers, zram, global
+/// pressure) at 1/64, as shipped in examples/.
+pub const CHROME_NODE_TOML: &str = include_str!("../../../../examples/seed003-chrome-node.toml");
+/// Each worker's start-up pass touches its 48M heap once; a request then
+/// touches 200 pages.
+pub const CHROME_NODE_HEAP_PAGES: u64 = (48 << 20) / 4096;
+pub const CHROME_NODE_TOUCHES_PER_REQ: u64 = 200;
+/// The seed's (before, after): total requests, Jain's fairness.
+pub const SEED_CHROME_NODE: &[(&str, f64, f64)] = &[
+    ("total_requests", 79915.0, 81382.0),
+    ("jain_fairness", 0.997795, 0.991480),
+];
+
+/// Jain's fairness index of per-worker figures: (sum x)^2 / (n sum x^2),
+/// 1 when all are equal; 1 for none or all zero.
+pub fn jain_fairness(x: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    if sq == 0.0 {
+        1.0
+    } else {
+        sum * sum / (n * sq)
+    }
+}
+
 /// Seed 003's aging OOM reproducer at 1/64, as shipped in examples/.
 pub const AGING_OOM_TOML: &str = include_str!("../../../../examples/seed003-aging-oom-small.toml");
 
@@ -644,6 +670,70 @@ pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: us
     rows
 }
 
+/// The Chrome & Node.js row: total requests and Jain's fairness over the
+/// workers' request counts (each worker's touches after its start-up pass
+/// over CHROME_NODE_TOUCHES_PER_REQ), the fewest and most requests of a
+/// worker, and pswpin, under `reclaim-legacy` and `reclaim-rework`, with
+/// the percent change.
+pub fn chrome_node(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
+    let out = super::run_parallel(CELLS, threads, |v| {
+        let mut cfg = base.clone();
+        cfg.lru = LruKind::Mglru;
+        cfg.mm
+            .variants
+            .apply(v)
+            .expect("the seed's variants are known");
+        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+        let req: Vec<f64> = r
+            .processes
+            .iter()
+            .map(|p| {
+                (p.touches.saturating_sub(CHROME_NODE_HEAP_PAGES) / CHROME_NODE_TOUCHES_PER_REQ)
+                    as f64
+            })
+            .collect();
+        let min = req.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = req.iter().cloned().fold(0.0, f64::max);
+        [
+            req.iter().sum::<f64>(),
+            jain_fairness(&req),
+            if req.is_empty() { 0.0 } else { min },
+            max,
+            *r.run.vmstat.get("pswpin").unwrap_or(&0) as f64,
+        ]
+    });
+    const METRICS: [&str; 5] = [
+        "total_requests",
+        "jain_fairness",
+        "worker_requests_min",
+        "worker_requests_max",
+        "pswpin",
+    ];
+    let seed_of = |m: &str| SEED_CHROME_NODE.iter().find(|(k, _, _)| *k == m);
+    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
+    let row = |variant: &str, metric: &str, value, seed_value| Row {
+        experiment: "chrome-node".into(),
+        variant: variant.into(),
+        swappiness: base.mm.swappiness,
+        metric: metric.into(),
+        value,
+        seed_value,
+    };
+    let mut rows = Vec::new();
+    for (i, v) in CELLS.iter().enumerate() {
+        for (j, m) in METRICS.iter().enumerate() {
+            let seed = seed_of(m).map(|&(_, b, a)| if i == 0 { b } else { a });
+            rows.push(row(v, m, out[i][j], seed));
+        }
+    }
+    for (j, m) in METRICS.iter().enumerate() {
+        let seed = seed_of(m).map(|&(_, b, a)| pct(b, a));
+        rows.push(row("change", m, pct(out[0][j], out[1][j]), seed));
+    }
+    rows
+}
+
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
 /// cell to cell) or "up and down".
 pub fn trend(values: &[f64]) -> &'static str {
@@ -729,6 +819,7 @@ pub fn render(rows: &[Row]) -> String {
                 || r.experiment == "fio-mmap-randread"
                 || r.experiment == "kernel-build-tmpfs"
                 || r.experiment == "mysql-sysbench"
+                || r.experiment == "chrome-node"
         })
         .collect();
     if !mongo.is_empty() {
@@ -739,7 +830,8 @@ pub fn render(rows: &[Row]) -> String {
              examples/seed003-fio-mmap-randread.fio (1/32: 16 jobs of 96M on a ramdisk, 320M memcg); \
              the kernel-build row: examples/seed003-kernel-build-tmpfs.toml (1/8: 384M memcg, tmpfs, zram, \
              -j96; the mean of seeds 1-3); the MySQL row: examples/seed003-mysql-sysbench.toml (1/8: 3G pool \
-             in a 256M memcg, zram, 6 threads, 20 s); change in percent"
+             in a 256M memcg, zram, 6 threads, 20 s); the Chrome & Node.js row: examples/seed003-chrome-node.toml \
+             (1/64: 32 memcgs, 64 workers of 48M, a 2G machine, zram, 20 s); change in percent"
         );
         let _ = writeln!(
             s,
@@ -752,10 +844,18 @@ pub fn render(rows: &[Row]) -> String {
                 let _ = writeln!(s, "{}:", r.experiment);
             }
             last = &r.experiment;
-            let seed = r.seed_value.map_or("-".to_string(), |v| format!("{v:.1}"));
+            // Jain's index lives near 1: six decimals (the seed's).
+            let prec = if r.metric == "jain_fairness" && r.variant != "change" {
+                6
+            } else {
+                1
+            };
+            let seed = r
+                .seed_value
+                .map_or("-".to_string(), |v| format!("{v:.prec$}"));
             let _ = writeln!(
                 s,
-                "{:<16} {:<26} {:>14.1} {:>14}",
+                "{:<16} {:<26} {:>14.prec$} {:>14}",
                 r.variant, r.metric, r.value, seed
             );
         }
