@@ -342,6 +342,74 @@ pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
     rows
 }
 
+/// Mainline MGLRU before seed 003's series, then mm-new: the two cells of
+/// every before/after experiment.
+pub const BEFORE_AFTER: [&str; 2] = ["reclaim-legacy", "reclaim-rework"];
+
+/// `base` under MGLRU with `variant` applied.
+fn mglru_cell(base: &SimConfig, variant: &str) -> SimConfig {
+    let mut cfg = base.clone();
+    cfg.lru = LruKind::Mglru;
+    cfg.mm
+        .variants
+        .apply(variant)
+        .expect("the seed's variants are known");
+    cfg
+}
+
+/// Percent change from `b` to `a` (0 when `b` is 0).
+fn pct(b: f64, a: f64) -> f64 {
+    if b == 0.0 {
+        0.0
+    } else {
+        (a - b) / b * 100.0
+    }
+}
+
+/// The rows of a before/after experiment: each metric under both cells
+/// with the seed's figure (`seed(metric)`: before, after), then a `change`
+/// row per metric (percent, the model's and the seed's), foliosim's own
+/// diagnostics (`foliosim_*`) left out of the changes.
+fn before_after_rows(
+    experiment: &str,
+    swappiness: u32,
+    metrics: &[&str],
+    out: &[Vec<f64>],
+    seed: impl Fn(&str) -> Option<(f64, f64)>,
+) -> Vec<Row> {
+    let row = |variant: &str, metric: &str, value, seed_value| Row {
+        experiment: experiment.into(),
+        variant: variant.into(),
+        swappiness,
+        metric: metric.into(),
+        value,
+        seed_value,
+    };
+    let mut rows = Vec::new();
+    for (i, v) in BEFORE_AFTER.iter().enumerate() {
+        for (j, m) in metrics.iter().enumerate() {
+            let sv = seed(m).map(|(b, a)| if i == 0 { b } else { a });
+            rows.push(row(v, m, out[i][j], sv));
+        }
+    }
+    for (j, m) in metrics.iter().enumerate() {
+        if m.starts_with("foliosim_") {
+            continue;
+        }
+        let sv = seed(m).map(|(b, a)| pct(b, a));
+        rows.push(row("change", m, pct(out[0][j], out[1][j]), sv));
+    }
+    rows
+}
+
+/// The seed's (before, after) of `metric` in a table of them.
+fn seed_pair(table: &[(&str, f64, f64)], metric: &str) -> Option<(f64, f64)> {
+    table
+        .iter()
+        .find(|(k, _, _)| *k == metric)
+        .map(|&(_, b, a)| (b, a))
+}
+
 /// The MongoDB + YCSB workloadb experiment: mainline MGLRU
 /// (`reclaim-legacy`) against mm-new (`reclaim-rework`), the seed's
 /// metrics with the seed's figures beside, a "change" row per metric
@@ -350,15 +418,19 @@ pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
 /// `loop_ns` is the client loop's simulated duration (the scenario's 20 s
 /// unless a test shortens it).
 pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usize) -> Vec<Row> {
-    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
-    let out = super::run_parallel(CELLS, threads, |v| {
-        let mut cfg = base.clone();
-        cfg.lru = LruKind::Mglru;
-        cfg.mm
-            .variants
-            .apply(v)
-            .expect("the seed's variants are known");
-        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+    const METRICS: [&str; 9] = [
+        "throughput",
+        "average_latency_us",
+        "pgpgin",
+        "pgpgout",
+        "workingset_refault_anon",
+        "workingset_refault_file",
+        "foliosim_nr_aging",
+        "foliosim_sort_writeback",
+        "foliosim_sort_protected",
+    ];
+    let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
+        let r = run_scenario(mglru_cell(base, v), sc).expect("the shipped proxy runs");
         let loops = r
             .processes
             .iter()
@@ -378,63 +450,26 @@ pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usiz
             .map(|g| g["stats"].clone())
             .unwrap_or_default();
         let n = |k: &str| st[k].as_u64().unwrap_or(0) as f64;
+        let latency = if ops > 0.0 {
+            MONGO_CLIENTS * secs / ops * 1e6
+        } else {
+            0.0
+        };
         vec![
-            ("throughput", ops / secs),
-            (
-                "average_latency_us",
-                if ops > 0.0 {
-                    MONGO_CLIENTS * secs / ops * 1e6
-                } else {
-                    0.0
-                },
-            ),
-            ("pgpgin", get("pgpgin")),
-            ("pgpgout", get("pgpgout")),
-            ("workingset_refault_anon", mget("workingset_refault_anon")),
-            ("workingset_refault_file", mget("workingset_refault_file")),
-            ("foliosim_nr_aging", n("nr_aging")),
-            ("foliosim_sort_writeback", n("sort_writeback")),
-            ("foliosim_sort_protected", n("sort_protected")),
+            ops / secs,
+            latency,
+            get("pgpgin"),
+            get("pgpgout"),
+            mget("workingset_refault_anon"),
+            mget("workingset_refault_file"),
+            n("nr_aging"),
+            n("sort_writeback"),
+            n("sort_protected"),
         ]
     });
-    let swappiness = base.mm.swappiness;
-    let seed_of = |metric: &str, after: bool| {
-        SEED_MONGODB
-            .iter()
-            .find(|(k, _, _)| *k == metric)
-            .map(|&(_, b, a)| if after { a } else { b })
-    };
-    let mut rows = Vec::new();
-    for (i, &name) in CELLS.iter().enumerate() {
-        for &(metric, value) in &out[i] {
-            rows.push(Row {
-                experiment: "mongodb-ycsb".into(),
-                variant: name.into(),
-                swappiness,
-                metric: metric.into(),
-                value,
-                seed_value: seed_of(metric, i == 1),
-            });
-        }
-    }
-    for (j, &(metric, before)) in out[0].iter().enumerate() {
-        if metric.starts_with("foliosim_") {
-            continue;
-        }
-        let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
-        rows.push(Row {
-            experiment: "mongodb-ycsb".into(),
-            variant: "change".into(),
-            swappiness,
-            metric: metric.into(),
-            value: pct(before, out[1][j].1),
-            seed_value: SEED_MONGODB
-                .iter()
-                .find(|(k, _, _)| *k == metric)
-                .map(|&(_, b, a)| pct(b, a)),
-        });
-    }
-    rows
+    before_after_rows("mongodb-ycsb", base.mm.swappiness, &METRICS, &out, |m| {
+        seed_pair(SEED_MONGODB, m)
+    })
 }
 
 /// The fio no-regression row: 16 mmap randread jobs on a ramdisk in the
@@ -446,17 +481,11 @@ pub fn fio_mmap_randread(base: &SimConfig, text: &str, threads: usize) -> Result
     let jobs =
         foliosim_workload::fio::parse_job_str(text, "examples/seed003-fio-mmap-randread.fio")
             .map_err(|e| e.to_string())?;
-    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
-    let out = super::run_parallel(CELLS, threads, |v| {
-        let mut cfg = base.clone();
-        cfg.lru = LruKind::Mglru;
+    let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
+        let mut cfg = mglru_cell(base, v);
         cfg.memcg_limit = Some(FIO_MMAP_MEMCG);
         cfg.mm.device = crate::mm::blkdev::DeviceProfile::by_name("ramdisk")
             .expect("the ramdisk profile exists");
-        cfg.mm
-            .variants
-            .apply(v)
-            .expect("the seed's variants are known");
         let r = crate::sim::run_fio(cfg, &jobs);
         let bytes: u64 = r.jobs.iter().map(|j| j.read.io_bytes).sum();
         let ms = r.jobs.iter().map(|j| j.read.runtime_ms).max().unwrap_or(0);
@@ -466,37 +495,15 @@ pub fn fio_mmap_randread(base: &SimConfig, text: &str, threads: usize) -> Result
             0.0
         };
         let refaults = *r.memcg.get("workingset_refault_file").unwrap_or(&0) as f64;
-        (mbs, refaults)
+        vec![mbs, refaults]
     });
-    let swappiness = base.mm.swappiness;
-    let row = |variant: &str, metric: &str, value, seed_value| Row {
-        experiment: "fio-mmap-randread".into(),
-        variant: variant.into(),
-        swappiness,
-        metric: metric.into(),
-        value,
-        seed_value,
-    };
-    let (sb, sa) = SEED_FIO_MMAP;
-    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
-    Ok(vec![
-        row(CELLS[0], "bandwidth_mb_s", out[0].0, Some(sb)),
-        row(CELLS[0], "workingset_refault_file", out[0].1, None),
-        row(CELLS[1], "bandwidth_mb_s", out[1].0, Some(sa)),
-        row(CELLS[1], "workingset_refault_file", out[1].1, None),
-        row(
-            "change",
-            "bandwidth_mb_s",
-            pct(out[0].0, out[1].0),
-            Some(pct(sb, sa)),
-        ),
-        row(
-            "change",
-            "workingset_refault_file",
-            pct(out[0].1, out[1].1),
-            None,
-        ),
-    ])
+    Ok(before_after_rows(
+        "fio-mmap-randread",
+        base.mm.swappiness,
+        &["bandwidth_mb_s", "workingset_refault_file"],
+        &out,
+        |m| (m == "bandwidth_mb_s").then_some(SEED_FIO_MMAP),
+    ))
 }
 
 /// The throttling OOM: whether dd finished (1) or was OOM-killed (0), and
@@ -561,17 +568,11 @@ pub fn throttle_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row>
 /// included), pswpout and pswpin, each the mean over SEEDS, under
 /// `reclaim-legacy` and `reclaim-rework`, with the percent change.
 pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
-    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
-    let out = super::run_parallel(CELLS, threads, |v| {
-        let mut sum = [0.0f64; 3];
+    let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
+        let mut sum = vec![0.0f64; 3];
         for seed in SEEDS {
-            let mut cfg = base.clone();
-            cfg.lru = LruKind::Mglru;
+            let mut cfg = mglru_cell(base, v);
             cfg.seed = seed;
-            cfg.mm
-                .variants
-                .apply(v)
-                .expect("the seed's variants are known");
             let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
             let stime: u64 = r
                 .processes
@@ -589,29 +590,13 @@ pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Ve
         }
         sum
     });
-    const METRICS: [&str; 3] = ["system_time_s", "pswpout", "pswpin"];
-    let (sb, sa) = SEED_KBUILD_STIME;
-    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
-    let mut rows = Vec::new();
-    let row = |variant: &str, metric: &str, value, seed_value| Row {
-        experiment: "kernel-build-tmpfs".into(),
-        variant: variant.into(),
-        swappiness: base.mm.swappiness,
-        metric: metric.into(),
-        value,
-        seed_value,
-    };
-    for (i, v) in CELLS.iter().enumerate() {
-        for (j, m) in METRICS.iter().enumerate() {
-            let seed = (j == 0).then_some(if i == 0 { sb } else { sa });
-            rows.push(row(v, m, out[i][j], seed));
-        }
-    }
-    for (j, m) in METRICS.iter().enumerate() {
-        let seed = (j == 0).then(|| pct(sb, sa));
-        rows.push(row("change", m, pct(out[0][j], out[1][j]), seed));
-    }
-    rows
+    before_after_rows(
+        "kernel-build-tmpfs",
+        base.mm.swappiness,
+        &["system_time_s", "pswpout", "pswpin"],
+        &out,
+        |m| (m == "system_time_s").then_some(SEED_KBUILD_STIME),
+    )
 }
 
 /// The MySQL no-regression row: transactions per simulated second (the
@@ -619,15 +604,8 @@ pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Ve
 /// `loop_ns`), pswpin, pswpout and workingset_refault_anon, under
 /// `reclaim-legacy` and `reclaim-rework`, with the percent change.
 pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usize) -> Vec<Row> {
-    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
-    let out = super::run_parallel(CELLS, threads, |v| {
-        let mut cfg = base.clone();
-        cfg.lru = LruKind::Mglru;
-        cfg.mm
-            .variants
-            .apply(v)
-            .expect("the seed's variants are known");
-        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+    let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
+        let r = run_scenario(mglru_cell(base, v), sc).expect("the shipped proxy runs");
         let touches: u64 = r
             .processes
             .iter()
@@ -636,7 +614,7 @@ pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: us
             .sum();
         let tx = touches.saturating_sub(MYSQL_POOL_PAGES) / MYSQL_TOUCHES_PER_TX;
         let get = |k: &str| *r.run.vmstat.get(k).unwrap_or(&0) as f64;
-        [
+        vec![
             tx as f64 / (loop_ns as f64 / 1e9),
             get("pswpin"),
             get("pswpout"),
@@ -645,29 +623,13 @@ pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: us
                 .unwrap_or(&0) as f64,
         ]
     });
-    const METRICS: [&str; 4] = ["tps", "pswpin", "pswpout", "workingset_refault_anon"];
-    let (sb, sa) = SEED_MYSQL_TPS;
-    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
-    let row = |variant: &str, metric: &str, value, seed_value| Row {
-        experiment: "mysql-sysbench".into(),
-        variant: variant.into(),
-        swappiness: base.mm.swappiness,
-        metric: metric.into(),
-        value,
-        seed_value,
-    };
-    let mut rows = Vec::new();
-    for (i, v) in CELLS.iter().enumerate() {
-        for (j, m) in METRICS.iter().enumerate() {
-            let seed = (j == 0).then_some(if i == 0 { sb } else { sa });
-            rows.push(row(v, m, out[i][j], seed));
-        }
-    }
-    for (j, m) in METRICS.iter().enumerate() {
-        let seed = (j == 0).then(|| pct(sb, sa));
-        rows.push(row("change", m, pct(out[0][j], out[1][j]), seed));
-    }
-    rows
+    before_after_rows(
+        "mysql-sysbench",
+        base.mm.swappiness,
+        &["tps", "pswpin", "pswpout", "workingset_refault_anon"],
+        &out,
+        |m| (m == "tps").then_some(SEED_MYSQL_TPS),
+    )
 }
 
 /// The Chrome & Node.js row: total requests and Jain's fairness over the
@@ -676,15 +638,8 @@ pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: us
 /// worker, and pswpin, under `reclaim-legacy` and `reclaim-rework`, with
 /// the percent change.
 pub fn chrome_node(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
-    const CELLS: &[&str] = &["reclaim-legacy", "reclaim-rework"];
-    let out = super::run_parallel(CELLS, threads, |v| {
-        let mut cfg = base.clone();
-        cfg.lru = LruKind::Mglru;
-        cfg.mm
-            .variants
-            .apply(v)
-            .expect("the seed's variants are known");
-        let r = run_scenario(cfg, sc).expect("the shipped proxy runs");
+    let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
+        let r = run_scenario(mglru_cell(base, v), sc).expect("the shipped proxy runs");
         let req: Vec<f64> = r
             .processes
             .iter()
@@ -695,7 +650,7 @@ pub fn chrome_node(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> 
             .collect();
         let min = req.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = req.iter().cloned().fold(0.0, f64::max);
-        [
+        vec![
             req.iter().sum::<f64>(),
             jain_fairness(&req),
             if req.is_empty() { 0.0 } else { min },
@@ -703,35 +658,19 @@ pub fn chrome_node(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> 
             *r.run.vmstat.get("pswpin").unwrap_or(&0) as f64,
         ]
     });
-    const METRICS: [&str; 5] = [
-        "total_requests",
-        "jain_fairness",
-        "worker_requests_min",
-        "worker_requests_max",
-        "pswpin",
-    ];
-    let seed_of = |m: &str| SEED_CHROME_NODE.iter().find(|(k, _, _)| *k == m);
-    let pct = |b: f64, a: f64| if b == 0.0 { 0.0 } else { (a - b) / b * 100.0 };
-    let row = |variant: &str, metric: &str, value, seed_value| Row {
-        experiment: "chrome-node".into(),
-        variant: variant.into(),
-        swappiness: base.mm.swappiness,
-        metric: metric.into(),
-        value,
-        seed_value,
-    };
-    let mut rows = Vec::new();
-    for (i, v) in CELLS.iter().enumerate() {
-        for (j, m) in METRICS.iter().enumerate() {
-            let seed = seed_of(m).map(|&(_, b, a)| if i == 0 { b } else { a });
-            rows.push(row(v, m, out[i][j], seed));
-        }
-    }
-    for (j, m) in METRICS.iter().enumerate() {
-        let seed = seed_of(m).map(|&(_, b, a)| pct(b, a));
-        rows.push(row("change", m, pct(out[0][j], out[1][j]), seed));
-    }
-    rows
+    before_after_rows(
+        "chrome-node",
+        base.mm.swappiness,
+        &[
+            "total_requests",
+            "jain_fairness",
+            "worker_requests_min",
+            "worker_requests_max",
+            "pswpin",
+        ],
+        &out,
+        |m| seed_pair(SEED_CHROME_NODE, m),
+    )
 }
 
 /// How a series moves as swappiness rises: "rises", "falls" (strictly,
