@@ -990,46 +990,52 @@ fn run(cli: Cli) -> Result<(), String> {
                 )?;
                 trace_args::progress::install(None);
                 let mut rows = reclaim_loop::swappiness_sweep(&base, &sc, *jobs);
-                let (oom, oom_base) = shipped_scenario(
-                    reclaim_loop::AGING_OOM_TOML,
-                    "examples/seed003-aging-oom-small.toml",
-                )?;
-                rows.extend(reclaim_loop::aging_oom(&oom_base, &oom, *jobs));
-                let (dd, dd_base) = shipped_scenario(
-                    reclaim_loop::DD_OOM_TOML,
-                    "examples/seed003-dd-throttle-oom.toml",
-                )?;
-                rows.extend(reclaim_loop::throttle_oom(&dd_base, &dd, *jobs));
-                let (mongo, mongo_base) = shipped_scenario(
+                type Experiment = fn(
+                    &SimConfig,
+                    &foliosim_workload::scenario::Scenario,
+                    usize,
+                ) -> Vec<reclaim_loop::Row>;
+                let experiments: [(&str, &str, Experiment); 6] = [
+                    (
+                        reclaim_loop::AGING_OOM_TOML,
+                        "examples/seed003-aging-oom-small.toml",
+                        reclaim_loop::aging_oom,
+                    ),
+                    (
+                        reclaim_loop::DD_OOM_TOML,
+                        "examples/seed003-dd-throttle-oom.toml",
+                        reclaim_loop::throttle_oom,
+                    ),
+                    (
+                        reclaim_loop::MONGODB_TOML,
+                        "examples/seed003-mongodb-ycsb.toml",
+                        reclaim_loop::mongodb_ycsb,
+                    ),
+                    (
+                        reclaim_loop::KBUILD_TMPFS_TOML,
+                        "examples/seed003-kernel-build-tmpfs.toml",
+                        reclaim_loop::kernel_build_tmpfs,
+                    ),
+                    (
+                        reclaim_loop::MYSQL_TOML,
+                        "examples/seed003-mysql-sysbench.toml",
+                        reclaim_loop::mysql_sysbench,
+                    ),
+                    (
+                        reclaim_loop::CHROME_NODE_TOML,
+                        "examples/seed003-chrome-node.toml",
+                        reclaim_loop::chrome_node,
+                    ),
+                ];
+                for (text, label, run) in experiments {
+                    let (sc, base) = shipped_scenario(text, label)?;
+                    rows.extend(run(&base, &sc, *jobs));
+                }
+                // The fio row runs on the MongoDB proxy's machine (both 1/32).
+                let (_, mongo_base) = shipped_scenario(
                     reclaim_loop::MONGODB_TOML,
                     "examples/seed003-mongodb-ycsb.toml",
                 )?;
-                rows.extend(reclaim_loop::mongodb_ycsb(
-                    &mongo_base,
-                    &mongo,
-                    20_000_000_000,
-                    *jobs,
-                ));
-                let (kb, kb_base) = shipped_scenario(
-                    reclaim_loop::KBUILD_TMPFS_TOML,
-                    "examples/seed003-kernel-build-tmpfs.toml",
-                )?;
-                rows.extend(reclaim_loop::kernel_build_tmpfs(&kb_base, &kb, *jobs));
-                let (my, my_base) = shipped_scenario(
-                    reclaim_loop::MYSQL_TOML,
-                    "examples/seed003-mysql-sysbench.toml",
-                )?;
-                rows.extend(reclaim_loop::mysql_sysbench(
-                    &my_base,
-                    &my,
-                    20_000_000_000,
-                    *jobs,
-                ));
-                let (cn, cn_base) = shipped_scenario(
-                    reclaim_loop::CHROME_NODE_TOML,
-                    "examples/seed003-chrome-node.toml",
-                )?;
-                rows.extend(reclaim_loop::chrome_node(&cn_base, &cn, *jobs));
                 rows.extend(reclaim_loop::fio_mmap_randread(
                     &mongo_base,
                     reclaim_loop::FIO_MMAP_TOML,

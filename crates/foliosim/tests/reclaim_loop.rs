@@ -3,7 +3,7 @@
 //! and fewer file refaults as swappiness rises), and the MGLRU report
 //! carries the type-selection counters that explain its own balance.
 
-use foliosim::reproduce::reclaim_loop::{kendall_tau, trend, KERNEL_BUILD_TOML};
+use foliosim::reproduce::reclaim_loop::{kendall_tau, trend, Row, KERNEL_BUILD_TOML};
 use foliosim::scenario::run_scenario;
 use foliosim::sim::{LruKind, SimConfig};
 use foliosim_workload::scenario::{parse, Scenario};
@@ -13,6 +13,33 @@ fn proxy() -> Scenario {
     let text = KERNEL_BUILD_TOML.replace("count = 8,", "count = 2,");
     assert_ne!(text, KERNEL_BUILD_TOML, "the proxy's loop count moved");
     parse(&text, "kernel-build.toml").expect("the shipped proxy parses")
+}
+
+/// A machine of `ram` bytes (the reserve scaled down as `foliosim run
+/// --memory` does), with zram of `zram` bytes when given.
+fn machine(ram: u64, zram: Option<u64>) -> SimConfig {
+    let mut c = SimConfig::default();
+    c.mm.ram_bytes = ram;
+    c.mm.reserved_bytes = c.mm.reserved_bytes.min(ram / 16);
+    if let Some(z) = zram {
+        c.mm.swap = foliosim::mm::SwapKind::Zram;
+        c.mm.swap_bytes = z;
+    }
+    c
+}
+
+/// `c` under MGLRU.
+fn mglru(c: &SimConfig) -> SimConfig {
+    let mut c = c.clone();
+    c.lru = LruKind::Mglru;
+    c
+}
+
+/// The row of `variant` and `metric`.
+fn row<'a>(rows: &'a [Row], variant: &str, metric: &str) -> &'a Row {
+    rows.iter()
+        .find(|r| r.variant == variant && r.metric == metric)
+        .unwrap_or_else(|| panic!("no row {variant} {metric}"))
 }
 
 fn cfg(lru: LruKind, swappiness: u32) -> SimConfig {
@@ -99,17 +126,11 @@ fn mongodb_proxy_rows_and_the_models_account() {
         "the proxy's loops moved"
     );
     let sc = parse(&text, "seed003-mongodb-ycsb.toml").expect("the shipped proxy parses");
-    let mut c = SimConfig::default();
-    c.mm.ram_bytes = 4 << 30;
-    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    let mut c = machine(4 << 30, None);
     c.mm.device = foliosim::mm::blkdev::DeviceProfile::by_name("nvme").unwrap();
     c.seed = 3;
-    let rows = mongodb_ycsb(&c, &sc, 4_000_000_000, 2);
-    let get = |variant: &str, metric: &str| {
-        rows.iter()
-            .find(|r| r.variant == variant && r.metric == metric)
-            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
-    };
+    let rows = mongodb_ycsb(&c, &sc, 2);
+    let get = |variant: &str, metric: &str| row(&rows, variant, metric);
     for &(metric, before, after) in SEED_MONGODB {
         let b = get("reclaim-legacy", metric);
         let a = get("reclaim-rework", metric);
@@ -160,15 +181,9 @@ fn fio_mmap_randread_row_holds_its_bandwidth() {
         .replace("runtime=10s", "runtime=1s")
         .replace("ramp_time=2s", "ramp_time=200ms");
     assert_ne!(text, FIO_MMAP_TOML);
-    let mut c = SimConfig::default();
-    c.mm.ram_bytes = 4 << 30;
-    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    let c = machine(4 << 30, None);
     let rows = fio_mmap_randread(&c, &text, 2).expect("the shipped job parses");
-    let get = |variant: &str, metric: &str| {
-        rows.iter()
-            .find(|r| r.variant == variant && r.metric == metric)
-            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
-    };
+    let get = |variant: &str, metric: &str| row(&rows, variant, metric);
     let b = get("reclaim-legacy", "bandwidth_mb_s");
     let a = get("reclaim-rework", "bandwidth_mb_s");
     assert_eq!(b.seed_value, Some(SEED_FIO_MMAP.0));
@@ -203,17 +218,10 @@ fn throttling_oom_needs_mglru_without_the_writeback_stall() {
     let text = DD_OOM_TOML.replace("size = \"1G\"", "size = \"256M\"");
     assert_ne!(text, DD_OOM_TOML, "the reproducer's file size moved");
     let sc = parse(&text, "seed003-dd-throttle-oom.toml").expect("the shipped reproducer parses");
-    let mut c = SimConfig::default();
-    c.mm.ram_bytes = 4 << 30;
-    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
+    let mut c = machine(4 << 30, None);
     c.mm.device = foliosim::mm::blkdev::DeviceProfile::by_name("hdd").unwrap();
     let rows = throttle_oom(&c, &sc, 2);
-    let get = |variant: &str, metric: &str| {
-        rows.iter()
-            .find(|r| r.variant == variant && r.metric == metric)
-            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
-            .value
-    };
+    let get = |variant: &str, metric: &str| row(&rows, variant, metric).value;
     for k in ["reclaim-legacy", "reclaim-rework", "classic"] {
         assert_eq!(get(k, "writer_finished_hdd"), 1.0, "{k} on hdd");
     }
@@ -241,20 +249,8 @@ fn kernel_build_row_sums_system_time() {
         "the proxy moved"
     );
     let sc = parse(&text, "seed003-kernel-build-tmpfs.toml").expect("the shipped proxy parses");
-    let mut c = SimConfig::default();
-    c.mm.ram_bytes = 4 << 30;
-    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
-    c.mm.swap = foliosim::mm::SwapKind::Zram;
-    c.mm.swap_bytes = 2 << 30;
-    let r = run_scenario(
-        {
-            let mut c = c.clone();
-            c.lru = LruKind::Mglru;
-            c
-        },
-        &sc,
-    )
-    .expect("runs");
+    let c = machine(4 << 30, Some(2 << 30));
+    let r = run_scenario(mglru(&c), &sc).expect("runs");
     let build: Vec<_> = r
         .processes
         .iter()
@@ -273,11 +269,7 @@ fn kernel_build_row_sums_system_time() {
         );
     }
     let rows = kernel_build_tmpfs(&c, &sc, 2);
-    let get = |variant: &str, metric: &str| {
-        rows.iter()
-            .find(|r| r.variant == variant && r.metric == metric)
-            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
-    };
+    let get = |variant: &str, metric: &str| row(&rows, variant, metric);
     assert_eq!(
         get("reclaim-legacy", "system_time_s").seed_value,
         Some(SEED_KBUILD_STIME.0)
@@ -310,28 +302,13 @@ fn mysql_row_counts_whole_transactions() {
     assert_ne!(text, MYSQL_TOML, "the proxy's loop moved");
     let sc = parse(&text, "seed003-mysql-sysbench.toml").expect("the shipped proxy parses");
     assert_eq!(MYSQL_POOL_PAGES, 786_432);
-    let mut c = SimConfig::default();
-    c.mm.ram_bytes = 16 << 30;
-    c.mm.swap = foliosim::mm::SwapKind::Zram;
-    c.mm.swap_bytes = 4 << 30;
-    let r = run_scenario(
-        {
-            let mut c = c.clone();
-            c.lru = LruKind::Mglru;
-            c
-        },
-        &sc,
-    )
-    .expect("runs");
+    let c = machine(16 << 30, Some(4 << 30));
+    let r = run_scenario(mglru(&c), &sc).expect("runs");
     let touches = r.processes[0].touches;
     assert!(touches > MYSQL_POOL_PAGES);
     assert_eq!((touches - MYSQL_POOL_PAGES) % MYSQL_TOUCHES_PER_TX, 0);
-    let rows = mysql_sysbench(&c, &sc, 2_000_000_000, 2);
-    let get = |variant: &str, metric: &str| {
-        rows.iter()
-            .find(|r| r.variant == variant && r.metric == metric)
-            .unwrap_or_else(|| panic!("no row {variant} {metric}"))
-    };
+    let rows = mysql_sysbench(&c, &sc, 2);
+    let get = |variant: &str, metric: &str| row(&rows, variant, metric);
     assert_eq!(
         get("reclaim-legacy", "tps").seed_value,
         Some(SEED_MYSQL_TPS.0)
@@ -379,20 +356,8 @@ fn chrome_node_row_and_jains_index() {
     );
     let sc = parse(&text, "seed003-chrome-node.toml").expect("the shipped proxy parses");
     assert_eq!(sc.processes.len(), 32);
-    let mut c = SimConfig::default();
-    c.mm.ram_bytes = 2 << 30;
-    c.mm.reserved_bytes = c.mm.reserved_bytes.min(c.mm.ram_bytes / 16);
-    c.mm.swap = foliosim::mm::SwapKind::Zram;
-    c.mm.swap_bytes = 4 << 30;
-    let r = run_scenario(
-        {
-            let mut c = c.clone();
-            c.lru = LruKind::Mglru;
-            c
-        },
-        &sc,
-    )
-    .expect("runs");
+    let c = machine(2 << 30, Some(4 << 30));
+    let r = run_scenario(mglru(&c), &sc).expect("runs");
     assert_eq!(r.processes.len(), 64);
     for p in &r.processes {
         assert!(p.touches > CHROME_NODE_HEAP_PAGES, "{}", p.name);
@@ -410,10 +375,6 @@ fn chrome_node_row_and_jains_index() {
         assert_eq!(get("reclaim-rework").seed_value, Some(a));
         assert!(get("reclaim-legacy").value > 0.0);
     }
-    let jain = rows
-        .iter()
-        .find(|r| r.variant == "reclaim-legacy" && r.metric == "jain_fairness")
-        .unwrap()
-        .value;
+    let jain = row(&rows, "reclaim-legacy", "jain_fairness").value;
     assert!(jain > 0.0 && jain <= 1.0, "{jain}");
 }

@@ -333,13 +333,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
     }
 
     /// Reclaim found dirty folios it cannot write itself: start writeback
-    /// of every dirty folio (WB_REASON_VMSCAN) and wait for it. Returns
-    /// whether any writeback completed.
+    /// of every dirty folio (wakeup_flusher_threads) and wait for it.
+    /// Returns whether any writeback completed.
     pub fn reclaim_writeback_wait(&mut self) -> bool {
-        self.core.wb_wakeup_flusher = false;
-        while self.core.wb.nr_dirty > 0 {
-            self.writeback_oldest(MAX_WRITEBACK_PAGES);
-        }
+        self.wakeup_flusher_threads();
         let before = self.core.wb.nr_writeback;
         if let Some(&(_, done)) = self.core.wb.inflight.back() {
             self.core.wait_until(done);
@@ -353,7 +350,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// item's start_all, nr_pages = all dirty) and reclaim goes on.
     pub fn wakeup_flusher_threads(&mut self) {
         self.core.wb_wakeup_flusher = false;
-        self.wb_complete();
         while self.core.wb.nr_dirty > 0 {
             self.writeback_oldest(MAX_WRITEBACK_PAGES);
         }

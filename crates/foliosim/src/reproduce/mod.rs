@@ -143,6 +143,32 @@ pub fn mmap_miss_cells() -> Vec<(u64, &'static str, &'static str)> {
     v
 }
 
+/// The first loop of a scenario, in process then thread order: (count,
+/// duration, body). The seeds' proxies time their measured phase by it.
+pub fn first_loop(
+    sc: &foliosim_workload::scenario::Scenario,
+) -> Option<(
+    Option<u64>,
+    Option<u64>,
+    &[foliosim_workload::scenario::Step],
+)> {
+    use foliosim_workload::scenario::{Op, Step};
+    fn find(steps: &[Step]) -> Option<(Option<u64>, Option<u64>, &[Step])> {
+        steps.iter().find_map(|s| match &s.op {
+            Op::Loop {
+                count,
+                duration_ns,
+                steps,
+            } => Some((*count, *duration_ns, steps.as_slice())),
+            _ => None,
+        })
+    }
+    sc.processes
+        .iter()
+        .flat_map(|p| &p.threads)
+        .find_map(|t| find(&t.steps))
+}
+
 /// Runs cells on `threads` worker threads. Each cell is an independent,
 /// seeded model run and results are stored by cell index, so the output
 /// does not depend on scheduling.

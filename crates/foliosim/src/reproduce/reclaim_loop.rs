@@ -357,6 +357,13 @@ fn mglru_cell(base: &SimConfig, variant: &str) -> SimConfig {
     cfg
 }
 
+/// The simulated duration of a proxy's measured phase: its first loop's.
+fn measured_ns(sc: &Scenario) -> u64 {
+    super::first_loop(sc)
+        .and_then(|(_, d, _)| d)
+        .expect("the shipped proxy's first loop has a duration")
+}
+
 /// Percent change from `b` to `a` (0 when `b` is 0).
 fn pct(b: f64, a: f64) -> f64 {
     if b == 0.0 {
@@ -415,9 +422,7 @@ fn seed_pair(table: &[(&str, f64, f64)], metric: &str) -> Option<(f64, f64)> {
 /// metrics with the seed's figures beside, a "change" row per metric
 /// (percent, model and seed), and MGLRU's own account of the runs
 /// (aging passes, folios sorted for writeback or protected by tier).
-/// `loop_ns` is the client loop's simulated duration (the scenario's 20 s
-/// unless a test shortens it).
-pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usize) -> Vec<Row> {
+pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
     const METRICS: [&str; 9] = [
         "throughput",
         "average_latency_us",
@@ -429,6 +434,7 @@ pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usiz
         "foliosim_sort_writeback",
         "foliosim_sort_protected",
     ];
+    let loop_ns = measured_ns(sc);
     let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
         let r = run_scenario(mglru_cell(base, v), sc).expect("the shipped proxy runs");
         let loops = r
@@ -601,9 +607,10 @@ pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Ve
 
 /// The MySQL no-regression row: transactions per simulated second (the
 /// clients' pool touches after start-up over MYSQL_TOUCHES_PER_TX, over
-/// `loop_ns`), pswpin, pswpout and workingset_refault_anon, under
-/// `reclaim-legacy` and `reclaim-rework`, with the percent change.
-pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, loop_ns: u64, threads: usize) -> Vec<Row> {
+/// the query loop's duration), pswpin, pswpout and workingset_refault_anon,
+/// under `reclaim-legacy` and `reclaim-rework`, with the percent change.
+pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+    let loop_ns = measured_ns(sc);
     let out = super::run_parallel(&BEFORE_AFTER, threads, |v| {
         let r = run_scenario(mglru_cell(base, v), sc).expect("the shipped proxy runs");
         let touches: u64 = r
@@ -715,91 +722,84 @@ pub fn series(rows: &[Row], variant: &str, metric: &str) -> (Vec<f64>, Option<Ve
     (model, seed)
 }
 
+/// One table of rows of `experiments` (in row order, a line naming each
+/// experiment after the first), model beside seed, `width` wide, with
+/// `decimals(row)` places.
+fn render_group(
+    s: &mut String,
+    rows: &[Row],
+    experiments: &[&str],
+    title: &str,
+    width: usize,
+    decimals: impl Fn(&Row) -> usize,
+) {
+    use std::fmt::Write;
+    let sel: Vec<&Row> = rows
+        .iter()
+        .filter(|r| experiments.contains(&r.experiment.as_str()))
+        .collect();
+    if sel.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "{title}");
+    let _ = writeln!(
+        s,
+        "{:<16} {:<26} {:>width$} {:>width$}",
+        "kernel", "metric", "model", "seed"
+    );
+    for (i, r) in sel.iter().enumerate() {
+        if i > 0 && r.experiment != sel[i - 1].experiment {
+            let _ = writeln!(s, "{}:", r.experiment);
+        }
+        let prec = decimals(r);
+        let seed = r
+            .seed_value
+            .map_or("-".to_string(), |v| format!("{v:.prec$}"));
+        let _ = writeln!(
+            s,
+            "{:<16} {:<26} {:>width$.prec$} {:>width$}",
+            r.variant, r.metric, r.value, seed
+        );
+    }
+    let _ = writeln!(s);
+}
+
 /// The tables for people: per kernel, the seed's metrics by swappiness,
 /// model beside seed, each series' trend, and MGLRU's type choices.
 pub fn render(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let aging: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.experiment == "aging-oom" || r.experiment == "throttle-oom")
-        .collect();
-    if !aging.is_empty() {
-        let _ = writeln!(
-            s,
-            "seed 003 aging OOM: examples/seed003-aging-oom-small.toml (1/64 of the reproducer, 32 rounds, no swap); \
-             throttling OOM: examples/seed003-dd-throttle-oom.toml (dd of 1G into a 64M memcg, no swap) on the hdd \
-             profile and on an hdd with 100 ms per request"
-        );
-        let _ = writeln!(
-            s,
-            "{:<16} {:<26} {:>8} {:>8}",
-            "kernel", "metric", "model", "seed"
-        );
-        let mut last = "";
-        for r in aging {
-            if r.experiment != last && !last.is_empty() {
-                let _ = writeln!(s, "{}:", r.experiment);
-            }
-            last = &r.experiment;
-            let seed = r.seed_value.map_or("-".to_string(), |v| format!("{v:.0}"));
-            let _ = writeln!(
-                s,
-                "{:<16} {:<26} {:>8.0} {:>8}",
-                r.variant, r.metric, r.value, seed
-            );
-        }
-        let _ = writeln!(s);
-    }
-    let mongo: Vec<&Row> = rows
-        .iter()
-        .filter(|r| {
-            r.experiment == "mongodb-ycsb"
-                || r.experiment == "fio-mmap-randread"
-                || r.experiment == "kernel-build-tmpfs"
-                || r.experiment == "mysql-sysbench"
-                || r.experiment == "chrome-node"
-        })
-        .collect();
-    if !mongo.is_empty() {
-        let _ = writeln!(
-            s,
-            "seed 003 MongoDB + YCSB workloadb: examples/seed003-mongodb-ycsb.toml (1/32: 320M memcg, \
-             144M anon cache, 512M collection, 8 clients, 20 s; no swap); then the fio row: \
-             examples/seed003-fio-mmap-randread.fio (1/32: 16 jobs of 96M on a ramdisk, 320M memcg); \
-             the kernel-build row: examples/seed003-kernel-build-tmpfs.toml (1/8: 384M memcg, tmpfs, zram, \
-             -j96; the mean of seeds 1-3); the MySQL row: examples/seed003-mysql-sysbench.toml (1/8: 3G pool \
-             in a 256M memcg, zram, 6 threads, 20 s); the Chrome & Node.js row: examples/seed003-chrome-node.toml \
-             (1/64: 32 memcgs, 64 workers of 48M, a 2G machine, zram, 20 s); change in percent"
-        );
-        let _ = writeln!(
-            s,
-            "{:<16} {:<26} {:>14} {:>14}",
-            "kernel", "metric", "model", "seed"
-        );
-        let mut last = "";
-        for r in mongo {
-            if r.experiment != last && !last.is_empty() {
-                let _ = writeln!(s, "{}:", r.experiment);
-            }
-            last = &r.experiment;
-            // Jain's index lives near 1: six decimals (the seed's).
-            let prec = if r.metric == "jain_fairness" && r.variant != "change" {
-                6
-            } else {
-                1
-            };
-            let seed = r
-                .seed_value
-                .map_or("-".to_string(), |v| format!("{v:.prec$}"));
-            let _ = writeln!(
-                s,
-                "{:<16} {:<26} {:>14.prec$} {:>14}",
-                r.variant, r.metric, r.value, seed
-            );
-        }
-        let _ = writeln!(s);
-    }
+    render_group(
+        &mut s,
+        rows,
+        &["aging-oom", "throttle-oom"],
+        "seed 003 aging OOM: examples/seed003-aging-oom-small.toml (1/64 of the reproducer, 32 rounds, no swap); \
+         throttling OOM: examples/seed003-dd-throttle-oom.toml (dd of 1G into a 64M memcg, no swap) on the hdd \
+         profile and on an hdd with 100 ms per request",
+        8,
+        |_| 0,
+    );
+    render_group(
+        &mut s,
+        rows,
+        &[
+            "mongodb-ycsb",
+            "fio-mmap-randread",
+            "kernel-build-tmpfs",
+            "mysql-sysbench",
+            "chrome-node",
+        ],
+        "seed 003 MongoDB + YCSB workloadb: examples/seed003-mongodb-ycsb.toml (1/32: 320M memcg, \
+         144M anon cache, 512M collection, 8 clients, 20 s; no swap); then the fio row: \
+         examples/seed003-fio-mmap-randread.fio (1/32: 16 jobs of 96M on a ramdisk, 320M memcg); \
+         the kernel-build row: examples/seed003-kernel-build-tmpfs.toml (1/8: 384M memcg, tmpfs, zram, \
+         -j96; the mean of seeds 1-3); the MySQL row: examples/seed003-mysql-sysbench.toml (1/8: 3G pool \
+         in a 256M memcg, zram, 6 threads, 20 s); the Chrome & Node.js row: examples/seed003-chrome-node.toml \
+         (1/64: 32 memcgs, 64 workers of 48M, a 2G machine, zram, 20 s); change in percent",
+        14,
+        // Jain's index lives near 1: six decimals (the seed's).
+        |r| if r.metric == "jain_fairness" && r.variant != "change" { 6 } else { 1 },
+    );
     let _ = writeln!(
         s,
         "tau: Kendall's rank correlation with swappiness (+1 rises at every step, -1 falls at every step).\n\

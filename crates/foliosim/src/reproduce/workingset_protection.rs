@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use foliosim_workload::scenario::{Amount, Op, Scenario, Step};
 
+use super::first_loop;
 use crate::mm::blkdev::DeviceProfile;
 use crate::mm::{MmConfig, SwapKind, Variants};
 use crate::scenario::{run_scenario, ScenarioReport};
@@ -240,24 +241,6 @@ fn resize(sc: &mut Scenario, duration_ns: Option<u64>, count: Option<u64>) {
             set_loops(&mut t.steps, duration_ns, count);
         }
     }
-}
-
-/// The first loop of the scenario: (count, duration, body).
-fn first_loop(sc: &Scenario) -> Option<(Option<u64>, Option<u64>, &[Step])> {
-    fn find(steps: &[Step]) -> Option<(Option<u64>, Option<u64>, &[Step])> {
-        steps.iter().find_map(|s| match &s.op {
-            Op::Loop {
-                count,
-                duration_ns,
-                steps,
-            } => Some((*count, *duration_ns, steps.as_slice())),
-            _ => None,
-        })
-    }
-    sc.processes
-        .iter()
-        .flat_map(|p| &p.threads)
-        .find_map(|t| find(&t.steps))
 }
 
 /// TPC-C: reads of the data file per transaction, the `read` steps'

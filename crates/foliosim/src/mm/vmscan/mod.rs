@@ -9,7 +9,7 @@ pub mod lru_gen;
 use super::folio::{pg, Folio, FolioId};
 use super::memcontrol::{MemcgId, MAX_RECLAIM_RETRIES};
 use super::vmstat::Item;
-use super::workingset::{LruSizes, Shadow};
+use super::workingset::{LruSizes, Shadow, XA_CHUNK_SHIFT};
 use super::{Core, Kernel, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 
 pub const DEACTIVATE_ANON: u8 = 1;
@@ -462,7 +462,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         // file order, which the hardware fetches well by itself).
         if let Some(&ahead) = folios.get(i + 3) {
             let f = core.folios.get(ahead);
-            let same_node = f.mapping == f0.mapping && (f.index ^ f0.index) >> 6 == 0;
+            let same_node = f.mapping == f0.mapping && (f.index ^ f0.index) >> XA_CHUNK_SHIFT == 0;
             if f.is_file_lru() && !same_node {
                 if let Some(a) = core.files.get(f.mapping as usize) {
                     a.prefetch_entry(f.index as u64);
