@@ -87,6 +87,17 @@ struct MachineArgs {
     /// --disk-size device, 1T without one).
     #[arg(long)]
     fs: Option<String>,
+    /// The kernel release the machine runs: 6.1, 6.6, 6.12, 6.18, 7.0 or
+    /// mm-new (the seeds' kernel). It sets the seeds' patches as that
+    /// release has them (--variant applies on top) and large folios for
+    /// the files (ext4 since 6.16). Default: the seeds' patches as in
+    /// mm-new, order-0 page cache.
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Large page-cache folios for the workload's files: on or off
+    /// (default: as --kernel says, off without it).
+    #[arg(long)]
+    large_folios: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -172,7 +183,18 @@ impl MachineArgs {
             .unwrap_or("classic")
             .parse()
             .map_err(|e| format!("--lru: {e}"))?;
-        let mut variants = Variants::newest();
+        if let Some(k) = &self.kernel {
+            mm.kernel = Some(
+                foliosim::mm::KernelRelease::parse(k).map_err(|e| format!("--kernel: {e}"))?,
+            );
+        }
+        mm.large_folios = match self.large_folios.as_deref() {
+            None => mm.kernel.is_some_and(|k| k.ext4_large_folios()),
+            Some("on") => true,
+            Some("off") => false,
+            Some(v) => return Err(format!("--large-folios: '{v}' is not on or off")),
+        };
+        let mut variants = mm.kernel.map_or_else(Variants::newest, |k| k.variants());
         for v in &self.variant {
             variants.apply(v).map_err(|e| format!("--variant: {e}"))?;
         }

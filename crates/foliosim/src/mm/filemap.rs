@@ -131,6 +131,22 @@ fn decode(v: u64) -> Slot {
     }
 }
 
+/// fgf_set_order(): the folio order a write of `size` bytes asks for.
+#[inline]
+fn fgf_set_order(size: u64) -> u32 {
+    if size <= PAGE_SIZE {
+        0
+    } else {
+        size.ilog2() - PAGE_SHIFT
+    }
+}
+
+/// pos_same_folio(): byte `pos` lies in folio `f`.
+#[inline]
+fn pos_same_folio(pos: u64, f: &super::folio::Folio) -> bool {
+    (pos >> PAGE_SHIFT).wrapping_sub(f.index as u64) < f.nr_pages()
+}
+
 /// Readahead I/O still in flight: pages [start, end) become uptodate at `done`.
 #[derive(Clone, Copy, Debug, Default)]
 struct InflightRead {
@@ -168,6 +184,9 @@ pub struct AddressSpace {
     /// A tmpfs file (shmem.rs): the read, write and fault entry points
     /// dispatch to shmem's.
     pub shmem: bool,
+    /// mapping_max_folio_order(): 0 for a mapping without large folio
+    /// support (mapping_large_folio_support() false).
+    pub max_order: u32,
 }
 
 impl AddressSpace {
@@ -189,7 +208,21 @@ impl AddressSpace {
             nr_pte_tables: 0,
             owner: super::mmap::NO_MM,
             shmem: false,
+            max_order: 0,
         }
+    }
+
+    /// mapping_large_folio_support().
+    #[inline]
+    pub fn large_folio_support(&self) -> bool {
+        self.max_order > 0
+    }
+
+    /// Whether a folio is cached anywhere in [index, index + nr): what
+    /// makes __filemap_add_folio() of a folio spanning it fail (-EEXIST).
+    #[inline]
+    pub fn range_has_folio(&self, index: u64, nr: u64) -> bool {
+        (index..index + nr).any(|i| self.folio(i).is_some())
     }
 
     /// Extends the mapping to `size` bytes (new slots empty): the block
@@ -512,6 +545,26 @@ pub enum VmFault {
     Oom,
 }
 
+impl super::Core {
+    /// page_cache_delete(): the folio of `nr` pages at `index` leaves the
+    /// page cache, its slots taking `shadow` (a multi-index shadow entry
+    /// in the kernel; here the same shadow in each slot) or emptied.
+    #[inline]
+    pub fn page_cache_delete(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        nr: u64,
+        shadow: Option<Shadow>,
+        memcg: MemcgId,
+    ) {
+        for idx in index..index + nr {
+            let settled = self.files[mapping as usize].replace_with_shadow(idx, shadow);
+            self.workingset_node_changed(mapping, idx, memcg, settled);
+        }
+    }
+}
+
 impl<P: ReclaimPolicy> Kernel<P> {
     /// filemap_add_folio(): allocate, charge and insert a folio at `index`,
     /// feeding a shadow entry found there to workingset_refault(), then put
@@ -524,7 +577,26 @@ impl<P: ReclaimPolicy> Kernel<P> {
         memcg: MemcgId,
         may_retry: bool,
     ) -> Option<FolioId> {
-        let id = self.alloc_folio(memcg, may_retry)?;
+        self.filemap_add_folio_order(mapping, index, 0, memcg, may_retry)
+    }
+
+    /// filemap_add_folio() of a folio of 1 << `order` pages at `index`
+    /// (aligned to its size, inside the file, over no cached folio: the
+    /// callers check, as __filemap_add_folio()'s -EEXIST would). Of the
+    /// shadows it replaces, the last one found goes to
+    /// workingset_refault(), as xas_for_each_conflict() leaves it.
+    #[inline(always)]
+    pub fn filemap_add_folio_order(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        order: u32,
+        memcg: MemcgId,
+        may_retry: bool,
+    ) -> Option<FolioId> {
+        let nr = 1u64 << order;
+        debug_assert!(index % nr == 0 && index + nr <= self.core.files[mapping as usize].nr_pages());
+        let id = self.alloc_folio_order(memcg, order, may_retry)?;
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = mapping;
@@ -534,19 +606,22 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // (folio_end_read()) at the end of the insertion, and
             // CacheExt's reads-in-flight view shows it locked until the
             // read's completion time.
-            f.flags = pg::LOCKED;
+            f.set_flags_keep_order(pg::LOCKED);
         }
-        let (old, settled) = self.core.files[mapping as usize].set_folio(index, id);
-        let shadow = match old {
-            Slot::Shadow(s) => Some(s),
-            Slot::Empty => None,
-            Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
-                unreachable!("filemap_add_folio over a present folio or swap entry")
+        let mut shadow = None;
+        for idx in index..index + nr {
+            let (old, settled) = self.core.files[mapping as usize].set_folio(idx, id);
+            match old {
+                Slot::Shadow(s) => shadow = Some(s),
+                Slot::Empty => {}
+                Slot::Folio(_) | Slot::Swap(_) | Slot::Zero => {
+                    unreachable!("filemap_add_folio over a present folio or swap entry")
+                }
             }
-        };
-        self.core
-            .workingset_node_changed(mapping, index, memcg, settled);
-        self.core.memcgs[memcg as usize].nr_file += 1;
+            self.core
+                .workingset_node_changed(mapping, idx, memcg, settled);
+        }
+        self.core.memcgs[memcg as usize].nr_file += nr;
         if self.core.trace.is_some() {
             let rec = self.core.trace_folio(id);
             if let Some((t, cx)) = self.core.tracer() {
@@ -624,11 +699,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if end > pos && (end - 1) >> PAGE_SHIFT == index {
             let a = &self.core.files[mapping as usize];
             if let Some(id) = a.folio(index) {
-                if !self.core.folios.get(id).test(pg::READAHEAD)
-                    && a.io_done_at(index, self.core.now).is_none()
-                {
-                    let mark = (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != index;
-                    file.ra.prev_pos = self.filemap_copy_folio(id, index, mark, pos, end);
+                let f = self.core.folios.get(id);
+                if !f.test(pg::READAHEAD) && a.io_done_at(index, self.core.now).is_none() {
+                    let mark = !pos_same_folio(last_pos.wrapping_sub(1), f);
+                    file.ra.prev_pos = self.filemap_copy_folio(id, mark, pos, end);
                     return Some(end - start);
                 }
             }
@@ -695,8 +769,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 // of the previous read is not marked accessed again.
                 // pos_same_folio(ki_pos, last_pos - 1): the previous read's
                 // last byte (prev_pos starts at -1, as in the kernel).
-                let mark = i > 0 || (last_pos.wrapping_sub(1) >> PAGE_SHIFT) != fi;
-                pos = self.filemap_copy_folio(id, fi, mark, pos, end);
+                let mark =
+                    i > 0 || !pos_same_folio(last_pos.wrapping_sub(1), self.core.folios.get(id));
+                pos = self.filemap_copy_folio(id, mark, pos, end);
                 last_pos = pos;
             }
         }
@@ -704,17 +779,18 @@ impl<P: ReclaimPolicy> Kernel<P> {
         Some(end - start)
     }
 
-    /// filemap_read()'s copy of one uptodate folio (page `fi`) from `pos`
-    /// up to `end`: folio_mark_accessed() when `mark`, then the copy's
-    /// cost. Returns where the copy stopped.
+    /// filemap_read()'s copy of one uptodate folio from `pos` up to `end`
+    /// or the folio's end: folio_mark_accessed() when `mark`, then the
+    /// copy's cost. Returns where the copy stopped.
     #[inline]
-    fn filemap_copy_folio(&mut self, id: FolioId, fi: u64, mark: bool, pos: u64, end: u64) -> u64 {
+    fn filemap_copy_folio(&mut self, id: FolioId, mark: bool, pos: u64, end: u64) -> u64 {
         if mark {
             self.folio_mark_accessed(id);
         }
-        self.core.folios.get_mut(id).clear(pg::RA_UNUSED);
-        let fstart = fi << PAGE_SHIFT;
-        let chunk_end = (fstart + PAGE_SIZE).min(end);
+        let f = self.core.folios.get_mut(id);
+        f.clear(pg::RA_UNUSED);
+        let fstart = (f.index as u64) << PAGE_SHIFT;
+        let chunk_end = (fstart + (f.nr_pages() << PAGE_SHIFT)).min(end);
         let copied = chunk_end - pos.max(fstart);
         self.core
             .cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
@@ -742,10 +818,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     if f.test(pg::READAHEAD) || a.io_done_at(i, self.core.now).is_some() {
                         break;
                     }
+                    // folio_next_index(): a large folio is one entry.
+                    i = f.index as u64 + f.nr_pages();
                 }
                 None => break,
             }
-            i += 1;
         }
         n
     }
@@ -763,26 +840,30 @@ impl<P: ReclaimPolicy> Kernel<P> {
         // the size the model's mapping was created with.
         let end = (pos + count).min(self.core.files[mapping as usize].nr_pages() * PAGE_SIZE);
         self.core.cpu(self.core.cost.syscall);
+        // generic_perform_write()'s chunk: mapping_max_folio_size().
+        let max_order = self.core.files[mapping as usize].max_order;
+        let chunk = PAGE_SIZE << max_order;
         let mut p = pos;
         while p < end {
             let index = p >> PAGE_SHIFT;
-            let fstart = index << PAGE_SHIFT;
-            let chunk_end = (fstart + PAGE_SIZE).min(end);
             let id = match self.core.files[mapping as usize].folio(index) {
                 Some(id) => {
                     self.wait_uptodate(mapping, index);
                     id
                 }
                 None => {
-                    let partial = p > fstart || chunk_end < (fstart + PAGE_SIZE).min(isize);
-                    let id = self.filemap_add_folio(mapping, index, file.memcg, true)?;
-                    if partial {
-                        let done = self.submit_read(mapping, index, index + 1, file.memcg);
-                        self.core.wait_until(done);
-                    }
+                    // write_begin: __filemap_get_folio(FGP_WRITEBEGIN |
+                    // fgf_set_order(len)) for this chunk's bytes.
+                    let len = (chunk - (p & (chunk - 1))).min(end - p);
+                    let order = fgf_set_order(len).min(max_order);
+                    let id = self.write_begin_folio(mapping, index, order, file.memcg)?;
+                    self.write_begin_read(file, id, p, end, isize);
                     id
                 }
             };
+            let f = self.core.folios.get(id);
+            let fend = (f.index as u64 + f.nr_pages()) << PAGE_SHIFT;
+            let chunk_end = fend.min(end);
             self.core
                 .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
             self.folio_mark_dirty(id);
@@ -794,6 +875,74 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.balance_dirty_pages();
         Some(end - pos)
+    }
+
+    /// __filemap_get_folio(FGP_CREAT) for a write at `index`: a folio of
+    /// `order` pages if the index is aligned to it (else the order its
+    /// alignment allows), each smaller order tried in turn when the
+    /// allocation or charge fails or a cached folio is in the way
+    /// (-EEXIST). None when not even one page can be had (OOM).
+    fn write_begin_folio(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        order: u32,
+        memcg: MemcgId,
+    ) -> Option<FolioId> {
+        let mut order = order;
+        if index & ((1 << order) - 1) != 0 {
+            order = index.trailing_zeros();
+        }
+        loop {
+            let nr = 1u64 << order;
+            let a = &self.core.files[mapping as usize];
+            let fits = order == 0 || (index + nr <= a.nr_pages() && !a.range_has_folio(index, nr));
+            if fits {
+                if let Some(id) = self.filemap_add_folio_order(mapping, index, order, memcg, true) {
+                    return Some(id);
+                }
+                if order == 0 {
+                    return None;
+                }
+            }
+            order -= 1;
+        }
+    }
+
+    /// The reads write_begin does on a folio it just created: the pages
+    /// inside i_size that the write from `pos` to `end` does not cover
+    /// (__block_write_begin() reads the blocks it does not overwrite).
+    fn write_begin_read(&mut self, file: &OpenFile, id: FolioId, pos: u64, end: u64, isize: u64) {
+        let f = self.core.folios.get(id);
+        let (fi, nr) = (f.index as u64, f.nr_pages());
+        let fstart = fi << PAGE_SHIFT;
+        let fend = fstart + (nr << PAGE_SHIFT);
+        let chunk_end = fend.min(end);
+        if nr == 1 {
+            let partial = pos > fstart || chunk_end < fend.min(isize);
+            if partial {
+                let done = self.submit_read(file.mapping, fi, fi + 1, file.memcg);
+                self.core.wait_until(done);
+            }
+            return;
+        }
+        // Pages before the write's first full page and after its last,
+        // inside i_size: at most two runs.
+        let first_full = pos.div_ceil(PAGE_SIZE);
+        let last_full = if chunk_end == fend || chunk_end >= isize {
+            chunk_end.div_ceil(PAGE_SIZE)
+        } else {
+            chunk_end / PAGE_SIZE
+        };
+        let in_size = isize.div_ceil(PAGE_SIZE);
+        let mut done = 0;
+        for (s, e) in [(fi, first_full), (last_full, fi + nr)] {
+            let e = e.min(in_size);
+            if s < e {
+                done = self.submit_read(file.mapping, s, e, file.memcg);
+            }
+        }
+        self.core.wait_until(done);
     }
 
     /// Direct I/O of `count` bytes at `pos` (fs/iomap/direct-io.c
@@ -946,7 +1095,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let f = self.core.folios.get_mut(id);
         if !f.test(pg::MAPPED) {
             f.set(pg::MAPPED);
-            self.core.memcgs[memcg as usize].nr_mapped += 1;
+            self.core.memcgs[memcg as usize].nr_mapped += f.nr_pages();
         }
         if young {
             f.set(pg::PTE_YOUNG);
@@ -976,43 +1125,56 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let now = self.core.now;
         let (mut hits_all, mut hits_fault) = (0u32, 0u32);
         let mut mapped_fault = false;
-        let mut nr_mapped = 0u64;
         let end = end.min(self.core.files[mapping as usize].nr_pages() - 1);
-        for idx in start..=end {
+        let (mut nr_mapped_pages, mut nr_charged) = (0u64, 0u64);
+        let mut idx = start;
+        while idx <= end {
             let a = &self.core.files[mapping as usize];
-            let Some(id) = a.folio(idx) else { continue };
-            if a.io_done_at(idx, now).is_some() {
+            let Some(id) = a.folio(idx) else {
+                idx += 1;
                 continue;
-            }
+            };
+            let busy = a.io_done_at(idx, now).is_some();
             let f = self.core.folios.get_mut(id);
+            // The pages of this folio inside the window: a large folio is
+            // mapped by filemap_map_folio_range() over them, one step.
+            let (fi, nr) = (f.index as u64, f.nr_pages());
+            let last = (fi + nr - 1).min(end);
+            let in_range = last + 1 - idx;
+            let has_fault = (idx..=last).contains(&fault_index);
+            idx = last + 1;
             // next_uptodate_folio() skips locked and PG_readahead folios.
-            if f.test(pg::READAHEAD) || f.test(pg::LOCKED) {
+            if busy || f.test(pg::READAHEAD) || f.test(pg::LOCKED) {
                 continue;
             }
-            // filemap_map_order0_folio(): every mapped folio that is not
+            // Every page mapped (order 0: filemap_map_order0_folio(), a
+            // large folio: filemap_map_folio_range()) that is not
             // workingset counts as a hit, even if its PTE already exists
             // (patch 1: only the faulting one).
             let hit = !f.test(pg::WORKINGSET) as u32;
-            hits_all += hit;
-            if idx == fault_index {
+            hits_all += hit * in_range as u32;
+            if has_fault {
                 mapped_fault = true;
                 hits_fault += hit;
             }
             if f.test(pg::MAPPED) {
                 continue;
             }
+            // The model keeps one PTE state per folio: a large folio is
+            // mapped whole (its pages outside the window too).
             f.set(pg::MAPPED);
             // Prefaulted PTEs are old where arch_wants_old_prefaulted_pte().
-            if idx == fault_index || !old_ptes {
+            if has_fault || !old_ptes {
                 f.set(pg::PTE_YOUNG);
             }
-            if idx == fault_index {
+            if has_fault {
                 f.clear(pg::RA_UNUSED);
             }
-            nr_mapped += 1;
+            nr_mapped_pages += in_range;
+            nr_charged += nr;
         }
-        self.core.memcgs[memcg as usize].nr_mapped += nr_mapped;
-        self.core.count_vm(Item::FAULTAROUND_MAPPED, nr_mapped);
+        self.core.memcgs[memcg as usize].nr_mapped += nr_charged;
+        self.core.count_vm(Item::FAULTAROUND_MAPPED, nr_mapped_pages);
         self.core.cpu(self.core.cost.map_page * (end + 1 - start));
         // Seed 002 patch 2: a FAULT_FLAG_TRIED retry finds the folio its own
         // miss just read; crediting it would cancel that miss.
@@ -1107,6 +1269,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 Slot::Empty | Slot::Swap(_) | Slot::Zero => continue,
             };
             let f = self.core.folios.get(id);
+            // A large folio is met once, at its first index.
+            let (fi, nr) = (f.index as u64, f.nr_pages());
+            next = fi + nr;
             if f.test(pg::DIRTY)
                 || f.test(pg::WRITEBACK)
                 || f.test(pg::MAPPED)
@@ -1116,10 +1281,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             self.policy.folio_del_lru(&mut self.core, id);
             self.core.trace_delete_from_page_cache(id);
-            self.core.files[mapping as usize].replace_with_shadow(idx, None);
             let memcg = self.core.folios.get(id).memcg;
-            self.core.workingset_update_node(mapping, idx, memcg);
-            self.core.memcgs[memcg as usize].nr_file -= 1;
+            self.core.page_cache_delete(mapping, fi, nr, None, memcg);
+            self.core.memcgs[memcg as usize].nr_file -= nr;
             self.core.free_folio(id);
         }
     }
@@ -1133,8 +1297,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 let f = self.core.folios.get_mut(id);
                 if f.test(pg::MAPPED) {
                     f.clear(pg::MAPPED | pg::PTE_YOUNG);
-                    let m = f.memcg;
-                    self.core.memcgs[m as usize].nr_mapped -= 1;
+                    let (m, nr) = (f.memcg, f.nr_pages());
+                    self.core.memcgs[m as usize].nr_mapped -= nr;
                 }
             }
         }

@@ -45,6 +45,11 @@ pub mod pg {
     /// folio_ref_freeze() fails and reclaim keeps the folio. The model
     /// keeps no refcounts; this bit stands for the extra one.
     pub const EXTRA_REF: u32 = 1 << 19;
+    /// folio_order(): bits 24..28 hold the order (the kernel keeps it in
+    /// the first tail page; the model has no tail pages). Not a flag:
+    /// read it with Folio::order().
+    pub const ORDER_SHIFT: u32 = 24;
+    pub const ORDER_MASK: u32 = 0xf << ORDER_SHIFT;
     /// The frame is on the free list (no folio).
     pub const FREE: u32 = 1 << 31;
 }
@@ -95,7 +100,27 @@ impl Folio {
     pub fn is_file_lru(&self) -> bool {
         !self.test(pg::SWAPBACKED)
     }
+    /// folio_order().
+    #[inline]
+    pub fn order(&self) -> u32 {
+        (self.flags & pg::ORDER_MASK) >> pg::ORDER_SHIFT
+    }
+    /// folio_nr_pages().
+    #[inline]
+    pub fn nr_pages(&self) -> u64 {
+        1 << self.order()
+    }
+    /// Page-flag writes that replace every flag keep the order: a folio's
+    /// size is fixed from allocation to free.
+    #[inline]
+    pub fn set_flags_keep_order(&mut self, flags: u32) {
+        self.flags = (self.flags & pg::ORDER_MASK) | flags;
+    }
 }
+
+/// MAX_PAGECACHE_ORDER on x86-64 with 4 KiB pages: HPAGE_PMD_ORDER (9),
+/// below MAX_XAS_ORDER.
+pub const MAX_PAGECACHE_ORDER: u32 = 9;
 
 /// The folio arena with a free list threaded through `next`. Frames are
 /// created as first used, not for the whole simulated RAM: `f` holds the
@@ -147,26 +172,38 @@ impl FolioTable {
     /// Takes a free folio; None when every page frame is in use.
     #[inline]
     pub fn alloc(&mut self) -> Option<FolioId> {
+        self.alloc_order(0)
+    }
+
+    /// Takes a free folio of 1 << `order` pages; None when fewer pages are
+    /// free. The model does not place frames, so a large folio is one
+    /// arena entry that holds 1 << order of the free pages (no
+    /// fragmentation: any free pages will do).
+    #[inline]
+    pub fn alloc_order(&mut self, order: u32) -> Option<FolioId> {
+        let nr = 1u64 << order;
+        if self.nr_free < nr {
+            return None;
+        }
         let fresh = Folio {
+            flags: order << pg::ORDER_SHIFT,
             prev: NIL,
             next: NIL,
             ..Folio::default()
         };
         let id = self.free_head;
         if id == NIL {
-            // A never-used frame, if RAM has any left.
+            // A never-used entry; there are never more entries than pages.
             let id = self.f.len();
-            if id >= self.capacity {
-                return None;
-            }
+            debug_assert!(id < self.capacity);
             self.f.push(fresh);
-            self.nr_free -= 1;
+            self.nr_free -= nr;
             return Some(id as FolioId);
         }
         let x = &mut self.f[id as usize];
         self.free_head = x.next;
         *x = fresh;
-        self.nr_free -= 1;
+        self.nr_free -= nr;
         Some(id)
     }
 
@@ -174,11 +211,12 @@ impl FolioTable {
     pub fn free(&mut self, id: FolioId) {
         let x = &mut self.f[id as usize];
         debug_assert!(!x.test(pg::FREE) && !x.test(pg::LRU));
+        let nr = x.nr_pages();
         x.flags = pg::FREE;
         x.prev = NIL;
         x.next = self.free_head;
         self.free_head = id;
-        self.nr_free += 1;
+        self.nr_free += nr;
     }
 
     /// The frame `id` if it exists (for a prefetch guess).
@@ -203,6 +241,8 @@ impl FolioTable {
 pub struct ListHead {
     pub head: FolioId,
     pub tail: FolioId,
+    /// Pages on the list (ListLinks::weight): folios where every folio is
+    /// order 0.
     pub len: u64,
 }
 
@@ -224,6 +264,12 @@ pub trait ListLinks {
     fn next(&self, id: FolioId) -> FolioId;
     fn set_prev(&mut self, id: FolioId, p: FolioId);
     fn set_next(&mut self, id: FolioId, n: FolioId);
+    /// What one entry adds to the list's length: its pages on an LRU list
+    /// (lru_zone_size and lrugen->nr_pages count pages), 1 elsewhere.
+    #[inline]
+    fn weight(&self, _id: FolioId) -> u64 {
+        1
+    }
 }
 
 impl ListLinks for FolioTable {
@@ -242,6 +288,10 @@ impl ListLinks for FolioTable {
     #[inline]
     fn set_next(&mut self, id: FolioId, n: FolioId) {
         self.get_mut(id).next = n;
+    }
+    #[inline]
+    fn weight(&self, id: FolioId) -> u64 {
+        self.get(id).nr_pages()
     }
 }
 
@@ -280,7 +330,7 @@ impl ListHead {
         } else {
             self.head = id;
         }
-        self.len += 1;
+        self.len += t.weight(id);
     }
 
     #[inline]
@@ -298,7 +348,7 @@ impl ListHead {
         }
         t.set_prev(id, NIL);
         t.set_next(id, NIL);
-        self.len -= 1;
+        self.len -= t.weight(id);
     }
 
     /// Walks the list from head to tail (for invariant checks only).

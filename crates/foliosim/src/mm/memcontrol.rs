@@ -28,6 +28,9 @@ pub const NO_PARENT: MemcgId = MemcgId::MAX;
 /// sits in the per-cpu stock.
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
 /// MAX_RECLAIM_RETRIES in try_charge_memcg().
+/// PAGE_ALLOC_COSTLY_ORDER: larger allocations and charges give up
+/// instead of OOM-killing.
+pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 /// CONFIG_HZ of the host the model is compared with (6.18, HZ=250): the
 /// memory.high penalty is computed in jiffies and rounds at this grain.
@@ -168,15 +171,18 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 return false;
             }
             // Progress (pages reclaimed or written back) retries freely;
-            // no progress uses up one of MAX_RECLAIM_RETRIES.
-            if reclaimed > 0 || wrote {
+            // no progress uses up one of MAX_RECLAIM_RETRIES. A costly
+            // charge (a large folio past PAGE_ALLOC_COSTLY_ORDER) uses one
+            // up whatever reclaim did, and never OOM-kills.
+            let costly = nr > 1 << PAGE_ALLOC_COSTLY_ORDER;
+            if (reclaimed > 0 || wrote) && !costly {
                 continue;
             }
             if retries > 0 {
                 retries -= 1;
                 continue;
             }
-            if passed_oom && self.current_is_dying() {
+            if costly || (passed_oom && self.current_is_dying()) {
                 return false;
             }
             if self.mem_cgroup_oom(over, memcg) {

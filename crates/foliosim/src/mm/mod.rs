@@ -170,6 +170,88 @@ impl Variants {
     }
 }
 
+/// A kernel release the model can be set to (`--kernel`): the seeds'
+/// patches each release carries and whether ext4's regular files hold
+/// large folios (ext4 gained them in 6.16). `MmNew` is the seeds' own
+/// kernel, 7.0-era mm-new, with every patch the seeds describe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum KernelRelease {
+    #[serde(rename = "6.1")]
+    V6_1,
+    #[serde(rename = "6.6")]
+    V6_6,
+    #[serde(rename = "6.12")]
+    V6_12,
+    #[serde(rename = "6.18")]
+    V6_18,
+    #[serde(rename = "7.0")]
+    V7_0,
+    #[serde(rename = "mm-new")]
+    MmNew,
+}
+
+pub const KERNEL_RELEASES: &str = "6.1, 6.6, 6.12, 6.18, 7.0, mm-new";
+
+impl KernelRelease {
+    /// "6.18", "6.18.44-fc-v669" (a host's osrelease: its major.minor
+    /// picks the preset at or below it), "mm-new".
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s == "mm-new" {
+            return Ok(KernelRelease::MmNew);
+        }
+        let mut it = s.split(|c: char| !c.is_ascii_digit());
+        let major: Option<u32> = it.next().and_then(|x| x.parse().ok());
+        let minor: Option<u32> = it.next().and_then(|x| x.parse().ok());
+        let (Some(major), Some(minor)) = (major, minor) else {
+            return Err(format!(
+                "unknown kernel release '{s}' (known: {KERNEL_RELEASES})"
+            ));
+        };
+        let v = (major, minor);
+        Ok(if v >= (7, 0) {
+            KernelRelease::V7_0
+        } else if v >= (6, 18) {
+            KernelRelease::V6_18
+        } else if v >= (6, 12) {
+            KernelRelease::V6_12
+        } else if v >= (6, 6) {
+            KernelRelease::V6_6
+        } else if v >= (6, 1) {
+            KernelRelease::V6_1
+        } else {
+            return Err(format!(
+                "kernel release '{s}' is older than the oldest preset (known: {KERNEL_RELEASES})"
+            ));
+        })
+    }
+
+    /// mapping_large_folio_support() of an ext4 regular file: since 6.16
+    /// (ext4_set_inode_mapping_order()).
+    pub fn ext4_large_folios(self) -> bool {
+        self >= KernelRelease::V6_18
+    }
+
+    /// The seeds' patches as the release has them: mainline through 7.0
+    /// has none of the seeds' changes (seed 000's merged form is 7.2, the
+    /// shadow-node sizing change 7.1, seeds 003/004 are in mm-new only);
+    /// seed 002's mmap_miss patches are in none of them.
+    pub fn variants(self) -> Variants {
+        match self {
+            KernelRelease::MmNew => Variants::newest(),
+            _ => Variants {
+                pf_activation: PfActivation::SetActive,
+                mglru_wsprot_rework: false,
+                mglru_wsprot_fold_fix: false,
+                shadow_lru_size: false,
+                mglru_reclaim_rework: false,
+                mglru_isolate_fallback_fix: false,
+                ..Variants::newest()
+            },
+        }
+    }
+}
+
 /// Swap backing for anonymous memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum SwapKind {
@@ -187,8 +269,16 @@ pub struct MmConfig {
     /// other processes).
     pub reserved_bytes: u64,
     pub read_ahead_kb: u64,
-    /// /sys/kernel/mm/transparent_hugepage and large folios: order-0 only for now.
     pub fault_around_bytes: u64,
+    /// `--kernel`: the release the machine runs, when one was named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelRelease>,
+    /// Regular files on the disk hold large folios (their mappings'
+    /// mapping_large_folio_support(), up to MAX_PAGECACHE_ORDER), as
+    /// ext4 since 6.16 and xfs do: readahead and buffered writes
+    /// allocate them. Off: every page-cache folio is order 0. tmpfs,
+    /// anonymous memory and the block device's own cache stay order 0.
+    pub large_folios: bool,
     pub swappiness: u32,
     pub swap: SwapKind,
     pub swap_bytes: u64,
@@ -245,6 +335,8 @@ impl Default for MmConfig {
             reserved_bytes: 256 << 20,
             read_ahead_kb: 128,
             fault_around_bytes: 64 << 10,
+            kernel: None,
+            large_folios: false,
             swappiness: 60,
             swap: SwapKind::None,
             swap_bytes: 0,
@@ -429,8 +521,9 @@ pub struct Core {
     pub memcg_nr_pages_over_high: u64,
     /// The memcg that charged them (for work without a `current` mm).
     pub memcg_over_high: MemcgId,
-    /// alloc_folio() charged this memcg a page it has not allocated yet.
-    pub charging: Option<MemcgId>,
+    /// alloc_folio() charged this memcg pages (the memcg, how many) it
+    /// has not allocated yet.
+    pub charging: Option<(MemcgId, u64)>,
     /// kswapd's MGLRU aging found nothing old enough (min_ttl): the OOM
     /// killer runs once reclaim returns.
     pub kswapd_oom: bool,
@@ -683,6 +776,16 @@ impl Core {
         id
     }
 
+    /// A regular file on the disk's file system: its mapping holds large
+    /// folios when the machine's file system does (MmConfig::large_folios).
+    pub fn add_data_file(&mut self, size_bytes: u64) -> u32 {
+        let id = self.add_file(size_bytes);
+        if self.cfg.large_folios {
+            self.files[id as usize].max_order = folio::MAX_PAGECACHE_ORDER;
+        }
+        id
+    }
+
     /// Bytes the model's main tables hold: the folio arena, each mapping's
     /// page-cache index and the swap tables. They follow the frames and
     /// pages the workload touched, not the simulated RAM or file sizes
@@ -706,11 +809,11 @@ impl Core {
             if f.test(pg::FREE) {
                 continue;
             }
-            live += 1;
+            live += f.nr_pages();
             if f.test(pg::ZSMALLOC) {
                 continue;
             }
-            per_memcg[f.memcg as usize] += 1;
+            per_memcg[f.memcg as usize] += f.nr_pages();
             if !f.test(pg::LRU) && !f.test(pg::ISOLATED) {
                 return Err(format!(
                     "folio {}:{} neither on an LRU nor isolated",
@@ -718,8 +821,8 @@ impl Core {
                 ));
             }
         }
-        if let Some(m) = self.charging {
-            per_memcg[m as usize] += 1;
+        if let Some((m, nr)) = self.charging {
+            per_memcg[m as usize] += nr;
         }
         // Frames past the arena's end were never used: free too.
         if live + self.folios.nr_free != self.folios.capacity() as u64 {
@@ -838,23 +941,40 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     /// Returns None when the allocation fails (readahead stops; a fault OOMs).
     #[inline(always)]
     pub fn alloc_folio(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
+        self.alloc_folio_order(memcg, 0, may_retry)
+    }
+
+    /// alloc_folio() of 1 << `order` pages (filemap_alloc_folio() and its
+    /// charge). A large folio is costly above PAGE_ALLOC_COSTLY_ORDER: its
+    /// charge never OOM-kills (mem_cgroup_oom() skips costly orders), so
+    /// a failure sends the caller to a smaller order.
+    #[inline(always)]
+    pub fn alloc_folio_order(
+        &mut self,
+        memcg: MemcgId,
+        order: u32,
+        may_retry: bool,
+    ) -> Option<FolioId> {
+        let nr = 1u64 << order;
         // mem_cgroup_charge() first: the kernel charges right after the
         // allocation, but charging first keeps the page counter exact.
-        if memcg != 0 && !self.try_charge(memcg, 1, may_retry) {
+        if memcg != 0 && !self.try_charge(memcg, nr, may_retry) {
             return None;
         }
         let c = &self.core;
         // Above the low watermark with kswapd at rest nothing is woken or
         // reclaimed: the slow path's first round would take a free frame.
-        let fast = !c.in_reclaim && c.folios.nr_free > c.wmark.low && !c.kswapd.unbalanced;
-        let id = match fast.then(|| self.core.folios.alloc()).flatten() {
+        let fast = !c.in_reclaim && c.folios.nr_free >= c.wmark.low + nr && !c.kswapd.unbalanced;
+        let id = match fast.then(|| self.core.folios.alloc_order(order)).flatten() {
             Some(id) => id,
-            None => self.alloc_folio_slow(memcg, may_retry)?,
+            None => self.alloc_folio_slow(memcg, order, may_retry)?,
         };
-        self.core.count_vm(Item::PGALLOC, 1);
+        self.core.count_vm(Item::PGALLOC, nr);
         self.core.cpu(self.core.cost.page_alloc);
         let f = self.core.folios.get_mut(id);
         f.memcg = memcg;
+        // memcg v1's pgpgin counts charges, one per folio whatever its size
+        // (memcg1_charge_statistics).
         self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
         Some(id)
     }
@@ -862,10 +982,14 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
     /// alloc_folio() below the low watermark: kswapd, direct reclaim, OOM.
     /// The charge is taken; a failure gives it back.
     #[inline(never)]
-    fn alloc_folio_slow(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
+    fn alloc_folio_slow(&mut self, memcg: MemcgId, order: u32, may_retry: bool) -> Option<FolioId> {
+        let nr = 1u64 << order;
+        // A large folio's allocation is __GFP_NORETRY: one reclaim round,
+        // no OOM; the caller falls back to a smaller order.
+        let may_retry = may_retry && order == 0;
         // The page is charged but not yet allocated: reclaim run by the
         // allocation must not see that as a charge without a folio.
-        let was_charging = self.core.charging.replace(memcg);
+        let was_charging = self.core.charging.replace((memcg, nr));
         let id = loop {
             if !self.core.in_reclaim
                 && (self.core.folios.nr_free <= self.core.wmark.low || self.core.kswapd.unbalanced)
@@ -876,14 +1000,20 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
                 self.wakeup_kswapd();
             }
             // Above the min watermark the fast path allocates.
-            if self.core.folios.nr_free > self.core.wmark.min || self.core.in_reclaim {
-                if let Some(id) = self.core.folios.alloc() {
+            if self.core.folios.nr_free >= self.core.wmark.min + nr || self.core.in_reclaim {
+                if let Some(id) = self.core.folios.alloc_order(order) {
                     break id;
                 }
             }
             // __alloc_pages_slowpath(): direct reclaim, then OOM.
             self.core.count_vm(Item::ALLOCSTALL, 1);
-            if self.try_to_free_pages(SWAP_CLUSTER_MAX) == 0 && self.core.folios.nr_free == 0 {
+            let reclaimed = self.try_to_free_pages(SWAP_CLUSTER_MAX.max(nr));
+            if order > 0 && self.core.folios.nr_free < nr {
+                self.core.mem_cgroup_uncharge(memcg, nr);
+                self.core.charging = was_charging;
+                return None;
+            }
+            if reclaimed == 0 && self.core.folios.nr_free == 0 {
                 if !self.core.in_reclaim && self.reclaim_throttle_writeback() {
                     continue;
                 }
@@ -892,11 +1022,11 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
                 if may_retry && self.out_of_memory() && !self.current_is_dying() {
                     continue;
                 }
-                self.core.mem_cgroup_uncharge(memcg, 1);
+                self.core.mem_cgroup_uncharge(memcg, nr);
                 self.core.charging = was_charging;
                 return None;
             }
-            if let Some(id) = self.core.folios.alloc() {
+            if let Some(id) = self.core.folios.alloc_order(order) {
                 break id;
             }
         };

@@ -40,9 +40,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return false;
         }
         f.set(pg::DIRTY);
-        let m = f.memcg;
-        self.core.memcgs[m as usize].nr_dirty += 1;
-        self.core.wb.nr_dirty += 1;
+        let (m, nr) = (f.memcg, f.nr_pages());
+        self.core.memcgs[m as usize].nr_dirty += nr;
+        self.core.wb.nr_dirty += nr;
         let now = self.core.now;
         self.core.wb.dirty.push_back((id, now));
         true
@@ -58,11 +58,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         (bg, thresh)
     }
 
-    /// Writes back up to `nr` of the oldest dirty folios as one batch
-    /// (wb_writeback()).
+    /// Writes back the oldest dirty folios, up to `nr` pages, as one
+    /// batch (wb_writeback()).
     fn writeback_oldest(&mut self, nr: usize) {
         let mut ids = Vec::new();
-        while ids.len() < nr {
+        let mut pages = 0;
+        while pages < nr as u64 {
             let Some((id, _)) = self.core.wb.dirty.pop_front() else {
                 break;
             };
@@ -75,15 +76,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 continue;
             }
             self.folio_start_writeback(id);
+            pages += self.core.folios.get(id).nr_pages();
             ids.push(id);
         }
         if ids.is_empty() {
             return;
         }
-        let done = self
-            .core
-            .dev
-            .submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
+        let done = self.core.dev.submit(self.core.now, pages * PAGE_SIZE, true);
         for id in ids {
             self.core.wb.inflight.push_back((id, done));
         }
@@ -95,12 +94,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let f = self.core.folios.get_mut(id);
         f.clear(pg::DIRTY);
         f.set(pg::WRITEBACK);
-        let m = f.memcg;
-        self.core.memcgs[m as usize].nr_dirty -= 1;
-        self.core.memcgs[m as usize].nr_writeback += 1;
-        self.core.wb.nr_dirty -= 1;
-        self.core.wb.nr_writeback += 1;
-        self.core.count(m, Item::PGPGOUT, PAGE_SIZE / 1024);
+        let (m, nr) = (f.memcg, f.nr_pages());
+        self.core.memcgs[m as usize].nr_dirty -= nr;
+        self.core.memcgs[m as usize].nr_writeback += nr;
+        self.core.wb.nr_dirty -= nr;
+        self.core.wb.nr_writeback += nr;
+        self.core.count(m, Item::PGPGOUT, nr * (PAGE_SIZE / 1024));
     }
 
     /// __filemap_fdatawrite_range(): start writeback of the mapping's dirty
@@ -151,21 +150,24 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     .filter(|&id| wanted(id)),
             );
         }
+        // Batches of at most 64 pages (a larger folio goes alone).
         let mut batch = [0 as FolioId; 64];
-        let mut n = 0;
-        let mut prev = u64::MAX;
+        let (mut n, mut pages) = (0, 0);
+        let mut prev_end = u64::MAX;
         for &id in &ids {
-            let idx = self.core.folios.get(id).index as u64;
-            if n == batch.len() || (n > 0 && prev + 1 != idx) {
+            let f = self.core.folios.get(id);
+            let (idx, nr) = (f.index as u64, f.nr_pages());
+            if n > 0 && (pages + nr > batch.len() as u64 || prev_end != idx) {
                 self.submit_wb_batch(&batch[..n]);
-                n = 0;
+                (n, pages) = (0, 0);
             }
             // Its entry in the flusher's queue goes stale; the flusher
             // skips folios that are no longer dirty.
             self.folio_start_writeback(id);
             batch[n] = id;
             n += 1;
-            prev = idx;
+            pages += nr;
+            prev_end = idx + nr;
         }
         self.core.wb.scratch = ids;
         self.submit_wb_batch(&batch[..n]);
@@ -248,10 +250,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if ids.is_empty() {
             return;
         }
-        let done = self
-            .core
-            .dev
-            .submit(self.core.now, ids.len() as u64 * PAGE_SIZE, true);
+        let pages: u64 = ids.iter().map(|&id| self.core.folios.get(id).nr_pages()).sum();
+        let done = self.core.dev.submit(self.core.now, pages * PAGE_SIZE, true);
         for &id in ids {
             self.core.wb.inflight.push_back((id, done));
         }
@@ -267,10 +267,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.wb.inflight.pop_front();
             let f = self.core.folios.get_mut(id);
             f.clear(pg::WRITEBACK);
-            let m = f.memcg;
+            let (m, nr) = (f.memcg, f.nr_pages());
             let rotate = f.test_clear(pg::RECLAIM);
-            self.core.memcgs[m as usize].nr_writeback -= 1;
-            self.core.wb.nr_writeback -= 1;
+            self.core.memcgs[m as usize].nr_writeback -= nr;
+            self.core.wb.nr_writeback -= nr;
             if rotate {
                 self.policy.folio_rotate_reclaimable(&mut self.core, id);
             }

@@ -1,8 +1,9 @@
 //! Readahead (mm/readahead.c, Linux 6.18): the on-demand window with its
 //! ramp-up, PG_readahead marks for asynchronous readahead, random-read
 //! detection from the cache's history, and forced readahead for
-//! FMODE_RANDOM. Order-0 folios only: page_cache_ra_order() takes the
-//! fallback to do_page_cache_ra() as for a mapping without large folios.
+//! FMODE_RANDOM. page_cache_ra_order() reads into large folios on a
+//! mapping that supports them (ra->order ramps by 2 per async window),
+//! and falls back to do_page_cache_ra()'s order-0 folios otherwise.
 
 use super::filemap::OpenFile;
 use super::folio::{pg, FolioId};
@@ -147,12 +148,86 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
     }
 
-    /// page_cache_ra_order() for order-0 mappings: do_page_cache_ra() of the
-    /// window the caller set up in `file.ra`.
+    /// page_cache_ra_order(): read the window the caller set up in
+    /// `file.ra` from `start` into folios of ra->order (capped by the
+    /// mapping's largest order and the window), smaller where the index
+    /// is not aligned to it or the folio would cross the window's or the
+    /// file's end. The folio holding the mark index gets PG_readahead,
+    /// unless the window reaches EOF. A cached folio in the way or an
+    /// allocation failure ends the loop, and do_page_cache_ra() reads the
+    /// rest in order-0 folios. A mapping without large folios goes there
+    /// directly.
     pub fn page_cache_ra_order(&mut self, file: &mut OpenFile, start: u64) {
-        file.ra.order = 0;
+        let mapping = file.mapping;
+        let a = &self.core.files[mapping as usize];
+        if !a.large_folio_support() {
+            file.ra.order = 0;
+            let (size, async_size) = (file.ra.size, file.ra.async_size);
+            self.do_page_cache_ra(file, start, size, async_size);
+            return;
+        }
+        let isize = a.size;
+        if isize == 0 || file.ra.size == 0 {
+            return;
+        }
+        let max_order = a.max_order;
+        let mut limit = (isize - 1) >> PAGE_SHIFT;
         let (size, async_size) = (file.ra.size, file.ra.async_size);
-        self.do_page_cache_ra(file, start, size, async_size);
+        let mark = if limit > start + size - 1 {
+            limit = start + size - 1;
+            start + size - async_size
+        } else {
+            // The window reaches EOF: no marker.
+            u64::MAX
+        };
+        let new_order = file.ra.order.min(max_order).min(size.ilog2());
+        file.ra.order = new_order;
+        let memcg = file.memcg;
+        let mut index = start;
+        let mut err = false;
+        let mut added = 0u64;
+        while index <= limit {
+            let mut order = new_order;
+            // Align with smaller folios if needed.
+            if index & ((1 << order) - 1) != 0 {
+                order = index.trailing_zeros();
+            }
+            // Don't allocate past the window's end or EOF.
+            while order > 0 && index + (1 << order) - 1 > limit {
+                order -= 1;
+            }
+            let nr = 1u64 << order;
+            // ra_alloc_folio(): filemap_add_folio() fails with -EEXIST
+            // over a cached folio.
+            if self.core.files[mapping as usize].range_has_folio(index, nr) {
+                err = true;
+                break;
+            }
+            let Some(id) = self.filemap_add_folio_order(mapping, index, order, memcg, false) else {
+                err = true;
+                break;
+            };
+            let f = self.core.folios.get_mut(id);
+            f.set(pg::RA_UNUSED);
+            if mark != u64::MAX && index == mark & !(nr - 1) {
+                f.set(pg::READAHEAD);
+            }
+            added += nr;
+            index += nr;
+        }
+        // read_pages(): the folios added, one request.
+        if added > 0 {
+            self.submit_read(mapping, start, start + added, memcg);
+            self.core.count(memcg, Item::RA_PAGES, added);
+        }
+        if !err {
+            return;
+        }
+        // Cached pages left gaps: the order-0 path reads the rest.
+        let done = index - start;
+        if size > done {
+            self.do_page_cache_ra(file, index, size - done, async_size);
+        }
     }
 
     /// page_cache_sync_ra(): a cache miss at `index` for `req_count` pages.
@@ -231,8 +306,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         f.clear(pg::READAHEAD);
         self.core.count_vm(Item::RA_ASYNC, 1);
         let max_pages = file.ra.ra_pages;
+        let nr = self.core.folios.get(folio).nr_pages();
         let ra = &mut file.ra;
-        let expected = ra.start + ra.size - ra.async_size;
+        // The mark is on the folio holding it: round down to the folio.
+        let expected = (ra.start + ra.size - ra.async_size) & !(nr - 1);
         if index == expected {
             ra.start += ra.size;
             ra.size = ra.size.max(get_next_ra_size(ra.size, max_pages));

@@ -35,28 +35,28 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// __filemap_remove_folio(mapping, folio, NULL)): PTEs are zapped, a
     /// dirty folio is cleaned without being written
     /// (folio_cancel_dirty), the frame is freed and uncharged.
-    fn remove_folio_no_shadow(&mut self, mapping: u32, idx: u64, id: FolioId) {
+    fn remove_folio_no_shadow(&mut self, mapping: u32, id: FolioId) {
+        let idx = self.core.folios.get(id).index as u64;
         // A read still in flight holds the folio lock: wait for it.
         self.wait_uptodate(mapping, idx);
         self.folio_wait_writeback(id);
         let f = self.core.folios.get_mut(id);
-        let memcg = f.memcg;
+        let (memcg, nr) = (f.memcg, f.nr_pages());
         let (mapped, dirty) = (f.test(pg::MAPPED), f.test(pg::DIRTY));
         f.clear(pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY);
         if mapped {
-            self.core.memcgs[memcg as usize].nr_mapped -= 1;
+            self.core.memcgs[memcg as usize].nr_mapped -= nr;
         }
         if dirty {
             // Its entry in the flusher's queue goes stale; writeback skips
             // folios that are no longer dirty.
-            self.core.memcgs[memcg as usize].nr_dirty -= 1;
-            self.core.wb.nr_dirty -= 1;
+            self.core.memcgs[memcg as usize].nr_dirty -= nr;
+            self.core.wb.nr_dirty -= nr;
         }
         self.policy.folio_del_lru(&mut self.core, id);
         self.core.trace_delete_from_page_cache(id);
-        self.core.files[mapping as usize].replace_with_shadow(idx, None);
-        self.core.workingset_update_node(mapping, idx, memcg);
-        self.core.memcgs[memcg as usize].nr_file -= 1;
+        self.core.page_cache_delete(mapping, idx, nr, None, memcg);
+        self.core.memcgs[memcg as usize].nr_file -= nr;
         self.core.free_folio(id);
         self.core.cpu(self.core.cost.scan_folio);
     }
@@ -72,7 +72,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// [lstart, lend] (lend inclusive) and every shadow entry there.
     /// Partial pages at either end stay cached (the kernel zeroes the
     /// truncated part, truncate_inode_partial_folio). Dirty pages are
-    /// discarded, not written.
+    /// discarded, not written. A large folio reaching out of the range
+    /// stays whole: the kernel splits it where it can and drops the pages
+    /// inside; the model does not split folios.
     pub fn truncate_inode_pages_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
         if self.core.files[mapping as usize].shmem {
             return self.shmem_undo_range(mapping, lstart, lend);
@@ -89,7 +91,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
         while let Some(idx) = self.core.files[mapping as usize].next_populated(next, end) {
             next = idx + 1;
             match self.core.files[mapping as usize].slot(idx) {
-                Slot::Folio(id) => self.remove_folio_no_shadow(mapping, idx, id),
+                Slot::Folio(id) => {
+                    let f = self.core.folios.get(id);
+                    let (fi, nr) = (f.index as u64, f.nr_pages());
+                    next = fi + nr;
+                    if fi >= start && fi + nr <= end {
+                        self.remove_folio_no_shadow(mapping, id);
+                    }
+                }
                 Slot::Shadow(_) => {
                     self.core.files[mapping as usize].clear_shadow(idx);
                     self.core.workingset_update_node(mapping, idx, 0);
@@ -148,12 +157,16 @@ impl<P: ReclaimPolicy> Kernel<P> {
             next = idx + 1;
             match self.core.files[mapping as usize].slot(idx) {
                 Slot::Folio(id) => {
+                    // A large folio is dropped whole once any of it is in
+                    // the range (folios are invalidated, not split).
+                    let f = self.core.folios.get(id);
+                    next = f.index as u64 + f.nr_pages();
                     self.folio_wait_writeback(id);
                     if self.core.folios.get(id).test(pg::DIRTY) {
                         ok = false;
                         continue;
                     }
-                    self.remove_folio_no_shadow(mapping, idx, id);
+                    self.remove_folio_no_shadow(mapping, id);
                 }
                 Slot::Shadow(_) => {
                     self.core.files[mapping as usize].clear_shadow(idx);

@@ -88,8 +88,9 @@ impl Core {
         let f = self.folios.get(id);
         let memcg = f.memcg;
         let ws = f.test(pg::WORKINGSET);
+        let nr = f.nr_pages();
         let eviction = self.memcgs[memcg as usize].nonresident_age;
-        self.workingset_age_nonresident(memcg, 1);
+        self.workingset_age_nonresident(memcg, nr);
         pack_shadow(memcg, eviction, ws)
     }
 
@@ -109,9 +110,9 @@ impl Core {
         let (evict_memcg, eviction, workingset) = unpack_shadow(shadow);
         let f = self.folios.get(id);
         let file = f.is_file_lru();
-        let memcg = f.memcg;
+        let (memcg, nr) = (f.memcg, f.nr_pages());
         let (refault_item, activate_item, restore_item) = workingset_items(file);
-        self.count(memcg, refault_item, 1);
+        self.count(memcg, refault_item, nr);
         // The memcg may be gone or differ; refault distance is measured on
         // the eviction lruvec.
         let Some(em) = self.memcgs.get(evict_memcg as usize) else {
@@ -133,11 +134,11 @@ impl Core {
             return false;
         }
         self.folios.get_mut(id).set(pg::ACTIVE);
-        self.workingset_age_nonresident(memcg, 1);
-        self.count(memcg, activate_item, 1);
+        self.workingset_age_nonresident(memcg, nr);
+        self.count(memcg, activate_item, nr);
         if workingset {
             self.folios.get_mut(id).set(pg::WORKINGSET);
-            self.count(memcg, restore_item, 1);
+            self.count(memcg, restore_item, nr);
         }
         workingset
     }

@@ -397,7 +397,7 @@ impl<'a> Driver<'a> {
             // A tmpfs file (never prefilled) starts as empty as a disk
             // file that is not.
             let mapping = match f.fs {
-                FileFs::Disk => k.core.add_file(f.size),
+                FileFs::Disk => k.core.add_data_file(f.size),
                 FileFs::Tmpfs => k.core.shmem_file_setup(f.size),
             };
             if let Some(t) = k.core.trace.as_deref_mut() {

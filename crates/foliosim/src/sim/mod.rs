@@ -293,7 +293,7 @@ impl Sim {
     fn open(&mut self, size: u64, name: &str) -> OpenFile {
         let ra_kb = self.cfg.mm.read_ahead_kb;
         let mapping = with_kernel!(&mut self.k, k => {
-            let m = k.core.add_file(size);
+            let m = k.core.add_data_file(size);
             if let Some(t) = k.core.trace.as_deref_mut() {
                 t.name_file(m, name);
             }

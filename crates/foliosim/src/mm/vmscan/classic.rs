@@ -212,12 +212,15 @@ impl ClassicLru {
         }
     }
 
-    /// isolate_lru_folios(): take up to `nr` folios from the list's tail.
-    fn isolate_lru_folios(&mut self, core: &mut Core, memcg: MemcgId, lru: usize, nr: u64) {
+    /// isolate_lru_folios(): take folios from the list's tail until `nr`
+    /// pages were scanned (a large folio counts all its pages). Returns
+    /// the pages taken.
+    fn isolate_lru_folios(&mut self, core: &mut Core, memcg: MemcgId, lru: usize, nr: u64) -> u64 {
         self.stats_sync(core);
         self.scratch.clear();
         let list = &mut self.lruvecs[memcg as usize].lists[lru];
-        for _ in 0..nr {
+        let mut scanned = 0;
+        while scanned < nr {
             let id = list.tail;
             if id == NIL {
                 break;
@@ -232,8 +235,10 @@ impl ClassicLru {
             let f = core.folios.get_mut(id);
             f.clear(pg::LRU);
             f.set(pg::ISOLATED);
+            scanned += f.nr_pages();
             self.scratch.push(id);
         }
+        scanned
     }
 
     /// move_folios_to_lru(): put folios back by their flags; activated ones
@@ -243,8 +248,8 @@ impl ClassicLru {
             self.lruvec_add_folio(core, id);
             let f = core.folios.get(id);
             if f.test(pg::ACTIVE) {
-                let m = f.memcg;
-                core.workingset_age_nonresident(m, 1);
+                let (m, nr) = (f.memcg, f.nr_pages());
+                core.workingset_age_nonresident(m, nr);
             }
         }
     }
@@ -259,9 +264,8 @@ impl ClassicLru {
         sc: &mut ScanControl,
         lru: usize,
     ) {
-        self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
+        let n = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
-        let n = list.len() as u64;
         trace_isolate(core, memcg, nr_to_scan, n, lru);
         core.count_reclaim(memcg, Item::PGREFILL, n, sc);
         core.cpu_or_kswapd(core.cost.scan_folio * n);
@@ -274,7 +278,7 @@ impl ClassicLru {
             }
             f.clear(pg::ACTIVE);
             f.set(pg::WORKINGSET);
-            nr_deactivate += 1;
+            nr_deactivate += f.nr_pages();
         }
         self.move_folios_to_lru(core, &list);
         core.count(memcg, Item::PGDEACTIVATE, nr_deactivate);
@@ -298,9 +302,8 @@ impl ClassicLru {
         lru: usize,
     ) -> u64 {
         let file = lru == LRU_INACTIVE_FILE;
-        self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
+        let nr_scanned = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
-        let nr_scanned = list.len() as u64;
         trace_isolate(core, memcg, nr_to_scan, nr_scanned, lru);
         if nr_scanned == 0 {
             self.scratch = list;
@@ -640,18 +643,18 @@ impl ReclaimPolicy for ClassicLru {
             f.set(pg::REFERENCED);
         } else if f.test(pg::UNEVICTABLE) {
         } else if !f.test(pg::ACTIVE) {
-            let memcg = f.memcg;
+            let (memcg, nr) = (f.memcg, f.nr_pages());
             if f.test(pg::LRU) {
                 // folio_activate()
                 self.lruvec_del_folio(core, id);
                 core.folios.get_mut(id).set(pg::ACTIVE);
                 self.lruvec_add_folio(core, id);
-                core.count(memcg, Item::PGACTIVATE, 1);
+                core.count(memcg, Item::PGACTIVATE, nr);
                 core.trace_lru_activate(id);
             }
             core.folios.get_mut(id).clear(pg::REFERENCED);
             // workingset_activation()
-            core.workingset_age_nonresident(memcg, 1);
+            core.workingset_age_nonresident(memcg, nr);
         }
     }
 
@@ -701,11 +704,11 @@ impl ReclaimPolicy for ClassicLru {
         // while dirty, onto the inactive tail so it is reclaimed next.
         let f = core.folios.get(id);
         if f.test(pg::LRU) && !f.test(pg::DIRTY) && !f.test(pg::UNEVICTABLE) {
-            let m = f.memcg;
+            let (m, nr) = (f.memcg, f.nr_pages());
             self.lruvec_del_folio(core, id);
             core.folios.get_mut(id).clear(pg::ACTIVE);
             self.lruvec_add_folio_tail(core, id);
-            core.count(m, Item::PGROTATED, 1);
+            core.count(m, Item::PGROTATED, nr);
         }
     }
 
@@ -737,7 +740,7 @@ impl ReclaimPolicy for ClassicLru {
             // lru_note_cost_refault(): a restored workingset folio cost an I/O.
             let f = core.folios.get(id);
             let (memcg, file) = (f.memcg, f.is_file_lru());
-            self.lru_note_cost(core, memcg, file, 1, 0);
+            self.lru_note_cost(core, memcg, file, f.nr_pages(), 0);
         }
     }
 
@@ -797,11 +800,11 @@ impl ReclaimPolicy for ClassicLru {
                             folio_lru_list(f.flags)
                         ));
                     }
-                    n += 1;
+                    n += f.nr_pages();
                 }
                 if n != l.len {
                     return Err(format!(
-                        "memcg {m} lru {lru}: counter {} but {} folios listed",
+                        "memcg {m} lru {lru}: counter {} but {} pages listed",
                         l.len, n
                     ));
                 }
@@ -820,10 +823,11 @@ impl ReclaimPolicy for ClassicLru {
             .f
             .iter()
             .filter(|f| !f.test(pg::FREE) && f.test(pg::LRU))
-            .count() as u64;
+            .map(|f| f.nr_pages())
+            .sum::<u64>();
         if listed != flagged {
             return Err(format!(
-                "{flagged} folios flagged PG_lru but {listed} on lists"
+                "{flagged} pages flagged PG_lru but {listed} on lists"
             ));
         }
         Ok(())

@@ -332,10 +332,13 @@ impl Core {
         // Every page-cache removal ends here (reclaim, truncation,
         // invalidation): cache_ext's folio_evicted() and the valid set.
         self.cache_ext.folio_evicted(&self.folios, id, self.now);
-        let memcg = self.folios.get(id).memcg;
-        self.mem_cgroup_uncharge(memcg, 1);
+        let f = self.folios.get(id);
+        let (memcg, nr) = (f.memcg, f.nr_pages());
+        self.mem_cgroup_uncharge(memcg, nr);
+        // memcg v1's pgpgout counts folios (memcg1_uncharge_batch), the
+        // page counters pages.
         self.count_memcg(memcg, Item::MEMCG_PGPGOUT, 1);
-        self.count_vm(Item::PGFREE, 1);
+        self.count_vm(Item::PGFREE, nr);
         self.folios.free(id);
     }
 
@@ -472,6 +475,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         let (file, writeback, dirty) =
             (f0.is_file_lru(), f0.test(pg::WRITEBACK), f0.test(pg::DIRTY));
         let memcg = f0.memcg;
+        // Counts are in pages (a large file folio counts all of its).
+        let nr = f0.nr_pages();
         // folio_trylock() fails on a folio still being read in: a
         // swap-readahead folio whose read is not yet submitted, or a file
         // folio whose read has not completed (the kernel unlocks it in
@@ -488,7 +493,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 // Case 1: kswapd meets folios it already sent to pageout
                 // still under writeback: they cycle faster than they are
                 // written, so it will stall (shrink_node) once done here.
-                sc.nr_immediate += 1;
+                sc.nr_immediate += nr;
             } else if !sc.writeback_throttling_sane()
                 && reclaim
                 && may_enter_fs(core, id)
@@ -502,7 +507,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             } else {
                 // Case 2: mark it for reclaim when the write completes
                 // (folio_end_writeback rotates it to the inactive tail).
-                sc.nr_writeback += 1;
+                sc.nr_writeback += nr;
                 core.folios.get_mut(id).set(pg::RECLAIM);
             }
             // activate_locked: out of the way until its write completes.
@@ -511,8 +516,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 core.folio_free_swap(id);
             }
             core.folios.get_mut(id).set(pg::ACTIVE);
-            sc.nr_activate[file as usize] += 1;
-            core.count(memcg, Item::PGACTIVATE, 1);
+            sc.nr_activate[file as usize] += nr;
+            core.count(memcg, Item::PGACTIVATE, nr);
             folios[keep] = id;
             keep += 1;
             continue;
@@ -521,14 +526,14 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         match references {
             FolioRef::Activate => {
                 core.folios.get_mut(id).set(pg::ACTIVE);
-                sc.nr_activate[file as usize] += 1;
-                core.count(memcg, Item::PGACTIVATE, 1);
+                sc.nr_activate[file as usize] += nr;
+                core.count(memcg, Item::PGACTIVATE, nr);
                 folios[keep] = id;
                 keep += 1;
                 continue;
             }
             FolioRef::Keep => {
-                sc.nr_ref_keep += 1;
+                sc.nr_ref_keep += nr;
                 folios[keep] = id;
                 keep += 1;
                 continue;
@@ -563,13 +568,13 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             // Only kswapd may write file folios from reclaim, and only after
             // the flusher had its chance: mark PG_reclaim and activate;
             // the flusher is woken.
-            sc.nr_dirty += 1;
-            sc.nr_unqueued_dirty += 1;
+            sc.nr_dirty += nr;
+            sc.nr_unqueued_dirty += nr;
             let f = core.folios.get_mut(id);
             f.set(pg::RECLAIM | pg::ACTIVE);
-            core.count(memcg, Item::NR_VMSCAN_IMMEDIATE, 1);
-            sc.nr_activate[1] += 1;
-            core.count(memcg, Item::PGACTIVATE, 1);
+            core.count(memcg, Item::NR_VMSCAN_IMMEDIATE, nr);
+            sc.nr_activate[1] += nr;
+            core.count(memcg, Item::PGACTIVATE, nr);
             core.wb_wakeup_flusher = true;
             folios[keep] = id;
             keep += 1;
@@ -580,7 +585,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             let f = core.folios.get_mut(id);
             if f.test(pg::MAPPED) {
                 f.clear(pg::MAPPED | pg::PTE_YOUNG);
-                core.memcgs[memcg as usize].nr_mapped -= 1;
+                core.memcgs[memcg as usize].nr_mapped -= nr;
             }
         }
         // folio_ref_freeze() fails on a folio someone else holds:
@@ -593,23 +598,21 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         let shadow = policy.workingset_eviction(core, id);
         let f = *core.folios.get(id);
         if f.test(pg::RA_UNUSED) {
-            core.count(memcg, Item::RA_UNUSED_EVICTED, 1);
+            core.count(memcg, Item::RA_UNUSED_EVICTED, nr);
         }
         if file {
             core.trace_delete_from_page_cache(id);
-            let settled =
-                core.files[f.mapping as usize].replace_with_shadow(f.index as u64, Some(shadow));
-            core.workingset_node_changed(f.mapping, f.index as u64, memcg, settled);
-            core.memcgs[memcg as usize].nr_file -= 1;
+            core.page_cache_delete(f.mapping, f.index as u64, nr, Some(shadow), memcg);
+            core.memcgs[memcg as usize].nr_file -= nr;
         } else {
             // __remove_mapping() of a swap-cache folio: its slot keeps the
             // shadow (__swap_cache_del_folio).
             core.swap_cache_del_folio(id, Some(shadow));
             core.memcgs[memcg as usize].nr_anon -= 1;
         }
-        core.folios.get_mut(id).flags = 0;
+        core.folios.get_mut(id).set_flags_keep_order(0);
         core.free_folio(id);
-        nr_reclaimed += 1;
+        nr_reclaimed += nr;
     }
     folios_v.truncate(keep);
     // blk_finish_plug(): the batch's swap writes go to the device.
@@ -646,10 +649,10 @@ fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(
         core.wb.inflight.pop_front();
         let f = core.folios.get_mut(wid);
         f.clear(pg::WRITEBACK);
-        let m = f.memcg;
+        let (m, nr) = (f.memcg, f.nr_pages());
         let rotate = f.test_clear(pg::RECLAIM);
-        core.memcgs[m as usize].nr_writeback -= 1;
-        core.wb.nr_writeback -= 1;
+        core.memcgs[m as usize].nr_writeback -= nr;
+        core.wb.nr_writeback -= nr;
         if rotate {
             policy.folio_rotate_reclaimable(core, wid);
         }

@@ -312,6 +312,7 @@ impl LruGen {
                     break;
                 }
                 let f = core.folios.get(id);
+                let delta = f.nr_pages();
                 let refs = Self::folio_lru_refs(f.flags, f.refs, rework);
                 let ws = f.test(pg::WORKINGSET);
                 let new_gen = Self::folio_inc_gen(&self.lrugen[m], core, id, false, rework);
@@ -319,7 +320,7 @@ impl LruGen {
                 let lazily_promoted = rework && refs + ws as u32 == REFS_FULL + 1;
                 if !lazily_promoted {
                     let tier = Self::lru_tier_from_refs(refs, ws, rework);
-                    self.lrugen[m].protected[type_][tier] += 1;
+                    self.lrugen[m].protected[type_][tier] += delta;
                 }
                 remaining -= 1;
                 if remaining == 0 {

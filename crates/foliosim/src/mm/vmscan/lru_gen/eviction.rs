@@ -18,6 +18,7 @@ impl LruGen {
         let rework = Self::rework(core);
         let reclaim_rework = core.cfg.variants.mglru_reclaim_rework;
         let f = *core.folios.get(id);
+        let delta = f.nr_pages();
         let gen = f.lru as usize - 1;
         let type_ = f.is_file_lru() as usize;
         let refs = Self::folio_lru_refs(f.flags, f.refs, rework);
@@ -41,7 +42,7 @@ impl LruGen {
             self.move_folio(core, id, new_gen, !rework);
             let lv = &mut self.lrugen[m];
             if !(rework && saturated) {
-                lv.protected[type_][tier] += 1;
+                lv.protected[type_][tier] += delta;
             }
             lv.stats.sort_protected += 1;
             return true;
@@ -49,9 +50,9 @@ impl LruGen {
         let dirty = f.test(pg::DIRTY);
         let writeback = f.test(pg::WRITEBACK);
         if type_ == LRU_GEN_FILE && dirty {
-            self.file_taken += 1;
+            self.file_taken += delta;
             if !writeback {
-                self.unqueued_dirty += 1;
+                self.unqueued_dirty += delta;
             }
         }
         // waiting for writeback (before seed 003's rework, which leaves
@@ -117,13 +118,15 @@ impl LruGen {
             if id == NIL {
                 break;
             }
-            scanned += 1;
+            // Pages counted, folios bounded by `remaining` (delta).
+            let delta = core.folios.get(id).nr_pages();
+            scanned += delta;
             if self.sort_folio(core, m, id, tier) {
-                sorted += 1;
+                sorted += delta;
             } else {
                 self.isolate_folio(core, id);
                 self.scratch.push(id);
-                isolated += 1;
+                isolated += delta;
             }
             remaining -= 1;
             if isolated >= MIN_LRU_BATCH {
@@ -228,7 +231,7 @@ impl LruGen {
         let mut list = std::mem::take(&mut self.scratch);
         let mut skip_retry = false;
         loop {
-            sc.nr_scanned += list.len() as u64;
+            sc.nr_scanned += list.iter().map(|&id| core.folios.get(id).nr_pages()).sum::<u64>();
             let reclaimed = shrink_folio_list(core, self, &mut list, sc);
             sc.nr_reclaimed += reclaimed;
             core.count_pgsteal(memcg, type_ == LRU_GEN_FILE, reclaimed, sc);

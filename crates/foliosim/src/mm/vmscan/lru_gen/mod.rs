@@ -467,7 +467,7 @@ impl LruGen {
         }
         f.clear(pg::ACTIVE);
         f.lru = gen as u8 + 1;
-        lv.nr_pages[gen][type_] += 1;
+        lv.nr_pages[gen][type_] += f.nr_pages();
         if reclaiming {
             lv.folios[gen][type_].add_tail(&mut core.folios, id);
         } else {
@@ -485,8 +485,9 @@ impl LruGen {
         } else {
             let gen = f.lru as usize - 1;
             let type_ = f.is_file_lru() as usize;
+            let nr = f.nr_pages();
             lv.folios[gen][type_].del(&mut core.folios, id);
-            lv.nr_pages[gen][type_] -= 1;
+            lv.nr_pages[gen][type_] -= nr;
         }
         let f = core.folios.get_mut(id);
         f.lru = 0;
@@ -500,10 +501,11 @@ impl LruGen {
         let m = f.memcg as usize;
         let type_ = f.is_file_lru() as usize;
         let old = f.lru as usize - 1;
+        let nr = f.nr_pages();
         let lv = &mut self.lrugen[m];
         lv.folios[old][type_].del(&mut core.folios, id);
-        lv.nr_pages[old][type_] -= 1;
-        lv.nr_pages[gen][type_] += 1;
+        lv.nr_pages[old][type_] -= nr;
+        lv.nr_pages[gen][type_] += nr;
         if tail {
             lv.folios[gen][type_].add_tail(&mut core.folios, id);
         } else {
@@ -821,10 +823,10 @@ impl ReclaimPolicy for LruGen {
                         {
                             return Err(format!("folio {}:{} on gen {gen} type {t} of memcg {m} has flags {:#x} lru {} memcg {}", f.mapping, f.index, f.flags, f.lru, f.memcg));
                         }
-                        n += 1;
+                        n += f.nr_pages();
                     }
                     if n != l.len || n != lv.nr_pages[gen][t] {
-                        return Err(format!("memcg {m} gen {gen} type {t}: {n} folios listed, list length {}, nr_pages {}", l.len, lv.nr_pages[gen][t]));
+                        return Err(format!("memcg {m} gen {gen} type {t}: {n} pages listed, list length {}, nr_pages {}", l.len, lv.nr_pages[gen][t]));
                     }
                     let in_window =
                         (lv.min_seq[t]..=lv.max_seq).any(|s| lru_gen_from_seq(s) == gen);
@@ -842,7 +844,7 @@ impl ReclaimPolicy for LruGen {
                         f.mapping, f.index, f.lru, f.flags
                     ));
                 }
-                listed += 1;
+                listed += f.nr_pages();
             }
         }
         let mut flagged = 0u64;
@@ -851,7 +853,7 @@ impl ReclaimPolicy for LruGen {
                 continue;
             }
             if f.test(pg::LRU) {
-                flagged += 1;
+                flagged += f.nr_pages();
             } else if f.lru != 0 {
                 return Err(format!(
                     "folio {}:{} off the LRU still has gen {}",
@@ -863,7 +865,7 @@ impl ReclaimPolicy for LruGen {
         }
         if listed != flagged {
             return Err(format!(
-                "{flagged} folios flagged PG_lru but {listed} on generation lists"
+                "{flagged} pages flagged PG_lru but {listed} on generation lists"
             ));
         }
         Ok(())

@@ -103,10 +103,11 @@ impl LruGen {
         let refs = Self::folio_lru_refs(f.flags, f.refs, rework);
         let ws = f.test(pg::WORKINGSET);
         let tier = Self::lru_tier_from_refs(refs, ws, rework);
+        let delta = f.nr_pages();
         let lv = &mut self.lrugen[memcg as usize];
         let min_seq = lv.min_seq[type_];
         let token = (min_seq << LRU_REFS_WIDTH) | refs.saturating_sub(1) as u64;
-        lv.evicted[type_][tier] += 1;
+        lv.evicted[type_][tier] += delta;
         pack_shadow(memcg, token, if rework { ws } else { refs != 0 })
     }
 
@@ -119,14 +120,14 @@ impl LruGen {
         let rework = Self::rework(core);
         let (evict_memcg, token, workingset) = unpack_shadow(shadow);
         let f = core.folios.get(id);
-        let memcg = f.memcg;
+        let (memcg, delta) = (f.memcg, f.nr_pages());
         let type_ = f.is_file_lru() as usize;
         if evict_memcg != memcg || evict_memcg as usize >= self.lrugen.len() {
             return;
         }
         let (refault_item, activate_item, restore_item) =
             crate::mm::workingset::workingset_items(type_ == LRU_GEN_FILE);
-        core.count(memcg, refault_item, 1);
+        core.count(memcg, refault_item, delta);
         if !self.lru_gen_test_recent(evict_memcg, token) {
             return;
         }
@@ -136,30 +137,30 @@ impl LruGen {
         if rework {
             let refs = (token & mask) as u32 + 1;
             let tier = Self::lru_tier_from_refs(refs, workingset, true);
-            lv.refaulted[type_][tier] += 1;
+            lv.refaulted[type_][tier] += delta;
             // As merged, only refaulted workingset folios are activated in
             // the fault path, and only they count as activations.
             let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
             if in_fault && (workingset || !merged) {
-                core.count(memcg, activate_item, 1);
+                core.count(memcg, activate_item, delta);
             }
             let f = core.folios.get_mut(id);
             if workingset {
                 f.set(pg::WORKINGSET);
-                core.count(memcg, restore_item, 1);
+                core.count(memcg, restore_item, delta);
             } else {
                 f.refs = (refs - 1) as u8;
             }
         } else {
             let refs = (token & mask) as u32 + workingset as u32;
             let tier = Self::lru_tier_from_refs(refs, false, false);
-            lv.refaulted[type_][tier] += 1;
-            core.count(memcg, activate_item, 1);
+            lv.refaulted[type_][tier] += delta;
+            core.count(memcg, activate_item, delta);
             if in_fault || refs >= REFS_FULL - 1 {
                 let f = core.folios.get_mut(id);
                 f.refs = LRU_REFS_MASK;
                 f.set(pg::WORKINGSET);
-                core.count(memcg, restore_item, 1);
+                core.count(memcg, restore_item, delta);
             }
         }
     }
