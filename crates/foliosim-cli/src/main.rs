@@ -184,9 +184,8 @@ impl MachineArgs {
             .parse()
             .map_err(|e| format!("--lru: {e}"))?;
         if let Some(k) = &self.kernel {
-            mm.kernel = Some(
-                foliosim::mm::KernelRelease::parse(k).map_err(|e| format!("--kernel: {e}"))?,
-            );
+            mm.kernel =
+                Some(foliosim::mm::KernelRelease::parse(k).map_err(|e| format!("--kernel: {e}"))?);
         }
         mm.large_folios = match self.large_folios.as_deref() {
             None => mm.kernel.is_some_and(|k| k.ext4_large_folios()),
@@ -536,6 +535,8 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "disk-size",
         "existing-file-size",
         "fs",
+        "kernel",
+        "large-folios",
         "sysctl",
         "seed",
         "timeline",

@@ -18,6 +18,12 @@ pub(crate) fn oracle_model(
         ..MmConfig::default()
     };
     mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    // The host's release: its patches and its page-cache folio sizes.
+    if let Ok(k) = foliosim::mm::KernelRelease::parse(&host.kernel_release) {
+        mm.kernel = Some(k);
+        mm.variants = k.variants();
+        mm.large_folios = k.ext4_large_folios();
+    }
     if let Some(d) = host_device(host) {
         mm.device = parse_device(&d)?;
     }
@@ -145,6 +151,9 @@ fn oracle_scenario(
         ),
         sysctl: vec![format!("fault_around_bytes={}", host.fault_around_bytes)],
         device: host_device(host),
+        kernel: foliosim::mm::KernelRelease::parse(&host.kernel_release)
+            .is_ok()
+            .then(|| host.kernel_release.clone()),
         ..MachineArgs::default()
     };
     let mut m = run_cmd::with_scenario_defaults(&cli, sc)?;

@@ -595,7 +595,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         may_retry: bool,
     ) -> Option<FolioId> {
         let nr = 1u64 << order;
-        debug_assert!(index % nr == 0 && index + nr <= self.core.files[mapping as usize].nr_pages());
+        debug_assert!(
+            index % nr == 0 && index + nr <= self.core.files[mapping as usize].nr_pages()
+        );
+        if std::env::var_os("FOLIOSIM_DBG").is_some() {
+            eprintln!("add idx {index} order {order} ra?");
+        }
         let id = self.alloc_folio_order(memcg, order, may_retry)?;
         {
             let f = self.core.folios.get_mut(id);
@@ -1174,7 +1179,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
             nr_charged += nr;
         }
         self.core.memcgs[memcg as usize].nr_mapped += nr_charged;
-        self.core.count_vm(Item::FAULTAROUND_MAPPED, nr_mapped_pages);
+        self.core
+            .count_vm(Item::FAULTAROUND_MAPPED, nr_mapped_pages);
         self.core.cpu(self.core.cost.map_page * (end + 1 - start));
         // Seed 002 patch 2: a FAULT_FLAG_TRIED retry finds the folio its own
         // miss just read; crediting it would cancel that miss.

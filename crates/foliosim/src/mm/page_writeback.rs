@@ -250,7 +250,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if ids.is_empty() {
             return;
         }
-        let pages: u64 = ids.iter().map(|&id| self.core.folios.get(id).nr_pages()).sum();
+        let pages: u64 = ids
+            .iter()
+            .map(|&id| self.core.folios.get(id).nr_pages())
+            .sum();
         let done = self.core.dev.submit(self.core.now, pages * PAGE_SIZE, true);
         for &id in ids {
             self.core.wb.inflight.push_back((id, done));

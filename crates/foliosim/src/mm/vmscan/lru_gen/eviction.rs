@@ -231,7 +231,10 @@ impl LruGen {
         let mut list = std::mem::take(&mut self.scratch);
         let mut skip_retry = false;
         loop {
-            sc.nr_scanned += list.iter().map(|&id| core.folios.get(id).nr_pages()).sum::<u64>();
+            sc.nr_scanned += list
+                .iter()
+                .map(|&id| core.folios.get(id).nr_pages())
+                .sum::<u64>();
             let reclaimed = shrink_folio_list(core, self, &mut list, sc);
             sc.nr_reclaimed += reclaimed;
             core.count_pgsteal(memcg, type_ == LRU_GEN_FILE, reclaimed, sc);

@@ -1,0 +1,308 @@
+//! Large page-cache folios (issue 11): readahead's order ramp, buffered
+//! writes, reclaim and the counters that count folios or pages, and the
+//! model's invariants with folios of every order.
+
+use foliosim::mm::filemap::OpenFile;
+use foliosim::mm::readahead::FileRaState;
+use foliosim::mm::vmscan::classic::ClassicLru;
+use foliosim::mm::vmscan::lru_gen::LruGen;
+use foliosim::mm::vmscan::ReclaimPolicy;
+use foliosim::mm::vmstat::Item;
+use foliosim::mm::{Kernel, KernelRelease, MmConfig, PAGE_SIZE};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn kernel<P: ReclaimPolicy>(policy: P, limit_pages: Option<u64>, large: bool) -> (Kernel<P>, u16) {
+    let cfg = MmConfig {
+        ram_bytes: 256 << 20,
+        reserved_bytes: 8 << 20,
+        read_ahead_kb: 128,
+        large_folios: large,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
+    let mut k = Kernel::new(cfg, policy);
+    let m = k.add_memcg("t", limit_pages);
+    (k, m)
+}
+
+fn open<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: u16) -> OpenFile {
+    OpenFile {
+        mapping: k.core.add_data_file(pages * PAGE_SIZE),
+        ra: FileRaState::new(128),
+        fmode_random: false,
+        vm_rand_read: false,
+        vm_seq_read: false,
+        memcg,
+    }
+}
+
+/// The cached folios of `mapping`: order -> count.
+fn orders<P: ReclaimPolicy>(k: &Kernel<P>, mapping: u32) -> BTreeMap<u32, u64> {
+    let mut m = BTreeMap::new();
+    for f in &k.core.folios.f {
+        if f.flags & foliosim::mm::folio::pg::FREE == 0 && f.mapping == mapping {
+            *m.entry(f.order()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+fn read_all<P: ReclaimPolicy>(k: &mut Kernel<P>, f: &mut OpenFile, pages: u64, chunk: u64) {
+    let mut pos = 0;
+    while pos < pages * PAGE_SIZE {
+        k.filemap_read(f, pos, chunk).unwrap();
+        pos += chunk;
+    }
+}
+
+/// A sequential read with 32-page windows (read_ahead_kb 128): the first
+/// window (sync) is order 0; each async window raises ra->order by 2
+/// (2, 4, then 6 capped by ilog2(32) = 5): 32 + 8 + 2 folios for the first
+/// three windows, then one 32-page folio per window. The last window
+/// reaches EOF and carries no mark.
+#[test]
+fn sequential_read_ramps_the_folio_order() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+    let mut f = open(&mut k, 1024, m);
+    read_all(&mut k, &mut f, 1024, 32 * PAGE_SIZE);
+    let o = orders(&k, f.mapping);
+    assert_eq!(o, BTreeMap::from([(0, 32), (2, 8), (4, 2), (5, 29)]));
+    assert_eq!(f.ra.order, 5, "ra->order stays capped by ilog2(ra->size)");
+    let mc = &k.core.memcgs[m as usize];
+    // memcg v1 pgpgin counts one event per charged folio; the page
+    // counter, the LRU and pgpgin (KiB) count pages.
+    assert_eq!(mc.stat.get(Item::MEMCG_PGPGIN), 32 + 8 + 2 + 29);
+    assert_eq!(mc.usage, 1024 + mc.stock);
+    assert_eq!(mc.nr_file, 1024);
+    assert_eq!(k.policy.lru_sizes(m).inactive_file, 1024);
+    assert_eq!(k.core.vm.get(Item::PGPGIN), 1024 * 4);
+    assert_eq!(k.core.files[f.mapping as usize].nrpages, 1024);
+    k.check_invariants().unwrap();
+}
+
+/// The same read on a mapping without large folio support (or with the
+/// machine's large folios off) is all order 0: one charge event per page.
+#[test]
+fn without_large_folio_support_every_folio_is_order_0() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, false);
+    let mut f = open(&mut k, 1024, m);
+    read_all(&mut k, &mut f, 1024, 32 * PAGE_SIZE);
+    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(0, 1024)]));
+    assert_eq!(k.core.memcgs[m as usize].stat.get(Item::MEMCG_PGPGIN), 1024);
+    assert_eq!(f.ra.order, 0, "page_cache_ra_order() resets it");
+}
+
+/// Buffered writes of 1 MiB at aligned offsets ask write_begin for
+/// order-8 folios (fgf_set_order(1M)); an unaligned one gets what its
+/// index allows.
+#[test]
+fn buffered_writes_allocate_folios_of_the_write_size() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+    let mut f = open(&mut k, 4096, m);
+    for i in 0..4 {
+        k.filemap_write(&mut f, i << 20, 1 << 20).unwrap();
+    }
+    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(8, 4)]));
+    // 64 KiB at page 1040 (aligned to 16 pages): one order-4 folio.
+    k.filemap_write(&mut f, 1040 * PAGE_SIZE, 64 << 10).unwrap();
+    assert_eq!(orders(&k, f.mapping).get(&4), Some(&1));
+    // Dirty and writeback accounting is in pages.
+    assert_eq!(
+        k.core.memcgs[m as usize].nr_dirty + k.core.memcgs[m as usize].nr_writeback,
+        1024 + 16
+    );
+    k.sync_all();
+    assert_eq!(k.core.vm.get(Item::PGPGOUT), (1024 + 16) * 4);
+    k.check_invariants().unwrap();
+}
+
+/// Reclaim evicts whole folios: pgsteal and the refaults count pages,
+/// memcg v1 pgpgout one event per folio; a file twice the limit read
+/// twice refaults with shadows left by large folios.
+fn eviction_counts<P: ReclaimPolicy>(policy: P) {
+    let (mut k, m) = kernel(policy, Some(2048), true);
+    let mut f = open(&mut k, 8192, m);
+    for _ in 0..2 {
+        read_all(&mut k, &mut f, 8192, 32 * PAGE_SIZE);
+    }
+    let mc = &k.core.memcgs[m as usize];
+    assert!(mc.usage <= 2048);
+    let ev_in = mc.stat.get(Item::MEMCG_PGPGIN);
+    let ev_out = mc.stat.get(Item::MEMCG_PGPGOUT);
+    let steal = mc.stat.get(Item::PGSTEAL_FILE);
+    assert!(steal > 8192, "the file was evicted: {steal} pages stolen");
+    // Most folios are 32 pages: far fewer events than pages.
+    assert!(
+        ev_out * 16 < steal,
+        "pgpgout events {ev_out} vs {steal} pages"
+    );
+    assert!(ev_in * 16 < 4 * 8192, "pgpgin events {ev_in}");
+    // Events in - out = the folios still charged.
+    let live: u64 = orders(&k, f.mapping).values().sum();
+    assert_eq!(ev_in - ev_out, live);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn eviction_of_large_folios_classic() {
+    eviction_counts(ClassicLru::new());
+}
+
+#[test]
+fn eviction_of_large_folios_mglru() {
+    eviction_counts(LruGen::new());
+}
+
+/// A refault of a large folio counts all of its pages.
+#[test]
+fn refaults_count_pages() {
+    let (mut k, m) = kernel(ClassicLru::new(), Some(1024), true);
+    let mut f = open(&mut k, 4096, m);
+    read_all(&mut k, &mut f, 4096, 32 * PAGE_SIZE);
+    read_all(&mut k, &mut f, 4096, 32 * PAGE_SIZE);
+    let mc = &k.core.memcgs[m as usize];
+    let refaults = mc.stat.get(Item::WORKINGSET_REFAULT_FILE);
+    assert!(refaults > 0);
+    // The second pass reads 32-page folios (ra->order carried over), so
+    // every refault is a multiple of a whole folio's pages: no order-0
+    // folio refaults once the ramp is over.
+    assert_eq!(
+        refaults % 4,
+        0,
+        "refaults {refaults} counted by folio pages"
+    );
+    k.check_invariants().unwrap();
+}
+
+/// Truncation drops the folios wholly inside the range; a large folio
+/// reaching out of it stays (the model does not split).
+#[test]
+fn truncate_keeps_a_large_folio_reaching_out_of_the_range() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+    let mut f = open(&mut k, 2048, m);
+    k.filemap_write(&mut f, 0, 2 << 20).unwrap(); // one order-9 folio
+    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(9, 1)]));
+    k.truncate_pagecache_range(f.mapping, 4096, (1 << 20) - 1);
+    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(9, 1)]));
+    k.truncate_pagecache_range(f.mapping, 0, (2 << 20) - 1);
+    assert!(orders(&k, f.mapping).is_empty());
+    assert_eq!(k.core.memcgs[m as usize].nr_dirty, 0);
+    assert_eq!(k.core.files[f.mapping as usize].nrpages, 0);
+    k.check_invariants().unwrap();
+}
+
+/// A read-around fault window is order 0 (do_sync_mmap_readahead resets
+/// ra->order); fault-around maps a large folio once and counts its pages
+/// in the window as mapped.
+#[test]
+fn mmap_faults_map_large_folios() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+    let mut f = open(&mut k, 1024, m);
+    read_all(&mut k, &mut f, 1024, 32 * PAGE_SIZE);
+    let before = k.core.vm.get(Item::PGFAULT);
+    for i in 0..1024 {
+        assert!(k.mmap_access(&mut f, i));
+    }
+    let faults = k.core.vm.get(Item::PGFAULT) - before;
+    // 32-page folios are mapped whole: at most one fault per folio.
+    let nr_folios: u64 = orders(&k, f.mapping).values().sum();
+    assert!(
+        faults <= nr_folios,
+        "{faults} faults for {nr_folios} folios"
+    );
+    assert_eq!(k.core.memcgs[m as usize].nr_mapped, 1024);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn kernel_release_presets() {
+    assert_eq!(
+        KernelRelease::parse("6.18.44-fc-v669").unwrap(),
+        KernelRelease::V6_18
+    );
+    assert_eq!(KernelRelease::parse("6.17").unwrap(), KernelRelease::V6_12);
+    assert_eq!(KernelRelease::parse("7.3.1").unwrap(), KernelRelease::V7_0);
+    assert_eq!(
+        KernelRelease::parse("mm-new").unwrap(),
+        KernelRelease::MmNew
+    );
+    assert!(KernelRelease::parse("5.15")
+        .unwrap_err()
+        .contains("older than"));
+    assert!(KernelRelease::parse("linus")
+        .unwrap_err()
+        .contains("unknown kernel release"));
+    assert!(!KernelRelease::V6_12.ext4_large_folios());
+    assert!(KernelRelease::V6_18.ext4_large_folios());
+    assert!(!KernelRelease::V7_0.variants().mglru_reclaim_rework);
+    assert!(KernelRelease::MmNew.variants().mglru_reclaim_rework);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Read(u64, u64),
+    Write(u64, u64),
+    Touch(u64),
+    Invalidate,
+    Truncate(u64, u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u64..4096, 1u64..128).prop_map(|(p, n)| Op::Read(p, n)),
+        (0u64..4096, 1u64..600).prop_map(|(p, n)| Op::Write(p, n)),
+        (0u64..4096).prop_map(Op::Touch),
+        Just(Op::Invalidate),
+        (0u64..4096, 1u64..700).prop_map(|(p, n)| Op::Truncate(p, n)),
+    ]
+}
+
+fn random_ops<P: ReclaimPolicy>(policy: P, ops: Vec<Op>, limit: u64) -> Result<(), TestCaseError> {
+    let (mut k, m) = kernel(policy, Some(limit), true);
+    let mut f = open(&mut k, 4096, m);
+    for o in ops {
+        let ok = match o {
+            Op::Read(p, n) => k
+                .filemap_read(&mut f, p * PAGE_SIZE, n * PAGE_SIZE)
+                .is_some(),
+            Op::Write(p, n) => k
+                .filemap_write(&mut f, p * PAGE_SIZE + 100, n * PAGE_SIZE)
+                .is_some(),
+            Op::Touch(p) => k.mmap_access(&mut f, p),
+            Op::Invalidate => {
+                k.invalidate_mapping_pages(f.mapping);
+                true
+            }
+            Op::Truncate(p, n) => {
+                k.truncate_pagecache_range(f.mapping, p * PAGE_SIZE, (p + n) * PAGE_SIZE - 1);
+                true
+            }
+        };
+        let mc = &k.core.memcgs[m as usize];
+        prop_assert!(mc.usage <= limit, "usage {} over limit {}", mc.usage, limit);
+        if let Err(e) = k.check_invariants() {
+            prop_assert!(false, "{}", e);
+        }
+        if !ok {
+            break;
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Invariants (LRU sizes in pages, charges, free pages, shadow nodes)
+    /// after every operation with folios of every order, both LRUs.
+    #[test]
+    fn invariants_hold_with_large_folios_classic(ops in proptest::collection::vec(op(), 1..200), limit in 1200u64..3000) {
+        random_ops(ClassicLru::new(), ops, limit)?;
+    }
+
+    #[test]
+    fn invariants_hold_with_large_folios_mglru(ops in proptest::collection::vec(op(), 1..200), limit in 1200u64..3000) {
+        random_ops(LruGen::new(), ops, limit)?;
+    }
+}
