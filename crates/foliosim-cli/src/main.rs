@@ -98,6 +98,11 @@ struct MachineArgs {
     /// (default: as --kernel says, off without it).
     #[arg(long)]
     large_folios: Option<String>,
+    /// fio's own memory: on charges each fio job's process image and I/O
+    /// buffers (about 8 MiB for the first job) to its memcg, as the real
+    /// fio's are; off (the default) gives fio's jobs no memory of their own.
+    #[arg(long)]
+    fio_memory: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -192,6 +197,11 @@ impl MachineArgs {
             Some("on") => true,
             Some("off") => false,
             Some(v) => return Err(format!("--large-folios: '{v}' is not on or off")),
+        };
+        mm.fio_process_memory = match self.fio_memory.as_deref() {
+            None | Some("off") => false,
+            Some("on") => true,
+            Some(v) => return Err(format!("--fio-memory: '{v}' is not on or off")),
         };
         let mut variants = mm.kernel.map_or_else(Variants::newest, |k| k.variants());
         for v in &self.variant {
@@ -537,6 +547,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "fs",
         "kernel",
         "large-folios",
+        "fio-memory",
         "sysctl",
         "seed",
         "timeline",

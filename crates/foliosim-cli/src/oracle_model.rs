@@ -24,6 +24,8 @@ pub(crate) fn oracle_model(
         mm.variants = k.variants();
         mm.large_folios = k.ext4_large_folios();
     }
+    // The real fio's processes are in the group too.
+    mm.fio_process_memory = true;
     if let Some(d) = host_device(host) {
         mm.device = parse_device(&d)?;
     }

@@ -32,6 +32,15 @@ pub struct EventCost {
 }
 
 fn kernel<P: ReclaimPolicy>(policy: P, swap: SwapKind, pages: u64) -> Kernel<P> {
+    kernel_with(policy, swap, pages, false)
+}
+
+fn kernel_with<P: ReclaimPolicy>(
+    policy: P,
+    swap: SwapKind,
+    pages: u64,
+    large_folios: bool,
+) -> Kernel<P> {
     Kernel::new(
         MmConfig {
             ram_bytes: (pages * 3 + 65536) * PAGE_SIZE,
@@ -39,11 +48,21 @@ fn kernel<P: ReclaimPolicy>(policy: P, swap: SwapKind, pages: u64) -> Kernel<P> 
             swap,
             swap_bytes: (pages * 2) * PAGE_SIZE,
             device: DeviceProfile::by_name("nvme").expect("nvme is a profile"),
+            large_folios,
             ..MmConfig::default()
         },
         policy,
     )
 }
+
+/// The readahead-heavy cell run with order-0 folios and with large ones:
+/// 128 KiB sequential reads of a file four times its memcg's limit,
+/// twice (readahead, eviction with shadows, refaults), read_ahead_kb 8192
+/// (windows of 2 MiB: folios up to order 9). Per page read.
+pub const LARGE_FOLIO_EVENTS: [(&str, bool); 2] = [
+    ("seq read 4x limit, order 0", false),
+    ("seq read 4x limit, large folios", true),
+];
 
 fn open(mapping: u32, memcg: u16, ra_kb: u64, random: bool) -> OpenFile {
     OpenFile {
@@ -101,6 +120,22 @@ fn file_events<P: ReclaimPolicy>(
             k.filemap_read(&mut f, i * PAGE_SIZE, PAGE_SIZE).unwrap();
         }
         push("page-cache hit", t.per(pages));
+    }
+    for (event, large) in LARGE_FOLIO_EVENTS {
+        let mut k = kernel_with(mk(), SwapKind::None, pages, large);
+        let m = k.add_memcg("bench", Some(pages / 4));
+        let mapping = k.core.add_data_file(pages * PAGE_SIZE);
+        let mut f = open(mapping, m, 8192, false);
+        let chunk = 128 << 10;
+        let t = Timer::start();
+        for _ in 0..2 {
+            let mut pos = 0;
+            while pos < pages * PAGE_SIZE {
+                k.filemap_read(&mut f, pos, chunk).unwrap();
+                pos += chunk;
+            }
+        }
+        push(event, t.per(2 * pages));
     }
     // Faults on a cached file: each fault maps fault_around_bytes (64 KiB)
     // around the address, so touching every page takes one fault per 16
@@ -338,6 +373,9 @@ mod tests {
         };
         for lru in ["classic", "mglru"] {
             assert_eq!(get("page-cache hit", lru), pages);
+            for (e, _) in LARGE_FOLIO_EVENTS {
+                assert_eq!(get(e, lru), 2 * pages, "every page read twice");
+            }
             assert_eq!(get("fault + fault-around (cached)", lru), pages / 16);
             let evicted = get("eviction with shadow", lru);
             assert!(evicted >= pages * 3 / 4, "{lru}: {evicted}");

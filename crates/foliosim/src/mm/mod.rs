@@ -279,6 +279,11 @@ pub struct MmConfig {
     /// allocate them. Off: every page-cache folio is order 0. tmpfs,
     /// anonymous memory and the block device's own cache stay order 0.
     pub large_folios: bool,
+    /// fio's own memory (`--fio-memory on`): each fio job's process image
+    /// and I/O buffers are anonymous pages charged to the job's memcg at
+    /// its start and freed when fio exits (sim::fio_process_pages). Off:
+    /// fio's jobs have no memory of their own.
+    pub fio_process_memory: bool,
     pub swappiness: u32,
     pub swap: SwapKind,
     pub swap_bytes: u64,
@@ -337,6 +342,7 @@ impl Default for MmConfig {
             fault_around_bytes: 64 << 10,
             kernel: None,
             large_folios: false,
+            fio_process_memory: false,
             swappiness: 60,
             swap: SwapKind::None,
             swap_bytes: 0,
