@@ -93,6 +93,12 @@ fn mmap_miss_setup(
             ram_bytes: 8 << 30,
             read_ahead_kb: 8192,
             variants,
+            // The seed's guest: its 7.0-era mm-new kernel on ext4, which
+            // holds large folios (the sequential cells' async windows use
+            // them; read-around is order 0). Order-0 folios give the same
+            // pgpgin to 0.01% (docs/large_folios.md).
+            kernel: Some(crate::mm::KernelRelease::MmNew),
+            large_folios: true,
             ..MmConfig::default()
         },
         lru,
@@ -410,6 +416,12 @@ pub fn strided_mmap_cell_with(
             ram_bytes: 8 << 30,
             read_ahead_kb: 128,
             variants,
+            // The seed's 7.0-era kernel; its file system is not given:
+            // taken as ext4, with large folios. The strided faults read
+            // around in order-0 windows: order-0 folios give the same
+            // table (docs/large_folios.md).
+            kernel: Some(crate::mm::KernelRelease::MmNew),
+            large_folios: true,
             ..MmConfig::default()
         },
         lru,
