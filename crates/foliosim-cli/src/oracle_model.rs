@@ -182,6 +182,8 @@ fn oracle_memstat_names<'a>(
             // v1's memory.max_usage_in_bytes, read as `peak`.
             "max_usage_in_bytes" => "peak",
             k if k.starts_with("foliosim_") => return None,
+            // A /proc/vmstat event v1's memory.stat does not have.
+            "thp_file_mapped" => return None,
             k => k,
         };
         Some((name, *v))

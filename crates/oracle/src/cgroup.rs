@@ -361,6 +361,9 @@ pub const VMSTAT_EVENTS: &[&str] = &[
     "workingset_restore_file",
     "nr_dirtied",
     "nr_written",
+    // PMD mappings of file folios (do_set_pmd): the one place the host
+    // shows page-cache folios of PMD order.
+    "thp_file_mapped",
 ];
 
 pub fn read_vmstat() -> Result<BTreeMap<String, u64>, String> {

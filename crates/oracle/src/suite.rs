@@ -584,8 +584,10 @@ pub fn render_markdown(r: &Report) -> String {
             "## Folio sizes\n\nmemcg v1 counts one `pgpgin` event per folio charged \
              (memcg1_charge_statistics), so where the group's charges are its file reads, the \
              pages read (`io.rbytes` / 4 KiB) per charge event is the mean size of the folios \
-             the host read into (cases whose reads are at least half their charge events; \
-             the model is order-0).\n\n\
+             the host read into (cases whose reads are at least half their charge events). \
+             The model runs the host's release (large folios on ext4 from 6.16, \
+             docs/large_folios.md), and on both sides the events include fio's own memory \
+             (about 2,070 pages a job), so the figures compare like for like.\n\n\
              | case | pages read | charge events | pages per folio, host | model |\n|---|---|---|---|---|\n",
         );
         for f in &fs {

@@ -131,6 +131,9 @@ fn decode(v: u64) -> Slot {
     }
 }
 
+/// HPAGE_PMD_ORDER on x86-64: a folio of this order is mapped by a PMD.
+const HPAGE_PMD_ORDER: u32 = 9;
+
 /// fgf_set_order(): the folio order a write of `size` bytes asks for.
 #[inline]
 fn fgf_set_order(size: u64) -> u32 {
@@ -1098,12 +1101,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
     #[inline]
     pub fn map_folio_pte(&mut self, id: FolioId, memcg: MemcgId, young: bool) {
         let f = self.core.folios.get_mut(id);
-        if !f.test(pg::MAPPED) {
-            f.set(pg::MAPPED);
-            self.core.memcgs[memcg as usize].nr_mapped += f.nr_pages();
-        }
         if young {
             f.set(pg::PTE_YOUNG);
+        }
+        if !f.test(pg::MAPPED) {
+            f.set(pg::MAPPED);
+            let order = f.order();
+            self.core.memcgs[memcg as usize].nr_mapped += 1 << order;
+            if order == HPAGE_PMD_ORDER {
+                // finish_fault() -> do_set_pmd(): one PMD maps it.
+                self.core.count_vm(Item::THP_FILE_MAPPED, 1);
+            }
         }
     }
 
@@ -1177,6 +1185,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             nr_mapped_pages += in_range;
             nr_charged += nr;
+            if nr == 1 << HPAGE_PMD_ORDER {
+                // filemap_map_pmd() -> do_set_pmd(): a PMD-sized folio is
+                // mapped whole by one PMD.
+                self.core.count_vm(Item::THP_FILE_MAPPED, 1);
+            }
         }
         self.core.memcgs[memcg as usize].nr_mapped += nr_charged;
         self.core

@@ -50,6 +50,7 @@ items! {
     OOM_KILL => "oom_kill",
     SWAP_RA => "swap_ra",
     SWAP_RA_HIT => "swap_ra_hit",
+    THP_FILE_MAPPED => "thp_file_mapped",
     // memcg v1 charge events (memory.stat pgpgin/pgpgout count pages charged
     // and uncharged, not KiB of I/O: kept apart from the vmstat ones).
     MEMCG_PGPGIN => "memcg_pgpgin_events",

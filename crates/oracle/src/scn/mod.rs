@@ -67,6 +67,8 @@ pub const VMSTAT_EVENTS: &[&str] = &[
     "oom_kill",
     "nr_dirtied",
     "nr_written",
+    // PMD mappings of file folios (do_set_pmd).
+    "thp_file_mapped",
     "swpin_zero",
     "swpout_zero",
 ];
