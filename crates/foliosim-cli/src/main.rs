@@ -82,9 +82,11 @@ struct MachineArgs {
     #[arg(long)]
     existing_file_size: Option<String>,
     /// File system of the workload's files: none (file data only, the
-    /// default) or ext4 (its metadata reads through the block device's page
+    /// default), ext4 (its metadata reads through the block device's page
     /// cache, on a file system as mke2fs makes it with its defaults on a
-    /// --disk-size device, 1T without one).
+    /// --disk-size device, 1T without one), xfs or btrfs (file data only;
+    /// with --kernel they decide large folio support: xfs has it in every
+    /// preset, btrfs in none).
     #[arg(long)]
     fs: Option<String>,
     /// The kernel release the machine runs: 6.1, 6.6, 6.12, 6.18, 7.0 or
@@ -192,8 +194,16 @@ impl MachineArgs {
             mm.kernel =
                 Some(foliosim::mm::KernelRelease::parse(k).map_err(|e| format!("--kernel: {e}"))?);
         }
+        // Large folio support of the files' file system at the release:
+        // ext4 since 6.16, xfs in every preset (5.18); btrfs's is
+        // experimental through 7.0 (CONFIG_BTRFS_EXPERIMENTAL), off here.
+        let fs_large = |k: foliosim::mm::KernelRelease| match self.fs.as_deref() {
+            Some("xfs") => true,
+            Some("btrfs") => false,
+            _ => k.ext4_large_folios(),
+        };
         mm.large_folios = match self.large_folios.as_deref() {
-            None => mm.kernel.is_some_and(|k| k.ext4_large_folios()),
+            None => mm.kernel.is_some_and(fs_large),
             Some("on") => true,
             Some("off") => false,
             Some(v) => return Err(format!("--large-folios: '{v}' is not on or off")),
@@ -291,7 +301,13 @@ impl MachineArgs {
                         .map_err(|e| format!("--fs: {e}"))?,
                 )
             }
-            Some(f) => return Err(format!("--fs: unknown file system '{f}' (none, ext4)")),
+            // File data only: their metadata is not modelled.
+            Some("xfs") | Some("btrfs") => None,
+            Some(f) => {
+                return Err(format!(
+                    "--fs: unknown file system '{f}' (none, ext4, xfs, btrfs)"
+                ))
+            }
         };
         let memcg_limit = match &self.memcg_limit {
             Some(s) => {

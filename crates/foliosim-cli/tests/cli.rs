@@ -344,3 +344,74 @@ fn bench_prints_every_event_and_refuses_too_few_pages() {
         .iter()
         .any(|e| e["event"] == "MGLRU aging walk (per PTE)"));
 }
+
+/// Large folios and kernel releases: bad values exit 2 with one line; a
+/// release decides the folio sizes with the files' file system.
+#[test]
+fn kernel_releases_and_large_folios() {
+    let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--kernel", "5.4"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.trim()
+            .starts_with("foliosim: --kernel: kernel release '5.4' is older"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1);
+    let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--large-folios", "maybe"]);
+    assert_eq!(
+        (code, err.trim()),
+        (2, "foliosim: --large-folios: 'maybe' is not on or off")
+    );
+    let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--fio-memory", "1"]);
+    assert_eq!(
+        (code, err.trim()),
+        (2, "foliosim: --fio-memory: '1' is not on or off")
+    );
+    let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--fs", "zfs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown file system 'zfs'"), "{err}");
+    // A 64 MiB sequential read, 128 KiB at a time: charge events per folio.
+    let events = |extra: &[&str]| {
+        let mut a = vec![
+            "fio",
+            "--name=s",
+            "--rw=read",
+            "--bs=128k",
+            "--size=64M",
+            "--memcg-limit=1G",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        let (code, out, err) = foliosim(&a);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["memcg"]["memcg_pgpgin_events"].as_u64().unwrap()
+    };
+    let order0 = events(&[]);
+    assert_eq!(order0, 16384, "one event per page without --kernel");
+    assert_eq!(
+        events(&["--kernel", "6.12"]),
+        order0,
+        "ext4 before 6.16: order 0"
+    );
+    assert_eq!(
+        events(&["--kernel", "6.12", "--fs", "xfs"]),
+        events(&["--kernel", "6.18"])
+    );
+    assert_eq!(events(&["--kernel", "7.0", "--fs", "btrfs"]), order0);
+    let large = events(&["--kernel", "6.18"]);
+    assert!(
+        large * 20 < order0,
+        "64-page folios after the ramp: {large}"
+    );
+    assert_eq!(events(&["--large-folios", "on"]), large);
+    assert_eq!(
+        events(&["--kernel", "6.18", "--large-folios", "off"]),
+        order0
+    );
+    // fio's own memory adds its pages' charges (2068 + 32 for the buffer).
+    assert_eq!(
+        events(&["--kernel", "6.18", "--fio-memory", "on"]),
+        large + 2068 + 32
+    );
+}

@@ -306,3 +306,20 @@ proptest! {
         random_ops(LruGen::new(), ops, limit)?;
     }
 }
+
+/// A PMD-sized folio (order 9) is mapped by one PMD (do_set_pmd):
+/// thp_file_mapped counts it once, however many of its pages are touched;
+/// smaller folios never count.
+#[test]
+fn pmd_sized_folios_count_thp_file_mapped() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+    let mut f = open(&mut k, 2048, m);
+    k.filemap_write(&mut f, 0, 2 << 20).unwrap();
+    k.filemap_write(&mut f, 2 << 20, 1 << 20).unwrap();
+    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(8, 1), (9, 1)]));
+    for i in 0..768 {
+        assert!(k.mmap_access(&mut f, i));
+    }
+    assert_eq!(k.core.vm.get(Item::THP_FILE_MAPPED), 1);
+    assert_eq!(k.core.memcgs[m as usize].nr_mapped, 768);
+}
