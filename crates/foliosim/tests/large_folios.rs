@@ -175,20 +175,74 @@ fn refaults_count_pages() {
     k.check_invariants().unwrap();
 }
 
-/// Truncation drops the folios wholly inside the range; a large folio
-/// reaching out of it stays (the model does not split).
-#[test]
-fn truncate_keeps_a_large_folio_reaching_out_of_the_range() {
-    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+/// Truncating part of a large folio splits it (try_folio_split at the
+/// range's first page, buddy style) and drops the pieces inside: a 2 MiB
+/// folio truncated from page 1 to page 255 splits into page 0, page 1,
+/// then orders 1 to 7 up to page 255 and order 8 from page 256; as the
+/// range ends inside the original folio, the piece holding page 256 is
+/// split there too (orders 0, 0, 1, ..., 7). What is left stays dirty,
+/// charged and on its list.
+fn partial_truncation_splits<P: ReclaimPolicy>(policy: P) {
+    let (mut k, m) = kernel(policy, None, true);
     let mut f = open(&mut k, 2048, m);
     k.filemap_write(&mut f, 0, 2 << 20).unwrap(); // one order-9 folio
     assert_eq!(orders(&k, f.mapping), BTreeMap::from([(9, 1)]));
-    k.truncate_pagecache_range(f.mapping, 4096, (1 << 20) - 1);
-    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(9, 1)]));
+    let out_before = k.core.memcgs[m as usize].stat.get(Item::MEMCG_PGPGOUT);
+    k.truncate_pagecache_range(f.mapping, 4096, (256 << 12) - 1);
+    let left: BTreeMap<u32, u64> = [(0, 3)].into_iter().chain((1..8).map(|o| (o, 1))).collect();
+    assert_eq!(orders(&k, f.mapping), left);
+    let mc = &k.core.memcgs[m as usize];
+    // Pieces 1, 2-3, 4-7, ..., 128-255 (orders 0 to 7) went: 8 uncharges.
+    assert_eq!(mc.stat.get(Item::MEMCG_PGPGOUT) - out_before, 8);
+    assert_eq!((mc.nr_file, mc.nr_dirty), (257, 257));
+    assert_eq!(
+        k.policy.lru_sizes(m).inactive_file + k.policy.lru_sizes(m).active_file,
+        257
+    );
+    assert_eq!(k.core.files[f.mapping as usize].nrpages, 257);
+    k.check_invariants().unwrap();
+    // The dirty pieces are written back, in the flusher's order.
+    k.sync_all();
+    assert_eq!(k.core.vm.get(Item::PGPGOUT), 257 * 4);
+    // A range covering the rest drops everything.
     k.truncate_pagecache_range(f.mapping, 0, (2 << 20) - 1);
     assert!(orders(&k, f.mapping).is_empty());
     assert_eq!(k.core.memcgs[m as usize].nr_dirty, 0);
     assert_eq!(k.core.files[f.mapping as usize].nrpages, 0);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn partial_truncation_splits_classic() {
+    partial_truncation_splits(ClassicLru::new());
+}
+
+#[test]
+fn partial_truncation_splits_mglru() {
+    partial_truncation_splits(LruGen::new());
+}
+
+/// A range ending inside a large folio splits it there too: only the
+/// pages inside go.
+#[test]
+fn a_hole_inside_a_large_folio() {
+    let (mut k, m) = kernel(ClassicLru::new(), None, true);
+    let mut f = open(&mut k, 2048, m);
+    k.filemap_write(&mut f, 0, 2 << 20).unwrap();
+    // Pages 100..=199 punched.
+    k.truncate_pagecache_range(f.mapping, 100 << 12, (200 << 12) - 1);
+    let a = &k.core.files[f.mapping as usize];
+    assert_eq!(a.nrpages, 412);
+    for i in 0..512 {
+        assert_eq!(a.folio(i).is_some(), !(100..200).contains(&i), "page {i}");
+    }
+    // Every remaining piece is aligned to its size.
+    for x in &k.core.folios.f {
+        if x.flags & foliosim::mm::folio::pg::FREE == 0 && x.mapping == f.mapping {
+            assert_eq!(x.index as u64 % x.nr_pages(), 0);
+        }
+    }
+    let _ = m;
     k.check_invariants().unwrap();
 }
 

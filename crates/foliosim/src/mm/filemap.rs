@@ -339,6 +339,15 @@ impl AddressSpace {
         (decode(old), node.settled())
     }
 
+    /// A split moves page `index` from its folio to `id`: the slot changes
+    /// owner, nothing is counted.
+    #[inline]
+    pub fn move_to_piece(&mut self, index: u64, id: FolioId) {
+        let slot = self.slots.entry(index).0;
+        debug_assert!(*slot != 0 && *slot & (SHADOW_BIT | SWAP_BIT) == 0);
+        *slot = id as u64 + 1;
+    }
+
     #[inline]
     pub fn set_folio_pub(&mut self, index: u64, id: FolioId) {
         let _ = self.set_folio(index, id);

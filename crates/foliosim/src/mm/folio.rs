@@ -207,6 +207,22 @@ impl FolioTable {
         Some(id)
     }
 
+    /// A new entry for a piece of a folio being split: its pages are the
+    /// parent's already, so no free page is taken.
+    pub fn alloc_split_piece(&mut self, piece: Folio) -> FolioId {
+        let id = self.free_head;
+        if id == NIL {
+            let id = self.f.len();
+            debug_assert!(id < self.capacity);
+            self.f.push(piece);
+            return id as FolioId;
+        }
+        let x = &mut self.f[id as usize];
+        self.free_head = x.next;
+        *x = piece;
+        id
+    }
+
     #[inline]
     pub fn free(&mut self, id: FolioId) {
         let x = &mut self.f[id as usize];
@@ -327,6 +343,21 @@ impl ListHead {
         }
         if tail {
             self.tail = id;
+        } else {
+            self.head = id;
+        }
+        self.len += t.weight(id);
+    }
+
+    /// list_add_tail(&new->lru, &anchor->lru): `id` right before `anchor`,
+    /// on the newer side (lru_add_split_folio()).
+    pub fn insert_before<L: ListLinks>(&mut self, t: &mut L, anchor: FolioId, id: FolioId) {
+        let p = t.prev(anchor);
+        t.set_prev(id, p);
+        t.set_next(id, anchor);
+        t.set_prev(anchor, id);
+        if p != NIL {
+            t.set_next(p, id);
         } else {
             self.head = id;
         }

@@ -5,6 +5,7 @@ pub mod blkdev;
 pub mod cache_ext;
 pub mod filemap;
 pub mod folio;
+pub mod huge_memory;
 pub mod memcontrol;
 pub mod memory;
 pub mod mmap;

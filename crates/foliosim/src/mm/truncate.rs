@@ -72,9 +72,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// [lstart, lend] (lend inclusive) and every shadow entry there.
     /// Partial pages at either end stay cached (the kernel zeroes the
     /// truncated part, truncate_inode_partial_folio). Dirty pages are
-    /// discarded, not written. A large folio reaching out of the range
-    /// stays whole: the kernel splits it where it can and drops the pages
-    /// inside; the model does not split folios.
+    /// discarded, not written. A large folio reaching out of the range is
+    /// split (try_folio_split) and its pieces inside dropped; one that
+    /// cannot be split stays whole, as in the kernel.
     pub fn truncate_inode_pages_range(&mut self, mapping: u32, lstart: u64, lend: u64) {
         if self.core.files[mapping as usize].shmem {
             return self.shmem_undo_range(mapping, lstart, lend);
@@ -97,6 +97,23 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     next = fi + nr;
                     if fi >= start && fi + nr <= end {
                         self.remove_folio_no_shadow(mapping, id);
+                        continue;
+                    }
+                    // truncate_inode_partial_folio(): a large folio with
+                    // pages in the range is split at the range's first
+                    // page, and the piece reaching past its end at the
+                    // end; the walk then drops the pieces inside.
+                    let (s, e) = (fi.max(start), (fi + nr).min(end));
+                    if s < e {
+                        self.folio_wait_writeback(id);
+                        if self.try_folio_split(id, s) {
+                            if e < fi + nr {
+                                if let Some(id2) = self.core.files[mapping as usize].folio(e) {
+                                    self.try_folio_split(id2, e);
+                                }
+                            }
+                            next = s;
+                        }
                     }
                 }
                 Slot::Shadow(_) => {

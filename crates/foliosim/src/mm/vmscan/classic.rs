@@ -664,6 +664,23 @@ impl ReclaimPolicy for ClassicLru {
         }
     }
 
+    fn lru_add_split_folio(
+        &mut self,
+        core: &mut Core,
+        parent: FolioId,
+        old_nr: u64,
+        pieces: &[FolioId],
+    ) {
+        self.stats_sync(core);
+        let f = core.folios.get(parent);
+        let (lru, m) = (f.lru as usize, f.memcg as usize);
+        let list = &mut self.lruvecs[m].lists[lru];
+        list.len -= old_nr - f.nr_pages();
+        for &id in pieces {
+            list.insert_before(&mut core.folios, parent, id);
+        }
+    }
+
     fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId) {
         // folio_putback_lru() is folio_add_lru(): lru_add() traces it.
         self.lruvec_add_folio(core, id);

@@ -156,6 +156,17 @@ pub trait ReclaimPolicy {
     fn folio_del_lru(&mut self, core: &mut Core, id: FolioId);
     /// Puts a folio that shrink_folio_list() kept or activated back.
     fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId);
+    /// A split's LRU side (lru_add_split_folio()): `parent`, on an LRU
+    /// list, shrank from `old_nr` pages to its new order; each piece
+    /// (flags and generation copied from it) joins the same list right
+    /// beside it.
+    fn lru_add_split_folio(
+        &mut self,
+        core: &mut Core,
+        parent: FolioId,
+        old_nr: u64,
+        pieces: &[FolioId],
+    );
     /// shrink_node() for the memcgs `sc` targets.
     fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl);
     /// folio_check_references(): the classic decision by default.

@@ -632,6 +632,35 @@ impl ReclaimPolicy for LruGen {
         }
     }
 
+    fn lru_add_split_folio(
+        &mut self,
+        core: &mut Core,
+        parent: FolioId,
+        old_nr: u64,
+        pieces: &[FolioId],
+    ) {
+        if !self.enabled() {
+            return self
+                .classic
+                .lru_add_split_folio(core, parent, old_nr, pieces);
+        }
+        // The pieces keep the parent's generation (and tier): the lists'
+        // page counts and lrugen->nr_pages are unchanged in total.
+        let f = core.folios.get(parent);
+        let m = f.memcg as usize;
+        let new_nr = f.nr_pages();
+        let lv = &mut self.lrugen[m];
+        let list = if f.lru == LRU_UNEVICTABLE {
+            &mut lv.unevictable
+        } else {
+            &mut lv.folios[f.lru as usize - 1][f.is_file_lru() as usize]
+        };
+        list.len -= old_nr - new_nr;
+        for &id in pieces {
+            list.insert_before(&mut core.folios, parent, id);
+        }
+    }
+
     fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId) {
         if !self.enabled() {
             return self.classic.folio_putback_lru(core, id);

@@ -1,0 +1,85 @@
+//! Splitting large folios (mm/huge_memory.c): folio_split()'s
+//! non-uniform split, which truncation of part of a large page-cache folio
+//! asks for (truncate_inode_partial_folio() -> try_folio_split()).
+
+use super::folio::{pg, Folio, FolioId, NIL};
+use super::vmscan::ReclaimPolicy;
+use super::Kernel;
+
+impl<P: ReclaimPolicy> Kernel<P> {
+    /// try_folio_split(): split the page-cache folio `id` so that page `at`
+    /// becomes an order-0 folio, the way the buddy allocator splits: at
+    /// each order below the folio's, the half not holding `at` becomes a
+    /// folio of its own (order-9 at page 3 gives orders 8, 7, ..., 2, then
+    /// 0, 0, 1 around it). The pages stay charged, mapped, dirty and on the
+    /// LRU list (generation) they were; the piece holding the folio's first
+    /// page keeps its id. PG_readahead is the first page's only. False,
+    /// with nothing done, for an order-0 folio, one off the LRU, locked or
+    /// under writeback (the caller waits first), or in a memcg a cache_ext
+    /// policy tracks (its lists follow whole folios).
+    pub fn try_folio_split(&mut self, id: FolioId, at: u64) -> bool {
+        let f = *self.core.folios.get(id);
+        let order = f.order();
+        let fi = f.index as u64;
+        if order == 0
+            || !(fi..fi + (1 << order)).contains(&at)
+            || !f.test(pg::LRU)
+            || f.test(pg::LOCKED)
+            || f.test(pg::WRITEBACK)
+            || self.core.cache_ext.any_active()
+        {
+            return false;
+        }
+        let mapping = f.mapping as usize;
+        let old_nr = f.nr_pages();
+        let flags = f.flags & !(pg::ORDER_MASK | pg::READAHEAD | pg::RECLAIM);
+        let mut pieces: Vec<FolioId> = Vec::with_capacity(order as usize + 1);
+        // The blocks: at each order k the block holding `at` splits; the
+        // other half is a piece of order k. Last, `at` itself.
+        let mut blocks = Vec::with_capacity(order as usize + 1);
+        let mut base = fi;
+        for k in (0..order).rev() {
+            let half = 1u64 << k;
+            if at < base + half {
+                blocks.push((base + half, k));
+            } else {
+                blocks.push((base, k));
+                base += half;
+            }
+        }
+        blocks.push((base, 0));
+        for (start, k) in blocks {
+            if start == fi {
+                let p = self.core.folios.get_mut(id);
+                p.flags = (p.flags & !pg::ORDER_MASK) | (k << pg::ORDER_SHIFT);
+                continue;
+            }
+            let piece = Folio {
+                flags: flags | (k << pg::ORDER_SHIFT),
+                index: start as u32,
+                prev: NIL,
+                next: NIL,
+                ..f
+            };
+            let pid = self.core.folios.alloc_split_piece(piece);
+            for idx in start..start + (1 << k) {
+                self.core.files[mapping].move_to_piece(idx, pid);
+            }
+            pieces.push(pid);
+        }
+        self.policy
+            .lru_add_split_folio(&mut self.core, id, old_nr, &pieces);
+        if f.test(pg::DIRTY) {
+            // The flusher's queue gets each dirty piece beside the parent.
+            let wb = &mut self.core.wb;
+            let (pos, t) = match wb.dirty.iter().position(|&(x, _)| x == id) {
+                Some(p) => (p + 1, wb.dirty[p].1),
+                None => (wb.dirty.len(), self.core.now),
+            };
+            for (i, &pid) in pieces.iter().enumerate() {
+                wb.dirty.insert(pos + i, (pid, t));
+            }
+        }
+        true
+    }
+}
