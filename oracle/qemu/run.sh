@@ -4,7 +4,7 @@
 # series, i.e. the model's `reclaim-legacy`), MGLRU and the classic LRU
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
-#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom] [--lru y,n] [--quick]
+#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios] [--lru y,n] [--quick]
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
-for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom)" >&2; exit 2 ;; esac; done
+for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios)" >&2; exit 2 ;; esac; done
 [[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
 for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "run.sh: --think: '$THINK' is not A_US,F_US" >&2; exit 2; }
@@ -142,6 +142,7 @@ rm -rf initramfs && mkdir -p initramfs/{bin,proc,sys,dev,mnt,tmp,lib/modules}
 cp "$BUSYBOX" initramfs/bin/busybox
 cp "$HERE/init-seed003" initramfs/init && chmod +x initramfs/init
 gcc -O2 -Wall -static -pthread -o initramfs/mixpress "$HERE/mixpress.c" -lm
+gcc -O2 -Wall -static -o initramfs/folioprobe "$HERE/folioprobe.c"
 : > initramfs/modules.order
 for m in "${order[@]}"; do
 	b=$(basename "$m"); b=${b%.xz}; b=${b%.zst}
@@ -189,6 +190,10 @@ boot() { # exp lru args...
 		local thr=""; [ "$iops" -gt 0 ] && thr=",throttling.iops-write=$iops"
 		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw$thr")
 	fi
+	if [ "$exp" = folios ]; then
+		scratch_img
+		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw")
+	fi
 	echo "run.sh: booting $KVER ($ACCEL) exp=$exp lru_gen=$lru" >&2
 	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp 2 -m 1024 \
 		-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
@@ -207,6 +212,7 @@ for e in ${EXPS//,/ }; do
 		ddoom) for DDIOPS in ${IOPS//,/ }; do
 			boot ddoom $l fsim_limit_mb=64 fsim_dd_mb=$DD_MB fsim_iops=$DDIOPS
 		done ;;
+		folios) boot folios $l fsim_ra_kb=8192 ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac

@@ -415,3 +415,39 @@ fn kernel_releases_and_large_folios() {
         large + 2068 + 32
     );
 }
+
+/// The resident folios of a 64 MiB file read sequentially in 128 KiB
+/// reads (read_ahead_kb 8192, fio's POSIX_FADV_SEQUENTIAL), and written
+/// in 1 MiB writes: the histograms oracle/qemu/folioprobe.c read from
+/// /proc/kpageflags on this project's 6.18 host after the same reads and
+/// writes (docs/large_folios.md).
+#[test]
+fn page_cache_folios_match_the_hosts_kpageflags() {
+    let hist = |rw: &str, bs: &str| {
+        let (code, out, err) = foliosim(&[
+            "fio",
+            "--name=x",
+            &format!("--rw={rw}"),
+            &format!("--bs={bs}"),
+            "--size=64M",
+            "--ioengine=psync",
+            "--read-ahead-kb",
+            "8192",
+            "--large-folios",
+            "on",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["page_cache_folios"].to_string()
+    };
+    assert_eq!(
+        hist("read", "128k"),
+        r#"{"0":128,"2":128,"4":64,"6":32,"7":1,"8":15,"9":17}"#
+    );
+    assert_eq!(hist("write", "1M"), r#"{"8":64}"#);
+    // Without large folios the field is absent (output as before).
+    let (_, out, _) = foliosim(&["fio", "--name=x", "--rw=read", "--size=1M", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("page_cache_folios").is_none());
+}

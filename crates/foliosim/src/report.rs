@@ -145,6 +145,11 @@ pub struct RunReport {
     /// run's error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_error: Option<String>,
+    /// With large folios: the workload's files' resident page-cache folios
+    /// at the end, order -> count (folioprobe.c reads the same from a
+    /// real kernel's /proc/kpageflags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_cache_folios: Option<BTreeMap<u32, u64>>,
 }
 
 /// A cache_ext policy's name and counters.

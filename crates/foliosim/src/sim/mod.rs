@@ -286,6 +286,18 @@ impl Sim {
                     stats: core.cache_ext.stats(self.memcg),
                 }),
                 policy_error: core.cache_ext.error.clone(),
+                page_cache_folios: self.cfg.mm.large_folios.then(|| {
+                    // The resident folios of the workload's files by order
+                    // (what oracle/qemu/folioprobe.c reads from kpageflags).
+                    let mut h = BTreeMap::new();
+                    for f in &core.folios.f {
+                        let data = core.files.get(f.mapping as usize).is_some_and(|a| a.max_order > 0);
+                        if !f.test(crate::mm::folio::pg::FREE) && f.is_file_lru() && data {
+                            *h.entry(f.order()).or_insert(0u64) += 1;
+                        }
+                    }
+                    h
+                }),
             }
         })
     }
