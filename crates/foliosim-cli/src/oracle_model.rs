@@ -263,6 +263,13 @@ fn oracle_counters(r: &RunReport) -> BTreeMap<String, f64> {
     let wb: u64 = r.jobs.iter().map(|j| j.write.io_bytes).sum();
     m.insert("fio.read_bytes".into(), rb as f64);
     m.insert("fio.write_bytes".into(), wb as f64);
+    // The resident folios by order, as the oracle reads the host's from
+    // /proc/kpageflags.
+    if let Some(h) = &r.page_cache_folios {
+        for o in 0..=foliosim_oracle::kpageflags::MAX_ORDER {
+            m.insert(format!("folios.order{o}"), *h.get(&o).unwrap_or(&0) as f64);
+        }
+    }
     m
 }
 

@@ -53,6 +53,7 @@ pub mod fio;
 pub mod host;
 pub mod jobsafe;
 pub mod journal;
+pub mod kpageflags;
 pub mod probe;
 pub mod run;
 pub mod scn;

@@ -420,6 +420,9 @@ fn run_once(
     let stat = cg.stat()?;
     let io = cg.io_stat()?;
     drop(cg);
+    // The files' resident folios by order (issue 11), read from
+    // /proc/kpageflags once every counter above is taken.
+    let folios = crate::kpageflags::folio_orders(work);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!(
@@ -431,6 +434,11 @@ fn run_once(
     let mut m: BTreeMap<String, f64> = stat.into_iter().map(|(k, v)| (k, v as f64)).collect();
     m.extend(vmstat_delta(&before, &after));
     m.extend(io);
+    if let Ok(h) = folios {
+        for o in 0..=crate::kpageflags::MAX_ORDER {
+            m.insert(format!("folios.order{o}"), *h.get(&o).unwrap_or(&0) as f64);
+        }
+    }
     match &case.kind {
         CaseKind::Probe { .. } => {
             let o: ProbeOutcome = serde_json::from_str(stdout.trim())

@@ -208,6 +208,7 @@ pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Repo
         events_criterion(&cases, "pgpgout"),
         size_criterion(&cases, "active_file"),
         size_criterion(&cases, "inactive_file"),
+        folio_histogram_criterion(&cases),
         // Issue 9 (scenarios): swap traffic, anon refaults, OOM outcomes.
         // pswpin/pswpout have no per-group counter in v1's memory.stat
         // (memcg1_stats): vmstat's. The refaults (like pgmajfault above)
@@ -385,6 +386,48 @@ fn size_criterion(cases: &[CaseResult], counter: &str) -> Criterion {
     Criterion {
         name: format!("{counter} (or within 1 MiB)"),
         counter: counter.into(),
+        tolerance_pct: TOL,
+        required_share: 0.8,
+        only_nonzero_real: false,
+        pass: share.is_some_and(|s| s >= 0.8),
+        share,
+        considered,
+        within,
+    }
+}
+
+/// The files' resident folios by order (`folios.orderN`, the host's from
+/// /proc/kpageflags): a case is within when the model's histogram differs
+/// from the real median's by at most 15% of the real folios (half the sum
+/// of |model - real| over the orders: the share of folios in the wrong
+/// order). Cases with no resident folio on the real side are not scored.
+fn folio_histogram_criterion(cases: &[CaseResult]) -> Criterion {
+    const TOL: f64 = 15.0;
+    let mut considered = Vec::new();
+    let mut within = Vec::new();
+    for c in cases {
+        let rows: Vec<&CounterRow> = c
+            .rows()
+            .iter()
+            .filter(|r| r.counter.starts_with("folios.order") && r.real_median.is_some())
+            .collect();
+        let total: f64 = rows.iter().filter_map(|r| r.real_median).sum();
+        if total <= 0.0 {
+            continue;
+        }
+        considered.push(c.name.clone());
+        let off: Option<f64> = rows
+            .iter()
+            .map(|r| r.model.map(|m| (m - r.real_median.unwrap_or(0.0)).abs()))
+            .sum();
+        if off.is_some_and(|d| d / 2.0 <= total * TOL / 100.0) {
+            within.push(c.name.clone());
+        }
+    }
+    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
+    Criterion {
+        name: "resident folios by order (kpageflags)".into(),
+        counter: "folios.order*".into(),
         tolerance_pct: TOL,
         required_share: 0.8,
         only_nonzero_real: false,
@@ -768,6 +811,25 @@ mod tests {
         assert_eq!(c.considered, ["fio", "scn", "scn2"]);
         assert_eq!(c.within, ["fio", "scn"], "one cgroup off fails its case");
         assert!(!c.pass, "2/3 < 80%");
+    }
+
+    #[test]
+    fn folio_histograms_are_scored_on_the_share_of_folios_misplaced() {
+        let exact = ran(
+            "exact",
+            &[("folios.order0", 64.0), ("folios.order6", 2045.0)],
+            &[("folios.order0", 64.0), ("folios.order6", 2045.0)],
+        );
+        // 300 of 1000 folios in the wrong order: 30%.
+        let off = ran(
+            "off",
+            &[("folios.order0", 1000.0), ("folios.order5", 0.0)],
+            &[("folios.order0", 700.0), ("folios.order5", 300.0)],
+        );
+        let none = ran("none", &[("folios.order0", 0.0)], &[("folios.order0", 5.0)]);
+        let c = folio_histogram_criterion(&[exact, off, none]);
+        assert_eq!(c.considered, ["exact", "off"], "no real folios: not scored");
+        assert_eq!(c.within, ["exact"]);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub fn unit_of(counter: &str) -> &'static str {
             "pages"
         }
         c if BYTE_FIELDS.contains(&c) => "bytes",
+        c if c.starts_with("folios.") => "folios",
         _ => "events",
     }
 }
