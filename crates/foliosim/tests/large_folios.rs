@@ -377,3 +377,41 @@ fn pmd_sized_folios_count_thp_file_mapped() {
     assert_eq!(k.core.vm.get(Item::THP_FILE_MAPPED), 1);
     assert_eq!(k.core.memcgs[m as usize].nr_mapped, 768);
 }
+
+/// Large file folios beside anonymous memory and a swap device: the swap
+/// invariants (which walk every slot) hold, and reclaim swaps anon out
+/// while it evicts whole file folios.
+#[test]
+fn large_file_folios_with_swap_and_anon() {
+    let cfg = MmConfig {
+        ram_bytes: 256 << 20,
+        reserved_bytes: 8 << 20,
+        read_ahead_kb: 128,
+        large_folios: true,
+        swap: foliosim::mm::SwapKind::Zram,
+        swap_bytes: 64 << 20,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
+    let mut k = Kernel::new(cfg, ClassicLru::new());
+    let m = k.add_memcg("t", Some(3000));
+    let mut f = open(&mut k, 4096, m);
+    let mm = k.mm_alloc(m, 0);
+    // 3,500 anon pages in a 3,000-page group: some must go to swap, and
+    // the file's large folios are evicted around them.
+    let anon = k.mmap_anon(mm, 3500 * PAGE_SIZE);
+    for round in 0..2 {
+        read_all(&mut k, &mut f, 4096, 32 * PAGE_SIZE);
+        assert!(
+            orders(&k, f.mapping).keys().any(|&o| o > 0),
+            "round {round}"
+        );
+        for p in 0..3500 {
+            assert!(k.anon_access(anon, p, m, true), "round {round} page {p}");
+        }
+        k.check_invariants().unwrap();
+    }
+    let mc = &k.core.memcgs[m as usize];
+    assert!(mc.stat.get(Item::PGSTEAL_FILE) > 0);
+    assert!(k.core.vm.get(Item::PSWPOUT) > 0);
+}

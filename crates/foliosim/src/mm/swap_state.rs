@@ -451,7 +451,11 @@ impl Core {
                     }
                     Slot::Folio(id) => {
                         let f = self.folios.get(id);
-                        if f.mapping != space as u32 || f.index as u64 != idx {
+                        // A large (file) folio fills the slots of its
+                        // pages from its first index.
+                        if f.mapping != space as u32
+                            || idx.wrapping_sub(f.index as u64) >= f.nr_pages()
+                        {
                             return Err(format!(
                                 "{space}:{idx}: folio {id} says {}:{}",
                                 f.mapping, f.index
