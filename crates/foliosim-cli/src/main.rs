@@ -108,7 +108,10 @@ struct MachineArgs {
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
-    /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N;
+    /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N,
+    /// transparent_hugepage.enabled=always|madvise|never,
+    /// transparent_hugepage.hugepages-<16..2048>kB.enabled=always|inherit|madvise|never
+    /// (anonymous mTHP; madvise counts as never);
     /// model switches: foliosim.memcg_stats_lazy_flush=0|1 (classic reclaim
     /// reads memcg stats as last flushed), foliosim.stats_flush_phase_ms=1..2000
     /// (when the first periodic flush runs).
@@ -238,10 +241,49 @@ impl MachineArgs {
             mm.swap_bytes = size;
         }
         let mut lru_gen_sysctl = Vec::new();
+        // /sys/kernel/mm/transparent_hugepage: the top-level `enabled`
+        // (default madvise) and each anon mTHP size's (order 2 to 9;
+        // default never, 2048kB inherit).
+        let mut thp_top = "madvise".to_string();
+        let mut thp_size: [&str; 10] = ["never"; 10];
+        thp_size[9] = "inherit";
         for kv in &self.sysctl {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| format!("--sysctl: '{kv}' is not key=value"))?;
+            if let Some(knob) = k
+                .strip_prefix("transparent_hugepage.")
+                .or_else(|| k.strip_prefix("transparent_hugepage/"))
+            {
+                let v = v.trim();
+                if knob == "enabled" {
+                    if !matches!(v, "always" | "madvise" | "never") {
+                        return Err(format!(
+                            "--sysctl: {k}: '{v}' is not always, madvise or never"
+                        ));
+                    }
+                    thp_top = v.to_string();
+                    continue;
+                }
+                let kb = knob
+                    .strip_prefix("hugepages-")
+                    .and_then(|r| r.strip_suffix("kB.enabled").or_else(|| r.strip_suffix("kB/enabled")))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .filter(|&n| n.is_power_of_two() && (16..=2048).contains(&n))
+                    .ok_or_else(|| format!("--sysctl: unknown key '{k}' (transparent_hugepage.enabled, transparent_hugepage.hugepages-<16..2048>kB.enabled)"))?;
+                if !matches!(v, "always" | "inherit" | "madvise" | "never") {
+                    return Err(format!(
+                        "--sysctl: {k}: '{v}' is not always, inherit, madvise or never"
+                    ));
+                }
+                thp_size[(kb / 4).ilog2() as usize] = match v {
+                    "always" => "always",
+                    "inherit" => "inherit",
+                    "madvise" => "madvise",
+                    _ => "never",
+                };
+                continue;
+            }
             if let Some(knob) = k.strip_prefix("lru_gen.") {
                 // /sys/kernel/mm/lru_gen/{enabled,min_ttl_ms}: enabled=0/n
                 // turns MGLRU off (classic LRU), anything else on.
@@ -287,6 +329,13 @@ impl MachineArgs {
                 }
             }
         }
+        // "madvise" is never in the model: its mappings take no
+        // MADV_HUGEPAGE.
+        mm.thp_anon_orders = (2..=9)
+            .filter(|&o| {
+                thp_size[o] == "always" || (thp_size[o] == "inherit" && thp_top == "always")
+            })
+            .fold(0, |m, o| m | 1 << o);
         mm.check_invariants = self.check_invariants;
         mm.fs = match self.fs.as_deref() {
             None | Some("none") => None,

@@ -451,3 +451,52 @@ fn page_cache_folios_match_the_hosts_kpageflags() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v.get("page_cache_folios").is_none());
 }
+
+/// Anonymous mTHP through the sysfs knobs as --sysctl keys: 64 KiB folios
+/// take one fault and one charge per 16 pages; bad keys and values exit 2.
+#[test]
+fn anon_mthp_knobs() {
+    let sc = job_file(
+        "mthp.toml",
+        "[machine]\nmemory = \"1G\"\nseed = 1\n[[cgroup]]\npath = \"a\"\n\"memory.max\" = \"512M\"\n\
+         [[process]]\nname = \"w\"\ncgroup = \"a\"\nsteps = [\n  { op = \"mmap_anon\", map = \"b\", size = \"16M\" },\n  \
+         { op = \"touch\", map = \"b\", pattern = \"seq\", write = true, passes = 1 },\n]\n",
+    );
+    let faults = |extra: &[&str]| {
+        let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
+        a.extend_from_slice(extra);
+        let (code, out, err) = foliosim(&a);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (
+            v["cgroups"]["a"]["pgfault"].as_u64().unwrap(),
+            v["cgroups"]["a"]["memcg_pgpgin_events"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(faults(&[]), (4096, 4096));
+    let k64 = "transparent_hugepage.hugepages-64kB.enabled=always";
+    assert_eq!(faults(&["--sysctl", k64]), (256, 256));
+    // 2048kB inherits the top-level `enabled` (madvise by default: never).
+    assert_eq!(
+        faults(&["--sysctl", "transparent_hugepage.enabled=always"]),
+        (8, 8)
+    );
+    let (code, _, err) = foliosim(&[
+        "run",
+        sc.to_str().unwrap(),
+        "--sysctl",
+        "transparent_hugepage.hugepages-48kB.enabled=always",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unknown key 'transparent_hugepage.hugepages-48kB.enabled'"),
+        "{err}"
+    );
+    let (code, _, err) = foliosim(&[
+        "run",
+        sc.to_str().unwrap(),
+        "--sysctl",
+        "transparent_hugepage.enabled=yes",
+    ]);
+    assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.enabled: 'yes' is not always, madvise or never"));
+}

@@ -1,10 +1,43 @@
 //! Splitting large folios (mm/huge_memory.c): folio_split()'s
 //! non-uniform split, which truncation of part of a large page-cache folio
-//! asks for (truncate_inode_partial_folio() -> try_folio_split()).
+//! asks for (truncate_inode_partial_folio() -> try_folio_split()), and
+//! the split to order 0 reclaim does on a large anonymous folio it swaps
+//! out (split_folio_to_list()).
 
 use super::folio::{pg, Folio, FolioId, NIL};
 use super::vmscan::ReclaimPolicy;
-use super::Kernel;
+use super::{Core, Kernel};
+
+/// split_folio_to_list() of an isolated anonymous folio in reclaim: every
+/// page but the first becomes an order-0 folio with the parent's flags,
+/// mapping slot, memcg and generation, put back on the LRU
+/// (folio_putback_lru: the kernel queues them on reclaim's own list
+/// instead); the parent, now order 0, goes on being reclaimed. The model
+/// takes this path for every large anonymous folio it swaps out, where
+/// the kernel first tries to allocate a contiguous swap range for it
+/// (mTHP swap-out) and splits only when that fails.
+pub fn split_folio_to_lru<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P, id: FolioId) {
+    let f = *core.folios.get(id);
+    let (fi, nr) = (f.index as u64, f.nr_pages());
+    if nr == 1 {
+        return;
+    }
+    core.folios.get_mut(id).flags &= !pg::ORDER_MASK;
+    let flags = f.flags & !(pg::ORDER_MASK | pg::LRU | pg::ISOLATED);
+    for idx in fi + 1..fi + nr {
+        let piece = Folio {
+            flags,
+            index: idx as u32,
+            prev: NIL,
+            next: NIL,
+            lru: 0,
+            ..f
+        };
+        let pid = core.folios.alloc_split_piece(piece);
+        core.files[f.mapping as usize].move_to_piece(idx, pid);
+        policy.folio_putback_lru(core, pid);
+    }
+}
 
 impl<P: ReclaimPolicy> Kernel<P> {
     /// try_folio_split(): split the page-cache folio `id` so that page `at`

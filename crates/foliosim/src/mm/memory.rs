@@ -151,17 +151,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             Slot::Zero => {
                 // do_wp_page() -> wp_page_copy() from the zero page: a
-                // new zeroed folio replaces the PTE.
+                // new zeroed folio (order 0) replaces the PTE.
                 self.core.files[space as usize].clear_swap_entry(index);
                 self.core.workingset_update_node(space, index, memcg);
-                self.do_anonymous_page(space, index, memcg, true)
+                self.do_anonymous_page(space, index, memcg, true, false)
             }
-            Slot::Empty => self.do_anonymous_page(space, index, memcg, write),
+            Slot::Empty => self.do_anonymous_page(space, index, memcg, write, true),
             Slot::Shadow(_) => {
                 // Anon shadows live in the swap cache; one here is from a
                 // space used as a file before: it means nothing.
                 self.core.files[space as usize].clear_shadow(index);
-                self.do_anonymous_page(space, index, memcg, write)
+                self.do_anonymous_page(space, index, memcg, write, true)
             }
             Slot::Swap(off) => self.do_swap_page(space, index, memcg, write, off),
         }
@@ -172,7 +172,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// (mem_cgroup_charge), maps it and adds it to the LRU
     /// (folio_add_lru_vma: the inactive anon list, or MGLRU's
     /// lru_gen_add_folio with the fault-path activation).
-    fn do_anonymous_page(&mut self, space: u32, index: u64, memcg: MemcgId, write: bool) -> bool {
+    fn do_anonymous_page(
+        &mut self,
+        space: u32,
+        index: u64,
+        memcg: MemcgId,
+        write: bool,
+        may_be_large: bool,
+    ) -> bool {
         use super::folio::pg;
         self.core.count(memcg, Item::PGFAULT, 1);
         self.core.cpu(self.core.cost.minor_fault);
@@ -182,29 +189,73 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return true;
         }
         self.core.in_lru_fault = true;
-        let ok = match self.alloc_folio(memcg, true) {
+        let got = match may_be_large {
+            true if self.core.cfg.thp_anon_orders != 0 => {
+                self.alloc_anon_folio(space, index, memcg)
+            }
+            _ => self.alloc_folio(memcg, true).map(|id| (id, index)),
+        };
+        let ok = match got {
             None => false,
-            Some(id) => {
-                // clear_user_highpage().
-                self.core.cpu(self.core.cost.copy_page);
+            Some((id, start)) => {
+                let nr = self.core.folios.get(id).nr_pages();
+                // clear_user_highpage() / folio_zero_user().
+                self.core.cpu(self.core.cost.copy_page * nr);
                 {
                     let f = self.core.folios.get_mut(id);
                     f.mapping = space;
-                    f.index = index as u32;
-                    f.flags =
-                        pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY;
+                    f.index = start as u32;
+                    f.set_flags_keep_order(
+                        pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY,
+                    );
                 }
-                self.core.files[space as usize].set_folio_pub(index, id);
-                self.core.workingset_update_node(space, index, memcg);
-                self.core.memcgs[memcg as usize].nr_anon += 1;
-                self.core.memcgs[memcg as usize].nr_mapped += 1;
-                self.core.mm_counter_inc(space, super::mmap::MM_ANONPAGES);
+                // set_ptes() over the folio's range.
+                for idx in start..start + nr {
+                    self.core.files[space as usize].set_folio_pub(idx, id);
+                    self.core.workingset_update_node(space, idx, memcg);
+                }
+                self.core.memcgs[memcg as usize].nr_anon += nr;
+                self.core.memcgs[memcg as usize].nr_mapped += nr;
+                for _ in 0..nr {
+                    self.core.mm_counter_inc(space, super::mmap::MM_ANONPAGES);
+                }
                 self.policy.folio_add_lru(&mut self.core, id);
                 true
             }
         };
         self.core.in_lru_fault = false;
         ok
+    }
+
+    /// alloc_anon_folio(): the largest enabled mTHP order whose naturally
+    /// aligned range around `index` lies inside the mapping
+    /// (thp_vma_suitable_order) with every PTE still none
+    /// (pte_range_none), allocated and charged; a failed charge falls back
+    /// to the next order down (MTHP_STAT_ANON_FAULT_FALLBACK_CHARGE), and
+    /// last to order 0. Returns the folio and its first index.
+    fn alloc_anon_folio(
+        &mut self,
+        space: u32,
+        index: u64,
+        memcg: MemcgId,
+    ) -> Option<(super::folio::FolioId, u64)> {
+        use super::filemap::Slot;
+        let orders = self.core.cfg.thp_anon_orders;
+        for order in (2..=super::folio::MAX_PAGECACHE_ORDER).rev() {
+            if orders & (1 << order) == 0 {
+                continue;
+            }
+            let nr = 1u64 << order;
+            let start = index & !(nr - 1);
+            let a = &self.core.files[space as usize];
+            if start + nr > a.nr_pages() || !(start..start + nr).all(|i| a.slot(i) == Slot::Empty) {
+                continue;
+            }
+            if let Some(id) = self.alloc_folio_order(memcg, order, true) {
+                return Some((id, start));
+            }
+        }
+        self.alloc_folio(memcg, true).map(|id| (id, index))
     }
 
     /// do_swap_page() as in Linux 6.18: a folio still in the swap cache is

@@ -88,15 +88,21 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 Slot::Folio(id) => {
                     let f = self.core.folios.get_mut(id);
                     let memcg = f.memcg;
+                    // A large (mTHP) folio is met at its first page and
+                    // zapped whole: its PTEs are all in this VMA.
+                    let (fi, nr) = (f.index as u64, f.nr_pages());
+                    next = fi + nr;
                     let mapped = f.test(pg::MAPPED);
                     f.clear(pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY);
                     if mapped {
-                        self.core.memcgs[memcg as usize].nr_mapped -= 1;
+                        self.core.memcgs[memcg as usize].nr_mapped -= nr;
                     }
-                    self.core.files[space as usize].replace_with_shadow(idx, None);
-                    self.core.workingset_update_node(space, idx, memcg);
+                    for i in fi..fi + nr {
+                        self.core.files[space as usize].replace_with_shadow(i, None);
+                        self.core.workingset_update_node(space, i, memcg);
+                    }
                     let rss = &mut self.core.mms[mm as usize].rss[MM_ANONPAGES];
-                    *rss = rss.saturating_sub(1);
+                    *rss = rss.saturating_sub(nr);
                     // free_swap_cache(): the unmapped folio leaves the swap
                     // cache; one under writeback stays there until reclaim
                     // finds it.
@@ -105,8 +111,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
                         continue;
                     }
                     self.policy.folio_del_lru(&mut self.core, id);
-                    self.core.memcgs[memcg as usize].nr_anon -= 1;
-                    self.core.folios.get_mut(id).flags = 0;
+                    self.core.memcgs[memcg as usize].nr_anon -= nr;
+                    self.core.folios.get_mut(id).set_flags_keep_order(0);
                     self.core.free_folio(id);
                 }
                 Slot::Shadow(_) => {

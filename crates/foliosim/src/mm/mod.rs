@@ -280,6 +280,12 @@ pub struct MmConfig {
     /// allocate them. Off: every page-cache folio is order 0. tmpfs,
     /// anonymous memory and the block device's own cache stay order 0.
     pub large_folios: bool,
+    /// Anonymous multi-size THP: bit `o` set when do_anonymous_page() may
+    /// allocate folios of order `o` (2 to 9; /sys/kernel/mm/
+    /// transparent_hugepage/hugepages-*kB/enabled resolved to "always",
+    /// with "inherit" taking the top-level `enabled`; "madvise" counts as
+    /// never, the model's mappings take no MADV_HUGEPAGE). 0: order 0.
+    pub thp_anon_orders: u32,
     /// fio's own memory (`--fio-memory on`): each fio job's process image
     /// and I/O buffers are anonymous pages charged to the job's memcg at
     /// its start and freed when fio exits (sim::fio_process_pages). Off:
@@ -344,6 +350,7 @@ impl Default for MmConfig {
             kernel: None,
             large_folios: false,
             fio_process_memory: false,
+            thp_anon_orders: 0,
             swappiness: 60,
             swap: SwapKind::None,
             swap_bytes: 0,

@@ -486,8 +486,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         let (file, writeback, dirty) =
             (f0.is_file_lru(), f0.test(pg::WRITEBACK), f0.test(pg::DIRTY));
         let memcg = f0.memcg;
-        // Counts are in pages (a large file folio counts all of its).
-        let nr = f0.nr_pages();
+        // Counts are in pages (a large folio counts all of its).
+        let mut nr = f0.nr_pages();
         // folio_trylock() fails on a folio still being read in: a
         // swap-readahead folio whose read is not yet submitted, or a file
         // folio whose read has not completed (the kernel unlocks it in
@@ -552,6 +552,12 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             FolioRef::Reclaim | FolioRef::ReclaimClean => {}
         }
         if !file {
+            if nr > 1 {
+                // A large anonymous folio: split, the pieces back on the
+                // LRU, this one reclaimed as order 0 (huge_memory.rs).
+                super::huge_memory::split_folio_to_lru(core, policy, id);
+                nr = 1;
+            }
             // Anonymous: add_to_swap (folio_alloc_swap), try_to_unmap,
             // pageout() to the swap device, then __remove_mapping().
             match shrink_anon_folio(core, id, sc) {
@@ -619,7 +625,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             // __remove_mapping() of a swap-cache folio: its slot keeps the
             // shadow (__swap_cache_del_folio).
             core.swap_cache_del_folio(id, Some(shadow));
-            core.memcgs[memcg as usize].nr_anon -= 1;
+            core.memcgs[memcg as usize].nr_anon -= nr;
         }
         core.folios.get_mut(id).set_flags_keep_order(0);
         core.free_folio(id);
