@@ -124,7 +124,8 @@ add_mod() { # module name
 }
 # ext4 asks the crypto API for "crc32c" by name (metadata_csum), not by
 # symbol: the generic implementation is added by hand.
-for sym in VIRTIO_BLK:virtio_blk CRYPTO_CRC32C:crc32c_generic EXT4_FS:ext4 ZRAM:zram; do
+# virtio_pci is a module too on Debian's 6.1 (built in on 6.12).
+for sym in VIRTIO_PCI:virtio_pci VIRTIO_BLK:virtio_blk CRYPTO_CRC32C:crc32c_generic EXT4_FS:ext4 ZRAM:zram; do
 	opt=${sym%%:*}
 	if grep -q "^CONFIG_$opt=m" "$CONFIG"; then
 		add_mod "${sym#*:}"
