@@ -610,9 +610,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
         debug_assert!(
             index % nr == 0 && index + nr <= self.core.files[mapping as usize].nr_pages()
         );
-        if std::env::var_os("FOLIOSIM_DBG").is_some() {
-            eprintln!("add idx {index} order {order} ra?");
-        }
         let id = self.alloc_folio_order(memcg, order, may_retry)?;
         {
             let f = self.core.folios.get_mut(id);
@@ -836,7 +833,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
                         break;
                     }
                     // folio_next_index(): a large folio is one entry.
-                    i = f.index as u64 + f.nr_pages();
+                    i = if f.order() == 0 {
+                        i + 1
+                    } else {
+                        f.index as u64 + f.nr_pages()
+                    };
                 }
                 None => break,
             }
@@ -1151,20 +1152,27 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let (mut nr_mapped_pages, mut nr_charged) = (0u64, 0u64);
         let mut idx = start;
         while idx <= end {
+            let cur = idx;
+            // The next index does not wait for this folio's load unless
+            // it is large (the branch is predicted): the window's slots
+            // and folios are fetched in parallel.
+            idx += 1;
             let a = &self.core.files[mapping as usize];
-            let Some(id) = a.folio(idx) else {
-                idx += 1;
+            let Some(id) = a.folio(cur) else {
                 continue;
             };
-            let busy = a.io_done_at(idx, now).is_some();
+            let busy = a.io_done_at(cur, now).is_some();
             let f = self.core.folios.get_mut(id);
             // The pages of this folio inside the window: a large folio is
             // mapped by filemap_map_folio_range() over them, one step.
-            let (fi, nr) = (f.index as u64, f.nr_pages());
-            let last = (fi + nr - 1).min(end);
-            let in_range = last + 1 - idx;
-            let has_fault = (idx..=last).contains(&fault_index);
-            idx = last + 1;
+            let nr = f.nr_pages();
+            let (in_range, has_fault) = if nr == 1 {
+                (1, cur == fault_index)
+            } else {
+                let last = (f.index as u64 + nr - 1).min(end);
+                idx = last + 1;
+                (last + 1 - cur, (cur..=last).contains(&fault_index))
+            };
             // next_uptodate_folio() skips locked and PG_readahead folios.
             if busy || f.test(pg::READAHEAD) || f.test(pg::LOCKED) {
                 continue;
