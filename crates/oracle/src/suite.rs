@@ -299,18 +299,15 @@ fn criterion(
             within.push(c.name.clone());
         }
     }
-    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
-    Criterion {
-        name: name.into(),
-        counter: counter.into(),
-        tolerance_pct: tol,
-        required_share: required,
-        only_nonzero_real: nonzero,
-        pass: share.is_some_and(|s| s >= required),
-        share,
+    scored(
+        name.into(),
+        counter.into(),
+        tol,
+        required,
+        nonzero,
         considered,
         within,
-    }
+    )
 }
 
 /// memcg v1's charge events (`pgpgin` or `pgpgout` of memory.stat: one
@@ -349,18 +346,15 @@ fn events_criterion(cases: &[CaseResult], ev: &str) -> Criterion {
             within.push(c.name.clone());
         }
     }
-    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
-    Criterion {
-        name: format!("memcg v1 {ev} events (scenarios: each cgroup)"),
-        counter: ev.into(),
-        tolerance_pct: TOL,
-        required_share: 0.8,
-        only_nonzero_real: false,
-        pass: share.is_some_and(|s| s >= 0.8),
-        share,
+    scored(
+        format!("memcg v1 {ev} events (scenarios: each cgroup)"),
+        ev.into(),
+        TOL,
+        0.8,
+        false,
         considered,
         within,
-    }
+    )
 }
 
 /// A file LRU list's size (memory.stat `active_file` / `inactive_file`)
@@ -382,18 +376,15 @@ fn size_criterion(cases: &[CaseResult], counter: &str) -> Criterion {
             within.push(c.name.clone());
         }
     }
-    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
-    Criterion {
-        name: format!("{counter} (or within 1 MiB)"),
-        counter: counter.into(),
-        tolerance_pct: TOL,
-        required_share: 0.8,
-        only_nonzero_real: false,
-        pass: share.is_some_and(|s| s >= 0.8),
-        share,
+    scored(
+        format!("{counter} (or within 1 MiB)"),
+        counter.into(),
+        TOL,
+        0.8,
+        false,
         considered,
         within,
-    }
+    )
 }
 
 /// The files' resident folios by order (`folios.orderN`, the host's from
@@ -424,22 +415,44 @@ fn folio_histogram_criterion(cases: &[CaseResult]) -> Criterion {
             within.push(c.name.clone());
         }
     }
+    scored(
+        "resident folios by order (kpageflags)".into(),
+        "folios.order*".into(),
+        TOL,
+        0.8,
+        false,
+        considered,
+        within,
+    )
+}
+
+/// Below this difference an LRU list's size is not scored on its ratio.
+const SIZE_FLOOR_BYTES: f64 = (1 << 20) as f64;
+
+/// A criterion from the cases it considered and those within tolerance:
+/// the share within, and whether it reaches `required`.
+fn scored(
+    name: String,
+    counter: String,
+    tolerance_pct: f64,
+    required: f64,
+    only_nonzero_real: bool,
+    considered: Vec<String>,
+    within: Vec<String>,
+) -> Criterion {
     let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
     Criterion {
-        name: "resident folios by order (kpageflags)".into(),
-        counter: "folios.order*".into(),
-        tolerance_pct: TOL,
-        required_share: 0.8,
-        only_nonzero_real: false,
-        pass: share.is_some_and(|s| s >= 0.8),
+        name,
+        counter,
+        tolerance_pct,
+        required_share: required,
+        only_nonzero_real,
+        pass: share.is_some_and(|s| s >= required),
         share,
         considered,
         within,
     }
 }
-
-/// Below this difference an LRU list's size is not scored on its ratio.
-const SIZE_FLOOR_BYTES: f64 = (1 << 20) as f64;
 
 /// The OOM outcome: in every scenario case, each process's count of
 /// killed instances (`killed[NAME]`) in the model equals the real median.
@@ -464,18 +477,15 @@ fn oom_outcome(cases: &[CaseResult]) -> Criterion {
             within.push(c.name.clone());
         }
     }
-    let share = (!considered.is_empty()).then(|| within.len() as f64 / considered.len() as f64);
-    Criterion {
-        name: "OOM outcome (killed instances per process)".into(),
-        counter: "killed[*]".into(),
-        tolerance_pct: 0.0,
-        required_share: 1.0,
-        only_nonzero_real: false,
-        pass: share.is_some_and(|s| s >= 1.0),
-        share,
+    scored(
+        "OOM outcome (killed instances per process)".into(),
+        "killed[*]".into(),
+        0.0,
+        1.0,
+        false,
         considered,
         within,
-    }
+    )
 }
 
 pub fn write_report(r: &Report, out_dir: &Path) -> Result<(), String> {

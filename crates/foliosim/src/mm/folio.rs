@@ -364,6 +364,22 @@ impl ListHead {
         self.len += t.weight(id);
     }
 
+    /// A split's list side (lru_add_split_folio()): `parent`, listed here,
+    /// shrank from `old_nr` pages to its new size; each piece joins the
+    /// list right beside it. The list's page count is unchanged.
+    pub fn add_split_pieces<L: ListLinks>(
+        &mut self,
+        t: &mut L,
+        parent: FolioId,
+        old_nr: u64,
+        pieces: &[FolioId],
+    ) {
+        self.len -= old_nr - t.weight(parent);
+        for &id in pieces {
+            self.insert_before(t, parent, id);
+        }
+    }
+
     #[inline]
     pub fn del<L: ListLinks>(&mut self, t: &mut L, id: FolioId) {
         let (p, n) = (t.prev(id), t.next(id));

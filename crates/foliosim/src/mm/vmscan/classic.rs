@@ -674,11 +674,7 @@ impl ReclaimPolicy for ClassicLru {
         self.stats_sync(core);
         let f = core.folios.get(parent);
         let (lru, m) = (f.lru as usize, f.memcg as usize);
-        let list = &mut self.lruvecs[m].lists[lru];
-        list.len -= old_nr - f.nr_pages();
-        for &id in pieces {
-            list.insert_before(&mut core.folios, parent, id);
-        }
+        self.lruvecs[m].lists[lru].add_split_pieces(&mut core.folios, parent, old_nr, pieces);
     }
 
     fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId) {

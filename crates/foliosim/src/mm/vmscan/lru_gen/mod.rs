@@ -647,18 +647,13 @@ impl ReclaimPolicy for LruGen {
         // The pieces keep the parent's generation (and tier): the lists'
         // page counts and lrugen->nr_pages are unchanged in total.
         let f = core.folios.get(parent);
-        let m = f.memcg as usize;
-        let new_nr = f.nr_pages();
-        let lv = &mut self.lrugen[m];
+        let lv = &mut self.lrugen[f.memcg as usize];
         let list = if f.lru == LRU_UNEVICTABLE {
             &mut lv.unevictable
         } else {
             &mut lv.folios[f.lru as usize - 1][f.is_file_lru() as usize]
         };
-        list.len -= old_nr - new_nr;
-        for &id in pieces {
-            list.insert_before(&mut core.folios, parent, id);
-        }
+        list.add_split_pieces(&mut core.folios, parent, old_nr, pieces);
     }
 
     fn folio_putback_lru(&mut self, core: &mut Core, id: FolioId) {
