@@ -110,6 +110,7 @@ struct MachineArgs {
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
     /// fault_around_bytes=N, lru_gen.enabled=y|n|CAPS, lru_gen.min_ttl_ms=N,
     /// transparent_hugepage.enabled=always|madvise|never,
+    /// transparent_hugepage.defrag=always|defer|defer+madvise|madvise|never,
     /// transparent_hugepage.hugepages-<16..2048>kB.enabled=always|inherit|madvise|never
     /// (anonymous mTHP; madvise counts as never);
     /// model switches: foliosim.memcg_stats_lazy_flush=0|1 (classic reclaim
@@ -256,6 +257,12 @@ impl MachineArgs {
                 .or_else(|| k.strip_prefix("transparent_hugepage/"))
             {
                 let v = v.trim();
+                if knob == "defrag" {
+                    mm.thp_defrag = foliosim::mm::ThpDefrag::parse(v).ok_or_else(|| {
+                        format!("--sysctl: {k}: '{v}' is not always, defer, defer+madvise, madvise or never")
+                    })?;
+                    continue;
+                }
                 if knob == "enabled" {
                     if !matches!(v, "always" | "madvise" | "never") {
                         return Err(format!(
@@ -270,7 +277,7 @@ impl MachineArgs {
                     .and_then(|r| r.strip_suffix("kB.enabled").or_else(|| r.strip_suffix("kB/enabled")))
                     .and_then(|n| n.parse::<u64>().ok())
                     .filter(|&n| n.is_power_of_two() && (16..=2048).contains(&n))
-                    .ok_or_else(|| format!("--sysctl: unknown key '{k}' (transparent_hugepage.enabled, transparent_hugepage.hugepages-<16..2048>kB.enabled)"))?;
+                    .ok_or_else(|| format!("--sysctl: unknown key '{k}' (transparent_hugepage.enabled, transparent_hugepage.defrag, transparent_hugepage.hugepages-<16..2048>kB.enabled)"))?;
                 if !matches!(v, "always" | "inherit" | "madvise" | "never") {
                     return Err(format!(
                         "--sysctl: {k}: '{v}' is not always, inherit, madvise or never"
@@ -336,6 +343,20 @@ impl MachineArgs {
                 thp_size[o] == "always" || (thp_size[o] == "inherit" && thp_top == "always")
             })
             .fold(0, |m, o| m | 1 << o);
+        // Multi-size THP (the hugepages-<size>kB directories below PMD
+        // size) came in 6.8.
+        if let Some(k) = mm
+            .kernel
+            .filter(|&k| k < foliosim::mm::KernelRelease::V6_12)
+        {
+            if let Some(o) = (2..9).find(|o| thp_size[*o] != "never") {
+                return Err(format!(
+                    "--sysctl: transparent_hugepage.hugepages-{}kB.enabled: kernel {} has no multi-size THP (6.8 and later)",
+                    4u64 << o,
+                    serde_json::to_value(k).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+                ));
+            }
+        }
         mm.check_invariants = self.check_invariants;
         mm.fs = match self.fs.as_deref() {
             None | Some("none") => None,

@@ -499,4 +499,83 @@ fn anon_mthp_knobs() {
         "transparent_hugepage.enabled=yes",
     ]);
     assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.enabled: 'yes' is not always, madvise or never"));
+    // The sizes below PMD are 6.8's: the older presets refuse them.
+    let (code, _, err) = foliosim(&[
+        "run",
+        sc.to_str().unwrap(),
+        "--kernel",
+        "6.6",
+        "--sysctl",
+        k64,
+    ]);
+    assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.hugepages-64kB.enabled: kernel 6.6 has no multi-size THP (6.8 and later)"));
+}
+
+/// Anon mTHP under a limit with zram: the JSON's `mthp` map is the sysfs
+/// stats of each enabled size; the folios go out and come back whole
+/// (pswpout = 16 x swpout), and only when mTHP is on is the map there.
+#[test]
+fn anon_mthp_swap_stats() {
+    let sc = job_file(
+        "mthp-swap.toml",
+        "[machine]\nmemory = \"1G\"\nswap = \"zram:256M\"\nseed = 1\n[[cgroup]]\npath = \"a\"\n\"memory.max\" = \"8M\"\n\
+         [[process]]\nname = \"w\"\ncgroup = \"a\"\nsteps = [\n  { op = \"mmap_anon\", map = \"b\", size = \"16M\" },\n  \
+         { op = \"touch\", map = \"b\", pattern = \"seq\", write = true, passes = 2 },\n]\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
+        a.extend_from_slice(extra);
+        let (code, out, err) = foliosim(&a);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let k64 = "transparent_hugepage.hugepages-64kB.enabled=always";
+    // defrag=always: the charges may reclaim, every folio stays 64 KiB.
+    let v = run(&[
+        "--sysctl",
+        k64,
+        "--sysctl",
+        "transparent_hugepage.defrag=always",
+    ]);
+    let st = &v["mthp"]["hugepages-64kB"];
+    let (swpout, swpin) = (
+        st["swpout"].as_u64().unwrap(),
+        st["swpin"].as_u64().unwrap(),
+    );
+    assert!(swpout > 0 && swpin > 0, "{st}");
+    assert_eq!(v["vmstat"]["pswpout"].as_u64().unwrap(), 16 * swpout);
+    assert_eq!(v["vmstat"]["pswpin"].as_u64().unwrap(), 16 * swpin);
+    // The first pass faults 256 folios; the second pass swaps them in.
+    assert_eq!(st["anon_fault_alloc"].as_u64().unwrap(), 256);
+    assert_eq!(v["mthp"].as_object().unwrap().len(), 1);
+    // The default (madvise): no reclaim for an mTHP charge, so at the
+    // limit faults and swap-ins fall back to order 0.
+    let v = run(&["--sysctl", k64]);
+    let st = &v["mthp"]["hugepages-64kB"];
+    assert!(
+        st["anon_fault_fallback_charge"].as_u64().unwrap() > 0,
+        "{st}"
+    );
+    assert!(st["swpin_fallback_charge"].as_u64().unwrap() > 0, "{st}");
+    let (code, _, err) = foliosim(&[
+        "run",
+        sc.to_str().unwrap(),
+        "--sysctl",
+        "transparent_hugepage.defrag=sometimes",
+    ]);
+    assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.defrag: 'sometimes' is not always, defer, defer+madvise, madvise or never"));
+    // 6.6 has no mTHP swap-in: the PMD size's folios come back in pages.
+    let v = run(&[
+        "--kernel",
+        "6.6",
+        "--sysctl",
+        "transparent_hugepage.enabled=always",
+    ]);
+    let st = &v["mthp"]["hugepages-2048kB"];
+    assert_eq!(
+        (st["swpout"].as_u64(), st["swpin"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(v["vmstat"]["pswpin"].as_u64().unwrap() > 0);
+    assert!(run(&[]).get("mthp").is_none());
 }

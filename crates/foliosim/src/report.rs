@@ -150,6 +150,11 @@ pub struct RunReport {
     /// real kernel's /proc/kpageflags).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_cache_folios: Option<BTreeMap<u32, u64>>,
+    /// With anonymous mTHP enabled: each enabled size's events as
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/ has
+    /// them (anon_fault_alloc, swpout, swpin, their fallbacks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mthp: Option<BTreeMap<String, BTreeMap<&'static str, u64>>>,
 }
 
 /// A cache_ext policy's name and counters.
@@ -198,6 +203,17 @@ pub fn render_counters(r: &RunReport, what: &str) -> String {
     for (k, v) in &r.vmstat {
         if *v != 0 {
             let _ = writeln!(out, "{k} {v}");
+        }
+    }
+    if let Some(m) = &r.mthp {
+        let _ = writeln!(
+            out,
+            "\n/sys/kernel/mm/transparent_hugepage (enabled sizes' stats):"
+        );
+        for (size, stats) in m {
+            for (k, v) in stats.iter().filter(|(_, v)| **v != 0) {
+                let _ = writeln!(out, "{size}/stats/{k} {v}");
+            }
         }
     }
     if let Some(c) = &r.cache_ext {

@@ -121,6 +121,8 @@ impl Folio {
 /// MAX_PAGECACHE_ORDER on x86-64 with 4 KiB pages: HPAGE_PMD_ORDER (9),
 /// below MAX_XAS_ORDER.
 pub const MAX_PAGECACHE_ORDER: u32 = 9;
+/// HPAGE_PMD_ORDER on x86-64: a folio of this order is mapped by a PMD.
+pub const HPAGE_PMD_ORDER: u32 = 9;
 
 /// The folio arena with a free list threaded through `next`. Frames are
 /// created as first used, not for the whole simulated RAM: `f` holds the

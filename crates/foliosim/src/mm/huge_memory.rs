@@ -1,21 +1,73 @@
 //! Splitting large folios (mm/huge_memory.c): folio_split()'s
 //! non-uniform split, which truncation of part of a large page-cache folio
-//! asks for (truncate_inode_partial_folio() -> try_folio_split()), and
-//! the split to order 0 reclaim does on a large anonymous folio it swaps
-//! out (split_folio_to_list()).
+//! asks for (truncate_inode_partial_folio() -> try_folio_split()), the
+//! split to order 0 reclaim does on a large anonymous folio it cannot swap
+//! out whole (split_folio_to_list()), and the per-size mTHP stats.
 
-use super::folio::{pg, Folio, FolioId, NIL};
+use super::folio::{pg, Folio, FolioId, HPAGE_PMD_ORDER, NIL};
 use super::vmscan::ReclaimPolicy;
 use super::{Core, Kernel};
+
+/// The per-size mTHP events the model counts
+/// (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum MthpStat {
+    AnonFaultAlloc,
+    AnonFaultFallback,
+    AnonFaultFallbackCharge,
+    Swpout,
+    SwpoutFallback,
+    Swpin,
+    SwpinFallback,
+    SwpinFallbackCharge,
+}
+
+/// The stats files' names, in MthpStat's order.
+pub const MTHP_STAT_NAMES: [&str; 8] = [
+    "anon_fault_alloc",
+    "anon_fault_fallback",
+    "anon_fault_fallback_charge",
+    "swpout",
+    "swpout_fallback",
+    "swpin",
+    "swpin_fallback",
+    "swpin_fallback_charge",
+];
+
+/// mthp_stats: per order (1 to PMD_ORDER), each MthpStat.
+#[derive(Clone, Debug, Default)]
+pub struct MthpStats(pub [[u64; MTHP_STAT_NAMES.len()]; HPAGE_PMD_ORDER as usize + 1]);
+
+impl MthpStats {
+    /// The sysfs view: "hugepages-<size>kB" -> stat -> count, for the
+    /// orders in `orders` (a bitmask).
+    pub fn sysfs(
+        &self,
+        orders: u32,
+    ) -> std::collections::BTreeMap<String, std::collections::BTreeMap<&'static str, u64>> {
+        (1..=HPAGE_PMD_ORDER)
+            .filter(|o| orders & (1 << o) != 0)
+            .map(|o| {
+                let kb = 4u64 << o;
+                let m = MTHP_STAT_NAMES
+                    .iter()
+                    .zip(self.0[o as usize])
+                    .map(|(&n, v)| (n, v))
+                    .collect();
+                (format!("hugepages-{kb}kB"), m)
+            })
+            .collect()
+    }
+}
 
 /// split_folio_to_list() of an isolated anonymous folio in reclaim: every
 /// page but the first becomes an order-0 folio with the parent's flags,
 /// mapping slot, memcg and generation, put back on the LRU
 /// (folio_putback_lru: the kernel queues them on reclaim's own list
-/// instead); the parent, now order 0, goes on being reclaimed. The model
-/// takes this path for every large anonymous folio it swaps out, where
-/// the kernel first tries to allocate a contiguous swap range for it
-/// (mTHP swap-out) and splits only when that fails.
+/// instead); the parent, now order 0, goes on being reclaimed. Reclaim
+/// takes this path when folio_alloc_swap() finds no run of slots for the
+/// whole folio (the swpout_fallback events).
 pub fn split_folio_to_lru<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P, id: FolioId) {
     let f = *core.folios.get(id);
     let (fi, nr) = (f.index as u64, f.nr_pages());

@@ -92,7 +92,20 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// to MAX_RECLAIM_RETRIES without progress, then the OOM killer runs in
     /// that level's subtree. After a successful charge, memory.high is
     /// checked at every level.
+    #[inline]
     pub fn try_charge(&mut self, memcg: MemcgId, nr: u64, may_retry: bool) -> bool {
+        self.try_charge_gfp(memcg, nr, may_retry, true)
+    }
+
+    /// try_charge() with the gfp mask's __GFP_DIRECT_RECLAIM as
+    /// `may_reclaim`: without it a charge over the limit fails at once.
+    pub fn try_charge_gfp(
+        &mut self,
+        memcg: MemcgId,
+        nr: u64,
+        may_retry: bool,
+        may_reclaim: bool,
+    ) -> bool {
         if memcg == ROOT_MEMCG {
             return true;
         }
@@ -120,8 +133,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 batch = nr;
                 continue;
             }
-            // PF_MEMALLOC: no reclaim from inside reclaim.
-            if self.core.in_reclaim {
+            // PF_MEMALLOC: no reclaim from inside reclaim; a mask that
+            // may not block gets no reclaim either.
+            if self.core.in_reclaim || !may_reclaim {
                 return false;
             }
             self.core.memcg_memory_event(over, MemcgEvent::MEMCG_MAX);

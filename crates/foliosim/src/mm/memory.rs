@@ -3,6 +3,7 @@
 //! and ->fault as fallback.
 
 use super::filemap::{OpenFile, VmFault, FAULT_FLAG_TRIED};
+use super::huge_memory::MthpStat;
 use super::memcontrol::MemcgId;
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
@@ -111,6 +112,16 @@ impl Core {
         if let Some(mm) = self.mms.get_mut(owner as usize) {
             mm.rss[from] = mm.rss[from].saturating_sub(1);
             mm.rss[to] += 1;
+        }
+    }
+
+    /// add_mm_counter() moving `nr` pages from one rss counter to another.
+    #[inline]
+    pub fn mm_counter_move_nr(&mut self, space: u32, from: usize, to: usize, nr: u64) {
+        let owner = self.files[space as usize].owner;
+        if let Some(mm) = self.mms.get_mut(owner as usize) {
+            mm.rss[from] = mm.rss[from].saturating_sub(nr);
+            mm.rss[to] += nr;
         }
     }
 
@@ -251,23 +262,35 @@ impl<P: ReclaimPolicy> Kernel<P> {
             if start + nr > a.nr_pages() || !(start..start + nr).all(|i| a.slot(i) == Slot::Empty) {
                 continue;
             }
-            if let Some(id) = self.alloc_folio_order(memcg, order, true) {
-                return Some((id, start));
+            match self.try_alloc_thp_folio(memcg, order) {
+                Ok(id) => {
+                    self.core.mthp_count(order, MthpStat::AnonFaultAlloc);
+                    return Some((id, start));
+                }
+                Err(charge) => {
+                    if charge {
+                        self.core
+                            .mthp_count(order, MthpStat::AnonFaultFallbackCharge);
+                    }
+                    self.core.mthp_count(order, MthpStat::AnonFaultFallback);
+                }
             }
         }
         self.alloc_folio(memcg, true).map(|id| (id, index))
     }
 
     /// do_swap_page() as in Linux 6.18: a folio still in the swap cache is
-    /// mapped (a minor fault; a read-ahead one counts swap_ra_hit); else
-    /// on a SWP_SYNCHRONOUS_IO device (zram) with a swap count of 1 the
-    /// folio is read directly, bypassing the swap cache and readahead, and
-    /// the slot is freed at once; else swapin_readahead() reads it with
-    /// its window into the swap cache. Either read is a major fault.
-    /// Mapping drops the PTE's reference to the slot; a swap-cache folio
-    /// also leaves the cache on a write fault or when swap is half full
-    /// (should_try_to_free_swap). The shadow in the slot goes to
-    /// workingset_refault() when the folio is allocated.
+    /// mapped (a minor fault; a read-ahead one counts swap_ra_hit), a large
+    /// one whole (its PTEs hold its run of entries); else on a
+    /// SWP_SYNCHRONOUS_IO device (zram) with a swap count of 1 the folio
+    /// is read directly, bypassing the swap cache and readahead, as large
+    /// as alloc_swap_folio() allows, and its slots are freed at once; else
+    /// swapin_readahead() reads it with its window into the swap cache.
+    /// Either read is a major fault. Mapping drops the PTEs' references to
+    /// the slots; a swap-cache folio also leaves the cache on a write fault
+    /// or when swap is half full (should_try_to_free_swap). The shadow in
+    /// the (first) slot goes to workingset_refault() when the folio is
+    /// allocated.
     fn do_swap_page(
         &mut self,
         space: u32,
@@ -300,21 +323,37 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if major {
             self.core.count(memcg, Item::PGMAJFAULT, 1);
         }
-        // folio_lock_or_retry(): wait for the read to complete.
-        if self.core.folios.get(id).test(pg::SWAPCACHE) {
+        let nr = self.core.folios.get(id).nr_pages();
+        // The folio's first page: a large folio's pages sit at the indexes
+        // its slots were written from.
+        let start = if self.core.folios.get(id).test(pg::SWAPCACHE) {
+            let first = self.core.swap.folio_swap(id);
+            debug_assert!(
+                (0..nr).all(|i| self.core.files[space as usize]
+                    .slot(index - (off - first) as u64 + i)
+                    == super::filemap::Slot::Swap(first + i as u32)),
+                "a swap-cache folio's PTEs hold its run of entries"
+            );
+            let start = index - (off - first) as u64;
+            // folio_lock_or_retry(): wait for the read to complete.
             let done = self.core.swap.folio_io_done(id);
             self.core.wait_until(done);
-            // swap_free_nr(): the PTE no longer holds the entry.
-            self.core.swap_put(off, false);
+            // swap_free_nr(): the PTEs no longer hold the entries.
+            for o in first..first + nr as u32 {
+                self.core.swap_put(o, false);
+            }
             let fmemcg = self.core.folios.get(id).memcg;
             if write || self.core.mem_cgroup_swap_full(fmemcg) {
                 self.core.folio_free_swap(id);
             }
-        }
+            start
+        } else {
+            self.core.folios.get(id).index as u64
+        };
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = space;
-            f.index = index as u32;
+            f.index = start as u32;
             f.clear(pg::RA_UNUSED);
             f.set(pg::MAPPED | pg::PTE_YOUNG);
             if write {
@@ -322,16 +361,23 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
         }
         let fmemcg = self.core.folios.get(id).memcg;
-        self.core.files[space as usize].set_folio_pub(index, id);
-        self.core.memcgs[fmemcg as usize].nr_mapped += 1;
-        self.core
-            .mm_counter_move(space, super::mmap::MM_SWAPENTS, super::mmap::MM_ANONPAGES);
+        for i in start..start + nr {
+            self.core.files[space as usize].set_folio_pub(i, id);
+        }
+        self.core.memcgs[fmemcg as usize].nr_mapped += nr;
+        self.core.mm_counter_move_nr(
+            space,
+            super::mmap::MM_SWAPENTS,
+            super::mmap::MM_ANONPAGES,
+            nr,
+        );
         true
     }
 
-    /// The "skip swapcache" branch of do_swap_page(): allocate, charge to
-    /// the slot's memcg (mem_cgroup_swapin_charge_folio), refault, read
-    /// synchronously and free the slot (its shadow goes with it).
+    /// The "skip swapcache" branch of do_swap_page(): allocate (as large
+    /// as alloc_swap_folio() allows), charge to the slot's memcg
+    /// (mem_cgroup_swapin_charge_folio), refault, read synchronously and
+    /// free the slots (their shadows go with them).
     fn swapin_skip_swapcache(
         &mut self,
         space: u32,
@@ -345,21 +391,80 @@ impl<P: ReclaimPolicy> Kernel<P> {
         } else {
             owner
         };
-        let id = self.alloc_folio(memcg, true)?;
+        let (id, start, first) = self.alloc_swap_folio(space, index, off, memcg)?;
+        let nr = self.core.folios.get(id).nr_pages();
         {
             let f = self.core.folios.get_mut(id);
             f.mapping = space;
-            f.index = index as u32;
-            // The folio's data is only in memory once the slot is freed.
-            f.flags = pg::SWAPBACKED | pg::UPTODATE | pg::DIRTY;
+            f.index = start as u32;
+            // The folio's data is only in memory once the slots are freed.
+            f.set_flags_keep_order(pg::SWAPBACKED | pg::UPTODATE | pg::DIRTY);
         }
-        self.core.memcgs[memcg as usize].nr_anon += 1;
-        if let Some(s) = self.core.swap.swap_cache_shadow(off) {
+        self.core.memcgs[memcg as usize].nr_anon += nr;
+        if let Some(s) = self.core.swap.swap_cache_shadow(first) {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
         self.policy.folio_add_lru(&mut self.core, id);
         self.core.swap_read_folio_sync(id);
-        self.core.swap_put(off, false);
+        for o in first..first + nr as u32 {
+            self.core.swap_put(o, false);
+        }
         Some(id)
+    }
+
+    /// alloc_swap_folio() (6.12+): on a synchronous device, the largest
+    /// enabled anon mTHP order below PMD order whose aligned range lies in
+    /// the mapping,
+    /// whose slot is aligned as the address is (thp_swap_suitable_orders)
+    /// and whose PTEs all hold the contiguous entries around `off`, none
+    /// of them in the swap cache (can_swapin_thp); a failed allocation or
+    /// charge tries the next order down (swpin_fallback, and
+    /// swpin_fallback_charge for a charge), and last order 0.
+    /// Returns the folio, its first index and its first slot.
+    fn alloc_swap_folio(
+        &mut self,
+        space: u32,
+        index: u64,
+        off: super::swapfile::SwapOffset,
+        memcg: MemcgId,
+    ) -> Option<(super::folio::FolioId, u64, super::swapfile::SwapOffset)> {
+        use super::filemap::Slot;
+        use super::swapfile::SWAP_HAS_CACHE;
+        // Orders below PMD_ORDER only: a PMD-sized folio is never
+        // swapped in whole.
+        let orders = if self.core.cfg.large_anon_swap() {
+            self.core.cfg.thp_anon_orders & ((1 << super::folio::HPAGE_PMD_ORDER) - 1)
+        } else {
+            0
+        };
+        for order in (2..=super::folio::MAX_PAGECACHE_ORDER).rev() {
+            if orders & (1 << order) == 0 {
+                continue;
+            }
+            let nr = 1u64 << order;
+            let start = index & !(nr - 1);
+            let a = &self.core.files[space as usize];
+            if start + nr > a.nr_pages() || off as u64 % nr != index % nr {
+                continue;
+            }
+            let first = off - (index - start) as u32;
+            let si = &self.core.swap;
+            if !(0..nr).all(|i| {
+                let o = first + i as u32;
+                a.slot(start + i) == Slot::Swap(o) && si.swap_map[o as usize] & SWAP_HAS_CACHE == 0
+            }) {
+                continue;
+            }
+            match self.try_alloc_thp_folio(memcg, order) {
+                Ok(id) => return Some((id, start, first)),
+                Err(charge) => {
+                    if charge {
+                        self.core.mthp_count(order, MthpStat::SwpinFallbackCharge);
+                    }
+                    self.core.mthp_count(order, MthpStat::SwpinFallback);
+                }
+            }
+        }
+        self.alloc_folio(memcg, true).map(|id| (id, index, off))
     }
 }

@@ -137,7 +137,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// free_swap_and_cache(): the PTE's reference to the slot goes; a
     /// slot left only to the swap cache takes its folio with it
-    /// (__try_to_reclaim_swap) unless it is under writeback.
+    /// (__try_to_reclaim_swap) unless it is under writeback or, for a
+    /// large folio, another of its slots is still referenced.
     pub fn free_swap_and_cache(&mut self, off: super::swapfile::SwapOffset) {
         self.core.swap_put(off, false);
         if self.core.swap.swap_count(off) != 0 {
@@ -149,10 +150,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if self.core.folios.get(id).test(pg::MAPPED) || !self.core.folio_free_swap(id) {
             return;
         }
-        let memcg = self.core.folios.get(id).memcg;
+        let f = self.core.folios.get(id);
+        let (memcg, nr) = (f.memcg, f.nr_pages());
         self.policy.folio_del_lru(&mut self.core, id);
-        self.core.memcgs[memcg as usize].nr_anon -= 1;
-        self.core.folios.get_mut(id).flags = 0;
+        self.core.memcgs[memcg as usize].nr_anon -= nr;
+        self.core.folios.get_mut(id).set_flags_keep_order(0);
         self.core.free_folio(id);
     }
 

@@ -233,6 +233,16 @@ impl KernelRelease {
         self >= KernelRelease::V6_18
     }
 
+    /// Large anon folios swapped out whole (mTHP swap-out without a
+    /// split, 6.10), a large swap-cache folio mapped whole on a fault
+    /// (6.11) and large folios swapped in from a synchronous device
+    /// (alloc_swap_folio, 6.12). 6.1 and 6.6 swap a PMD-sized THP out
+    /// whole too, then map it back one page per fault; the model, holding
+    /// one mapping state per folio, splits it before swap-out there.
+    pub fn large_anon_swap(self) -> bool {
+        self >= KernelRelease::V6_12
+    }
+
     /// The seeds' patches as the release has them: mainline through 7.0
     /// has none of the seeds' changes (seed 000's merged form is 7.2, the
     /// shadow-node sizing change 7.1, seeds 003/004 are in mm-new only);
@@ -250,6 +260,49 @@ impl KernelRelease {
                 ..Variants::newest()
             },
         }
+    }
+}
+
+/// transparent_hugepage/defrag, as vma_thp_gfp_mask() reads it for a
+/// mapping without MADV_HUGEPAGE (the model's mappings take none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ThpDefrag {
+    /// GFP_TRANSHUGE | __GFP_NORETRY: direct reclaim and compaction once.
+    Always,
+    /// GFP_TRANSHUGE_LIGHT | __GFP_KSWAPD_RECLAIM: no direct reclaim,
+    /// kswapd woken.
+    Defer,
+    /// defer+madvise: as defer for a mapping not madvised.
+    DeferMadvise,
+    /// GFP_TRANSHUGE_LIGHT: no reclaim at all (the default).
+    Madvise,
+    /// GFP_TRANSHUGE_LIGHT.
+    Never,
+}
+
+impl ThpDefrag {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "always" => ThpDefrag::Always,
+            "defer" => ThpDefrag::Defer,
+            "defer+madvise" => ThpDefrag::DeferMadvise,
+            "madvise" => ThpDefrag::Madvise,
+            "never" => ThpDefrag::Never,
+            _ => return None,
+        })
+    }
+
+    /// __GFP_DIRECT_RECLAIM in the mask.
+    pub fn direct_reclaim(self) -> bool {
+        self == ThpDefrag::Always
+    }
+
+    /// __GFP_KSWAPD_RECLAIM in the mask.
+    pub fn kswapd_reclaim(self) -> bool {
+        matches!(
+            self,
+            ThpDefrag::Always | ThpDefrag::Defer | ThpDefrag::DeferMadvise
+        )
     }
 }
 
@@ -286,6 +339,9 @@ pub struct MmConfig {
     /// with "inherit" taking the top-level `enabled`; "madvise" counts as
     /// never, the model's mappings take no MADV_HUGEPAGE). 0: order 0.
     pub thp_anon_orders: u32,
+    /// /sys/kernel/mm/transparent_hugepage/defrag: whether an anon mTHP
+    /// allocation and its memcg charge may reclaim (vma_thp_gfp_mask()).
+    pub thp_defrag: ThpDefrag,
     /// fio's own memory (`--fio-memory on`): each fio job's process image
     /// and I/O buffers are anonymous pages charged to the job's memcg at
     /// its start and freed when fio exits (sim::fio_process_pages). Off:
@@ -340,6 +396,14 @@ pub struct MmConfig {
     pub policy: Option<String>,
 }
 
+impl MmConfig {
+    /// KernelRelease::large_anon_swap(); a model without a release is the
+    /// newest kernel.
+    pub fn large_anon_swap(&self) -> bool {
+        self.kernel.is_none_or(|k| k.large_anon_swap())
+    }
+}
+
 impl Default for MmConfig {
     fn default() -> Self {
         MmConfig {
@@ -351,6 +415,7 @@ impl Default for MmConfig {
             large_folios: false,
             fio_process_memory: false,
             thp_anon_orders: 0,
+            thp_defrag: ThpDefrag::Madvise,
             swappiness: 60,
             swap: SwapKind::None,
             swap_bytes: 0,
@@ -474,6 +539,9 @@ pub struct Core {
     pub mms: Vec<mmap::MmStruct>,
     /// /proc/vmstat events.
     pub vm: Counters,
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-*/stats: per order,
+    /// the mTHP events (huge_memory.rs).
+    pub mthp: huge_memory::MthpStats,
     /// Simulated time, ns.
     pub now: u64,
     /// Of `now`, how much the task spent waiting on I/O.
@@ -577,6 +645,7 @@ impl Core {
             memcgs: vec![MemCgroup::new(0, "/", None)],
             mms: Vec::new(),
             vm: Counters::default(),
+            mthp: Default::default(),
             now: 0,
             io_wait: 0,
             stime: 0,
@@ -699,6 +768,14 @@ impl Core {
     #[inline]
     pub fn count_vm(&mut self, item: Item, n: u64) {
         self.vm.add(item, n);
+    }
+
+    /// count_mthp_stat(): orders 1 to PMD_ORDER only.
+    #[inline]
+    pub fn mthp_count(&mut self, order: u32, stat: huge_memory::MthpStat) {
+        if (1..=folio::HPAGE_PMD_ORDER).contains(&order) {
+            self.mthp.0[order as usize][stat as usize] += 1;
+        }
     }
 
     /// Advances the clock by CPU work of the task.
@@ -969,11 +1046,24 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         order: u32,
         may_retry: bool,
     ) -> Option<FolioId> {
+        self.try_alloc_folio_order(memcg, order, may_retry).ok()
+    }
+
+    /// alloc_folio_order() saying why it failed: `Err(true)` when the
+    /// memcg charge failed (the mTHP *_fallback_charge events), `Err(false)`
+    /// when the page allocator did.
+    #[inline(always)]
+    pub fn try_alloc_folio_order(
+        &mut self,
+        memcg: MemcgId,
+        order: u32,
+        may_retry: bool,
+    ) -> Result<FolioId, bool> {
         let nr = 1u64 << order;
         // mem_cgroup_charge() first: the kernel charges right after the
         // allocation, but charging first keeps the page counter exact.
         if memcg != 0 && !self.try_charge(memcg, nr, may_retry) {
-            return None;
+            return Err(true);
         }
         let c = &self.core;
         // Above the low watermark with kswapd at rest nothing is woken or
@@ -981,7 +1071,9 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         let fast = !c.in_reclaim && c.folios.nr_free >= c.wmark.low + nr && !c.kswapd.unbalanced;
         let id = match fast.then(|| self.core.folios.alloc_order(order)).flatten() {
             Some(id) => id,
-            None => self.alloc_folio_slow(memcg, order, may_retry)?,
+            None => self
+                .alloc_folio_slow(memcg, order, may_retry)
+                .ok_or(false)?,
         };
         self.core.count_vm(Item::PGALLOC, nr);
         self.core.cpu(self.core.cost.page_alloc);
@@ -990,7 +1082,48 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         // memcg v1's pgpgin counts charges, one per folio whatever its size
         // (memcg1_charge_statistics).
         self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
-        Some(id)
+        Ok(id)
+    }
+
+    /// An anonymous mTHP allocation and its charge with vma_thp_gfp_mask()
+    /// (alloc_anon_folio(), alloc_swap_folio()): with defrag=always,
+    /// reclaim once and no retry (__GFP_NORETRY); otherwise no direct
+    /// reclaim at all: the charge fails when the memcg has no margin
+    /// (try_charge_memcg()'s !gfpflags_allow_blocking(): no max event
+    /// either) and the page allocator takes only what is free above the
+    /// min watermark (kswapd woken for the defer modes). `Err(true)` for a
+    /// failed charge.
+    pub fn try_alloc_thp_folio(&mut self, memcg: MemcgId, order: u32) -> Result<FolioId, bool> {
+        let defrag = self.core.cfg.thp_defrag;
+        if defrag.direct_reclaim() {
+            return self.try_alloc_folio_order(memcg, order, false);
+        }
+        let nr = 1u64 << order;
+        if memcg != 0 && !self.try_charge_gfp(memcg, nr, false, false) {
+            return Err(true);
+        }
+        if defrag.kswapd_reclaim()
+            && !self.core.in_reclaim
+            && (self.core.folios.nr_free <= self.core.wmark.low + nr || self.core.kswapd.unbalanced)
+        {
+            let was_charging = self.core.charging.replace((memcg, nr));
+            self.wakeup_kswapd();
+            self.core.charging = was_charging;
+        }
+        let id = if self.core.folios.nr_free >= self.core.wmark.min + nr {
+            self.core.folios.alloc_order(order)
+        } else {
+            None
+        };
+        let Some(id) = id else {
+            self.core.mem_cgroup_uncharge(memcg, nr);
+            return Err(false);
+        };
+        self.core.count_vm(Item::PGALLOC, nr);
+        self.core.cpu(self.core.cost.page_alloc);
+        self.core.folios.get_mut(id).memcg = memcg;
+        self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
+        Ok(id)
     }
 
     /// alloc_folio() below the low watermark: kswapd, direct reclaim, OOM.

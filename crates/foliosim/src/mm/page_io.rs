@@ -26,32 +26,50 @@ pub enum SwapWrite {
 }
 
 impl Core {
-    /// swap_writeout() -> swap_writepage(): counts pswpout and pgpgout;
-    /// zram compresses on the reclaimer's CPU (kswapd's or the task's).
+    /// swap_writeout() -> swap_writepage(): counts pswpout and pgpgout
+    /// per page (count_swpout_vm_event: thp_swpout for a PMD-sized folio,
+    /// the size's mTHP swpout); zram compresses page by page on the
+    /// reclaimer's CPU (kswapd's or the task's).
     pub fn swap_writeout(&mut self, id: FolioId) -> SwapWrite {
         let off = self.swap.folio_swap(id);
-        let memcg = self.folios.get(id).memcg;
+        let f = *self.folios.get(id);
+        let (memcg, nr, order) = (f.memcg, f.nr_pages(), f.order());
         if self.swap.zram.is_some() {
-            if !self.zram_write(off) {
-                return SwapWrite::Failed;
+            // zram_bio_write(): one page at a time; a failed page fails
+            // the bio and the folio stays dirty (the pages already
+            // stored stay with their slots).
+            for o in off..off + nr as u32 {
+                if !self.zram_write(o) {
+                    return SwapWrite::Failed;
+                }
+                self.cpu_or_kswapd(self.cost.zram_compress);
             }
-            self.cpu_or_kswapd(self.cost.zram_compress);
             self.folios.get_mut(id).clear(pg::DIRTY);
-            self.count(memcg, Item::PSWPOUT, 1);
-            self.count(memcg, Item::PGPGOUT, PAGE_SIZE / 1024);
+            self.count_swpout_vm_event(memcg, order, nr);
             return SwapWrite::Done;
         }
-        // swap_writepage_bdev_async(): folio_start_writeback, a bio queued
-        // in the reclaimer's plug.
+        // swap_writepage_bdev_async(): folio_start_writeback, one bio for
+        // the folio, queued in the reclaimer's plug.
         let f = self.folios.get_mut(id);
         f.clear(pg::DIRTY);
         f.set(pg::WRITEBACK);
-        self.memcgs[memcg as usize].nr_writeback += 1;
-        self.wb.nr_writeback += 1;
+        self.memcgs[memcg as usize].nr_writeback += nr;
+        self.wb.nr_writeback += nr;
         self.swap_write_plug.push((id, off));
-        self.count(memcg, Item::PSWPOUT, 1);
-        self.count(memcg, Item::PGPGOUT, PAGE_SIZE / 1024);
+        self.count_swpout_vm_event(memcg, order, nr);
         SwapWrite::Async
+    }
+
+    /// count_swpout_vm_event().
+    fn count_swpout_vm_event(&mut self, memcg: super::memcontrol::MemcgId, order: u32, nr: u64) {
+        if order == super::folio::HPAGE_PMD_ORDER {
+            self.count(memcg, Item::THP_SWPOUT, 1);
+        }
+        if order > 0 {
+            self.mthp_count(order, super::huge_memory::MthpStat::Swpout);
+        }
+        self.count(memcg, Item::PSWPOUT, nr);
+        self.count(memcg, Item::PGPGOUT, nr * PAGE_SIZE / 1024);
     }
 
     /// blk_finish_plug() for reclaim's swap writes: one request per run of
@@ -64,11 +82,16 @@ impl Core {
         let mut plug = std::mem::take(&mut self.swap_write_plug);
         let mut i = 0;
         while i < plug.len() {
+            let mut pages = self.folios.get(plug[i].0).nr_pages();
             let mut j = i + 1;
-            while j < plug.len() && plug[j].1 == plug[j - 1].1 + 1 {
+            while j < plug.len()
+                && plug[j].1 as u64
+                    == plug[j - 1].1 as u64 + self.folios.get(plug[j - 1].0).nr_pages()
+            {
+                pages += self.folios.get(plug[j].0).nr_pages();
                 j += 1;
             }
-            let done = self.dev.submit(self.now, (j - i) as u64 * PAGE_SIZE, true);
+            let done = self.dev.submit(self.now, pages * PAGE_SIZE, true);
             for &(id, _) in &plug[i..j] {
                 self.wb.inflight.push_back((id, done));
             }
@@ -118,17 +141,22 @@ impl Core {
     }
 
     /// swap_read_folio() of one folio on the SWP_SYNCHRONOUS_IO path that
-    /// bypasses the swap cache (zram): decompressed in the task.
+    /// bypasses the swap cache (zram): decompressed in the task, page by
+    /// page; pswpin per page (count_vm_events(PSWPIN, nr)).
     pub fn swap_read_folio_sync(&mut self, id: FolioId) {
-        let memcg = self.folios.get(id).memcg;
+        let f = self.folios.get(id);
+        let (memcg, nr, order) = (f.memcg, f.nr_pages(), f.order());
         if self.swap.zram.is_some() {
-            self.cpu(self.cost.zram_decompress);
+            self.cpu(self.cost.zram_decompress * nr);
         } else {
-            let done = self.dev.submit(self.now, PAGE_SIZE, false);
+            let done = self.dev.submit(self.now, nr * PAGE_SIZE, false);
             self.wait_until(done);
         }
-        self.count(memcg, Item::PSWPIN, 1);
-        self.count(memcg, Item::PGPGIN, PAGE_SIZE / 1024);
+        if order > 0 {
+            self.mthp_count(order, super::huge_memory::MthpStat::Swpin);
+        }
+        self.count(memcg, Item::PSWPIN, nr);
+        self.count(memcg, Item::PGPGIN, nr * PAGE_SIZE / 1024);
     }
 
     /// zram_write(): store one compressed page, growing the zsmalloc pool

@@ -65,8 +65,17 @@ impl SwapInfo {
     /// now holds the folio.
     #[inline]
     pub fn swap_cache_add(&mut self, off: SwapOffset, id: FolioId) {
-        debug_assert!(self.swap_map[off as usize] & SWAP_HAS_CACHE != 0);
-        self.table[off as usize] = id as u64 + 1;
+        self.swap_cache_add_nr(off, id, 1);
+    }
+
+    /// __swap_cache_add_folio() of a folio of `nr` pages: each of its
+    /// slots, from `off` (folio->swap), points at it.
+    #[inline]
+    pub fn swap_cache_add_nr(&mut self, off: SwapOffset, id: FolioId, nr: u64) {
+        for o in off as usize..off as usize + nr as usize {
+            debug_assert!(self.swap_map[o] & SWAP_HAS_CACHE != 0);
+            self.table[o] = id as u64 + 1;
+        }
         self.set_folio_swap(id, off);
     }
 
@@ -105,37 +114,44 @@ impl Core {
     }
 
     /// folio_alloc_swap() (6.18's add_to_swap): charge the memcg's swap
-    /// (mem_cgroup_try_charge_swap), take a slot and put the folio in the
-    /// swap cache, dirty so pageout() writes it. False when swap is full
-    /// or the memcg's swap limit is reached: reclaim keeps the folio.
+    /// (mem_cgroup_try_charge_swap), take the folio's slots (a large folio
+    /// a naturally aligned run of them, swapfile.rs) and put it in the
+    /// swap cache, dirty so pageout() writes it. False when swap is full,
+    /// no run for a large folio is left or the memcg's swap limit is
+    /// reached: reclaim keeps the folio (or splits a large one).
     pub fn folio_alloc_swap(&mut self, id: FolioId) -> bool {
         let f = *self.folios.get(id);
-        if self.swap.nr_free() == 0 {
+        let (order, nr) = (f.order(), f.nr_pages());
+        if self.swap.nr_free() < nr {
             return false;
         }
-        if !self.mem_cgroup_try_charge_swap(f.memcg, 1) {
+        if !self.mem_cgroup_try_charge_swap(f.memcg, nr) {
             return false;
         }
-        let Some(off) = self.swap.get_swap_page(f.memcg, (f.mapping, f.index)) else {
-            self.mem_cgroup_uncharge_swap(f.memcg, 1);
+        let Some(off) = self
+            .swap
+            .get_swap_pages(f.memcg, (f.mapping, f.index), order)
+        else {
+            self.mem_cgroup_uncharge_swap(f.memcg, nr);
             return false;
         };
-        self.swap.swap_cache_add(off, id);
+        self.swap.swap_cache_add_nr(off, id, nr);
         let f = self.folios.get_mut(id);
         f.set(pg::SWAPCACHE | pg::DIRTY);
         true
     }
 
-    /// folio_free_swap(): a folio whose slot nothing else needs (no PTE
-    /// holds the entry) leaves the swap cache and the slot is freed; not
-    /// while under writeback.
+    /// folio_free_swap(): a folio whose slots nothing else needs (no PTE
+    /// holds any of its entries: folio_swapped()) leaves the swap cache
+    /// and the slots are freed; not while under writeback.
     pub fn folio_free_swap(&mut self, id: FolioId) -> bool {
         let f = self.folios.get(id);
         if !f.test(pg::SWAPCACHE) || f.test(pg::WRITEBACK) {
             return false;
         }
+        let nr = f.nr_pages() as u32;
         let off = self.swap.folio_swap(id);
-        if self.swap.swap_count(off) != 0 {
+        if (off..off + nr).any(|o| self.swap.swap_count(o) != 0) {
             return false;
         }
         self.swap_cache_del_folio(id, None);
@@ -145,17 +161,22 @@ impl Core {
     }
 
     /// __swap_cache_del_folio(): the folio leaves the swap cache, leaving
-    /// `shadow` in its slot (None when the slot is being freed).
+    /// `shadow` in each of its slots (None when they are being freed).
     pub fn swap_cache_del_folio(&mut self, id: FolioId, shadow: Option<Shadow>) {
         let off = self.swap.folio_swap(id);
-        self.folios.get_mut(id).clear(pg::SWAPCACHE);
-        self.swap.table[off as usize] = shadow.map_or(0, |s| s.0 | TABLE_SHADOW);
-        self.swap_put(off, true);
-        if self.swap.swap_map[off as usize] != 0 {
-            // memcg1_swapout(): the data is now only on swap; the entry
-            // keeps the memsw charge the folio had.
-            let memcg = self.swap.swap_cgroup[off as usize];
-            self.memcg1_swap_account(memcg, 1);
+        let f = self.folios.get_mut(id);
+        f.clear(pg::SWAPCACHE);
+        let nr = f.nr_pages() as u32;
+        let entry = shadow.map_or(0, |s| s.0 | TABLE_SHADOW);
+        for o in off..off + nr {
+            self.swap.table[o as usize] = entry;
+            self.swap_put(o, true);
+            if self.swap.swap_map[o as usize] != 0 {
+                // memcg1_swapout(): the data is now only on swap; the
+                // entry keeps the memsw charge the folio had.
+                let memcg = self.swap.swap_cgroup[o as usize];
+                self.memcg1_swap_account(memcg, 1);
+            }
         }
     }
 }
@@ -488,7 +509,11 @@ impl Core {
             }
             if let Some(id) = cached {
                 let f = self.folios.get(id);
-                if f.test(pg::FREE) || !f.test(pg::SWAPCACHE) || si.folio_swap(id) != o {
+                // A large folio holds a run of slots from folio->swap.
+                if f.test(pg::FREE)
+                    || !f.test(pg::SWAPCACHE)
+                    || o.wrapping_sub(si.folio_swap(id)) as u64 >= f.nr_pages()
+                {
                     return Err(format!(
                         "swap slot {o}: cache folio {id} flags {:#x} swap {}",
                         f.flags,

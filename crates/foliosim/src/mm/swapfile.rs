@@ -17,6 +17,8 @@ use super::SwapKind;
 
 /// SWAPFILE_CLUSTER: slots per cluster (HPAGE_PMD_NR on x86-64).
 pub const SWAPFILE_CLUSTER: u32 = 512;
+/// SWAP_NR_ORDERS with THP_SWAP: slot runs of order 0 to PMD_ORDER.
+pub const SWAP_NR_ORDERS: usize = 10;
 /// SWAP_HAS_CACHE in swap_map: the slot's folio is in the swap cache.
 pub const SWAP_HAS_CACHE: u8 = 0x40;
 /// SWAP_MAP_BAD: the header page (offset 0) is never handed out.
@@ -92,14 +94,21 @@ pub struct SwapInfo {
     folio_io_done: Vec<u64>,
     cluster_count: Vec<u16>,
     cluster_state: Vec<ClusterState>,
+    /// ci->order: the order of the allocations a cluster serves, set by
+    /// the first one into an empty cluster, reset when it empties.
+    cluster_order: Vec<u8>,
     /// Whether a cluster has an entry queued on free / nonfull (lazy
     /// deletion: a popped entry whose state changed is skipped).
     cluster_queued: Vec<u8>,
     free_clusters: VecDeque<u32>,
-    nonfull_clusters: VecDeque<u32>,
+    /// nonfull_clusters[order] and frag_clusters[order] as one list per
+    /// order: partly used clusters serving that order.
+    nonfull_clusters: [VecDeque<u32>; SWAP_NR_ORDERS],
     /// The per-cpu cluster's next offset (percpu_swap_cluster.offset[0]);
     /// 0 = none.
     next: u32,
+    /// percpu_swap_cluster.offset[order] for the large orders.
+    next_large: [u32; SWAP_NR_ORDERS],
     pub zram: Option<Zram>,
     /// Readahead state (swap_state.rs).
     pub ra: super::swap_state::SwapRaState,
@@ -132,10 +141,12 @@ impl SwapInfo {
             folio_io_done: Vec::new(),
             cluster_count: vec![0; nr_clusters],
             cluster_state: vec![ClusterState::Free; nr_clusters],
+            cluster_order: vec![0; nr_clusters],
             cluster_queued: vec![0; nr_clusters],
             free_clusters: VecDeque::with_capacity(nr_clusters),
-            nonfull_clusters: VecDeque::with_capacity(nr_clusters),
+            nonfull_clusters: Default::default(),
             next: 0,
+            next_large: [0; SWAP_NR_ORDERS],
             zram: None,
             ra: Default::default(),
         };
@@ -224,31 +235,46 @@ impl SwapInfo {
             }
             ClusterState::NonFull if self.cluster_queued[ci] & QUEUED_NONFULL == 0 => {
                 self.cluster_queued[ci] |= QUEUED_NONFULL;
-                self.nonfull_clusters.push_back(c);
+                self.nonfull_clusters[self.cluster_order[ci] as usize].push_back(c);
             }
             _ => {}
         }
     }
 
-    /// isolate_lock_cluster() on one list: the first entry still in the
-    /// list's state.
+    /// isolate_lock_cluster() on the free list (`free`) or on the nonfull
+    /// lists: the first entry still in the list's state. Order 0 takes
+    /// its own order's clusters first, then steals from the others
+    /// (cluster_alloc_swap_entry's fallback; the cluster keeps its order).
     fn isolate(&mut self, free: bool) -> Option<u32> {
-        loop {
-            let (list, bit, want) = if free {
-                (&mut self.free_clusters, QUEUED_FREE, ClusterState::Free)
-            } else {
-                (
-                    &mut self.nonfull_clusters,
-                    QUEUED_NONFULL,
-                    ClusterState::NonFull,
-                )
-            };
-            let c = list.pop_front()?;
-            self.cluster_queued[c as usize] &= !bit;
-            if self.cluster_state[c as usize] == want {
-                return Some(c);
+        if free {
+            while let Some(c) = self.free_clusters.pop_front() {
+                self.cluster_queued[c as usize] &= !QUEUED_FREE;
+                if self.cluster_state[c as usize] == ClusterState::Free {
+                    return Some(c);
+                }
+            }
+            return None;
+        }
+        (0..SWAP_NR_ORDERS).find_map(|o| self.isolate_nonfull(o))
+    }
+
+    /// The first cluster still nonfull on nonfull_clusters[order] (lazy
+    /// deletion: an entry whose cluster changed state or order is
+    /// skipped).
+    fn isolate_nonfull(&mut self, order: usize) -> Option<u32> {
+        while let Some(c) = self.nonfull_clusters[order].pop_front() {
+            let ci = c as usize;
+            self.cluster_queued[ci] &= !QUEUED_NONFULL;
+            if self.cluster_state[ci] == ClusterState::NonFull {
+                if self.cluster_order[ci] as usize == order {
+                    return Some(c);
+                }
+                // Its order changed while queued here: requeue it where
+                // it belongs now.
+                self.queue(c);
             }
         }
+        None
     }
 
     /// alloc_swap_scan_cluster(): the first free slot of cluster `c` at or
@@ -305,16 +331,114 @@ impl SwapInfo {
     /// relocate_cluster(): the per-cpu cluster is given up, onto the full
     /// or the nonfull list.
     fn release_current(&mut self, c: u32) {
+        self.relocate_cluster(c);
+        self.next = 0;
+    }
+
+    /// relocate_cluster(): full, free (its order reset) or nonfull.
+    fn relocate_cluster(&mut self, c: u32) {
         let ci = c as usize;
         self.cluster_state[ci] = if self.cluster_count[ci] as u32 >= SWAPFILE_CLUSTER {
             ClusterState::Full
         } else if self.cluster_count[ci] as u32 == self.unusable(ci) {
+            self.cluster_order[ci] = 0;
             ClusterState::Free
         } else {
             ClusterState::NonFull
         };
         self.queue(c);
-        self.next = 0;
+    }
+
+    /// folio_alloc_swap() of a folio of `order`: a naturally aligned run
+    /// of 1 << order free slots inside one cluster (alloc_swap_scan_cluster
+    /// and cluster_alloc_range), all taken with SWAP_HAS_CACHE. The
+    /// order's per-cpu cluster goes on where it stopped; else a free
+    /// cluster (whose order it sets), else, below PMD order, a partly
+    /// used cluster of this order. None when there is no such run: a
+    /// large allocation never steals from other orders' clusters, and
+    /// reclaim then splits the folio. Order 0 is get_swap_page().
+    pub fn get_swap_pages(
+        &mut self,
+        memcg: MemcgId,
+        owner: (u32, u32),
+        order: u32,
+    ) -> Option<SwapOffset> {
+        if order == 0 {
+            return self.get_swap_page(memcg, owner);
+        }
+        let o = order as usize;
+        let nr = 1u32 << order;
+        if self.nr_free() < nr as u64 || nr > SWAPFILE_CLUSTER {
+            return None;
+        }
+        let mut from = self.next_large[o];
+        // Each partly used cluster is tried once per allocation (the
+        // kernel's walk of nonfull_clusters moves a failed one to frag).
+        let mut tries = self.nonfull_clusters[o].len() + 1;
+        let off = loop {
+            if from != 0 {
+                let c = from / SWAPFILE_CLUSTER;
+                if let Some(w) = self.scan_cluster_order(c, from, nr) {
+                    break w;
+                }
+                // The per-cpu cluster has no run left: give it up.
+                self.relocate_cluster(c);
+                self.next_large[o] = 0;
+            }
+            let c = match self.isolate(true) {
+                Some(c) => c,
+                None if order < super::folio::HPAGE_PMD_ORDER && tries > 0 => {
+                    tries -= 1;
+                    self.isolate_nonfull(o)?
+                }
+                None => return None,
+            };
+            let ci = c as usize;
+            self.cluster_state[ci] = ClusterState::Current;
+            if self.cluster_count[ci] as u32 == self.unusable(ci) {
+                self.cluster_order[ci] = order as u8;
+            }
+            from = (c * SWAPFILE_CLUSTER).max(1);
+            self.next_large[o] = from;
+        };
+        let c = off / SWAPFILE_CLUSTER;
+        self.cluster_count[c as usize] += nr as u16;
+        if off + nr >= ((c + 1) * SWAPFILE_CLUSTER).min(self.max) {
+            self.relocate_cluster(c);
+            self.next_large[o] = 0;
+        } else {
+            self.next_large[o] = off + nr;
+        }
+        for i in 0..nr {
+            let s = (off + i) as usize;
+            self.swap_map[s] = SWAP_HAS_CACHE;
+            self.swap_cgroup[s] = memcg;
+            self.owner[s] = (owner.0, owner.1 + i);
+        }
+        self.inuse_pages += nr as u64;
+        Some(off)
+    }
+
+    /// alloc_swap_scan_cluster() for a run of `nr` slots: the first
+    /// naturally aligned window at or after `from` whose slots are all
+    /// free (the header's SWAP_MAP_BAD keeps cluster 0's first window
+    /// out).
+    fn scan_cluster_order(&self, c: u32, from: u32, nr: u32) -> Option<u32> {
+        if self.cluster_count[c as usize] as u32 + nr > SWAPFILE_CLUSTER {
+            return None;
+        }
+        let end = ((c + 1) * SWAPFILE_CLUSTER).min(self.max);
+        let mut w = from.max(c * SWAPFILE_CLUSTER).next_multiple_of(nr);
+        while w + nr <= end {
+            if self.swap_map[w as usize..(w + nr) as usize]
+                .iter()
+                .all(|&m| m == 0)
+            {
+                return Some(w);
+            }
+            w += nr;
+        }
+        None
     }
 
     /// swap_entries_free(): the slot's count and cache bit are gone; the
@@ -326,8 +450,10 @@ impl SwapInfo {
         let c = (off / SWAPFILE_CLUSTER) as usize;
         self.cluster_count[c] -= 1;
         if self.cluster_state[c] != ClusterState::Current {
-            // partial_free_cluster() / free_cluster().
+            // partial_free_cluster() / free_cluster() (which resets the
+            // cluster's order).
             self.cluster_state[c] = if self.cluster_count[c] as u32 == self.unusable(c) {
+                self.cluster_order[c] = 0;
                 ClusterState::Free
             } else {
                 ClusterState::NonFull
@@ -451,6 +577,33 @@ mod tests {
         assert_eq!(si.nr_free(), 0);
         assert!(si.swap_map[0] == SWAP_MAP_BAD);
         si.check().unwrap();
+    }
+
+    #[test]
+    fn large_runs_are_aligned_and_keep_to_their_clusters() {
+        let mut si = SwapInfo::new(SwapKind::Zram, 3 * SWAPFILE_CLUSTER as u64, 3.0);
+        // Order 4 takes the first free cluster (1) and sets its order:
+        // aligned 16-slot runs, one after the other.
+        let a = si.get_swap_pages(0, (7, 32), 4).unwrap();
+        let b = si.get_swap_pages(0, (7, 48), 4).unwrap();
+        assert_eq!((a, b), (512, 528));
+        assert!((a..a + 16).all(|o| si.swap_map[o as usize] == SWAP_HAS_CACHE));
+        assert_eq!(si.owner[a as usize + 3], (7, 35));
+        // Order 0 has its own per-cpu cluster: the next free one (2).
+        assert_eq!(si.get_swap_page(0, (0, 0)), Some(1024));
+        // PMD order needs a free cluster: none is left.
+        assert_eq!(si.get_swap_pages(0, (0, 0), 9), None);
+        si.check().unwrap();
+        // Freeing both runs leaves cluster 1 empty but still order 4's
+        // per-cpu cluster.
+        for o in (a..a + 16).chain(b..b + 16) {
+            si.swap_map[o as usize] = 0;
+            si.swap_entry_free(o);
+        }
+        // Order 4 goes on in it past the holes (the per-cpu offset).
+        assert_eq!(si.get_swap_pages(0, (0, 0), 4), Some(544));
+        si.check().unwrap();
+        assert_eq!(si.inuse_pages, 17);
     }
 
     #[test]

@@ -51,6 +51,8 @@ items! {
     SWAP_RA => "swap_ra",
     SWAP_RA_HIT => "swap_ra_hit",
     THP_FILE_MAPPED => "thp_file_mapped",
+    THP_SWPOUT => "thp_swpout",
+    THP_SWPOUT_FALLBACK => "thp_swpout_fallback",
     // memcg v1 charge events (memory.stat pgpgin/pgpgout count pages charged
     // and uncharged, not KiB of I/O: kept apart from the vmstat ones).
     MEMCG_PGPGIN => "memcg_pgpgin_events",

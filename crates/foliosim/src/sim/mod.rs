@@ -298,6 +298,7 @@ impl Sim {
                     }
                     h
                 }),
+                mthp: (self.cfg.mm.thp_anon_orders != 0).then(|| core.mthp.sysfs(self.cfg.mm.thp_anon_orders)),
             }
         })
     }

@@ -279,10 +279,40 @@ pub const SYSCTLS: &[&str] = &[
     "vm.dirty_writeback_centisecs",
 ];
 
+/// Besides SYSCTLS: the anon THP knobs under
+/// /sys/kernel/mm/transparent_hugepage, `transparent_hugepage.enabled`,
+/// `transparent_hugepage.defrag` and
+/// `transparent_hugepage.hugepages-<16..2048>kB.enabled` (the model's
+/// --sysctl keys).
+pub const THP_SYSFS: &str = "/sys/kernel/mm/transparent_hugepage";
+
 pub fn sysctl_path(key: &str) -> Option<PathBuf> {
+    if let Some(knob) = key.strip_prefix("transparent_hugepage.") {
+        if knob == "enabled" || knob == "defrag" {
+            return Some(Path::new(THP_SYSFS).join(knob));
+        }
+        // The size is parsed as a number and formatted again: nothing of
+        // the key but a power of two reaches the path.
+        let kb = knob
+            .strip_prefix("hugepages-")?
+            .strip_suffix("kB.enabled")?
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n.is_power_of_two() && (16..=2048).contains(&n))?;
+        return Some(Path::new(THP_SYSFS).join(format!("hugepages-{kb}kB/enabled")));
+    }
     SYSCTLS
         .contains(&key)
         .then(|| Path::new("/proc/sys").join(key.replace('.', "/")))
+}
+
+/// The value a sysfs file holds: a selection file
+/// ("always [madvise] never") holds its bracketed word.
+fn current_value(s: &str) -> String {
+    match (s.find('['), s.find(']')) {
+        (Some(a), Some(b)) if a < b => s[a + 1..b].to_string(),
+        _ => s.to_string(),
+    }
 }
 
 /// A value written to a file, the old one put back on drop.
@@ -294,7 +324,7 @@ pub struct ValueGuard {
 
 impl ValueGuard {
     pub fn set(path: &Path, v: &str) -> Result<ValueGuard, String> {
-        let old = read_trim(path)?;
+        let old = current_value(&read_trim(path)?);
         let token = journal::record(Kind::Value, path, &old)?;
         if let Err(e) = write(path, v) {
             token.done();
@@ -396,5 +426,23 @@ mod tests {
         assert!(sysctl_path("kernel.core_pattern").is_none());
         assert!(sysctl_path("vm/../../etc").is_none());
         assert!(sysctl_path("vm.dirty_bytes").is_none());
+        assert_eq!(
+            sysctl_path("transparent_hugepage.hugepages-64kB.enabled").unwrap(),
+            Path::new("/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled")
+        );
+        assert_eq!(
+            sysctl_path("transparent_hugepage.enabled").unwrap(),
+            Path::new("/sys/kernel/mm/transparent_hugepage/enabled")
+        );
+        for bad in [
+            "transparent_hugepage.hugepages-48kB.enabled",
+            "transparent_hugepage.hugepages-../../x.enabled",
+            "transparent_hugepage.hugepages-4096kB.enabled",
+            "transparent_hugepage.khugepaged.defrag",
+        ] {
+            assert!(sysctl_path(bad).is_none(), "{bad}");
+        }
+        assert_eq!(current_value("always [madvise] never"), "madvise");
+        assert_eq!(current_value("60"), "60");
     }
 }

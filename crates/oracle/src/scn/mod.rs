@@ -244,7 +244,7 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
     for (k, _) in &m.sysctl {
         if hostcfg::sysctl_path(k).is_none() {
             return Some(format!(
-                "sysctl {k}: the oracle sets only {}",
+                "sysctl {k}: the oracle sets only {}, transparent_hugepage.enabled, transparent_hugepage.defrag and transparent_hugepage.hugepages-<size>kB.enabled",
                 hostcfg::SYSCTLS.join(", ")
             ));
         }

@@ -552,11 +552,26 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             FolioRef::Reclaim | FolioRef::ReclaimClean => {}
         }
         if !file {
-            if nr > 1 {
-                // A large anonymous folio: split, the pieces back on the
-                // LRU, this one reclaimed as order 0 (huge_memory.rs).
-                super::huge_memory::split_folio_to_lru(core, policy, id);
-                nr = 1;
+            if nr > 1 && !core.folios.get(id).test(pg::SWAPCACHE) {
+                // A large anonymous folio: swapped out whole when a
+                // naturally aligned run of slots is free (THP_SWAP,
+                // MmConfig::large_anon_swap); else split, the pieces back
+                // on the LRU, this one reclaimed as order 0
+                // (huge_memory.rs).
+                if !core.cfg.large_anon_swap()
+                    || core.folio_in_shmem_cache(id)
+                    || !core.folio_alloc_swap(id)
+                {
+                    let order = core.folios.get(id).order();
+                    super::huge_memory::split_folio_to_lru(core, policy, id);
+                    nr = 1;
+                    if core.cfg.large_anon_swap() {
+                        if order == crate::mm::folio::HPAGE_PMD_ORDER {
+                            core.count(memcg, Item::THP_SWPOUT_FALLBACK, 1);
+                        }
+                        core.mthp_count(order, super::huge_memory::MthpStat::SwpoutFallback);
+                    }
+                }
             }
             // Anonymous: add_to_swap (folio_alloc_swap), try_to_unmap,
             // pageout() to the swap device, then __remove_mapping().
@@ -568,8 +583,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                         core.folio_free_swap(id);
                     }
                     core.folios.get_mut(id).set(pg::ACTIVE);
-                    sc.nr_activate[0] += 1;
-                    core.count(memcg, Item::PGACTIVATE, 1);
+                    sc.nr_activate[0] += nr;
+                    core.count(memcg, Item::PGACTIVATE, nr);
                     folios[keep] = id;
                     keep += 1;
                     continue;
@@ -714,24 +729,29 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
         return AnonFate::Activate;
     }
     let f = *core.folios.get(id);
+    let nr = f.nr_pages();
     let off = core.swap.folio_swap(id);
     if f.test(pg::MAPPED) {
         if !sc.may_unmap {
             return AnonFate::Keep;
         }
-        // try_to_unmap_one(): swap_duplicate() for the PTE's entry.
+        // try_to_unmap_one(): each PTE of the folio gets its page's entry
+        // (swap_duplicate).
         core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
-        core.memcgs[f.memcg as usize].nr_mapped -= 1;
-        core.files[f.mapping as usize].set_swap_entry(f.index as u64, off);
-        core.swap.swap_map[off as usize] += 1;
-        core.mm_counter_move(f.mapping, MM_ANONPAGES, MM_SWAPENTS);
+        core.memcgs[f.memcg as usize].nr_mapped -= nr;
+        for i in 0..nr {
+            let o = off + i as u32;
+            core.files[f.mapping as usize].set_swap_entry(f.index as u64 + i, o);
+            core.swap.swap_map[o as usize] += 1;
+        }
+        core.mm_counter_move_nr(f.mapping, MM_ANONPAGES, MM_SWAPENTS, nr);
     }
     if f.test(pg::DIRTY) {
         if !sc.may_writepage {
             return AnonFate::Keep;
         }
         core.folios.get_mut(id).set(pg::RECLAIM);
-        core.count(f.memcg, Item::NR_VMSCAN_WRITE, 1);
+        core.count(f.memcg, Item::NR_VMSCAN_WRITE, nr);
         // pageout(): mm_vmscan_write_folio once the folio is handed to
         // writeout.
         if core.trace.is_some() {
@@ -742,11 +762,11 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
         }
         match core.swap_writeout(id) {
             SwapWrite::Done => {
-                sc.nr_pageout += 1;
+                sc.nr_pageout += nr;
                 core.folios.get_mut(id).clear(pg::RECLAIM);
             }
             SwapWrite::Async => {
-                sc.nr_pageout += 1;
+                sc.nr_pageout += nr;
                 return AnonFate::Keep;
             }
             SwapWrite::Failed => {
