@@ -144,16 +144,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // (the kernel drains after a failed round; draining first keeps
             // reclaim targets exact).
             self.core.drain_all_stock(over);
-            // The model reclaims a charge batch (not the kernel's nr_pages,
-            // raised to SWAP_CLUSTER_MAX): kept as calibrated before the
-            // hierarchy was modelled.
+            // try_to_free_mem_cgroup_pages(nr_pages): nr_to_reclaim is
+            // the charge's pages raised to SWAP_CLUSTER_MAX.
             // At the memsw limit swapping cannot help (reclaim_options
             // without MEMCG_RECLAIM_MAY_SWAP).
-            let reclaimed = self.try_to_free_mem_cgroup_pages_opts(
-                over,
-                MEMCG_CHARGE_BATCH.max(nr),
-                !memsw_over,
-            );
+            let reclaimed =
+                self.try_to_free_mem_cgroup_pages_opts(over, SWAP_CLUSTER_MAX.max(nr), !memsw_over);
             // Reclaim that met only dirty folios woke the flusher
             // (wakeup_flusher_threads(WB_REASON_VMSCAN) writes everything
             // dirty) and then waits for writeback to finish, as memcg v1
