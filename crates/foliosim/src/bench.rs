@@ -203,11 +203,13 @@ fn file_events<P: ReclaimPolicy>(
 type AgingPass<'a, P> = &'a dyn Fn(&mut Kernel<P>, u16) -> u64;
 
 /// Anonymous fault, swap-out and swap-in on zram or a disk, per page;
-/// with MGLRU, the aging walk per page-table entry walked.
+/// with MGLRU, the aging walk per page-table entry walked. `mthp`: the
+/// zram cells with 64 KiB anon folios (faulted, swapped out and in whole).
 fn anon_events<P: ReclaimPolicy>(
     mk: &dyn Fn() -> P,
     lru: &'static str,
     disk: bool,
+    mthp: bool,
     pages: u64,
     out: &mut Vec<EventCost>,
     aging: Option<AgingPass<P>>,
@@ -220,7 +222,16 @@ fn anon_events<P: ReclaimPolicy>(
             events,
         })
     };
-    let (swap, names) = if disk {
+    let (swap, names) = if mthp {
+        (
+            SwapKind::Zram,
+            [
+                "anon fault (zram, 64K mTHP)",
+                "swap-out (zram, 64K mTHP)",
+                "swap-in (zram, 64K mTHP)",
+            ],
+        )
+    } else if disk {
         (
             SwapKind::Disk,
             [
@@ -240,6 +251,10 @@ fn anon_events<P: ReclaimPolicy>(
         )
     };
     let mut k = kernel(mk(), swap, pages);
+    if mthp {
+        k.core.cfg.thp_anon_orders = 1 << 4;
+        k.core.cfg.thp_defrag = crate::mm::ThpDefrag::Always;
+    }
     let m = k.add_memcg("bench", None);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, pages * PAGE_SIZE);
@@ -295,8 +310,25 @@ fn one_round(pages: u64) -> Vec<EventCost> {
     file_events(&ClassicLru::new, "classic", pages, &mut out);
     file_events(&LruGen::new, "mglru", pages, &mut out);
     for disk in [false, true] {
-        anon_events(&ClassicLru::new, "classic", disk, pages, &mut out, None);
+        anon_events(
+            &ClassicLru::new,
+            "classic",
+            disk,
+            false,
+            pages,
+            &mut out,
+            None,
+        );
     }
+    anon_events(
+        &ClassicLru::new,
+        "classic",
+        false,
+        true,
+        pages,
+        &mut out,
+        None,
+    );
     // The debugfs command "+ memcg 0 max_seq 60 1" (forced walk).
     let walked = |k: &mut Kernel<LruGen>, m: u16| {
         let leaf = |k: &Kernel<LruGen>| {
@@ -309,8 +341,16 @@ fn one_round(pages: u64) -> Vec<EventCost> {
         k.policy.run_aging(&mut k.core, m, 60, true);
         leaf(k) - before
     };
-    anon_events(&LruGen::new, "mglru", false, pages, &mut out, Some(&walked));
-    anon_events(&LruGen::new, "mglru", true, pages, &mut out, None);
+    anon_events(
+        &LruGen::new,
+        "mglru",
+        false,
+        false,
+        pages,
+        &mut out,
+        Some(&walked),
+    );
+    anon_events(&LruGen::new, "mglru", true, false, pages, &mut out, None);
     out
 }
 
@@ -388,6 +428,12 @@ mod tests {
                 "{lru}"
             );
         }
+        // 64 KiB mTHP: every page faulted in whole folios, swapped out
+        // and back in (pages, not folios, are the divisor).
+        assert_eq!(get("anon fault (zram, 64K mTHP)", "classic"), pages);
+        let out = get("swap-out (zram, 64K mTHP)", "classic");
+        assert!(out >= pages * 3 / 4 && out % 16 == 0, "{out}");
+        assert_eq!(get("swap-in (zram, 64K mTHP)", "classic"), out);
         // Only MGLRU ages; its forced walk visits every mapped PTE.
         assert!(rows
             .iter()
