@@ -105,6 +105,10 @@ struct MachineArgs {
     /// fio's are; off (the default) gives fio's jobs no memory of their own.
     #[arg(long)]
     fio_memory: Option<String>,
+    /// The tmpfs mount's huge= option for the scenario's tmpfs files:
+    /// never (the default), always, within_size or advise.
+    #[arg(long)]
+    tmpfs_huge: Option<String>,
     /// Kernel tunables: vm.swappiness=N, vm.dirty_ratio=N,
     /// vm.dirty_background_ratio=N, vm.dirty_expire_centisecs=N,
     /// vm.min_free_kbytes=N, vm.watermark_scale_factor=N,
@@ -212,6 +216,11 @@ impl MachineArgs {
             Some("off") => false,
             Some(v) => return Err(format!("--large-folios: '{v}' is not on or off")),
         };
+        if let Some(v) = self.tmpfs_huge.as_deref() {
+            mm.tmpfs_huge = foliosim::mm::TmpfsHuge::parse(v).ok_or_else(|| {
+                format!("--tmpfs-huge: '{v}' is not never, always, within_size or advise")
+            })?;
+        }
         mm.fio_process_memory = match self.fio_memory.as_deref() {
             None | Some("off") => false,
             Some("on") => true,

@@ -107,6 +107,9 @@ pub(crate) fn with_scenario_defaults(
     if m.seed.is_none() {
         m.seed = d.seed;
     }
+    if m.tmpfs_huge.is_none() {
+        m.tmpfs_huge = d.tmpfs_huge.clone();
+    }
     let mut sysctl: Vec<String> = Vec::new();
     if let Some(s) = d.swappiness {
         sysctl.push(format!("vm.swappiness={s}"));

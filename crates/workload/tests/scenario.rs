@@ -414,6 +414,10 @@ fn nonsense_values_are_refused() {
         "t.toml:2: device: unknown device 'floppy'",
     );
     err(
+        "[machine]\ntmpfs_huge = \"force\"\n",
+        "t.toml:2: tmpfs_huge: unknown huge= option 'force' (never, always, within_size, advise)",
+    );
+    err(
         "[[cgroup]]\npath = \"../x\"\n",
         "t.toml:2: path: bad cgroup path",
     );

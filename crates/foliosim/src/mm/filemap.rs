@@ -190,6 +190,10 @@ pub struct AddressSpace {
     /// mapping_max_folio_order(): 0 for a mapping without large folio
     /// support (mapping_large_folio_support() false).
     pub max_order: u32,
+    /// A tmpfs file's multi-order swap entries (shmem_writeout() of a
+    /// large folio): first index -> order. Each page's slot holds its own
+    /// swap offset; this keeps which of them form one entry.
+    pub shmem_large_swap: std::collections::BTreeMap<u64, u8>,
 }
 
 impl AddressSpace {
@@ -212,6 +216,7 @@ impl AddressSpace {
             owner: super::mmap::NO_MM,
             shmem: false,
             max_order: 0,
+            shmem_large_swap: std::collections::BTreeMap::new(),
         }
     }
 

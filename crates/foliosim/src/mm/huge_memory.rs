@@ -21,10 +21,13 @@ pub enum MthpStat {
     Swpin,
     SwpinFallback,
     SwpinFallbackCharge,
+    ShmemAlloc,
+    ShmemFallback,
+    ShmemFallbackCharge,
 }
 
 /// The stats files' names, in MthpStat's order.
-pub const MTHP_STAT_NAMES: [&str; 8] = [
+pub const MTHP_STAT_NAMES: [&str; 11] = [
     "anon_fault_alloc",
     "anon_fault_fallback",
     "anon_fault_fallback_charge",
@@ -33,6 +36,9 @@ pub const MTHP_STAT_NAMES: [&str; 8] = [
     "swpin",
     "swpin_fallback",
     "swpin_fallback_charge",
+    "shmem_alloc",
+    "shmem_fallback",
+    "shmem_fallback_charge",
 ];
 
 /// mthp_stats: per order (1 to PMD_ORDER), each MthpStat.
@@ -154,8 +160,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.policy
             .lru_add_split_folio(&mut self.core, id, old_nr, &pieces);
-        if f.test(pg::DIRTY) {
-            // The flusher's queue gets each dirty piece beside the parent.
+        if f.test(pg::DIRTY) && !self.core.files[mapping].shmem {
+            // The flusher's queue gets each dirty piece beside the parent
+            // (tmpfs folios have no writeback: noop_dirty_folio).
             let wb = &mut self.core.wb;
             let (pos, t) = match wb.dirty.iter().position(|&(x, _)| x == id) {
                 Some(p) => (p + 1, wb.dirty[p].1),

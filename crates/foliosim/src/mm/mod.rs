@@ -243,6 +243,19 @@ impl KernelRelease {
         self >= KernelRelease::V6_12
     }
 
+    /// tmpfs `huge=always|within_size` writes take any order from PMD
+    /// down (6.18's "fix the strategy for the tmpfs huge= options";
+    /// 6.14-6.17 sized the order by the write, earlier releases PMD only).
+    pub fn tmpfs_all_orders(self) -> bool {
+        self >= KernelRelease::V6_18
+    }
+
+    /// shmem_swap_alloc_folio(): a tmpfs swap entry read back whole from a
+    /// synchronous device (6.14).
+    pub fn shmem_large_swapin(self) -> bool {
+        self >= KernelRelease::V6_18
+    }
+
     /// The seeds' patches as the release has them: mainline through 7.0
     /// has none of the seeds' changes (seed 000's merged form is 7.2, the
     /// shadow-node sizing change 7.1, seeds 003/004 are in mm-new only);
@@ -306,6 +319,29 @@ impl ThpDefrag {
     }
 }
 
+/// A tmpfs mount's `huge=` (SHMEM_HUGE_NEVER, _ALWAYS, _WITHIN_SIZE,
+/// _ADVISE); never is the kernel's default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum TmpfsHuge {
+    Never,
+    Always,
+    WithinSize,
+    /// Large folios only for MADV_HUGEPAGE mappings: none in the model.
+    Advise,
+}
+
+impl TmpfsHuge {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "never" => TmpfsHuge::Never,
+            "always" => TmpfsHuge::Always,
+            "within_size" => TmpfsHuge::WithinSize,
+            "advise" => TmpfsHuge::Advise,
+            _ => return None,
+        })
+    }
+}
+
 /// Swap backing for anonymous memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum SwapKind {
@@ -339,6 +375,9 @@ pub struct MmConfig {
     /// with "inherit" taking the top-level `enabled`; "madvise" counts as
     /// never, the model's mappings take no MADV_HUGEPAGE). 0: order 0.
     pub thp_anon_orders: u32,
+    /// The tmpfs mount's `huge=` option (shmem.rs): which large folios
+    /// tmpfs files take.
+    pub tmpfs_huge: TmpfsHuge,
     /// /sys/kernel/mm/transparent_hugepage/defrag: whether an anon mTHP
     /// allocation and its memcg charge may reclaim (vma_thp_gfp_mask()).
     pub thp_defrag: ThpDefrag,
@@ -402,6 +441,16 @@ impl MmConfig {
     pub fn large_anon_swap(&self) -> bool {
         self.kernel.is_none_or(|k| k.large_anon_swap())
     }
+
+    /// KernelRelease::tmpfs_all_orders(), the newest without a release.
+    pub fn tmpfs_all_orders(&self) -> bool {
+        self.kernel.is_none_or(|k| k.tmpfs_all_orders())
+    }
+
+    /// KernelRelease::shmem_large_swapin(), the newest without a release.
+    pub fn shmem_large_swapin(&self) -> bool {
+        self.kernel.is_none_or(|k| k.shmem_large_swapin())
+    }
 }
 
 impl Default for MmConfig {
@@ -416,6 +465,7 @@ impl Default for MmConfig {
             fio_process_memory: false,
             thp_anon_orders: 0,
             thp_defrag: ThpDefrag::Madvise,
+            tmpfs_huge: TmpfsHuge::Never,
             swappiness: 60,
             swap: SwapKind::None,
             swap_bytes: 0,

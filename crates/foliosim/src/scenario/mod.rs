@@ -394,8 +394,9 @@ impl<'a> Driver<'a> {
             }
             // Laid out on disk, nothing cached; a file that is not
             // prefilled starts empty and grows back to `size` at most.
-            // A tmpfs file (never prefilled) starts as empty as a disk
-            // file that is not.
+            // A tmpfs file (never prefilled) holds no pages but is sized
+            // (i_size = `size`, as the oracle's ftruncate makes the real
+            // one: huge=within_size reads it).
             let mapping = match f.fs {
                 FileFs::Disk => k.core.add_data_file(f.size),
                 FileFs::Tmpfs => k.core.shmem_file_setup(f.size),
@@ -403,7 +404,7 @@ impl<'a> Driver<'a> {
             if let Some(t) = k.core.trace.as_deref_mut() {
                 t.name_file(mapping, &f.name);
             }
-            if !f.prefill {
+            if !f.prefill && f.fs == FileFs::Disk {
                 k.truncate_setsize(mapping, 0);
             }
             d.files.push(FileRt {

@@ -206,7 +206,9 @@ pub struct TmpfsMount {
 }
 
 impl TmpfsMount {
-    pub fn mount(dir: &Path, size: u64) -> Result<TmpfsMount, String> {
+    /// `huge`: the mount's huge= option (the scenario parser allows only
+    /// never, always, within_size and advise).
+    pub fn mount(dir: &Path, size: u64, huge: Option<&str>) -> Result<TmpfsMount, String> {
         let mut m = TmpfsMount {
             dir: dir.to_path_buf(),
             dir_token: Some(journal::record(Kind::Path, dir, "")?),
@@ -216,7 +218,12 @@ impl TmpfsMount {
         let t = journal::record(Kind::Mount, dir, "")?;
         let c = |s: &[u8]| std::ffi::CString::new(s).expect("no NUL");
         let target = c(dir.as_os_str().as_encoded_bytes());
-        let opts = c(format!("size={size},mode=0700").as_bytes());
+        let huge = match huge {
+            None => String::new(),
+            Some(h @ ("never" | "always" | "within_size" | "advise")) => format!(",huge={h}"),
+            Some(h) => return Err(format!("tmpfs huge={h}: not a huge= option")),
+        };
+        let opts = c(format!("size={size},mode=0700{huge}").as_bytes());
         // SAFETY: NUL-terminated strings; a fresh tmpfs, no exec/suid/dev.
         let r = unsafe {
             libc::mount(

@@ -640,7 +640,11 @@ pub fn run_real(
         .map(|f| f.size)
         .sum();
     let _tmpfs = if tmpfs_bytes > 0 {
-        Some(TmpfsMount::mount(&l.tmpfs, tmpfs_bytes + (16 << 20))?)
+        Some(TmpfsMount::mount(
+            &l.tmpfs,
+            tmpfs_bytes + (16 << 20),
+            sc.machine.tmpfs_huge.as_deref(),
+        )?)
     } else {
         None
     };

@@ -44,6 +44,8 @@ pub struct MachineDefaults {
     pub read_ahead_kb: Option<u64>,
     /// zram's compression ratio (uncompressed / compressed), e.g. 3.0.
     pub zram_ratio: Option<f64>,
+    /// The tmpfs mount's huge= (never, always, within_size, advise).
+    pub tmpfs_huge: Option<String>,
     /// Free-form key=value sysctls, as `--sysctl`.
     pub sysctl: Vec<(String, String)>,
     pub seed: Option<u64>,

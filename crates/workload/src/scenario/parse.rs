@@ -542,6 +542,7 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
         "device",
         "read_ahead_kb",
         "zram_ratio",
+        "tmpfs_huge",
         "seed",
         "sysctl",
     ]);
@@ -598,6 +599,17 @@ fn machine(cx: &Cx, v: &Val) -> Result<MachineDefaults, ParseError> {
                     .into(),
             )),
         }
+    }
+    if let Some((k, v)) = t.take1(&["tmpfs_huge"])? {
+        let s = string(cx, k, v)?;
+        if !["never", "always", "within_size", "advise"].contains(&s) {
+            return Err(cx.error(
+                &v.span(),
+                k,
+                format!("unknown huge= option '{s}' (never, always, within_size, advise)"),
+            ));
+        }
+        m.tmpfs_huge = Some(s.to_string());
     }
     if let Some((k, v)) = t.take1(&["seed"])? {
         m.seed = Some(int_in(cx, k, v, 0, i64::MAX)? as u64);

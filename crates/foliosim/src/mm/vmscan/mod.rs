@@ -558,14 +558,24 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
                 // MmConfig::large_anon_swap); else split, the pieces back
                 // on the LRU, this one reclaimed as order 0
                 // (huge_memory.rs).
-                if !core.cfg.large_anon_swap()
-                    || core.folio_in_shmem_cache(id)
-                    || !core.folio_alloc_swap(id)
-                {
+                // A tmpfs folio goes the same way in shmem_writeout(),
+                // split first when the end of its file falls inside it
+                // and with no fallback counted; one reclaim keeps
+                // (shrink_anon_folio) stays whole.
+                let shmem = core.folio_in_shmem_cache(id);
+                let kept = shmem && {
+                    let f = core.folios.get(id);
+                    !sc.may_writepage || (f.test(pg::MAPPED) && !sc.may_unmap)
+                };
+                let whole = kept
+                    || (core.cfg.large_anon_swap()
+                        && !(shmem && core.shmem_folio_crosses_eof(id))
+                        && core.folio_alloc_swap(id));
+                if !whole {
                     let order = core.folios.get(id).order();
                     super::huge_memory::split_folio_to_lru(core, policy, id);
                     nr = 1;
-                    if core.cfg.large_anon_swap() {
+                    if core.cfg.large_anon_swap() && !shmem {
                         if order == crate::mm::folio::HPAGE_PMD_ORDER {
                             core.count(memcg, Item::THP_SWPOUT_FALLBACK, 1);
                         }
@@ -717,12 +727,13 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
         if !sc.may_writepage || (f.test(pg::MAPPED) && !sc.may_unmap) {
             return AnonFate::Keep;
         }
-        if !core.folio_alloc_swap(id) {
+        // A large one got its slots above (or was split).
+        if !f.test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
             return AnonFate::Activate;
         }
         if f.test(pg::MAPPED) {
             core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
-            core.memcgs[f.memcg as usize].nr_mapped -= 1;
+            core.memcgs[f.memcg as usize].nr_mapped -= f.nr_pages();
         }
         core.shmem_writeout(id);
     } else if !core.folios.get(id).test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
