@@ -579,3 +579,38 @@ fn anon_mthp_swap_stats() {
     assert!(v["vmstat"]["pswpin"].as_u64().unwrap() > 0);
     assert!(run(&[]).get("mthp").is_none());
 }
+
+/// tmpfs huge=: `--tmpfs-huge always` puts a scenario's tmpfs file in
+/// large folios (the JSON's mthp map has the sizes' shmem_alloc), never
+/// leaves the map out; a bad value exits 2 with one line.
+#[test]
+fn tmpfs_huge_option() {
+    let sc = job_file(
+        "tmpfs-huge.toml",
+        "[machine]\nmemory = \"1G\"\nseed = 1\n[[file]]\nname = \"t\"\nsize = \"8M\"\nfs = \"tmpfs\"\n\
+         [[process]]\nname = \"w\"\nsteps = [\n  { op = \"write\", file = \"t\", bs = \"128k\", pattern = \"seq\" },\n]\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
+        a.extend_from_slice(extra);
+        let (code, out, err) = foliosim(&a);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let v = run(&["--tmpfs-huge", "always"]);
+    // 8 MiB: four PMD folios, one charge event each.
+    assert_eq!(
+        v["mthp"]["hugepages-2048kB"]["shmem_alloc"].as_u64(),
+        Some(4)
+    );
+    assert_eq!(v["memcg"]["memcg_pgpgin_events"].as_u64(), Some(4));
+    assert!(run(&[]).get("mthp").is_none());
+    let (code, _, err) = foliosim(&["run", sc.to_str().unwrap(), "--tmpfs-huge", "force"]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            2,
+            "foliosim: --tmpfs-huge: 'force' is not never, always, within_size or advise"
+        )
+    );
+}

@@ -22,9 +22,14 @@ fn kernel_with<P: ReclaimPolicy>(
     orders: u32,
     swap: SwapKind,
 ) -> (Kernel<P>, u16) {
-    // defrag=always: an mTHP charge may reclaim (once), so at the limit
-    // the folios stay large; the default (madvise) is tested on its own.
-    let cfg = MmConfig {
+    build(cfg(orders, swap), policy, limit)
+}
+
+/// 256 MiB with 64 MiB of swap and the invariants checked; defrag=always
+/// (an mTHP charge may reclaim, once), so at the limit the folios stay
+/// large; the default (madvise) is tested on its own.
+fn cfg(orders: u32, swap: SwapKind) -> MmConfig {
+    MmConfig {
         ram_bytes: 256 << 20,
         reserved_bytes: 8 << 20,
         swap,
@@ -33,7 +38,10 @@ fn kernel_with<P: ReclaimPolicy>(
         thp_anon_orders: orders,
         check_invariants: true,
         ..MmConfig::default()
-    };
+    }
+}
+
+fn build<P: ReclaimPolicy>(cfg: MmConfig, policy: P, limit: u64) -> (Kernel<P>, u16) {
     let mut k = Kernel::new(cfg, policy);
     let m = k.add_memcg("t", Some(limit));
     (k, m)
@@ -163,17 +171,11 @@ fn swap_out_whole_mglru() {
 #[test]
 fn default_defrag_falls_back_at_the_limit() {
     let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
-        swap: SwapKind::Zram,
-        swap_bytes: 64 << 20,
-        thp_anon_orders: 1 << 4,
-        check_invariants: true,
-        ..MmConfig::default()
+        thp_defrag: MmConfig::default().thp_defrag,
+        ..cfg(1 << 4, SwapKind::Zram)
     };
     assert_eq!(cfg.thp_defrag, ThpDefrag::Madvise);
-    let mut k = Kernel::new(cfg, ClassicLru::new());
-    let m = k.add_memcg("t", Some(1024));
+    let (mut k, m) = build(cfg, ClassicLru::new(), 1024);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     // Below the limit every fault is a 64 KiB folio.
@@ -208,17 +210,10 @@ fn default_defrag_falls_back_at_the_limit() {
 #[test]
 fn swap_out_splits_before_6_12() {
     let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
-        swap: SwapKind::Zram,
-        swap_bytes: 64 << 20,
-        thp_anon_orders: 1 << 9,
         kernel: Some(KernelRelease::V6_6),
-        check_invariants: true,
-        ..MmConfig::default()
+        ..cfg(1 << 9, SwapKind::Zram)
     };
-    let mut k = Kernel::new(cfg, ClassicLru::new());
-    let m = k.add_memcg("t", Some(1024));
+    let (mut k, m) = build(cfg, ClassicLru::new(), 1024);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     for _ in 0..2 {
@@ -242,17 +237,10 @@ fn swap_out_splits_before_6_12() {
 #[test]
 fn a_pmd_folio_without_a_free_cluster_is_split() {
     let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
-        swap: SwapKind::Zram,
         swap_bytes: 2 * 512 * PAGE_SIZE,
-        thp_anon_orders: 1 << 9,
-        thp_defrag: ThpDefrag::Always,
-        check_invariants: true,
-        ..MmConfig::default()
+        ..cfg(1 << 9, SwapKind::Zram)
     };
-    let mut k = Kernel::new(cfg, ClassicLru::new());
-    let m = k.add_memcg("t", Some(700));
+    let (mut k, m) = build(cfg, ClassicLru::new(), 700);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     for p in 0..2048 {
@@ -276,18 +264,7 @@ fn a_pmd_folio_without_a_free_cluster_is_split() {
 /// whole while it is still in the swap cache.
 #[test]
 fn disk_swap_reads_back_order_0() {
-    let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
-        swap: SwapKind::Disk,
-        swap_bytes: 64 << 20,
-        thp_anon_orders: 1 << 4,
-        thp_defrag: ThpDefrag::Always,
-        check_invariants: true,
-        ..MmConfig::default()
-    };
-    let mut k = Kernel::new(cfg, ClassicLru::new());
-    let m = k.add_memcg("t", Some(1024));
+    let (mut k, m) = kernel_with(ClassicLru::new(), 1024, 1 << 4, SwapKind::Disk);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     for pass in 0..2 {

@@ -124,6 +124,15 @@ pub const MAX_PAGECACHE_ORDER: u32 = 9;
 /// HPAGE_PMD_ORDER on x86-64: a folio of this order is mapped by a PMD.
 pub const HPAGE_PMD_ORDER: u32 = 9;
 
+/// The large orders (1 to PMD) set in an order mask, highest first: the
+/// order the THP allocation paths try them in (highest_order/next_order).
+#[inline]
+pub fn orders_desc(mask: u32) -> impl Iterator<Item = u32> {
+    (1..=HPAGE_PMD_ORDER)
+        .rev()
+        .filter(move |o| mask & (1 << o) != 0)
+}
+
 /// The folio arena with a free list threaded through `next`. Frames are
 /// created as first used, not for the whole simulated RAM: `f` holds the
 /// frames ever allocated and `capacity` bounds it. The free list holds

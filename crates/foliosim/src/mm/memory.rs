@@ -251,11 +251,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         memcg: MemcgId,
     ) -> Option<(super::folio::FolioId, u64)> {
         use super::filemap::Slot;
-        let orders = self.core.cfg.thp_anon_orders;
-        for order in (2..=super::folio::MAX_PAGECACHE_ORDER).rev() {
-            if orders & (1 << order) == 0 {
-                continue;
-            }
+        for order in super::folio::orders_desc(self.core.cfg.thp_anon_orders) {
             let nr = 1u64 << order;
             let start = index & !(nr - 1);
             let a = &self.core.files[space as usize];
@@ -384,7 +380,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
         index: u64,
         off: super::swapfile::SwapOffset,
     ) -> Option<super::folio::FolioId> {
-        use super::folio::pg;
         let owner = self.core.swap.swap_cgroup[off as usize];
         let memcg = if self.core.memcgs[owner as usize].oom_killed {
             0
@@ -393,19 +388,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         };
         let (id, start, first) = self.alloc_swap_folio(space, index, off, memcg)?;
         let nr = self.core.folios.get(id).nr_pages();
-        {
-            let f = self.core.folios.get_mut(id);
-            f.mapping = space;
-            f.index = start as u32;
-            // The folio's data is only in memory once the slots are freed.
-            f.set_flags_keep_order(pg::SWAPBACKED | pg::UPTODATE | pg::DIRTY);
-        }
-        self.core.memcgs[memcg as usize].nr_anon += nr;
-        if let Some(s) = self.core.swap.swap_cache_shadow(first) {
-            self.policy.workingset_refault(&mut self.core, id, s);
-        }
-        self.policy.folio_add_lru(&mut self.core, id);
-        self.core.swap_read_folio_sync(id);
+        self.swap_read_new_folio(id, space, start, first, memcg);
         for o in first..first + nr as u32 {
             self.core.swap_put(o, false);
         }
@@ -437,10 +420,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         } else {
             0
         };
-        for order in (2..=super::folio::MAX_PAGECACHE_ORDER).rev() {
-            if orders & (1 << order) == 0 {
-                continue;
-            }
+        for order in super::folio::orders_desc(orders) {
             let nr = 1u64 << order;
             let start = index & !(nr - 1);
             let a = &self.core.files[space as usize];

@@ -204,9 +204,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     _ => a.size,
                 };
                 let limit = end.div_ceil(PAGE_SIZE);
-                (1..=HPAGE_PMD_ORDER)
-                    .rev()
-                    .filter(|o| cands & (1 << o) != 0)
+                super::folio::orders_desc(cands)
                     .find(|&o| (index + 1).next_multiple_of(1 << o) <= limit)
                     .map_or(0, |o| cands & ((2 << o) - 1))
             }
@@ -233,9 +231,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let mut got = None;
         if orders != 0 {
             let a = &self.core.files[mapping as usize];
-            let suitable = (1..=super::folio::MAX_PAGECACHE_ORDER)
-                .rev()
-                .filter(|o| orders & (1 << o) != 0)
+            let suitable = super::folio::orders_desc(orders)
                 .find(|&o| {
                     let nr = 1u64 << o;
                     let start = index & !(nr - 1);
@@ -244,10 +240,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                             .all(|i| matches!(a.slot(i), Slot::Empty | Slot::Shadow(_)))
                 })
                 .map_or(0, |o| orders & ((2 << o) - 1));
-            for o in (1..=super::folio::MAX_PAGECACHE_ORDER).rev() {
-                if suitable & (1 << o) == 0 {
-                    continue;
-                }
+            for o in super::folio::orders_desc(suitable) {
                 match self.try_alloc_thp_folio(memcg, o) {
                     Ok(id) => {
                         self.core.mthp_count(o, MthpStat::ShmemAlloc);
@@ -425,19 +418,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             Some(id) => (id, start, first),
             None => (self.alloc_folio(memcg, true)?, index, off),
         };
-        let nr = self.core.folios.get(id).nr_pages();
-        {
-            let f = self.core.folios.get_mut(id);
-            f.mapping = mapping;
-            f.index = start as u32;
-            f.set_flags_keep_order(pg::SWAPBACKED | pg::UPTODATE | pg::DIRTY);
-        }
-        self.core.memcgs[memcg as usize].nr_anon += nr;
-        if let Some(s) = self.core.swap.swap_cache_shadow(first) {
-            self.policy.workingset_refault(&mut self.core, id, s);
-        }
-        self.policy.folio_add_lru(&mut self.core, id);
-        self.core.swap_read_folio_sync(id);
+        self.swap_read_new_folio(id, mapping, start, first, memcg);
         Some(id)
     }
 

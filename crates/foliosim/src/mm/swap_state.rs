@@ -235,6 +235,35 @@ impl<P: ReclaimPolicy> Kernel<P> {
         Some((id, true))
     }
 
+    /// A folio newly allocated for a swap-in that skips the swap cache
+    /// (do_swap_page()'s and shmem_swap_alloc_folio()'s synchronous
+    /// path): it takes pages [start, start + nr) of `mapping`, dirty (its
+    /// data is only in memory once the slots are freed), the shadow of
+    /// its first slot goes to workingset_refault(), it joins the LRU and
+    /// is read (pswpin per page, swpin per large folio).
+    pub(super) fn swap_read_new_folio(
+        &mut self,
+        id: FolioId,
+        mapping: u32,
+        start: u64,
+        first: SwapOffset,
+        memcg: super::memcontrol::MemcgId,
+    ) {
+        let nr = self.core.folios.get(id).nr_pages();
+        {
+            let f = self.core.folios.get_mut(id);
+            f.mapping = mapping;
+            f.index = start as u32;
+            f.set_flags_keep_order(pg::SWAPBACKED | pg::UPTODATE | pg::DIRTY);
+        }
+        self.core.memcgs[memcg as usize].nr_anon += nr;
+        if let Some(s) = self.core.swap.swap_cache_shadow(first) {
+            self.policy.workingset_refault(&mut self.core, id, s);
+        }
+        self.policy.folio_add_lru(&mut self.core, id);
+        self.core.swap_read_folio_sync(id);
+    }
+
     /// swap_read_unplug(): submit the reads gathered so far.
     #[inline]
     fn swap_read_unplug(&mut self) {
