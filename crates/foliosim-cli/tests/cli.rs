@@ -452,6 +452,15 @@ fn page_cache_folios_match_the_hosts_kpageflags() {
     assert!(v.get("page_cache_folios").is_none());
 }
 
+/// `foliosim run SCENARIO --json EXTRA...`, which must succeed.
+fn run_scenario_json(sc: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
+    a.extend_from_slice(extra);
+    let (code, out, err) = foliosim(&a);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 /// Anonymous mTHP through the sysfs knobs as --sysctl keys: 64 KiB folios
 /// take one fault and one charge per 16 pages; bad keys and values exit 2.
 #[test]
@@ -463,11 +472,7 @@ fn anon_mthp_knobs() {
          { op = \"touch\", map = \"b\", pattern = \"seq\", write = true, passes = 1 },\n]\n",
     );
     let faults = |extra: &[&str]| {
-        let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
-        a.extend_from_slice(extra);
-        let (code, out, err) = foliosim(&a);
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let v = run_scenario_json(&sc, extra);
         (
             v["cgroups"]["a"]["pgfault"].as_u64().unwrap(),
             v["cgroups"]["a"]["memcg_pgpgin_events"].as_u64().unwrap(),
@@ -522,13 +527,7 @@ fn anon_mthp_swap_stats() {
          [[process]]\nname = \"w\"\ncgroup = \"a\"\nsteps = [\n  { op = \"mmap_anon\", map = \"b\", size = \"16M\" },\n  \
          { op = \"touch\", map = \"b\", pattern = \"seq\", write = true, passes = 2 },\n]\n",
     );
-    let run = |extra: &[&str]| {
-        let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
-        a.extend_from_slice(extra);
-        let (code, out, err) = foliosim(&a);
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-    };
+    let run = |extra: &[&str]| run_scenario_json(&sc, extra);
     let k64 = "transparent_hugepage.hugepages-64kB.enabled=always";
     // defrag=always: the charges may reclaim, every folio stays 64 KiB.
     let v = run(&[
@@ -590,13 +589,7 @@ fn tmpfs_huge_option() {
         "[machine]\nmemory = \"1G\"\nseed = 1\n[[file]]\nname = \"t\"\nsize = \"8M\"\nfs = \"tmpfs\"\n\
          [[process]]\nname = \"w\"\nsteps = [\n  { op = \"write\", file = \"t\", bs = \"128k\", pattern = \"seq\" },\n]\n",
     );
-    let run = |extra: &[&str]| {
-        let mut a = vec!["run", sc.to_str().unwrap(), "--json"];
-        a.extend_from_slice(extra);
-        let (code, out, err) = foliosim(&a);
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-    };
+    let run = |extra: &[&str]| run_scenario_json(&sc, extra);
     let v = run(&["--tmpfs-huge", "always"]);
     // 8 MiB: four PMD folios, one charge event each.
     assert_eq!(

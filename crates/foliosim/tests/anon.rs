@@ -5,7 +5,6 @@
 
 use foliosim::mm::filemap::{OpenFile, Slot};
 use foliosim::mm::memcontrol::MemcgId;
-use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmscan::lru_gen::LruGen;
 use foliosim::mm::vmscan::ReclaimPolicy;
@@ -309,14 +308,7 @@ fn same_inputs_same_counters() {
 }
 
 fn shmem_file<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: MemcgId) -> OpenFile {
-    OpenFile {
-        mapping: k.core.shmem_file_setup(pages * PAGE_SIZE),
-        ra: FileRaState::new(128),
-        fmode_random: false,
-        vm_rand_read: false,
-        vm_seq_read: false,
-        memcg,
-    }
+    OpenFile::new(k.core.shmem_file_setup(pages * PAGE_SIZE), 128, memcg)
 }
 
 fn swap_entries<P: ReclaimPolicy>(k: &Kernel<P>, mapping: u32) -> u64 {

@@ -3,7 +3,6 @@
 //! model's invariants with folios of every order.
 
 use foliosim::mm::filemap::OpenFile;
-use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmscan::lru_gen::LruGen;
 use foliosim::mm::vmscan::ReclaimPolicy;
@@ -27,14 +26,7 @@ fn kernel<P: ReclaimPolicy>(policy: P, limit_pages: Option<u64>, large: bool) ->
 }
 
 fn open<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: u16) -> OpenFile {
-    OpenFile {
-        mapping: k.core.add_data_file(pages * PAGE_SIZE),
-        ra: FileRaState::new(128),
-        fmode_random: false,
-        vm_rand_read: false,
-        vm_seq_read: false,
-        memcg,
-    }
+    OpenFile::new(k.core.add_data_file(pages * PAGE_SIZE), 128, memcg)
 }
 
 /// The cached folios of `mapping`: order -> count.

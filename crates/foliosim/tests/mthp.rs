@@ -115,6 +115,10 @@ fn a_failed_charge_falls_back() {
     assert!(k.anon_access(space, 0, m, true));
     assert_eq!(anon_orders(&k, space), BTreeMap::from([(4, 1)]));
     assert_eq!(k.core.memcgs[m as usize].stat.get(Item::OOM_KILL), 0);
+    // The PMD attempt is do_huge_pmd_anonymous_page()'s: thp_fault_*.
+    assert_eq!(k.core.vm.get(Item::THP_FAULT_FALLBACK), 1);
+    assert_eq!(k.core.vm.get(Item::THP_FAULT_FALLBACK_CHARGE), 1);
+    assert_eq!(k.core.vm.get(Item::THP_FAULT_ALLOC), 0);
 }
 
 fn mthp(k: &Kernel<impl ReclaimPolicy>, order: u32, stat: MthpStat) -> u64 {

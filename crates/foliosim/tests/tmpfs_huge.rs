@@ -6,7 +6,6 @@ use foliosim::mm::filemap::{OpenFile, Slot};
 use foliosim::mm::folio::pg;
 use foliosim::mm::huge_memory::MthpStat;
 use foliosim::mm::memcontrol::MemcgId;
-use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmscan::lru_gen::LruGen;
 use foliosim::mm::vmscan::ReclaimPolicy;
@@ -40,14 +39,7 @@ fn kernel<P: ReclaimPolicy>(
 }
 
 fn file<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: MemcgId) -> OpenFile {
-    OpenFile {
-        mapping: k.core.shmem_file_setup(pages * PAGE_SIZE),
-        ra: FileRaState::new(128),
-        fmode_random: false,
-        vm_rand_read: false,
-        vm_seq_read: false,
-        memcg,
-    }
+    OpenFile::new(k.core.shmem_file_setup(pages * PAGE_SIZE), 128, memcg)
 }
 
 /// The file's resident folios by order.
@@ -128,6 +120,7 @@ fn a_fault_maps_a_pmd_folio() {
     }
     assert_eq!(orders(&k, f.mapping), BTreeMap::from([(9, 1)]));
     assert_eq!(mthp(&k, 9, MthpStat::ShmemAlloc), 1);
+    assert_eq!(k.core.vm.get(Item::THP_FILE_ALLOC), 1);
     assert_eq!(k.core.vm.get(Item::THP_FILE_MAPPED), 1);
     assert_eq!(k.core.memcgs[m as usize].stat.get(Item::PGFAULT), 1);
     assert_eq!(k.core.memcgs[m as usize].nr_mapped, 512);

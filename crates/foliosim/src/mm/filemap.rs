@@ -548,6 +548,21 @@ pub struct OpenFile {
     pub memcg: MemcgId,
 }
 
+impl OpenFile {
+    /// open() of `mapping` by a task in `memcg`: readahead state with the
+    /// device's read_ahead_kb, no fadvise or madvise hints.
+    pub fn new(mapping: u32, read_ahead_kb: u64, memcg: MemcgId) -> Self {
+        OpenFile {
+            mapping,
+            ra: FileRaState::new(read_ahead_kb),
+            fmode_random: false,
+            vm_rand_read: false,
+            vm_seq_read: false,
+            memcg,
+        }
+    }
+}
+
 /// FAULT_FLAG_TRIED: this is the retry after VM_FAULT_RETRY.
 pub const FAULT_FLAG_TRIED: u32 = 1 << 0;
 

@@ -258,9 +258,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
             if start + nr > a.nr_pages() || !(start..start + nr).all(|i| a.slot(i) == Slot::Empty) {
                 continue;
             }
+            // A PMD-sized folio is do_huge_pmd_anonymous_page()'s, which
+            // also counts the thp_fault_* events.
+            let pmd = order == super::folio::HPAGE_PMD_ORDER;
             match self.try_alloc_thp_folio(memcg, order) {
                 Ok(id) => {
                     self.core.mthp_count(order, MthpStat::AnonFaultAlloc);
+                    if pmd {
+                        self.core.count(memcg, Item::THP_FAULT_ALLOC, 1);
+                    }
                     return Some((id, start));
                 }
                 Err(charge) => {
@@ -269,6 +275,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
                             .mthp_count(order, MthpStat::AnonFaultFallbackCharge);
                     }
                     self.core.mthp_count(order, MthpStat::AnonFaultFallback);
+                    if pmd {
+                        self.core.count_vm(Item::THP_FAULT_FALLBACK, 1);
+                        if charge {
+                            self.core.count_vm(Item::THP_FAULT_FALLBACK_CHARGE, 1);
+                        }
+                    }
                 }
             }
         }

@@ -110,10 +110,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     if f.test(pg::SWAPCACHE) && !self.core.folio_free_swap(id) {
                         continue;
                     }
-                    self.policy.folio_del_lru(&mut self.core, id);
-                    self.core.memcgs[memcg as usize].nr_anon -= nr;
-                    self.core.folios.get_mut(id).set_flags_keep_order(0);
-                    self.core.free_folio(id);
+                    self.free_anon_folio(id);
                 }
                 Slot::Shadow(_) => {
                     self.core.files[space as usize].clear_shadow(idx);
@@ -150,6 +147,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if self.core.folios.get(id).test(pg::MAPPED) || !self.core.folio_free_swap(id) {
             return;
         }
+        self.free_anon_folio(id);
+    }
+
+    /// The last reference to an unmapped anonymous folio outside the swap
+    /// cache goes: off the LRU, freed and uncharged, whole.
+    fn free_anon_folio(&mut self, id: super::folio::FolioId) {
         let f = self.core.folios.get(id);
         let (memcg, nr) = (f.memcg, f.nr_pages());
         self.policy.folio_del_lru(&mut self.core, id);

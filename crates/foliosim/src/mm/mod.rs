@@ -442,9 +442,25 @@ impl MmConfig {
         self.kernel.is_none_or(|k| k.large_anon_swap())
     }
 
-    /// KernelRelease::tmpfs_all_orders(), the newest without a release.
-    pub fn tmpfs_all_orders(&self) -> bool {
-        self.kernel.is_none_or(|k| k.tmpfs_all_orders())
+    /// The orders a tmpfs write may take under huge=always|within_size
+    /// (KernelRelease::tmpfs_all_orders(): every large order, or PMD
+    /// only), the newest release's without one.
+    pub fn tmpfs_write_orders(&self) -> u32 {
+        let pmd = 1u32 << folio::HPAGE_PMD_ORDER;
+        if self.kernel.is_none_or(|k| k.tmpfs_all_orders()) {
+            (pmd << 1) - 2
+        } else {
+            pmd
+        }
+    }
+
+    /// The large orders tmpfs files may hold: none unless huge= is
+    /// always or within_size.
+    pub fn tmpfs_huge_orders(&self) -> u32 {
+        match self.tmpfs_huge {
+            TmpfsHuge::Always | TmpfsHuge::WithinSize => self.tmpfs_write_orders(),
+            TmpfsHuge::Never | TmpfsHuge::Advise => 0,
+        }
     }
 
     /// KernelRelease::shmem_large_swapin(), the newest without a release.
@@ -1125,14 +1141,19 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
                 .alloc_folio_slow(memcg, order, may_retry)
                 .ok_or(false)?,
         };
+        Ok(self.folio_allocated(id, memcg, nr))
+    }
+
+    /// A charged frame handed out: pgalloc, the allocator's CPU time, the
+    /// folio's memcg, memcg v1's pgpgin (one per folio whatever its size:
+    /// memcg1_charge_statistics).
+    #[inline(always)]
+    fn folio_allocated(&mut self, id: FolioId, memcg: MemcgId, nr: u64) -> FolioId {
         self.core.count_vm(Item::PGALLOC, nr);
         self.core.cpu(self.core.cost.page_alloc);
-        let f = self.core.folios.get_mut(id);
-        f.memcg = memcg;
-        // memcg v1's pgpgin counts charges, one per folio whatever its size
-        // (memcg1_charge_statistics).
+        self.core.folios.get_mut(id).memcg = memcg;
         self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
-        Ok(id)
+        id
     }
 
     /// An anonymous mTHP allocation and its charge with vma_thp_gfp_mask()
@@ -1169,11 +1190,7 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
             self.core.mem_cgroup_uncharge(memcg, nr);
             return Err(false);
         };
-        self.core.count_vm(Item::PGALLOC, nr);
-        self.core.cpu(self.core.cost.page_alloc);
-        self.core.folios.get_mut(id).memcg = memcg;
-        self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
-        Ok(id)
+        Ok(self.folio_allocated(id, memcg, nr))
     }
 
     /// alloc_folio() below the low watermark: kswapd, direct reclaim, OOM.

@@ -186,11 +186,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if a.max_order == 0 {
             return 0;
         }
-        let pmd = 1u32 << HPAGE_PMD_ORDER;
         let cands = match sgp {
-            Sgp::Fault => pmd,
-            _ if self.core.cfg.tmpfs_all_orders() => (pmd << 1) - 2,
-            _ => pmd,
+            Sgp::Fault => 1 << HPAGE_PMD_ORDER,
+            _ => self.core.cfg.tmpfs_write_orders(),
         };
         match self.core.cfg.tmpfs_huge {
             TmpfsHuge::Never | TmpfsHuge::Advise => 0,
@@ -241,16 +239,27 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 })
                 .map_or(0, |o| orders & ((2 << o) - 1));
             for o in super::folio::orders_desc(suitable) {
+                // thp_file_* count the PMD size only.
+                let pmd = o == super::folio::HPAGE_PMD_ORDER;
                 match self.try_alloc_thp_folio(memcg, o) {
                     Ok(id) => {
                         self.core.mthp_count(o, MthpStat::ShmemAlloc);
+                        if pmd {
+                            self.core.count_vm(Item::THP_FILE_ALLOC, 1);
+                        }
                         got = Some((id, index & !((1u64 << o) - 1)));
                         break;
                     }
                     Err(charge) => {
                         self.core.mthp_count(o, MthpStat::ShmemFallback);
+                        if pmd {
+                            self.core.count_vm(Item::THP_FILE_FALLBACK, 1);
+                        }
                         if charge {
                             self.core.mthp_count(o, MthpStat::ShmemFallbackCharge);
+                            if pmd {
+                                self.core.count_vm(Item::THP_FILE_FALLBACK_CHARGE, 1);
+                            }
                             break;
                         }
                     }

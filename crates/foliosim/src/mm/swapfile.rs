@@ -104,11 +104,9 @@ pub struct SwapInfo {
     /// nonfull_clusters[order] and frag_clusters[order] as one list per
     /// order: partly used clusters serving that order.
     nonfull_clusters: [VecDeque<u32>; SWAP_NR_ORDERS],
-    /// The per-cpu cluster's next offset (percpu_swap_cluster.offset[0]);
-    /// 0 = none.
-    next: u32,
-    /// percpu_swap_cluster.offset[order] for the large orders.
-    next_large: [u32; SWAP_NR_ORDERS],
+    /// The per-cpu cluster of each order: percpu_swap_cluster.offset[order],
+    /// where its next allocation starts; 0 = none.
+    next: [u32; SWAP_NR_ORDERS],
     pub zram: Option<Zram>,
     /// Readahead state (swap_state.rs).
     pub ra: super::swap_state::SwapRaState,
@@ -145,8 +143,7 @@ impl SwapInfo {
             cluster_queued: vec![0; nr_clusters],
             free_clusters: VecDeque::with_capacity(nr_clusters),
             nonfull_clusters: Default::default(),
-            next: 0,
-            next_large: [0; SWAP_NR_ORDERS],
+            next: [0; SWAP_NR_ORDERS],
             zram: None,
             ra: Default::default(),
         };
@@ -277,64 +274,6 @@ impl SwapInfo {
         None
     }
 
-    /// alloc_swap_scan_cluster(): the first free slot of cluster `c` at or
-    /// after `from`.
-    fn scan_cluster(&self, c: u32, from: u32) -> Option<u32> {
-        let start = (c * SWAPFILE_CLUSTER).max(from);
-        let end = ((c + 1) * SWAPFILE_CLUSTER).min(self.max);
-        (start..end).find(|&o| self.swap_map[o as usize] == 0)
-    }
-
-    /// folio_alloc_swap() -> swap_alloc_fast() / swap_alloc_slow(): an
-    /// order-0 slot, taken with SWAP_HAS_CACHE. The per-cpu cluster goes
-    /// on from where it stopped (so successive swap-outs get contiguous
-    /// slots, as the kernel's do); a full one is replaced by a free
-    /// cluster, else by a partly used one. Returns None when swap is full.
-    pub fn get_swap_page(&mut self, memcg: MemcgId, owner: (u32, u32)) -> Option<SwapOffset> {
-        if self.nr_free() == 0 {
-            return None;
-        }
-        let off = loop {
-            if self.next != 0 {
-                let c = self.next / SWAPFILE_CLUSTER;
-                if let Some(o) = self.scan_cluster(c, self.next) {
-                    break o;
-                }
-                self.release_current(c);
-            }
-            let c = match self.isolate(true).or_else(|| self.isolate(false)) {
-                Some(c) => c,
-                None => return None,
-            };
-            self.cluster_state[c as usize] = ClusterState::Current;
-            // cluster_is_empty(): a free cluster starts at its first slot;
-            // a partly used one is scanned from its start for holes.
-            self.next = (c * SWAPFILE_CLUSTER).max(1);
-        };
-        let c = off / SWAPFILE_CLUSTER;
-        self.cluster_count[c as usize] += 1;
-        // The per-cpu offset moves past the slot; at the cluster's end the
-        // cluster is relocated (relocate_cluster) and the next allocation
-        // takes another.
-        if off + 1 >= ((c + 1) * SWAPFILE_CLUSTER).min(self.max) {
-            self.release_current(c);
-        } else {
-            self.next = off + 1;
-        }
-        self.swap_map[off as usize] = SWAP_HAS_CACHE;
-        self.swap_cgroup[off as usize] = memcg;
-        self.owner[off as usize] = owner;
-        self.inuse_pages += 1;
-        Some(off)
-    }
-
-    /// relocate_cluster(): the per-cpu cluster is given up, onto the full
-    /// or the nonfull list.
-    fn release_current(&mut self, c: u32) {
-        self.relocate_cluster(c);
-        self.next = 0;
-    }
-
     /// relocate_cluster(): full, free (its order reset) or nonfull.
     fn relocate_cluster(&mut self, c: u32) {
         let ci = c as usize;
@@ -349,44 +288,44 @@ impl SwapInfo {
         self.queue(c);
     }
 
-    /// folio_alloc_swap() of a folio of `order`: a naturally aligned run
-    /// of 1 << order free slots inside one cluster (alloc_swap_scan_cluster
-    /// and cluster_alloc_range), all taken with SWAP_HAS_CACHE. The
-    /// order's per-cpu cluster goes on where it stopped; else a free
-    /// cluster (whose order it sets), else, below PMD order, a partly
-    /// used cluster of this order. None when there is no such run: a
-    /// large allocation never steals from other orders' clusters, and
-    /// reclaim then splits the folio. Order 0 is get_swap_page().
+    /// folio_alloc_swap() -> swap_alloc_fast() / swap_alloc_slow(): a
+    /// naturally aligned run of 1 << order free slots inside one cluster
+    /// (alloc_swap_scan_cluster and cluster_alloc_range), all taken with
+    /// SWAP_HAS_CACHE. The order's per-cpu cluster goes on from where it
+    /// stopped (so successive swap-outs get contiguous slots, as the
+    /// kernel's do); one with no room left is relocated and replaced by a
+    /// free cluster (whose order it sets), else by a partly used one:
+    /// order 0 takes its own order's first, then steals from the others
+    /// (the cluster keeps its order); a large order only its own, and PMD
+    /// order only free clusters. None when swap is full or, for a large
+    /// folio, no run is left: reclaim then splits the folio.
     pub fn get_swap_pages(
         &mut self,
         memcg: MemcgId,
         owner: (u32, u32),
         order: u32,
     ) -> Option<SwapOffset> {
-        if order == 0 {
-            return self.get_swap_page(memcg, owner);
-        }
         let o = order as usize;
         let nr = 1u32 << order;
         if self.nr_free() < nr as u64 || nr > SWAPFILE_CLUSTER {
             return None;
         }
-        let mut from = self.next_large[o];
-        // Each partly used cluster is tried once per allocation (the
+        // Each partly used cluster is tried once per large allocation (the
         // kernel's walk of nonfull_clusters moves a failed one to frag).
         let mut tries = self.nonfull_clusters[o].len() + 1;
         let off = loop {
+            let from = self.next[o];
             if from != 0 {
                 let c = from / SWAPFILE_CLUSTER;
-                if let Some(w) = self.scan_cluster_order(c, from, nr) {
+                if let Some(w) = self.scan_cluster(c, from, nr) {
                     break w;
                 }
-                // The per-cpu cluster has no run left: give it up.
                 self.relocate_cluster(c);
-                self.next_large[o] = 0;
+                self.next[o] = 0;
             }
             let c = match self.isolate(true) {
                 Some(c) => c,
+                None if order == 0 => self.isolate(false)?,
                 None if order < super::folio::HPAGE_PMD_ORDER && tries > 0 => {
                     tries -= 1;
                     self.isolate_nonfull(o)?
@@ -398,16 +337,19 @@ impl SwapInfo {
             if self.cluster_count[ci] as u32 == self.unusable(ci) {
                 self.cluster_order[ci] = order as u8;
             }
-            from = (c * SWAPFILE_CLUSTER).max(1);
-            self.next_large[o] = from;
+            // cluster_is_empty(): a free cluster starts at its first slot;
+            // a partly used one is scanned from its start for holes.
+            self.next[o] = (c * SWAPFILE_CLUSTER).max(1);
         };
         let c = off / SWAPFILE_CLUSTER;
         self.cluster_count[c as usize] += nr as u16;
+        // The per-cpu offset moves past the run; at the cluster's end the
+        // cluster is relocated and the next allocation takes another.
         if off + nr >= ((c + 1) * SWAPFILE_CLUSTER).min(self.max) {
             self.relocate_cluster(c);
-            self.next_large[o] = 0;
+            self.next[o] = 0;
         } else {
-            self.next_large[o] = off + nr;
+            self.next[o] = off + nr;
         }
         for i in 0..nr {
             let s = (off + i) as usize;
@@ -423,7 +365,7 @@ impl SwapInfo {
     /// naturally aligned window at or after `from` whose slots are all
     /// free (the header's SWAP_MAP_BAD keeps cluster 0's first window
     /// out).
-    fn scan_cluster_order(&self, c: u32, from: u32, nr: u32) -> Option<u32> {
+    fn scan_cluster(&self, c: u32, from: u32, nr: u32) -> Option<u32> {
         if self.cluster_count[c as usize] as u32 + nr > SWAPFILE_CLUSTER {
             return None;
         }
@@ -556,7 +498,7 @@ mod tests {
         let mut si = SwapInfo::new(SwapKind::Disk, 2 * SWAPFILE_CLUSTER as u64, 3.0);
         assert_eq!(si.pages, 2 * SWAPFILE_CLUSTER as u64 - 1);
         let a: Vec<u32> = (0..4)
-            .map(|_| si.get_swap_page(0, (0, 0)).unwrap())
+            .map(|_| si.get_swap_pages(0, (0, 0), 0).unwrap())
             .collect();
         // Cluster 0 holds the header, so it starts out nonfull: the free
         // cluster 1 is taken first, from its first slot, contiguously.
@@ -566,11 +508,11 @@ mod tests {
             si.swap_entry_free(o);
         }
         // The per-cpu cluster goes on past the holes.
-        assert_eq!(si.get_swap_page(0, (0, 0)), Some(516));
+        assert_eq!(si.get_swap_pages(0, (0, 0), 0), Some(516));
         si.check().unwrap();
         // Fill everything: 1023 usable slots, then None.
         let mut n = 3;
-        while si.get_swap_page(0, (0, 0)).is_some() {
+        while si.get_swap_pages(0, (0, 0), 0).is_some() {
             n += 1;
         }
         assert_eq!(n, 1023);
@@ -590,7 +532,7 @@ mod tests {
         assert!((a..a + 16).all(|o| si.swap_map[o as usize] == SWAP_HAS_CACHE));
         assert_eq!(si.owner[a as usize + 3], (7, 35));
         // Order 0 has its own per-cpu cluster: the next free one (2).
-        assert_eq!(si.get_swap_page(0, (0, 0)), Some(1024));
+        assert_eq!(si.get_swap_pages(0, (0, 0), 0), Some(1024));
         // PMD order needs a free cluster: none is left.
         assert_eq!(si.get_swap_pages(0, (0, 0), 9), None);
         si.check().unwrap();

@@ -53,6 +53,12 @@ items! {
     THP_FILE_MAPPED => "thp_file_mapped",
     THP_SWPOUT => "thp_swpout",
     THP_SWPOUT_FALLBACK => "thp_swpout_fallback",
+    THP_FAULT_ALLOC => "thp_fault_alloc",
+    THP_FAULT_FALLBACK => "thp_fault_fallback",
+    THP_FAULT_FALLBACK_CHARGE => "thp_fault_fallback_charge",
+    THP_FILE_ALLOC => "thp_file_alloc",
+    THP_FILE_FALLBACK => "thp_file_fallback",
+    THP_FILE_FALLBACK_CHARGE => "thp_file_fallback_charge",
     // memcg v1 charge events (memory.stat pgpgin/pgpgout count pages charged
     // and uncharged, not KiB of I/O: kept apart from the vmstat ones).
     MEMCG_PGPGIN => "memcg_pgpgin_events",

@@ -300,12 +300,7 @@ impl Sim {
                 }),
                 mthp: {
                     // The anon sizes enabled and the sizes tmpfs may take.
-                    let tmpfs = match self.cfg.mm.tmpfs_huge {
-                        crate::mm::TmpfsHuge::Always | crate::mm::TmpfsHuge::WithinSize if self.cfg.mm.tmpfs_all_orders() => 0x3fe,
-                        crate::mm::TmpfsHuge::Always | crate::mm::TmpfsHuge::WithinSize => 1 << crate::mm::folio::HPAGE_PMD_ORDER,
-                        _ => 0,
-                    };
-                    let mask = self.cfg.mm.thp_anon_orders | tmpfs;
+                    let mask = self.cfg.mm.thp_anon_orders | self.cfg.mm.tmpfs_huge_orders();
                     (mask != 0).then(|| core.mthp.sysfs(mask))
                 },
             }

@@ -552,40 +552,13 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             FolioRef::Reclaim | FolioRef::ReclaimClean => {}
         }
         if !file {
-            if nr > 1 && !core.folios.get(id).test(pg::SWAPCACHE) {
-                // A large anonymous folio: swapped out whole when a
-                // naturally aligned run of slots is free (THP_SWAP,
-                // MmConfig::large_anon_swap); else split, the pieces back
-                // on the LRU, this one reclaimed as order 0
-                // (huge_memory.rs).
-                // A tmpfs folio goes the same way in shmem_writeout(),
-                // split first when the end of its file falls inside it
-                // and with no fallback counted; one reclaim keeps
-                // (shrink_anon_folio) stays whole.
-                let shmem = core.folio_in_shmem_cache(id);
-                let kept = shmem && {
-                    let f = core.folios.get(id);
-                    !sc.may_writepage || (f.test(pg::MAPPED) && !sc.may_unmap)
-                };
-                let whole = kept
-                    || (core.cfg.large_anon_swap()
-                        && !(shmem && core.shmem_folio_crosses_eof(id))
-                        && core.folio_alloc_swap(id));
-                if !whole {
-                    let order = core.folios.get(id).order();
-                    super::huge_memory::split_folio_to_lru(core, policy, id);
-                    nr = 1;
-                    if core.cfg.large_anon_swap() && !shmem {
-                        if order == crate::mm::folio::HPAGE_PMD_ORDER {
-                            core.count(memcg, Item::THP_SWPOUT_FALLBACK, 1);
-                        }
-                        core.mthp_count(order, super::huge_memory::MthpStat::SwpoutFallback);
-                    }
-                }
-            }
             // Anonymous: add_to_swap (folio_alloc_swap), try_to_unmap,
             // pageout() to the swap device, then __remove_mapping().
-            match shrink_anon_folio(core, id, sc) {
+            let fate = shrink_anon_folio(core, policy, id, sc);
+            // A large folio without a run of slots was split: this is its
+            // first page now.
+            nr = core.folios.get(id).nr_pages();
+            match fate {
                 AnonFate::Activate => {
                     // activate_locked: a swap-cache folio gives its slot
                     // back when swap is getting full.
@@ -702,6 +675,37 @@ fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(
     !core.folios.get(id).test(pg::WRITEBACK)
 }
 
+/// folio_alloc_swap() with shrink_folio_list()'s fallback for a large
+/// folio (and shmem_writeout()'s for a tmpfs one): swapped out whole when
+/// a naturally aligned run of slots is free (THP_SWAP,
+/// MmConfig::large_anon_swap; a tmpfs folio the end of its file falls
+/// inside is split first), else split to order 0 (huge_memory.rs: the
+/// pieces back on the LRU; thp_swpout_fallback and the size's
+/// swpout_fallback for anon) and this page given a slot. False when no
+/// slot is left.
+fn add_to_swap<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    id: FolioId,
+    shmem: bool,
+) -> bool {
+    let f = *core.folios.get(id);
+    if f.nr_pages() > 1 {
+        let large = core.cfg.large_anon_swap();
+        if large && !(shmem && core.shmem_folio_crosses_eof(id)) && core.folio_alloc_swap(id) {
+            return true;
+        }
+        super::huge_memory::split_folio_to_lru(core, policy, id);
+        if large && !shmem {
+            if f.order() == crate::mm::folio::HPAGE_PMD_ORDER {
+                core.count(f.memcg, Item::THP_SWPOUT_FALLBACK, 1);
+            }
+            core.mthp_count(f.order(), super::huge_memory::MthpStat::SwpoutFallback);
+        }
+    }
+    core.folio_alloc_swap(id)
+}
+
 /// What shrink_folio_list() does with an anonymous folio it decided to
 /// reclaim.
 enum AnonFate {
@@ -716,7 +720,12 @@ enum AnonFate {
 /// the swap entry, MM_ANONPAGES -> MM_SWAPENTS), a dirty one is written
 /// (pageout() sets PG_reclaim; zram completes at once, a disk leaves it
 /// under writeback and reclaim moves on). Clean and unmapped, it can go.
-fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> AnonFate {
+fn shrink_anon_folio<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    id: FolioId,
+    sc: &mut ScanControl,
+) -> AnonFate {
     use super::mmap::{MM_ANONPAGES, MM_SWAPENTS};
     use super::page_io::SwapWrite;
     if core.folio_in_shmem_cache(id) {
@@ -727,16 +736,15 @@ fn shrink_anon_folio(core: &mut Core, id: FolioId, sc: &mut ScanControl) -> Anon
         if !sc.may_writepage || (f.test(pg::MAPPED) && !sc.may_unmap) {
             return AnonFate::Keep;
         }
-        // A large one got its slots above (or was split).
-        if !f.test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
+        if !add_to_swap(core, policy, id, true) {
             return AnonFate::Activate;
         }
         if f.test(pg::MAPPED) {
             core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
-            core.memcgs[f.memcg as usize].nr_mapped -= f.nr_pages();
+            core.memcgs[f.memcg as usize].nr_mapped -= core.folios.get(id).nr_pages();
         }
         core.shmem_writeout(id);
-    } else if !core.folios.get(id).test(pg::SWAPCACHE) && !core.folio_alloc_swap(id) {
+    } else if !core.folios.get(id).test(pg::SWAPCACHE) && !add_to_swap(core, policy, id, false) {
         return AnonFate::Activate;
     }
     let f = *core.folios.get(id);
