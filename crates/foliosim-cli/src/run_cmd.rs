@@ -56,7 +56,14 @@ pub(crate) fn report(
         }
         (None, None) => return Err("run: give a scenario file or --usemem".into()),
     };
-    let m = with_scenario_defaults(&a.machine, &sc)?;
+    let mut machine = a.machine.clone();
+    let mut sc = sc;
+    if a.usemem.is_some() {
+        if let Some(l) = machine.memcg_limit.take() {
+            in_memcg(&mut sc, &l)?;
+        }
+    }
+    let m = with_scenario_defaults(&machine, &sc)?;
     if m.fs.is_some() {
         return Err("--fs: only fio jobs run on the model's file system".into());
     }
@@ -79,6 +86,25 @@ pub(crate) fn report(
     Ok(Some(r))
 }
 
+/// usemem's processes in one memcg of `limit` (--memcg-limit), as
+/// vm-scalability's memcg cases run usemem.
+fn in_memcg(sc: &mut Scenario, limit: &str) -> Result<(), String> {
+    let l =
+        foliosim_workload::units::parse_size(limit).map_err(|e| format!("--memcg-limit: {e}"))?;
+    if l < 1 << 20 {
+        return Err(format!("--memcg-limit: {limit} is below 1M"));
+    }
+    sc.cgroups.push(foliosim_workload::scenario::Cgroup {
+        path: "usemem".into(),
+        max: Some(l),
+        ..Default::default()
+    });
+    for p in &mut sc.processes {
+        p.cgroup = "usemem".into();
+    }
+    Ok(())
+}
+
 /// The command line's machine options over the scenario's `[machine]`
 /// values (the scenario's are defaults; sysctls from the scenario come
 /// first, so the command line's win). Also the oracle's model side of a
@@ -87,6 +113,19 @@ pub(crate) fn with_scenario_defaults(
     cli: &MachineArgs,
     sc: &Scenario,
 ) -> Result<MachineArgs, String> {
+    // A scenario names its own cgroups: these two would have nowhere to go.
+    if cli.policy.is_some() {
+        return Err(format!(
+            "--policy: {} sets each cgroup's cache_ext policy with the cgroup's `policy` key; --policy is for `foliosim fio`",
+            sc.file
+        ));
+    }
+    if cli.memcg_limit.is_some() {
+        return Err(format!(
+            "--memcg-limit: {} sets its cgroups' limits (memory.max / memory.limit_in_bytes); --memcg-limit is for `foliosim fio`",
+            sc.file
+        ));
+    }
     let d = &sc.machine;
     let mut m = cli.clone();
     if m.memory.is_none() {

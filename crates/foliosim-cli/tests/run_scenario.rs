@@ -164,3 +164,43 @@ fn shipped_scenarios_run_and_only_the_oom_cases_kill() {
         }
     }
 }
+
+#[test]
+fn usemem_runs_in_the_memcg_limit_given() {
+    // 128M of usemem in a 96M memcg with zram: it swaps; without the
+    // limit it does not.
+    let args = ["run", "--usemem", "-n 2 64M", "--swap", "zram:1G", "--json"];
+    let (code, out, err) = foliosim(&[&args[..], &["--memcg-limit", "96M"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cg = &v["cgroups"]["usemem"];
+    assert_eq!(cg["max_usage_in_bytes"], 96 << 20);
+    assert!(cg["pswpout"].as_u64().unwrap() > 4096, "{cg}");
+    let (code, out, err) = foliosim(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["vmstat"]["pswpout"], 0);
+    let (code, _, err) = foliosim(&[&args[..], &["--memcg-limit", "512K"]].concat());
+    assert_eq!(
+        (code, err.trim()),
+        (2, "foliosim: --memcg-limit: 512K is below 1M")
+    );
+}
+
+#[test]
+fn scenario_refuses_fio_only_memcg_options() {
+    // A scenario names its own cgroups: --policy and --memcg-limit would
+    // silently do nothing.
+    let f = scenario_file("over-opts.toml", OVER_LIMIT);
+    let (code, _, err) = foliosim(&["run", &f, "--policy", "lfu"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("foliosim: --policy: ")
+            && err.contains("`policy` key")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let (code, _, err) = foliosim(&["run", &f, "--memcg-limit", "16M"]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("foliosim: --memcg-limit: "), "{err}");
+}

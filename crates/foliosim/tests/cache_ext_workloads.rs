@@ -27,6 +27,18 @@ fn run(text: &str, lru: LruKind) -> ScenarioReport {
 }
 
 fn kv(pattern: &str, limit: &str, accesses: u64, records: u64, table_cache: u64) -> String {
+    kv_levels(pattern, limit, accesses, records, table_cache, "64M")
+}
+
+/// `kv` on levels of `level_base` (64M: one level).
+fn kv_levels(
+    pattern: &str,
+    limit: &str,
+    accesses: u64,
+    records: u64,
+    table_cache: u64,
+    level_base: &str,
+) -> String {
     format!(
         r#"
 [[cgroup]]
@@ -41,7 +53,7 @@ size = "16M"
 name = "c"
 cgroup = "db"
 steps = [
-  {{ op = "kv_get", file = "db", keys = 60000, record = 227, table_cache = {table_cache}, records = {records}, pattern = "{pattern}", accesses = {accesses} }},
+  {{ op = "kv_get", file = "db", keys = 60000, record = 227, table_cache = {table_cache}, level_base = "{level_base}", records = {records}, pattern = "{pattern}", accesses = {accesses} }},
 ]
 "#
     )
@@ -52,7 +64,7 @@ fn kv_get_reads_footer_index_and_block_per_table_open() {
     // A table cache holding every table: each table is opened once (its
     // footer and index read once), then each GET reads one data block
     // (4,103 bytes: 18 records, restart array, trailer).
-    let l = SstLayout::new(60000, 227, 4096, 2 << 20).unwrap();
+    let l = SstLayout::new(60000, 227, 4096, 2 << 20, 64 << 20).unwrap();
     let r = run(&kv("random", "max", 5000, 1, 1000), LruKind::Classic);
     let p = &r.processes[0];
     assert_eq!(p.ops, 5000);
@@ -61,7 +73,10 @@ fn kv_get_reads_footer_index_and_block_per_table_open() {
     assert_eq!(p.ios, 5000 + 2 * l.tables);
     assert_eq!(
         p.io_bytes,
-        5000 * l.block_bytes + l.tables * (48 + l.index_bytes)
+        5000 * l.block_bytes
+            + (0..l.tables)
+                .map(|t| 48 + l.index_range(&l.table(0, t)).1)
+                .sum::<u64>()
     );
     // A table cache of one: nearly every GET opens its table again.
     let r1 = run(&kv("random", "max", 5000, 1, 1), LruKind::Classic);
@@ -139,6 +154,39 @@ fn kv_get_errors_name_file_line_and_key() {
     let unknown = kv("ycsb", "max", 10, 1, 3).replace("records = 1,", "records = 1, bs = 4096,");
     let e = parse(&unknown, "t.toml").unwrap_err().to_string();
     assert!(e.starts_with("t.toml:14: bs: "), "{e}");
+    let tiny = kv_levels("ycsb", "max", 10, 1, 3, "100");
+    let e = parse(&tiny, "t.toml").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "t.toml:14: level_base: a level of 100 bytes holds no record of 227 bytes"
+    );
+}
+
+#[test]
+fn kv_get_walks_the_levels_down_to_the_key_s() {
+    // 1 MiB levels: 4,545 records on level 1, 45,450 on level 2, the other
+    // 10,005 on level 3, in 1 + 5 + 2 tables. A GET reads one data block
+    // per level down to the key's own: on average (4545 * 1 + 45450 * 2 +
+    // 10005 * 3) / 60000 = 2.09 blocks for uniform keys.
+    let l = SstLayout::new(60000, 227, 4096, 2 << 20, 1 << 20).unwrap();
+    let keys: Vec<u64> = l.levels[..l.nlevels].iter().map(|v| v.keys).collect();
+    assert_eq!(keys, vec![4545, 45450, 10005]);
+    assert_eq!(l.tables, 8);
+    let r = run(
+        &kv_levels("random", "max", 5000, 1, 1000, "1M"),
+        LruKind::Classic,
+    );
+    let p = &r.processes[0];
+    assert_eq!(p.ops, 5000);
+    // Every table opened once (footer and index), the rest data blocks.
+    let data = p.ios - 2 * l.tables;
+    assert!(
+        (2.0..2.2).contains(&(data as f64 / 5000.0)),
+        "{data} data blocks for 5000 GETs"
+    );
+    // One level reads one block a GET.
+    let one = run(&kv("random", "max", 5000, 1, 1000), LruKind::Classic);
+    assert_eq!(one.processes[0].ios, 5000 + 2 * 7);
 }
 
 #[test]

@@ -957,6 +957,7 @@ impl<'a> Driver<'a> {
                 record,
                 table_size,
                 table_cache,
+                level_base,
                 records,
                 pattern,
                 amount,
@@ -968,6 +969,7 @@ impl<'a> Driver<'a> {
                     *record,
                     PAGE_SIZE,
                     *table_size,
+                    *level_base,
                     file,
                     sc.files[fi].size,
                 )

@@ -630,6 +630,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             record,
             table_size,
             table_cache,
+            level_base,
             records,
             pattern,
             amount,
@@ -641,6 +642,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 *record,
                 4096,
                 *table_size,
+                *level_base,
                 file,
                 size,
             )

@@ -269,6 +269,8 @@ pub enum Op {
         record: u64,
         table_size: u64,
         table_cache: u64,
+        /// Bytes of level 1; each level below holds ten times more.
+        level_base: u64,
         records: u64,
         pattern: Pattern,
         amount: Amount,

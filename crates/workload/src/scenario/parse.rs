@@ -1018,6 +1018,7 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
             "record",
             "table_size",
             "table_cache",
+            "level_base",
             "records",
             "pattern",
             "passes",
@@ -1183,6 +1184,13 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["table_cache"])? {
                 table_cache = count(cx, k, v)?;
             }
+            // LevelDB's MaxBytesForLevel(1).
+            let mut level_base = crate::lsm::LEVEL_BASE;
+            let mut level_base_span = None;
+            if let Some((k, v)) = t.take1(&["level_base"])? {
+                level_base = nonzero_size(cx, k, v)?;
+                level_base_span = Some(v.span());
+            }
             let mut records = 1;
             if let Some((k, v)) = t.take1(&["records"])? {
                 records = count(cx, k, v)?;
@@ -1191,8 +1199,12 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["pattern"])? {
                 pat = pattern(cx, k, v)?;
             }
-            crate::lsm::SstLayout::new(keys, record, 4096, table_size)
-                .map_err(|e| cx.error(&keys_span, "keys", e))?;
+            crate::lsm::SstLayout::new(keys, record, 4096, table_size, level_base).map_err(
+                |e| match &level_base_span {
+                    Some(sp) if e.starts_with("a level of") => cx.error(sp, "level_base", e),
+                    _ => cx.error(&keys_span, "keys", e),
+                },
+            )?;
             let amount = amount(cx, &mut t, None)?;
             let think_ns = think(cx, &mut t)?;
             Op::KvGet {
@@ -1201,6 +1213,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 record,
                 table_size,
                 table_cache,
+                level_base,
                 records,
                 pattern: pat,
                 amount,
