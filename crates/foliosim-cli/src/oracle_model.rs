@@ -224,11 +224,27 @@ fn oracle_scenario_counters(
             .filter(|q| q.oom_killed && q.name.starts_with(&prefix) && !q.name.contains('/'))
             .count();
         m.insert(format!("killed[{}]", p.name), killed as f64);
+        // kv_get operations of every instance and child, as the real side
+        // sums its processes' "done" reports.
+        let ops: u64 = r
+            .processes
+            .iter()
+            .filter(|q| q.name.starts_with(&prefix))
+            .map(|q| q.ops)
+            .sum();
+        m.insert(format!("ops[{}]", p.name), ops as f64);
+    }
+    // When each instance and forked child started and ended (s from the
+    // run's start); a killed one reports nothing on the real side.
+    for q in r.processes.iter().filter(|q| !q.oom_killed) {
+        m.insert(format!("start_s[{}]", q.name), q.start_ns as f64 / 1e9);
+        m.insert(format!("end_s[{}]", q.name), q.end_ns as f64 / 1e9);
     }
     m.insert(
         "oom_kill".into(),
         r.run.vmstat.get("oom_kill").copied().unwrap_or(0) as f64,
     );
+    foliosim_oracle::scn::add_per_op(&mut m);
     m
 }
 
@@ -468,6 +484,12 @@ mod tests {
         assert!(m.contains_key("memcg[app].oom_kill"));
         assert_eq!(m["killed[hog]"], 0.0);
         assert_eq!(m["oom_kill"], 0.0);
+        // The real side's "done" figures: no kv_get operations, no per-op
+        // counters, and the instance's times.
+        assert_eq!(m["ops[hog]"], 0.0);
+        assert!(!m.keys().any(|k| k.starts_with("per_op.")));
+        assert_eq!(m["start_s[hog[0]]"], 0.0);
+        assert!(m["end_s[hog[0]]"] > 0.0);
         // 16M of anon through an 8M group with swap: swapped out and read
         // back, counted in the group as in vmstat.
         assert!(m["vmstat.pswpout"] >= 1024.0, "{}", m["vmstat.pswpout"]);
@@ -506,5 +528,8 @@ mod tests {
         assert_eq!(m["killed[hog]"], 1.0);
         assert_eq!(m["killed[small]"], 0.0);
         assert_eq!(m["oom_kill"], 1.0);
+        // A killed instance reports no times (it sends no "done" line).
+        assert!(!m.contains_key("end_s[hog[0]]"));
+        assert!(m.contains_key("end_s[small[0]]"));
     }
 }

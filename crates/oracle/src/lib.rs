@@ -35,6 +35,12 @@
 //!   access loop, or fio's whole run). Informative; the model may omit it.
 //! * **`fio.read_bytes`, `fio.write_bytes`** (fio cases): bytes fio's jobs
 //!   moved, from its JSON output. Informative, a check that the job ran.
+//! * **`ops[PROCESS]`, `start_s[NAME]`, `end_s[NAME]`, `per_op.COUNTER`**
+//!   (scenario cases; [`scn`]): operations of kv_get steps, when each
+//!   process instance or forked child started and ended, and counters per
+//!   operation, which compare runs whose length is a duration (their totals
+//!   follow throughput, which the model's device sets). Times are
+//!   informative, not scored.
 //!
 //! The model returns the subset it models under the same names; counters that
 //! only one side has are listed in the report but not scored. [`units::unit_of`]

@@ -230,7 +230,7 @@ pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Repo
     let mut names: Vec<String> = Vec::new();
     for c in &cases {
         for r in c.rows() {
-            if let (Some(e), true) = (r.err_pct, r.counter != "elapsed_s") {
+            if let (Some(e), true) = (r.err_pct, crate::units::unit_of(&r.counter) != "s") {
                 all.push((e.abs(), c.name.clone(), r.counter.clone()));
                 if !names.contains(&r.counter) {
                     names.push(r.counter.clone());
@@ -613,7 +613,7 @@ pub fn render_markdown(r: &Report) -> String {
     s.push_str("\n## Summary\n\n");
     match (&r.overall_median_abs_err_pct, &r.overall_worst) {
         (Some(m), Some((w, case, counter))) => s.push_str(&format!(
-            "Over every (case, counter) both sides report (elapsed_s excepted): median |error| \
+            "Over every (case, counter) both sides report (times excepted: elapsed_s, start_s, end_s): median |error| \
              {m:.1}%, worst {w:.1}% (`{counter}` in {case}).\n\n"
         )),
         _ => s.push_str("Nothing was compared (no case ran, or the model reported nothing).\n\n"),

@@ -176,6 +176,52 @@ struct Proc {
     args: ChildArgs,
     maps: Mutex<HashMap<String, Region>>,
     seed: u64,
+    /// Operations of kv_get steps, all threads (the model's `ops`).
+    ops: std::sync::atomic::AtomicU64,
+}
+
+/// CLOCK_MONOTONIC in ns: the oracle and its children read the same clock.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The name the model's report gives this process instance or forked
+/// child: "NAME[i]", "NAME[i]/fork@LINE[j]" (ScenarioReport's processes).
+fn report_name(sc: &Scenario, a: &ChildArgs) -> String {
+    let mut n = format!("{}[{}]", sc.processes[a.process].name, a.instance);
+    // A fork child's ident: its parent thread's four numbers, then
+    // (line, fork sequence, child) for each fork on the way.
+    if !a.fork.is_empty() {
+        for t in a.ident.get(4..).unwrap_or(&[]).chunks(3) {
+            if let [line, _, j] = t {
+                n.push_str(&format!("/fork@{line}[{j}]"));
+            }
+        }
+    }
+    n
+}
+
+/// Tells the oracle this process's figures as it leaves: "done NAME OPS
+/// START_NS END_NS" (monotonic). Best effort: the counters are read anyway.
+fn report_done(p: &Proc, start_ns: u64) {
+    if let Ok(mut s) = UnixStream::connect(&p.args.sock) {
+        let _ = s.write_all(
+            format!(
+                "done {} {} {} {}\n",
+                report_name(&p.sc, &p.args),
+                p.ops.load(std::sync::atomic::Ordering::Relaxed),
+                start_ns,
+                monotonic_ns()
+            )
+            .as_bytes(),
+        );
+    }
 }
 
 struct ThreadCtx<'a> {
@@ -229,10 +275,12 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         args: a.clone(),
         maps: Mutex::new(HashMap::new()),
         seed,
+        ops: std::sync::atomic::AtomicU64::new(0),
     };
     if let Some(fd) = a.start_fd {
         wait_for_start(fd);
     }
+    let start_ns = monotonic_ns();
     let results: Vec<Result<Flow, String>> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         for (ti, count, steps) in &threads {
@@ -260,7 +308,10 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
                     let r = run_steps(&mut t, steps);
                     match r {
                         // exit(0) of the whole process, as the step says.
-                        Ok(Flow::Exit) => std::process::exit(0),
+                        Ok(Flow::Exit) => {
+                            report_done(p, start_ns);
+                            std::process::exit(0)
+                        }
                         // At once: the other threads may be waiting at a
                         // barrier this one will never reach.
                         Err(e) => {
@@ -279,6 +330,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
     for r in results {
         r?;
     }
+    report_done(&p, start_ns);
     Ok(())
 }
 
@@ -647,6 +699,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 size,
             )
             .map_err(|e| format!("kv_get: {e}"))?;
+            let ops = &t.p.ops;
             let g = access_gen(t, st, pattern, *keys)?;
             let mut cache = foliosim_workload::lsm::TableCache::new(*table_cache as usize);
             let mut buf = AlignedBuf::new(l.index_bytes.max(l.block_bytes).max(4096) as usize)?;
@@ -661,6 +714,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                     }
                 });
                 res.as_ref().map_err(|e| format!("pread '{file}': {e}"))?;
+                ops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 i += 1;
                 think(*think_ns);
             }
@@ -847,6 +901,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn report_names_are_the_model_reports() {
+        let mut sc = Scenario::default();
+        for n in ["resident", "forker"] {
+            sc.processes.push(foliosim_workload::scenario::Process {
+                name: n.into(),
+                count: 2,
+                ..Default::default()
+            });
+        }
+        let mut a = ChildArgs {
+            spec: PathBuf::new(),
+            process: 1,
+            instance: 1,
+            sock: PathBuf::new(),
+            files: PathBuf::new(),
+            tmpfs: PathBuf::new(),
+            fork: vec![],
+            ident: vec![],
+            start_fd: None,
+        };
+        assert_eq!(report_name(&sc, &a), "forker[1]");
+        // A child of a fork step on line 26 (its second), then a child of
+        // a fork on line 30 inside it.
+        a.fork = vec![0, 2];
+        a.ident = vec![1, 1, 0, 0, 26, 0, 1];
+        assert_eq!(report_name(&sc, &a), "forker[1]/fork@26[1]");
+        a.ident.extend([30, 0, 0]);
+        assert_eq!(report_name(&sc, &a), "forker[1]/fork@26[1]/fork@30[0]");
+    }
+
+    #[test]
     fn streams_are_the_model_drivers() {
         // The driver's seed for thread (process 0, instance 0, thread 0,
         // copy 0) and a step on line 5.
@@ -861,6 +946,7 @@ mod tests {
             args,
             maps: Mutex::new(HashMap::new()),
             seed: 1,
+            ops: std::sync::atomic::AtomicU64::new(0),
         };
         let mut t = ThreadCtx {
             p: &p,

@@ -12,7 +12,12 @@
 //! `file`, `swap`, `shmem`, `pgmajfault`, ...); each declared cgroup's as
 //! `memcg[PATH].NAME`; `memcg[PATH].oom_kill` (v1 oom_control, local to
 //! the group) and `oom_kill` (their sum); `killed[PROCESS]`: instances of
-//! the process that ended by SIGKILL.
+//! the process that ended by SIGKILL; `ops[PROCESS]`: kv_get operations of
+//! its instances and forked children; `start_s[NAME]`, `end_s[NAME]`: when
+//! each instance or child that finished started and ended, in seconds from
+//! the run's start, under the model report's names (`app[0]`,
+//! `forker[0]/fork@26[1]`); `per_op.COUNTER`: [`PER_OP`] counters over the
+//! operations, for runs whose length is a duration.
 
 pub mod builtin;
 pub mod exec;
@@ -495,6 +500,8 @@ pub fn parse_total_stat(text: &str) -> Result<BTreeMap<String, u64>, String> {
 struct Barriers {
     stop: Arc<AtomicBool>,
     pub broken: Arc<AtomicBool>,
+    /// "done NAME OPS START END" lines of the processes that finished.
+    pub done: Arc<std::sync::Mutex<Vec<String>>>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -506,6 +513,8 @@ impl Barriers {
         let stop = Arc::new(AtomicBool::new(false));
         let broken = Arc::new(AtomicBool::new(false));
         let (s2, b2) = (stop.clone(), broken.clone());
+        let done = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let d2 = done.clone();
         let handle = std::thread::spawn(move || {
             let (tx, rx) = mpsc::channel::<(usize, String)>();
             let mut conns: Vec<UnixStream> = Vec::new();
@@ -516,6 +525,7 @@ impl Barriers {
                     let id = conns.len();
                     if let Ok(r) = c.try_clone() {
                         let tx = tx.clone();
+                        let d3 = d2.clone();
                         std::thread::spawn(move || {
                             for line in BufReader::new(r).lines() {
                                 let Ok(line) = line else { break };
@@ -523,6 +533,8 @@ impl Barriers {
                                     if tx.send((id, n.to_string())).is_err() {
                                         break;
                                     }
+                                } else if let Some(d) = line.strip_prefix("done ") {
+                                    d3.lock().expect("not poisoned").push(d.to_string());
                                 }
                             }
                         });
@@ -552,6 +564,7 @@ impl Barriers {
         Ok(Barriers {
             stop,
             broken,
+            done,
             handle: Some(handle),
         })
     }
@@ -699,6 +712,7 @@ pub fn run_real(
             }
         }
         m.insert("elapsed_s".into(), wall);
+        add_per_op(&mut m);
         if opts.verbose {
             eprintln!(
                 "  run {}/{}: {wall:.1}s, pswpout {} pswpin {} pgmajfault {} oom_kill {}",
@@ -761,6 +775,7 @@ fn run_instances(
         }
     }
     drop(gate);
+    let t0 = exec::monotonic_ns();
     let deadline = Instant::now() + RUN_TIMEOUT;
     let mut errors = Vec::new();
     let mut left: Vec<_> = kids.into_iter().map(Some).collect();
@@ -807,13 +822,118 @@ fn run_instances(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
+    // The last "done" lines may still be on their way: the reader threads
+    // get them as each connection closes.
+    let want = sc.processes.iter().map(|p| p.count as usize).sum::<usize>();
+    let settle = Instant::now() + Duration::from_millis(500);
+    while bar.done.lock().expect("not poisoned").len() < want && Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    add_done_lines(sc, &bar.done.lock().expect("not poisoned"), t0, &mut m);
     Ok(m)
+}
+
+/// Counters a duration-bound run is compared on per operation: its totals
+/// follow throughput, which the model's device sets.
+pub const PER_OP: &[&str] = &[
+    "vmstat.pgpgin",
+    "vmstat.workingset_refault_file",
+    "vmstat.workingset_activate_file",
+    "vmstat.pgsteal_file",
+    "vmstat.pgmajfault",
+];
+
+/// `per_op.COUNTER` for each of [`PER_OP`], over every process's `ops`
+/// (none when the scenario has no kv_get operations). Both sides call it.
+pub fn add_per_op(m: &mut BTreeMap<String, f64>) {
+    let ops: f64 = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("ops["))
+        .map(|(_, v)| *v)
+        .sum();
+    if ops <= 0.0 {
+        return;
+    }
+    for k in PER_OP {
+        if let Some(v) = m.get(*k).copied() {
+            m.insert(format!("per_op.{k}"), v / ops);
+        }
+    }
+}
+
+/// `ops[PROCESS]` (kv_get operations of its instances and forked children)
+/// and `start_s[NAME]` / `end_s[NAME]` (from the start of the run) of each
+/// instance and child that finished, from their "done" lines, under the
+/// model report's names.
+fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<String, f64>) {
+    for p in &sc.processes {
+        m.insert(format!("ops[{}]", p.name), 0.0);
+    }
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let [name, ops, start, end] = f[..] else {
+            continue;
+        };
+        let (Ok(ops), Ok(start), Ok(end)) =
+            (ops.parse::<u64>(), start.parse::<u64>(), end.parse::<u64>())
+        else {
+            continue;
+        };
+        let proc_name = name.split('[').next().unwrap_or(name);
+        if let Some(v) = m.get_mut(&format!("ops[{proc_name}]")) {
+            *v += ops as f64;
+        }
+        m.insert(
+            format!("start_s[{name}]"),
+            start.saturating_sub(t0) as f64 / 1e9,
+        );
+        m.insert(
+            format!("end_s[{name}]"),
+            end.saturating_sub(t0) as f64 / 1e9,
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use foliosim_workload::scenario::{Cgroup, FileSpec, Process, Thread};
+
+    #[test]
+    fn done_lines_give_ops_times_and_per_op_counters() {
+        let mut sc = Scenario::default();
+        for n in ["ycsb", "forker"] {
+            sc.processes.push(Process {
+                name: n.into(),
+                count: 1,
+                ..Default::default()
+            });
+        }
+        let lines = vec![
+            "ycsb[0] 300 1000000100 3000000100".to_string(),
+            "forker[0]/fork@26[1] 100 1500000100 2000000100".to_string(),
+            "garbled".to_string(),
+            "ycsb[1] x 1 2".to_string(),
+        ];
+        let mut m = BTreeMap::new();
+        m.insert("vmstat.pgpgin".to_string(), 800.0);
+        add_done_lines(&sc, &lines, 100, &mut m);
+        assert_eq!(m["ops[ycsb]"], 300.0);
+        assert_eq!(m["ops[forker]"], 100.0);
+        assert_eq!(m["start_s[ycsb[0]]"], 1.0);
+        assert_eq!(m["end_s[ycsb[0]]"], 3.0);
+        assert_eq!(m["end_s[forker[0]/fork@26[1]]"], 2.0);
+        assert!(!m.contains_key("end_s[ycsb[1]]"));
+        add_per_op(&mut m);
+        assert_eq!(m["per_op.vmstat.pgpgin"], 2.0);
+        // No operations: no per-op counters.
+        let mut z = BTreeMap::new();
+        z.insert("ops[a]".to_string(), 0.0);
+        z.insert("vmstat.pgpgin".to_string(), 8.0);
+        add_per_op(&mut z);
+        assert!(!z.contains_key("per_op.vmstat.pgpgin"));
+    }
 
     #[test]
     fn hostile_names_are_refused() {
