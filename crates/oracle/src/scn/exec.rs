@@ -910,17 +910,9 @@ mod tests {
                 ..Default::default()
             });
         }
-        let mut a = ChildArgs {
-            spec: PathBuf::new(),
-            process: 1,
-            instance: 1,
-            sock: PathBuf::new(),
-            files: PathBuf::new(),
-            tmpfs: PathBuf::new(),
-            fork: vec![],
-            ident: vec![],
-            start_fd: None,
-        };
+        let mut a =
+            ChildArgs::parse(&["--spec".into(), "x".into(), "--sock".into(), "y".into()]).unwrap();
+        (a.process, a.instance) = (1, 1);
         assert_eq!(report_name(&sc, &a), "forker[1]");
         // A child of a fork step on line 26 (its second), then a child of
         // a fork on line 30 inside it.
