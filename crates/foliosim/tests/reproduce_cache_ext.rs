@@ -117,6 +117,10 @@ fn rows_are_well_formed_and_deterministic() {
             cache_ext::paper_value(&r.experiment, &r.policy, &r.metric)
         );
     }
+    // The GET-SCAN mix is the paper's default run's: 47.3 SCANs to 1,690.8
+    // GETs a second (2.8%; examples/cache_ext/get-scan.toml).
+    let share = a[5].value / a[4].value;
+    assert!((0.02..0.04).contains(&share), "SCANs {share} of GETs");
     // The search loops over a tree larger than its cgroup: under the
     // kernel's LRU every search reads the whole tree again (10 searches of
     // ~20 MiB).
