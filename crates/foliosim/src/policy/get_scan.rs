@@ -7,9 +7,13 @@
 //! from the general list; with no scan folios at all it proposes nothing
 //! and the kernel's own reclaim runs. The 5,000 is an absolute count in
 //! get_scan.bpf.c, sized for the paper's 10 GiB cgroup; a run scaled down
-//! scales it with `scan_min`.
+//! scales it with `scan_min`. The score is the access count alone: unlike
+//! the sampling policy's (lfu.rs), get_scan.bpf.c's does not rank folios
+//! under read, off the LRU, dirty or under writeback last, so such a folio
+//! can be proposed and the kernel skips it. Its +100000 for a file's last
+//! page (LevelDB's index block) is left out: the model's tables share one
+//! file.
 
-use super::lfu::sample_score;
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, ListId};
 use crate::mm::folio::FolioId;
 
@@ -93,8 +97,6 @@ impl CacheExtOps for GetScan {
             s
         };
         let acc = &self.accesses;
-        let _ = cx.list_sample(list, ev, SAMPLE, |id, f| {
-            sample_score(f, acc[id as usize] as u64)
-        });
+        let _ = cx.list_sample(list, ev, SAMPLE, |id, _| acc[id as usize] as u64);
     }
 }
