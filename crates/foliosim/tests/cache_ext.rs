@@ -583,3 +583,24 @@ fn get_scan_threshold_is_a_key() {
     assert_eq!(cache_ext::GET_SCAN_SCALED, "get-scan:scan_min=13");
     assert!(cache_ext::available("get-scan", "get-scan"));
 }
+
+/// A job that writes as it reads: dirty and in-flight folios reach the
+/// lists' heads.
+const MIXED: &str = "[m]\nfilename=f\nsize=64m\nrw=randrw\nrwmixread=50\nbs=4k\nnumjobs=1\nio_size=96m\ninvalidate=0\n";
+
+#[test]
+fn fifo_passes_over_what_the_kernel_cannot_reclaim_and_get_scan_does_not() {
+    // fifo.bpf.c's iterate callback continues past folios not uptodate,
+    // off the LRU, dirty or under writeback: every candidate it proposes
+    // is reclaimed. get_scan.bpf.c's score is the access count alone, so
+    // it proposes such folios too and the kernel keeps them.
+    let fifo = stats(&run(Sim::new(cfg(Some("fifo"))), MIXED));
+    assert!(fifo.candidates > 1000, "{fifo:?}");
+    assert_eq!(fifo.candidates, fifo.candidates_reclaimed, "{fifo:?}");
+    let gs = stats(&run(
+        Sim::new(cfg(Some("get-scan:scan=m,scan_min=1"))),
+        MIXED,
+    ));
+    assert!(gs.candidates > 1000, "{gs:?}");
+    assert!(gs.candidates_reclaimed < gs.candidates, "{gs:?}");
+}

@@ -1,8 +1,10 @@
 //! FIFO (cache_ext's fifo.bpf.c): one list; new folios at the tail,
-//! accesses ignored, eviction from the head, oldest first.
+//! accesses ignored, eviction from the head, oldest first, passing over
+//! folios not uptodate, off the LRU, dirty or under writeback as its
+//! iterate callback does.
 
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, IterAction, ListId};
-use crate::mm::folio::FolioId;
+use crate::mm::folio::{pg, FolioId};
 
 #[derive(Default)]
 pub struct Fifo {
@@ -30,6 +32,16 @@ impl CacheExtOps for Fifo {
     fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
         let Some(l) = self.list else { return };
         // list_iterate stops by itself once the request is met.
-        let _ = cx.list_iterate(l, ev, |_, _| IterAction::Evict);
+        let _ = cx.list_iterate(l, ev, |_, f| {
+            if !f.test(pg::UPTODATE)
+                || !f.test(pg::LRU)
+                || f.test(pg::DIRTY)
+                || f.test(pg::WRITEBACK)
+            {
+                IterAction::Continue
+            } else {
+                IterAction::Evict
+            }
+        });
     }
 }
