@@ -388,16 +388,11 @@ impl MachineArgs {
                 ))
             }
         };
-        let memcg_limit = match &self.memcg_limit {
-            Some(s) => {
-                let l = parse_size(s).map_err(|e| format!("--memcg-limit: {e}"))?;
-                if l < 1 << 20 {
-                    return Err(format!("--memcg-limit: {s} is below 1M"));
-                }
-                Some(l)
-            }
-            None => None,
-        };
+        let memcg_limit = self
+            .memcg_limit
+            .as_deref()
+            .map(parse_memcg_limit)
+            .transpose()?;
         sim::check_lru_gen_sysctl(&lru_gen_sysctl).map_err(|e| format!("--sysctl: {e}"))?;
         mm.policy = self.policy.clone();
         let cfg = SimConfig {
@@ -571,6 +566,15 @@ enum ReproduceCmd {
         #[arg(long, default_value = "seed")]
         base: String,
     },
+}
+
+/// `--memcg-limit`'s value: a size of at least 1M.
+pub(crate) fn parse_memcg_limit(s: &str) -> Result<u64, String> {
+    let l = parse_size(s).map_err(|e| format!("--memcg-limit: {e}"))?;
+    if l < 1 << 20 {
+        return Err(format!("--memcg-limit: {s} is below 1M"));
+    }
+    Ok(l)
 }
 
 /// A scenario shipped in examples/ (compiled in) and its machine, as

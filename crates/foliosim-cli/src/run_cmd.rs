@@ -60,7 +60,7 @@ pub(crate) fn report(
     let mut sc = sc;
     if a.usemem.is_some() {
         if let Some(l) = machine.memcg_limit.take() {
-            in_memcg(&mut sc, &l)?;
+            in_memcg(&mut sc, crate::parse_memcg_limit(&l)?);
         }
     }
     let m = with_scenario_defaults(&machine, &sc)?;
@@ -86,23 +86,17 @@ pub(crate) fn report(
     Ok(Some(r))
 }
 
-/// usemem's processes in one memcg of `limit` (--memcg-limit), as
+/// usemem's processes in one memcg of `limit` bytes (--memcg-limit), as
 /// vm-scalability's memcg cases run usemem.
-fn in_memcg(sc: &mut Scenario, limit: &str) -> Result<(), String> {
-    let l =
-        foliosim_workload::units::parse_size(limit).map_err(|e| format!("--memcg-limit: {e}"))?;
-    if l < 1 << 20 {
-        return Err(format!("--memcg-limit: {limit} is below 1M"));
-    }
+fn in_memcg(sc: &mut Scenario, limit: u64) {
     sc.cgroups.push(foliosim_workload::scenario::Cgroup {
         path: "usemem".into(),
-        max: Some(l),
+        max: Some(limit),
         ..Default::default()
     });
     for p in &mut sc.processes {
         p.cgroup = "usemem".into();
     }
-    Ok(())
 }
 
 /// The command line's machine options over the scenario's `[machine]`

@@ -461,6 +461,17 @@ fn run_scenario_json(sc: &std::path::Path, extra: &[&str]) -> serde_json::Value 
     serde_json::from_str(&out).unwrap()
 }
 
+/// `foliosim run SCENARIO EXTRA...` that must fail: exit 2, and its one
+/// line of error.
+fn run_scenario_err(sc: &std::path::Path, extra: &[&str]) -> String {
+    let mut a = vec!["run", sc.to_str().unwrap()];
+    a.extend_from_slice(extra);
+    let (code, _, err) = foliosim(&a);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    err.trim().to_string()
+}
+
 /// Anonymous mTHP through the sysfs knobs as --sysctl keys: 64 KiB folios
 /// take one fault and one charge per 16 pages; bad keys and values exit 2.
 #[test]
@@ -486,34 +497,25 @@ fn anon_mthp_knobs() {
         faults(&["--sysctl", "transparent_hugepage.enabled=always"]),
         (8, 8)
     );
-    let (code, _, err) = foliosim(&[
-        "run",
-        sc.to_str().unwrap(),
-        "--sysctl",
-        "transparent_hugepage.hugepages-48kB.enabled=always",
-    ]);
-    assert_eq!(code, 2, "{err}");
+    let err = run_scenario_err(
+        &sc,
+        &[
+            "--sysctl",
+            "transparent_hugepage.hugepages-48kB.enabled=always",
+        ],
+    );
     assert!(
         err.contains("unknown key 'transparent_hugepage.hugepages-48kB.enabled'"),
         "{err}"
     );
-    let (code, _, err) = foliosim(&[
-        "run",
-        sc.to_str().unwrap(),
-        "--sysctl",
-        "transparent_hugepage.enabled=yes",
-    ]);
-    assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.enabled: 'yes' is not always, madvise or never"));
+    let err = run_scenario_err(&sc, &["--sysctl", "transparent_hugepage.enabled=yes"]);
+    assert_eq!(
+        err,
+        "foliosim: --sysctl: transparent_hugepage.enabled: 'yes' is not always, madvise or never"
+    );
     // The sizes below PMD are 6.8's: the older presets refuse them.
-    let (code, _, err) = foliosim(&[
-        "run",
-        sc.to_str().unwrap(),
-        "--kernel",
-        "6.6",
-        "--sysctl",
-        k64,
-    ]);
-    assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.hugepages-64kB.enabled: kernel 6.6 has no multi-size THP (6.8 and later)"));
+    let err = run_scenario_err(&sc, &["--kernel", "6.6", "--sysctl", k64]);
+    assert_eq!(err, "foliosim: --sysctl: transparent_hugepage.hugepages-64kB.enabled: kernel 6.6 has no multi-size THP (6.8 and later)");
 }
 
 /// Anon mTHP under a limit with zram: the JSON's `mthp` map is the sysfs
@@ -556,13 +558,8 @@ fn anon_mthp_swap_stats() {
         "{st}"
     );
     assert!(st["swpin_fallback_charge"].as_u64().unwrap() > 0, "{st}");
-    let (code, _, err) = foliosim(&[
-        "run",
-        sc.to_str().unwrap(),
-        "--sysctl",
-        "transparent_hugepage.defrag=sometimes",
-    ]);
-    assert_eq!((code, err.trim()), (2, "foliosim: --sysctl: transparent_hugepage.defrag: 'sometimes' is not always, defer, defer+madvise, madvise or never"));
+    let err = run_scenario_err(&sc, &["--sysctl", "transparent_hugepage.defrag=sometimes"]);
+    assert_eq!(err, "foliosim: --sysctl: transparent_hugepage.defrag: 'sometimes' is not always, defer, defer+madvise, madvise or never");
     // 6.6 has no mTHP swap-in: the PMD size's folios come back in pages.
     let v = run(&[
         "--kernel",
@@ -598,12 +595,8 @@ fn tmpfs_huge_option() {
     );
     assert_eq!(v["memcg"]["memcg_pgpgin_events"].as_u64(), Some(4));
     assert!(run(&[]).get("mthp").is_none());
-    let (code, _, err) = foliosim(&["run", sc.to_str().unwrap(), "--tmpfs-huge", "force"]);
     assert_eq!(
-        (code, err.trim()),
-        (
-            2,
-            "foliosim: --tmpfs-huge: 'force' is not never, always, within_size or advise"
-        )
+        run_scenario_err(&sc, &["--tmpfs-huge", "force"]),
+        "foliosim: --tmpfs-huge: 'force' is not never, always, within_size or advise"
     );
 }

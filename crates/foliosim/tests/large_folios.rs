@@ -11,14 +11,13 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, PAGE_SIZE};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+mod common;
+
 fn kernel<P: ReclaimPolicy>(policy: P, limit_pages: Option<u64>, large: bool) -> (Kernel<P>, u16) {
     let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
         read_ahead_kb: 128,
         large_folios: large,
-        check_invariants: true,
-        ..MmConfig::default()
+        ..common::cfg()
     };
     let mut k = Kernel::new(cfg, policy);
     let m = k.add_memcg("t", limit_pages);
@@ -31,13 +30,7 @@ fn open<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: u16) -> OpenFile
 
 /// The cached folios of `mapping`: order -> count.
 fn orders<P: ReclaimPolicy>(k: &Kernel<P>, mapping: u32) -> BTreeMap<u32, u64> {
-    let mut m = BTreeMap::new();
-    for f in &k.core.folios.f {
-        if f.flags & foliosim::mm::folio::pg::FREE == 0 && f.mapping == mapping {
-            *m.entry(f.order()).or_insert(0) += 1;
-        }
-    }
-    m
+    common::orders(k, mapping, |_, _| true)
 }
 
 fn read_all<P: ReclaimPolicy>(k: &mut Kernel<P>, f: &mut OpenFile, pages: u64, chunk: u64) {
@@ -376,14 +369,10 @@ fn pmd_sized_folios_count_thp_file_mapped() {
 #[test]
 fn large_file_folios_with_swap_and_anon() {
     let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
         read_ahead_kb: 128,
         large_folios: true,
         swap: foliosim::mm::SwapKind::Zram,
-        swap_bytes: 64 << 20,
-        check_invariants: true,
-        ..MmConfig::default()
+        ..common::cfg()
     };
     let mut k = Kernel::new(cfg, ClassicLru::new());
     let m = k.add_memcg("t", Some(3000));

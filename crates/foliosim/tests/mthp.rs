@@ -12,6 +12,9 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, SwapKind, ThpDefrag, PAGE_SI
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+mod common;
+use common::mthp;
+
 fn kernel<P: ReclaimPolicy>(policy: P, limit: u64, orders: u32) -> (Kernel<P>, u16) {
     kernel_with(policy, limit, orders, SwapKind::Zram)
 }
@@ -30,14 +33,10 @@ fn kernel_with<P: ReclaimPolicy>(
 /// large; the default (madvise) is tested on its own.
 fn cfg(orders: u32, swap: SwapKind) -> MmConfig {
     MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
         swap,
         thp_defrag: ThpDefrag::Always,
-        swap_bytes: 64 << 20,
         thp_anon_orders: orders,
-        check_invariants: true,
-        ..MmConfig::default()
+        ..common::cfg()
     }
 }
 
@@ -48,13 +47,20 @@ fn build<P: ReclaimPolicy>(cfg: MmConfig, policy: P, limit: u64) -> (Kernel<P>, 
 }
 
 fn anon_orders<P: ReclaimPolicy>(k: &Kernel<P>, space: u32) -> BTreeMap<u32, u64> {
-    let mut h = BTreeMap::new();
-    for f in &k.core.folios.f {
-        if f.flags & pg::FREE == 0 && f.mapping == space && f.test(pg::SWAPBACKED) {
-            *h.entry(f.order()).or_insert(0) += 1;
-        }
+    common::orders(k, space, |_, f| f.test(pg::SWAPBACKED))
+}
+
+/// Touches `pages` of `space` in order; every access must succeed.
+fn touch<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    space: u32,
+    m: u16,
+    pages: std::ops::Range<u64>,
+    write: bool,
+) {
+    for p in pages {
+        assert!(k.anon_access(space, p, m, write), "page {p}");
     }
-    h
 }
 
 /// With 64 KiB mTHP on, a write fault fills the whole aligned 16-page
@@ -64,9 +70,7 @@ fn write_faults_allocate_the_enabled_order() {
     let (mut k, m) = kernel(ClassicLru::new(), 100_000, 1 << 4);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 1000 * PAGE_SIZE);
-    for p in 0..1000 {
-        assert!(k.anon_access(space, p, m, true));
-    }
+    touch(&mut k, space, m, 0..1000, true);
     // 62 whole 16-page blocks; the last 8 pages (992..1000) do not fit
     // a 16-page block inside the mapping: order 0.
     assert_eq!(anon_orders(&k, space), BTreeMap::from([(0, 8), (4, 62)]));
@@ -121,10 +125,6 @@ fn a_failed_charge_falls_back() {
     assert_eq!(k.core.vm.get(Item::THP_FAULT_ALLOC), 0);
 }
 
-fn mthp(k: &Kernel<impl ReclaimPolicy>, order: u32, stat: MthpStat) -> u64 {
-    k.core.mthp.0[order as usize][stat as usize]
-}
-
 /// Over the limit with zram, reclaim swaps large anon folios out whole
 /// (one run of 16 slots each) and alloc_swap_folio() brings them back
 /// whole: every resident anon folio stays order 4, pswpout/pswpin are
@@ -134,9 +134,7 @@ fn swap_out_whole<P: ReclaimPolicy>(policy: P) {
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     for _ in 0..2 {
-        for p in 0..2048 {
-            assert!(k.anon_access(space, p, m, true));
-        }
+        touch(&mut k, space, m, 0..2048, true);
         k.check_invariants().unwrap();
     }
     let (out, inn) = (k.core.vm.get(Item::PSWPOUT), k.core.vm.get(Item::PSWPIN));
@@ -183,14 +181,10 @@ fn default_defrag_falls_back_at_the_limit() {
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     // Below the limit every fault is a 64 KiB folio.
-    for p in 0..1024 {
-        assert!(k.anon_access(space, p, m, true));
-    }
+    touch(&mut k, space, m, 0..1024, true);
     assert_eq!(mthp(&k, 4, MthpStat::AnonFaultAlloc), 64);
     assert_eq!(k.core.memcgs[m as usize].stat.get(Item::MEMCG_MAX), 0);
-    for p in 1024..2048 {
-        assert!(k.anon_access(space, p, m, true));
-    }
+    touch(&mut k, space, m, 1024..2048, true);
     let fb = mthp(&k, 4, MthpStat::AnonFaultFallbackCharge);
     assert!(fb > 0);
     assert_eq!(mthp(&k, 4, MthpStat::AnonFaultFallback), fb);
@@ -201,9 +195,7 @@ fn default_defrag_falls_back_at_the_limit() {
         k.core.memcgs[m as usize].stat.get(Item::PGFAULT),
         alloc + (2048 - 16 * alloc)
     );
-    for p in 0..2048 {
-        assert!(k.anon_access(space, p, m, false));
-    }
+    touch(&mut k, space, m, 0..2048, false);
     k.check_invariants().unwrap();
     assert!(mthp(&k, 4, MthpStat::SwpinFallbackCharge) > 0);
     assert!(k.core.vm.get(Item::PSWPIN) > 16 * mthp(&k, 4, MthpStat::Swpin));
@@ -221,9 +213,7 @@ fn swap_out_splits_before_6_12() {
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     for _ in 0..2 {
-        for p in 0..2048 {
-            assert!(k.anon_access(space, p, m, true));
-        }
+        touch(&mut k, space, m, 0..2048, true);
     }
     k.check_invariants().unwrap();
     assert!(k.core.vm.get(Item::PSWPOUT) >= 1024);
@@ -272,9 +262,7 @@ fn disk_swap_reads_back_order_0() {
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
     for pass in 0..2 {
-        for p in 0..2048 {
-            assert!(k.anon_access(space, p, m, true));
-        }
+        touch(&mut k, space, m, 0..2048, true);
         k.check_invariants().unwrap();
         if pass == 0 {
             // The first pass swaps out only order-4 folios, whole.

@@ -3,7 +3,6 @@
 //! its swap-in, partial truncation, and the invariants under random use.
 
 use foliosim::mm::filemap::{OpenFile, Slot};
-use foliosim::mm::folio::pg;
 use foliosim::mm::huge_memory::MthpStat;
 use foliosim::mm::memcontrol::MemcgId;
 use foliosim::mm::vmscan::classic::ClassicLru;
@@ -14,6 +13,9 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, SwapKind, ThpDefrag, TmpfsHu
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+mod common;
+use common::mthp;
+
 fn kernel<P: ReclaimPolicy>(
     policy: P,
     huge: TmpfsHuge,
@@ -22,16 +24,12 @@ fn kernel<P: ReclaimPolicy>(
     release: Option<KernelRelease>,
 ) -> (Kernel<P>, MemcgId) {
     let cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 8 << 20,
         swap,
-        swap_bytes: 64 << 20,
         tmpfs_huge: huge,
         // Large charges may reclaim: at the limit folios stay large.
         thp_defrag: ThpDefrag::Always,
         kernel: release,
-        check_invariants: true,
-        ..MmConfig::default()
+        ..common::cfg()
     };
     let mut k = Kernel::new(cfg, policy);
     let m = k.add_memcg("t", limit);
@@ -44,21 +42,7 @@ fn file<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: MemcgId) -> Open
 
 /// The file's resident folios by order.
 fn orders<P: ReclaimPolicy>(k: &Kernel<P>, mapping: u32) -> BTreeMap<u32, u64> {
-    let mut h = BTreeMap::new();
-    for (id, f) in k.core.folios.f.iter().enumerate() {
-        if f.flags & pg::FREE == 0
-            && f.mapping == mapping
-            && k.core
-                .folio_in_shmem_cache(id as foliosim::mm::folio::FolioId)
-        {
-            *h.entry(f.order()).or_insert(0) += 1;
-        }
-    }
-    h
-}
-
-fn mthp<P: ReclaimPolicy>(k: &Kernel<P>, order: u32, stat: MthpStat) -> u64 {
-    k.core.mthp.0[order as usize][stat as usize]
+    common::orders(k, mapping, |id, _| k.core.folio_in_shmem_cache(id))
 }
 
 fn write_all<P: ReclaimPolicy>(k: &mut Kernel<P>, f: &mut OpenFile, pages: u64, bs: u64) {

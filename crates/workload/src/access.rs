@@ -24,12 +24,14 @@ pub fn stream_seed(run_seed: u64, identity: &[u64]) -> u64 {
     // splitmix64 over the words: cheap, well mixed, stable across builds.
     let mut h = run_seed ^ 0x9E37_79B9_7F4A_7C15;
     for &w in identity {
-        h = splitmix(h ^ w);
+        h = splitmix64(h ^ w);
     }
     h
 }
 
-fn splitmix(mut z: u64) -> u64 {
+/// SplitMix64's finalizer: a cheap, well-mixed hash of a word (stream
+/// seeds here, fio's job draws, which LSM level holds a key).
+pub fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -85,7 +85,6 @@ pub struct SstLayout {
     pub index_bytes: u64,
     /// Tables of every level.
     pub tables: u64,
-    pub level_base: u64,
     pub nlevels: usize,
     pub levels: [Level; MAX_LEVELS],
 }
@@ -174,7 +173,6 @@ impl SstLayout {
             data_blocks,
             index_bytes: data_blocks * INDEX_ENTRY_BYTES,
             tables,
-            level_base,
             nlevels,
             levels,
         })
@@ -216,7 +214,8 @@ impl SstLayout {
         if self.nlevels == 1 {
             return 0;
         }
-        let h = splitmix64(key) % self.keys;
+        // A fixed hash of the key: which level the load compacted it into.
+        let h = crate::access::splitmix64(key) % self.keys;
         self.levels[..self.nlevels]
             .iter()
             .position(|l| h < l.keys_end)
@@ -227,11 +226,7 @@ impl SstLayout {
     /// rank scaled to the level (a level's keys are spread evenly over the
     /// key space).
     pub fn position(&self, lv: usize, key: u64) -> u64 {
-        let n = self.levels[lv].keys;
-        if n == self.keys {
-            return key;
-        }
-        (key as u128 * n as u128 / self.keys as u128) as u64
+        (key as u128 * self.levels[lv].keys as u128 / self.keys as u128) as u64
     }
 
     /// Level `lv`'s `t`th table.
@@ -279,15 +274,6 @@ impl SstLayout {
         };
         (end - FOOTER_BYTES, FOOTER_BYTES)
     }
-}
-
-/// A fixed, well-mixed hash of a key (SplitMix64's finalizer): which level
-/// a key was compacted into.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// One pread a GET or SCAN makes.
@@ -346,27 +332,29 @@ impl TableCache {
 }
 
 /// Reads of `n` consecutive positions of level `lv` from `pos` (wrapping
-/// to the level's first record), skipping the first `skip` blocks (a
-/// SCAN's seek read them): each table the run enters is looked up in the
-/// table cache (footer and index read when it is not open) unless it is
-/// `open`, the table the seek left open; then each data block.
-#[allow(clippy::too_many_arguments)]
+/// to the level's first record): each table the run enters is looked up
+/// in the table cache (footer and index read when it is not open), then
+/// each data block. `after_seek`: a SCAN's seek read the first block and
+/// left its table open, so the run reads on from the next one.
 fn read_level(
     l: &SstLayout,
     cache: &mut TableCache,
     lv: usize,
     mut pos: u64,
     n: u64,
-    skip: u64,
-    mut open: Option<u64>,
+    after_seek: bool,
     read: &mut impl FnMut(KvRead),
 ) {
     let lk = l.levels[lv].keys;
     let mut left = n.max(1);
-    let mut blocks = 0u64;
+    let mut open = None;
+    let mut seen = after_seek;
     while left > 0 {
         let (t, b) = l.locate(lv, pos);
-        if blocks >= skip {
+        if seen {
+            seen = false;
+            open = Some(t.table);
+        } else {
             if open != Some(t.table) {
                 open = Some(t.table);
                 if !cache.get(t.table) {
@@ -381,7 +369,6 @@ fn read_level(
                 len: l.block_bytes,
             });
         }
-        blocks += 1;
         // Records left in this block from `pos`, then on to the next block.
         let in_block = l.keys_per_block - (pos % l.keys_per_table()) % l.keys_per_block;
         let took = in_block.min(lk - pos).min(left);
@@ -414,7 +401,7 @@ pub fn plan(
     if records <= 1 {
         let home = l.home_level(key);
         for lv in 0..=home {
-            read_level(l, cache, lv, l.position(lv, key), 1, 0, None, &mut read);
+            read_level(l, cache, lv, l.position(lv, key), 1, false, &mut read);
         }
         return;
     }
@@ -432,13 +419,11 @@ pub fn plan(
         (start, (end - start).clamp(1, lk))
     };
     for lv in 0..l.nlevels {
-        let (start, _) = span(lv);
-        read_level(l, cache, lv, start, 1, 0, None, &mut read);
+        read_level(l, cache, lv, span(lv).0, 1, false, &mut read);
     }
     for lv in 0..l.nlevels {
         let (start, n) = span(lv);
-        let open = l.locate(lv, start).0.table;
-        read_level(l, cache, lv, start, n, 1, Some(open), &mut read);
+        read_level(l, cache, lv, start, n, true, &mut read);
     }
 }
 

@@ -4,7 +4,7 @@
 //! iterate callback does.
 
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, IterAction, ListId};
-use crate::mm::folio::{pg, FolioId};
+use crate::mm::folio::FolioId;
 
 #[derive(Default)]
 pub struct Fifo {
@@ -33,14 +33,10 @@ impl CacheExtOps for Fifo {
         let Some(l) = self.list else { return };
         // list_iterate stops by itself once the request is met.
         let _ = cx.list_iterate(l, ev, |_, f| {
-            if !f.test(pg::UPTODATE)
-                || !f.test(pg::LRU)
-                || f.test(pg::DIRTY)
-                || f.test(pg::WRITEBACK)
-            {
-                IterAction::Continue
-            } else {
+            if super::evictable(f) {
                 IterAction::Evict
+            } else {
+                IterAction::Continue
             }
         });
     }

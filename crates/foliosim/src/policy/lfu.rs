@@ -5,7 +5,7 @@
 //! or under writeback score u64::MAX (never preferred).
 
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, ListId};
-use crate::mm::folio::{pg, Folio, FolioId};
+use crate::mm::folio::{Folio, FolioId};
 
 pub struct Lfu {
     list: Option<ListId>,
@@ -29,10 +29,10 @@ impl Lfu {
 /// take now, `base` otherwise.
 #[inline]
 pub(crate) fn sample_score(f: &Folio, base: u64) -> u64 {
-    if !f.test(pg::UPTODATE) || !f.test(pg::LRU) || f.test(pg::DIRTY) || f.test(pg::WRITEBACK) {
-        u64::MAX
-    } else {
+    if super::evictable(f) {
         base
+    } else {
+        u64::MAX
     }
 }
 

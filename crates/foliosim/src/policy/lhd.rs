@@ -5,7 +5,7 @@
 //! they are proposed last.
 
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, ListId};
-use crate::mm::folio::{pg, FolioId};
+use crate::mm::folio::FolioId;
 use crate::policy::lhd_model::{Lhd as Model, REQS_PER_RECONFIG};
 
 /// The policy's sampling_options.sample_size.
@@ -73,11 +73,7 @@ impl CacheExtOps for Lhd {
             return;
         };
         let _ = cx.list_sample(l, ev, SAMPLE_SIZE, |id, f| {
-            if !f.test(pg::UPTODATE)
-                || !f.test(pg::LRU)
-                || f.test(pg::DIRTY)
-                || f.test(pg::WRITEBACK)
-            {
+            if !super::evictable(f) {
                 return i64::MAX as u64;
             }
             m.score(id as u64).unwrap_or(i64::MAX as u64)

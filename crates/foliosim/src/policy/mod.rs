@@ -261,6 +261,15 @@ pub fn new_policy(spec: &str) -> Result<Option<Box<dyn CacheExtOps>>, String> {
 }
 
 /// Decimal with an optional k/m/g (binary) suffix.
+/// What cache_ext's policies test before choosing a folio
+/// (folio_test_uptodate, _lru, _dirty, _writeback in their BPF code): a
+/// folio the kernel could reclaim now.
+#[inline]
+pub(crate) fn evictable(f: &crate::mm::folio::Folio) -> bool {
+    use crate::mm::folio::pg;
+    f.test(pg::UPTODATE) && f.test(pg::LRU) && !f.test(pg::DIRTY) && !f.test(pg::WRITEBACK)
+}
+
 pub(crate) fn parse_u64(v: &str) -> Option<u64> {
     let v = v.trim();
     let (num, mult) = match v.char_indices().last()? {

@@ -14,7 +14,7 @@
 //! insertions and not overwritten by a colliding key.
 
 use crate::mm::cache_ext::{CacheExtCtx, CacheExtOps, EvictionCtx, IterAction, ListId};
-use crate::mm::folio::{pg, Folio, FolioId};
+use crate::mm::folio::{Folio, FolioId};
 
 #[derive(Default)]
 pub struct S3Fifo {
@@ -32,11 +32,6 @@ pub struct S3Fifo {
 #[inline]
 fn ghost_key(f: &Folio) -> u64 {
     ((f.mapping as u64) << 32) | f.index as u64
-}
-
-#[inline]
-fn evictable(f: &Folio) -> bool {
-    f.test(pg::UPTODATE) && f.test(pg::LRU) && !f.test(pg::DIRTY) && !f.test(pg::WRITEBACK)
 }
 
 impl S3Fifo {
@@ -71,7 +66,7 @@ impl S3Fifo {
         let (freq, in_main) = (&self.freq, &mut self.in_main);
         let mut moved = 0i64;
         let _ = cx.list_iterate(small, ev, |id, f| {
-            if !evictable(f) {
+            if !super::evictable(f) {
                 return IterAction::Continue;
             }
             if freq[id as usize] > 1 {
@@ -93,7 +88,7 @@ impl S3Fifo {
             }
             let freq = &mut self.freq;
             let _ = cx.list_iterate(main, ev, |id, f| {
-                if !evictable(f) {
+                if !super::evictable(f) {
                     return IterAction::Continue;
                 }
                 let c = &mut freq[id as usize];

@@ -240,12 +240,9 @@ enum Target {
     Map(u32),
     /// I/O of `bs` bytes per block to a scenario file.
     Io { file: usize, bs: u64, direct: bool },
-    /// GETs or SCANs of `records` records in a file of sorted tables.
-    Kv {
-        file: usize,
-        layout: SstLayout,
-        records: u64,
-    },
+    /// GETs or SCANs of `records` records in a file of sorted tables
+    /// (laid out as the thread's `kv` slot of the step says).
+    Kv { file: usize, records: u64 },
 }
 
 struct Thread {
@@ -262,9 +259,10 @@ struct Thread {
     /// Its open files (each thread opens a file itself: its own readahead
     /// state and fadvise hints).
     fds: Vec<Option<OpenFile>>,
-    /// The table cache of each kv_get step (by generator slot): like
-    /// LevelDB's, it lives as long as the database is open.
-    tables: Vec<Option<TableCache>>,
+    /// Each kv_get step's layout and table cache (by generator slot),
+    /// kept out of the per-access `Cur`; the cache, like LevelDB's, lives
+    /// as long as the database is open.
+    kv: Vec<Option<(SstLayout, TableCache)>>,
     children_left: u32,
     children_end: u64,
     forks: u64,
@@ -628,7 +626,7 @@ impl<'a> Driver<'a> {
             st: St::Run,
             loops: vec![LoopFrame::default(); b.nloops],
             gens: (0..b.ngens).map(|_| None).collect(),
-            tables: (0..b.ngens).map(|_| None).collect(),
+            kv: (0..b.ngens).map(|_| None).collect(),
             cur: None,
             ident,
             fds: (0..self.files.len()).map(|_| None).collect(),
@@ -975,13 +973,13 @@ impl<'a> Driver<'a> {
                 )
                 .map_err(|e| err(sc, line, "keys", e))?;
                 self.fd(id, fi);
-                let slot = &mut self.threads[id].tables[gen];
-                if slot.as_ref().map(|c| c.capacity()) != Some(*table_cache as usize) {
-                    *slot = Some(TableCache::new(*table_cache as usize));
+                let slot = &mut self.threads[id].kv[gen];
+                match slot {
+                    Some((l, c)) if c.capacity() == *table_cache as usize => *l = layout,
+                    _ => *slot = Some((layout, TableCache::new(*table_cache as usize))),
                 }
                 let target = Target::Kv {
                     file: fi,
-                    layout,
                     records: *records,
                 };
                 self.start_access(
@@ -1213,20 +1211,14 @@ impl<'a> Driver<'a> {
                     k.filemap_read(open, pos, bs).is_some()
                 }
             }
-            Target::Kv {
-                file,
-                layout,
-                records,
-            } => {
+            Target::Kv { file, records } => {
                 let th = &mut self.threads[id];
                 let p = &mut self.procs[proc];
                 p.ops += 1;
                 let open = th.fds[file].as_mut().expect("opened at the step's start");
-                let cache = th.tables[cur.gen]
-                    .as_mut()
-                    .expect("made at the step's start");
+                let (layout, cache) = th.kv[cur.gen].as_mut().expect("made at the step's start");
                 let mut ok = true;
-                foliosim_workload::lsm::plan(&layout, cache, idx, records, |r| {
+                foliosim_workload::lsm::plan(layout, cache, idx, records, |r| {
                     let (off, len) = r.range();
                     if ok {
                         p.ios += 1;

@@ -208,19 +208,23 @@ fn report_name(sc: &Scenario, a: &ChildArgs) -> String {
 }
 
 /// Tells the oracle this process's figures as it leaves: "done NAME OPS
-/// START_NS END_NS" (monotonic). Best effort: the counters are read anyway.
+/// START_NS END_NS" (monotonic), then waits for its "ok", so that the line
+/// is recorded before the exit the oracle waits for. Best effort: the
+/// counters are read anyway.
 fn report_done(p: &Proc, start_ns: u64) {
-    if let Ok(mut s) = UnixStream::connect(&p.args.sock) {
-        let _ = s.write_all(
-            format!(
-                "done {} {} {} {}\n",
-                report_name(&p.sc, &p.args),
-                p.ops.load(std::sync::atomic::Ordering::Relaxed),
-                start_ns,
-                monotonic_ns()
-            )
-            .as_bytes(),
-        );
+    let Ok(mut s) = UnixStream::connect(&p.args.sock) else {
+        return;
+    };
+    let line = format!(
+        "done {} {} {} {}\n",
+        report_name(&p.sc, &p.args),
+        p.ops.load(std::sync::atomic::Ordering::Relaxed),
+        start_ns,
+        monotonic_ns()
+    );
+    if s.write_all(line.as_bytes()).is_ok() {
+        let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+        let _ = BufReader::new(s).read_line(&mut String::new());
     }
 }
 

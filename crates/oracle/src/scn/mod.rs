@@ -500,7 +500,8 @@ pub fn parse_total_stat(text: &str) -> Result<BTreeMap<String, u64>, String> {
 struct Barriers {
     stop: Arc<AtomicBool>,
     pub broken: Arc<AtomicBool>,
-    /// "done NAME OPS START END" lines of the processes that finished.
+    /// "done NAME OPS START END" lines of the processes that finished,
+    /// each acknowledged with "ok" before the process exits.
     pub done: Arc<std::sync::Mutex<Vec<String>>>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -523,7 +524,7 @@ impl Barriers {
                 while let Ok((c, _)) = l.accept() {
                     let _ = c.set_nonblocking(false);
                     let id = conns.len();
-                    if let Ok(r) = c.try_clone() {
+                    if let (Ok(r), Ok(mut w)) = (c.try_clone(), c.try_clone()) {
                         let tx = tx.clone();
                         let d3 = d2.clone();
                         std::thread::spawn(move || {
@@ -534,7 +535,11 @@ impl Barriers {
                                         break;
                                     }
                                 } else if let Some(d) = line.strip_prefix("done ") {
+                                    // Recorded before the ack the process
+                                    // waits for: once it has exited, its
+                                    // line is here.
                                     d3.lock().expect("not poisoned").push(d.to_string());
+                                    let _ = w.write_all(b"ok\n");
                                 }
                             }
                         });
@@ -822,14 +827,6 @@ fn run_instances(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
-    // The last "done" lines may still be on their way: the reader threads
-    // get them as each connection closes.
-    let want = sc.processes.iter().map(|p| p.count as usize).sum::<usize>();
-    let settle = Instant::now() + Duration::from_millis(500);
-    while bar.done.lock().expect("not poisoned").len() < want && Instant::now() < settle {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(20));
     add_done_lines(sc, &bar.done.lock().expect("not poisoned"), t0, &mut m);
     Ok(m)
 }

@@ -2,6 +2,7 @@
 //! init.c, filesetup.c, backend.c of fio 3.33): what they parse to. How the
 //! runner acts on them is in `foliosim::sim` and `crate::jobio`.
 
+use crate::access::splitmix64;
 use serde::Serialize;
 
 /// fio's rate_process.
@@ -608,13 +609,6 @@ pub(super) fn apply(
         Err(e) if e.is_empty() => None,
         r => Some(r),
     }
-}
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A deterministic draw in `[lo, hi]` for one job clone (fio draws start

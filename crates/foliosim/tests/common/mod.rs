@@ -1,0 +1,41 @@
+//! What the large-folio tests (large_folios.rs, mthp.rs, tmpfs_huge.rs)
+//! share: the machine they start from and the folio counts they read.
+#![allow(dead_code)]
+
+use foliosim::mm::folio::{pg, Folio, FolioId};
+use foliosim::mm::huge_memory::MthpStat;
+use foliosim::mm::vmscan::ReclaimPolicy;
+use foliosim::mm::{Kernel, MmConfig};
+use std::collections::BTreeMap;
+
+/// 256 MiB (8 reserved), 64 MiB of swap space when a test picks a swap
+/// kind, the invariants checked after each operation.
+pub fn cfg() -> MmConfig {
+    MmConfig {
+        ram_bytes: 256 << 20,
+        reserved_bytes: 8 << 20,
+        swap_bytes: 64 << 20,
+        check_invariants: true,
+        ..MmConfig::default()
+    }
+}
+
+/// Live folios of `mapping` that `keep` accepts, by order.
+pub fn orders<P: ReclaimPolicy>(
+    k: &Kernel<P>,
+    mapping: u32,
+    keep: impl Fn(FolioId, &Folio) -> bool,
+) -> BTreeMap<u32, u64> {
+    let mut h = BTreeMap::new();
+    for (id, f) in k.core.folios.f.iter().enumerate() {
+        if f.flags & pg::FREE == 0 && f.mapping == mapping && keep(id as FolioId, f) {
+            *h.entry(f.order()).or_insert(0) += 1;
+        }
+    }
+    h
+}
+
+/// The sysfs mTHP stat `stat` of size `order`.
+pub fn mthp<P: ReclaimPolicy>(k: &Kernel<P>, order: u32, stat: MthpStat) -> u64 {
+    k.core.mthp.0[order as usize][stat as usize]
+}
