@@ -3,6 +3,7 @@
 //! names.
 
 use super::*;
+use foliosim_oracle::scn::STATS_FLUSH_PHASE;
 
 /// The model side of `foliosim oracle`: configure from the host's facts
 /// and run the case, returning counters under the oracle's names.
@@ -48,12 +49,12 @@ pub(crate) fn oracle_model(
             for v in variant {
                 cfg.mm.variants.apply(v)?;
             }
-            over_flush_phases(cfg, |c| Ok(oracle_counters(&sim::run_probe(c, spec))))
+            over_flush_phases(cfg, None, |c| Ok(oracle_counters(&sim::run_probe(c, spec))))
         }
         foliosim_oracle::CaseKind::Fio { job_file, .. } => {
             let jobs =
                 foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
-            over_flush_phases(cfg, |c| Ok(oracle_counters(&sim::run_fio(c, &jobs))))
+            over_flush_phases(cfg, None, |c| Ok(oracle_counters(&sim::run_fio(c, &jobs))))
         }
         foliosim_oracle::CaseKind::Scenario { scenario } => oracle_scenario(host, case, scenario),
     }
@@ -64,23 +65,35 @@ pub(crate) fn oracle_model(
 const FLUSH_PHASES: u64 = 9;
 
 /// The host's classic reclaim reads memcg statistics as flushed every 2 s
-/// (rstat), at a phase the workload does not choose: the model runs with
-/// the lazy flush at FLUSH_PHASES evenly spaced phases and answers each
-/// counter's median, as the real side answers its runs' median. MGLRU reads
-/// no flushed statistics: one run.
+/// (rstat), at a phase the workload does not choose. Where the real run
+/// recorded its phase (`measured`: a scenario run on a host with the
+/// memcg_flush_stats tracepoint), the model runs that phase; otherwise it
+/// runs FLUSH_PHASES evenly spaced phases and answers each counter's
+/// median, as the real side answers its runs' median. Either way the
+/// answer carries the phase as `stats_flush_phase_s`. MGLRU reads no
+/// flushed statistics: one run.
 fn over_flush_phases(
     cfg: SimConfig,
+    measured: Option<u64>,
     mut run: impl FnMut(SimConfig) -> Result<BTreeMap<String, f64>, String>,
 ) -> Result<BTreeMap<String, f64>, String> {
     if cfg.lru != LruKind::Classic {
         return run(cfg);
     }
+    let phases: Vec<u64> = match measured {
+        Some(p) => vec![p],
+        None => (1..=FLUSH_PHASES)
+            .map(|k| foliosim::mm::FLUSH_TIME_NS * k / FLUSH_PHASES)
+            .collect(),
+    };
     let mut runs = Vec::new();
-    for k in 1..=FLUSH_PHASES {
+    for p in phases {
         let mut c = cfg.clone();
         c.mm.memcg_stats_lazy_flush = true;
-        c.mm.stats_flush_phase_ns = foliosim::mm::FLUSH_TIME_NS * k / FLUSH_PHASES;
-        runs.push(run(c)?);
+        c.mm.stats_flush_phase_ns = p;
+        let mut m = run(c)?;
+        m.insert(STATS_FLUSH_PHASE.into(), p as f64 / 1e9);
+        runs.push(m);
     }
     Ok(foliosim_oracle::compare::median_of_maps(&runs))
 }
@@ -163,7 +176,7 @@ fn oracle_scenario(
     // later entries win).
     m.sysctl
         .insert(0, format!("vm.swappiness={}", host.swappiness));
-    over_flush_phases(m.config()?, |c| {
+    over_flush_phases(m.config()?, host.stats_flush_phase_ns, |c| {
         let r = foliosim::scenario::run_scenario(c, sc)?;
         Ok(oracle_scenario_counters(sc, &r))
     })
@@ -352,7 +365,7 @@ mod tests {
         let cfg = MachineArgs::default().config().unwrap();
         assert_eq!(cfg.lru, LruKind::Classic);
         let seen = std::cell::RefCell::new(Vec::new());
-        let m = over_flush_phases(cfg.clone(), |c| {
+        let m = over_flush_phases(cfg.clone(), None, |c| {
             assert!(c.mm.memcg_stats_lazy_flush);
             let k = (seen.borrow().len() + 1) as f64;
             seen.borrow_mut().push(c.mm.stats_flush_phase_ns);
@@ -370,19 +383,33 @@ mod tests {
         assert_eq!(*seen.borrow(), phases);
         assert_eq!(m["a"], 50.0);
         assert_eq!(m["b"], 7.0);
+        assert_eq!(
+            m[STATS_FLUSH_PHASE], 1.111111111,
+            "the median phase, 5 of 9"
+        );
+        // A real run's measured phase: that phase alone, past 2 s too.
+        seen.borrow_mut().clear();
+        let m = over_flush_phases(cfg.clone(), Some(2_300_000_000), |c| {
+            seen.borrow_mut().push(c.mm.stats_flush_phase_ns);
+            Ok(BTreeMap::from([("a".to_string(), 1.0)]))
+        })
+        .unwrap();
+        assert_eq!(*seen.borrow(), [2_300_000_000]);
+        assert_eq!(m[STATS_FLUSH_PHASE], 2.3);
         let mut calls = 0;
         let mglru = SimConfig {
             lru: LruKind::Mglru,
             ..cfg
         };
-        let one = over_flush_phases(mglru, |c| {
+        let one = over_flush_phases(mglru, Some(1), |c| {
             calls += 1;
             assert!(!c.mm.memcg_stats_lazy_flush);
             Ok(BTreeMap::from([("a".to_string(), 3.0)]))
         })
         .unwrap();
         assert_eq!((calls, one["a"]), (1, 3.0));
-        let e = over_flush_phases(MachineArgs::default().config().unwrap(), |_| {
+        assert!(!one.contains_key(STATS_FLUSH_PHASE));
+        let e = over_flush_phases(MachineArgs::default().config().unwrap(), None, |_| {
             Err::<BTreeMap<String, f64>, _>("boom".to_string())
         });
         assert_eq!(e.unwrap_err(), "boom");

@@ -91,6 +91,11 @@ pub struct HostInfo {
     /// only (run::run_case), None in the host's own facts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout: Option<crate::ext4::FileLayout>,
+    /// When the memcg stats flusher first ran after a real run's start
+    /// (ns; crate::statsflush): set for the model's call only, as
+    /// `layout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats_flush_phase_ns: Option<u64>,
 }
 
 impl HostInfo {
@@ -126,6 +131,7 @@ impl HostInfo {
             fio_version: Some("fio-3.33".into()),
             ext4: Err("example host".into()),
             layout: None,
+            stats_flush_phase_ns: None,
         }
     }
 }
@@ -237,6 +243,7 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         fio_version: fio_version(),
         ext4,
         layout: None,
+        stats_flush_phase_ns: None,
     })
 }
 

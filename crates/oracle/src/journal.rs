@@ -46,8 +46,13 @@ pub enum Kind {
     /// A zram device (its sysfs directory) the oracle configured; undone by
     /// swapoff of its node (in case the swap record was torn) and a reset.
     Zram,
-    /// A filesystem (tmpfs) mounted in scratch; undone by a lazy unmount.
+    /// A filesystem (tmpfs, tracefs) mounted in scratch; undone by a lazy
+    /// unmount.
     Mount,
+    /// A tracing instance (a directory under a tracefs mount in scratch,
+    /// with its own buffer and events); undone by removing it, before its
+    /// mount (newer records are undone first).
+    TraceInstance,
 }
 
 impl Kind {
@@ -60,6 +65,7 @@ impl Kind {
             Kind::Swap => "swap",
             Kind::Zram => "zram",
             Kind::Mount => "mount",
+            Kind::TraceInstance => "trace-instance",
         }
     }
     fn parse(s: &str) -> Option<Kind> {
@@ -71,6 +77,7 @@ impl Kind {
             "swap" => Kind::Swap,
             "zram" => Kind::Zram,
             "mount" => Kind::Mount,
+            "trace-instance" => Kind::TraceInstance,
             _ => return None,
         })
     }
@@ -469,6 +476,13 @@ fn undo(e: &Entry) -> Result<String, String> {
                 }
             }
         }
+        Kind::TraceInstance => match fs::remove_dir(p) {
+            Ok(()) => Ok(format!("removed tracing instance {}", p.display())),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                Ok(format!("tracing instance {} was already gone", p.display()))
+            }
+            Err(err) => Err(format!("removing tracing instance {}: {err}", p.display())),
+        },
         Kind::Dir => match fs::remove_dir(p) {
             Ok(()) => Ok(format!("removed scratch directory {}", p.display())),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(format!(
@@ -552,6 +566,7 @@ mod tests {
         let d = std::env::temp_dir().join(format!("foliosim-journal-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(d.join("scratch/tree")).unwrap();
+        fs::create_dir_all(d.join("scratch/inst")).unwrap();
         let j = d.join("sub/journal");
         let ra = d.join("read_ahead_kb");
         fs::write(&ra, "8192").unwrap();
@@ -574,6 +589,8 @@ mod tests {
             line("d", 0, 1, "path", &d.join("scratch/f"), ""),
             line("e", 0, 1, "path", &d.join("scratch/tree"), ""),
             line("f", 0, 1, "swapon", Path::new("/dev/zram9"), ""),
+            line("h", 0, 1, "trace-instance", &d.join("scratch/inst"), ""),
+            line("i", 0, 1, "trace-instance", &d.join("no-inst"), ""),
             line("g", me, mine, "value", &ra, "4"),
         ]
         .concat()
@@ -589,6 +606,14 @@ mod tests {
         assert_eq!(
             r.restored,
             [
+                format!(
+                    "tracing instance {} was already gone",
+                    d.join("no-inst").display()
+                ),
+                format!(
+                    "removed tracing instance {}",
+                    d.join("scratch/inst").display()
+                ),
                 format!("removed scratch {}", d.join("scratch/tree").display()),
                 format!("removed scratch {}", d.join("scratch/f").display()),
                 format!(

@@ -63,6 +63,7 @@ pub mod kpageflags;
 pub mod probe;
 pub mod run;
 pub mod scn;
+pub mod statsflush;
 pub mod suite;
 pub mod units;
 

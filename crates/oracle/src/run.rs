@@ -597,25 +597,47 @@ fn run_real(
     Ok((runs, layouts))
 }
 
-/// The model run on each real run's inputs (its file layout; runs with the
-/// same layout share one model run), as counter-wise medians: the model's
-/// side of the comparison with the real runs' medians.
-fn model_per_layout(
+/// What the model takes from one real run: its files' layout and when the
+/// memcg stats flusher first ran (scenario runs on a host with the
+/// tracepoint; scn::STATS_FLUSH_PHASE).
+#[derive(Clone, Debug, PartialEq)]
+struct RunInput {
+    layout: Option<FileLayout>,
+    stats_flush_phase_ns: Option<u64>,
+}
+
+impl RunInput {
+    fn of(run: &RealRun, layout: Option<FileLayout>) -> RunInput {
+        RunInput {
+            layout,
+            stats_flush_phase_ns: run
+                .get(crate::scn::STATS_FLUSH_PHASE)
+                .map(|s| (s * 1e9).round() as u64),
+        }
+    }
+}
+
+/// The model run on each real run's inputs (its file layout and stats
+/// flush phase; runs with the same inputs share one model run), as
+/// counter-wise medians: the model's side of the comparison with the real
+/// runs' medians.
+fn model_per_run(
     host: &HostInfo,
     case: &Case,
-    layouts: Vec<Option<FileLayout>>,
+    inputs: Vec<RunInput>,
     model: ModelFn,
     verbose: bool,
 ) -> Result<BTreeMap<String, f64>, String> {
-    let mut done: Vec<(Option<FileLayout>, BTreeMap<String, f64>)> = Vec::new();
+    let mut done: Vec<(RunInput, BTreeMap<String, f64>)> = Vec::new();
     let mut per_run = Vec::new();
-    for l in layouts {
-        let i = match done.iter().position(|(d, _)| *d == l) {
+    for inp in inputs {
+        let i = match done.iter().position(|(d, _)| *d == inp) {
             Some(i) => i,
             None => {
                 let mut h = host.clone();
-                h.layout = l.clone();
-                done.push((l, model(&h, case)?));
+                h.layout = inp.layout.clone();
+                h.stats_flush_phase_ns = inp.stats_flush_phase_ns;
+                done.push((inp, model(&h, case)?));
                 done.len() - 1
             }
         };
@@ -628,11 +650,12 @@ fn model_per_layout(
         for (r, &i) in per_run.iter().enumerate() {
             let m = &done[i].1;
             eprintln!(
-                "  {} model for run {}'s layout: pgmajfault {} io.rbytes {}",
+                "  {} model for run {}'s inputs: pgmajfault {} io.rbytes {} pswpout {}",
                 case.name,
                 r + 1,
                 m.get("pgmajfault").copied().unwrap_or(f64::NAN),
                 m.get("io.rbytes").copied().unwrap_or(f64::NAN),
+                m.get("vmstat.pswpout").copied().unwrap_or(f64::NAN),
             );
         }
     }
@@ -655,11 +678,16 @@ pub fn run_case(
         None => match run_real(case, host, opts, scratch) {
             Err(error) => Outcome::Failed { error },
             Ok((runs, layouts)) => {
-                let (m, model_error) =
-                    match model_per_layout(host, case, layouts, model, opts.verbose) {
-                        Ok(m) => (m, None),
-                        Err(e) => (BTreeMap::new(), Some(e)),
-                    };
+                let inputs = runs
+                    .iter()
+                    .zip(layouts)
+                    .map(|(r, l)| RunInput::of(r, l))
+                    .collect();
+                let (m, model_error) = match model_per_run(host, case, inputs, model, opts.verbose)
+                {
+                    Ok(m) => (m, None),
+                    Err(e) => (BTreeMap::new(), Some(e)),
+                };
                 let rows = compare(&runs, &m);
                 Outcome::Ran {
                     runs,
@@ -686,39 +714,57 @@ mod tests {
     use crate::cases::{fake_host, parse_probe_cases};
     use crate::host::CgroupFlavor;
 
-    /// Each real run's layout gets its model run (one per distinct layout),
-    /// and the model's side is the counter-wise median over the runs.
+    /// Each real run's inputs (layout, stats flush phase) get their model
+    /// run (one per distinct inputs), and the model's side is the
+    /// counter-wise median over the runs.
     #[test]
-    fn model_runs_once_per_layout_and_takes_the_median() {
+    fn model_runs_once_per_run_input_and_takes_the_median() {
         let case = parse_probe_cases("p: --file-size 1M --memcg-limit 1G", "p.txt")
             .unwrap()
             .remove(0);
-        let lay = |ino: u64| {
-            Some(FileLayout {
+        let lay = |ino: u64| RunInput {
+            layout: Some(FileLayout {
                 dir_ino: ino,
                 ..FileLayout::default()
-            })
+            }),
+            stats_flush_phase_ns: None,
         };
         let calls = std::cell::Cell::new(0);
         let model = |h: &HostInfo, _: &Case| {
             calls.set(calls.get() + 1);
             let ino = h.layout.as_ref().map_or(0, |l| l.dir_ino) as f64;
-            Ok(BTreeMap::from([("io.rbytes".to_string(), ino * 4096.0)]))
+            let phase = h.stats_flush_phase_ns.unwrap_or(0) as f64;
+            Ok(BTreeMap::from([
+                ("io.rbytes".to_string(), ino * 4096.0),
+                ("phase".to_string(), phase),
+            ]))
         };
         let host = fake_host();
         let m =
-            model_per_layout(&host, &case, vec![lay(10), lay(30), lay(10)], &model, false).unwrap();
+            model_per_run(&host, &case, vec![lay(10), lay(30), lay(10)], &model, false).unwrap();
         assert_eq!(calls.get(), 2);
         assert_eq!(m["io.rbytes"], 10.0 * 4096.0);
         let m =
-            model_per_layout(&host, &case, vec![lay(10), lay(30), lay(20)], &model, false).unwrap();
+            model_per_run(&host, &case, vec![lay(10), lay(30), lay(20)], &model, false).unwrap();
         assert_eq!(calls.get(), 5);
         assert_eq!(m["io.rbytes"], 20.0 * 4096.0);
-        let m = model_per_layout(&host, &case, vec![None, None], &model, false).unwrap();
+        let none = RunInput {
+            layout: None,
+            stats_flush_phase_ns: None,
+        };
+        let m = model_per_run(&host, &case, vec![none.clone(), none], &model, false).unwrap();
         assert_eq!((calls.get(), m["io.rbytes"]), (6, 0.0));
+        // A scenario run's phase reaches the model; equal phases share a run.
+        let runs: Vec<RealRun> = [0.5, 1.75, 0.5]
+            .iter()
+            .map(|&p| BTreeMap::from([(crate::scn::STATS_FLUSH_PHASE.to_string(), p)]))
+            .collect();
+        let inputs = runs.iter().map(|r| RunInput::of(r, None)).collect();
+        let m = model_per_run(&host, &case, inputs, &model, false).unwrap();
+        assert_eq!((calls.get(), m["phase"]), (8, 500_000_000.0));
         let failing = |_: &HostInfo, _: &Case| Err("model broke".to_string());
         assert_eq!(
-            model_per_layout(&host, &case, vec![lay(1)], &failing, false).unwrap_err(),
+            model_per_run(&host, &case, vec![lay(1)], &failing, false).unwrap_err(),
             "model broke"
         );
     }

@@ -50,7 +50,7 @@ pub fn unit_of(counter: &str) -> &'static str {
     match counter {
         "vmstat.pgpgin" | "vmstat.pgpgout" => "KiB",
         "pgpgin" | "pgpgout" => "folio charges (memcg v1 events)",
-        "elapsed_s" => "s",
+        "elapsed_s" | "stats_flush_phase_s" => "s",
         c if c.starts_with("start_s[") || c.starts_with("end_s[") => "s",
         c if c.starts_with("ops[") => "operations",
         c if c.starts_with("per_op.vmstat.pgpgin") => "KiB per operation",
@@ -79,5 +79,6 @@ mod tests {
         assert_eq!(unit_of("pgmajfault"), "events");
         assert_eq!(unit_of("vmstat.nr_dirtied"), "events");
         assert_eq!(unit_of("elapsed_s"), "s");
+        assert_eq!(unit_of("stats_flush_phase_s"), "s");
     }
 }

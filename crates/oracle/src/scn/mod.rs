@@ -687,6 +687,18 @@ pub fn run_real(
         .iter()
         .map(|b| (b.name.clone(), b.parties))
         .collect();
+    // When the memcg stats flusher runs in each run (statsflush): the
+    // model runs each real run's phase. Without the tracepoint, the model
+    // takes its phases evenly.
+    let watch = match crate::statsflush::FlushWatch::start(&l.base.join("tracefs")) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            if opts.verbose {
+                eprintln!("  no stats flush phases ({e})");
+            }
+            None
+        }
+    };
     let mut runs = Vec::new();
     for i in 0..opts.repeat {
         lay_out_files(sc, &l)?;
@@ -698,13 +710,21 @@ pub fn run_real(
         drop_caches()?;
         warm_executable(Path::new(&exe));
         let bar = Barriers::start(&l.sock, parties.clone())?;
+        if let Some(w) = &watch {
+            w.clear()?;
+        }
         let t0 = Instant::now();
         let before = read_vmstat()?;
         let r = run_instances(sc, &g, &bar, &l, &exe);
         let after = read_vmstat()?;
         let wall = t0.elapsed().as_secs_f64();
         drop(bar);
-        let mut m = r?;
+        let (mut m, start) = r?;
+        if let Some(w) = &watch {
+            if let Some(p) = crate::statsflush::phase_after(&w.flushes()?, start) {
+                m.insert(STATS_FLUSH_PHASE.into(), p as f64 / 1e9);
+            }
+        }
         g.read(&mut m)?;
         // tmpfs pages stay charged to the group until their file goes.
         for f in sc.files.iter().filter(|f| f.fs == FileFs::Tmpfs) {
@@ -720,13 +740,14 @@ pub fn run_real(
         add_per_op(&mut m);
         if opts.verbose {
             eprintln!(
-                "  run {}/{}: {wall:.1}s, pswpout {} pswpin {} pgmajfault {} oom_kill {}",
+                "  run {}/{}: {wall:.1}s, pswpout {} pswpin {} pgmajfault {} oom_kill {}, first stats flush at {}",
                 i + 1,
                 opts.repeat,
                 m["vmstat.pswpout"],
                 m["vmstat.pswpin"],
                 m["vmstat.pgmajfault"],
-                m["oom_kill"]
+                m["oom_kill"],
+                m.get(STATS_FLUSH_PHASE).map_or("-".into(), |s| format!("{s:.3}s"))
             );
         }
         runs.push(m);
@@ -734,15 +755,21 @@ pub fn run_real(
     Ok(runs)
 }
 
+/// The run's counter of when the first periodic memcg stats flush came
+/// after the start, in s (statsflush::phase_after); the model runs that
+/// phase.
+pub const STATS_FLUSH_PHASE: &str = "stats_flush_phase_s";
+
 /// Starts every process instance in its group, waits for them (and for
-/// their unwaited forks to leave the groups); the per-process kill counts.
+/// their unwaited forks to leave the groups); the per-process kill counts,
+/// and when they started (CLOCK_MONOTONIC ns).
 fn run_instances(
     sc: &Scenario,
     g: &Groups,
     bar: &Barriers,
     l: &Layout,
     exe: &std::ffi::OsStr,
-) -> Result<BTreeMap<String, f64>, String> {
+) -> Result<(BTreeMap<String, f64>, u64), String> {
     let mut kids: Vec<(usize, Child, std::thread::JoinHandle<String>)> = Vec::new();
     let mut m = BTreeMap::new();
     // Every process starts when all are spawned, as the model's do at 0
@@ -828,7 +855,7 @@ fn run_instances(
         return Err(errors.join("; "));
     }
     add_done_lines(sc, &bar.done.lock().expect("not poisoned"), t0, &mut m);
-    Ok(m)
+    Ok((m, t0))
 }
 
 /// Counters a duration-bound run is compared on per operation: its totals

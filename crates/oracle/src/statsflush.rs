@@ -1,0 +1,251 @@
+//! When the host's periodic memcg stats flush ran, from the
+//! `memcg:memcg_flush_stats` tracepoint.
+//!
+//! Classic reclaim and workingset_test_recent() read memcg statistics as
+//! last flushed, and flush_memcg_stats_dwork() flushes every FLUSH_TIME
+//! (2 s) at a phase the workload does not choose; on the anon/file mixes
+//! the outcome follows that phase (docs/fidelity/scenarios.md). The oracle
+//! records, for each real run, when the first periodic flush came after
+//! the start, and the model runs each real run's phase.
+//!
+//! The periodic flush is the only `force=1` flush of the root memcg
+//! (__mem_cgroup_flush_stats(root_mem_cgroup, true)); the tracepoint is
+//! enabled in a tracing instance of the oracle's own (its own buffer,
+//! filter and clock: the host's tracing is not touched) on a tracefs
+//! mounted inside scratch. Both are journaled: the instance is removed and
+//! the mount detached after a kill -9.
+
+use crate::journal::{self, Kind, Token};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// FLUSH_TIME (mm/memcontrol.c).
+pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
+
+/// A tracing instance recording the periodic memcg stats flushes, with
+/// CLOCK_MONOTONIC timestamps.
+pub struct FlushWatch {
+    mnt: PathBuf,
+    inst: PathBuf,
+    dir_token: Option<Token>,
+    mount_token: Option<Token>,
+    inst_token: Option<Token>,
+}
+
+impl FlushWatch {
+    /// Mounts tracefs on `mnt` (a new directory inside scratch) and
+    /// starts recording. An error says why (no tracefs, no such event).
+    pub fn start(mnt: &Path) -> Result<FlushWatch, String> {
+        let mut w = FlushWatch {
+            mnt: mnt.to_path_buf(),
+            inst: mnt
+                .join("instances")
+                .join(format!("foliosim-{}", std::process::id())),
+            dir_token: Some(journal::record(Kind::Path, mnt, "")?),
+            mount_token: None,
+            inst_token: None,
+        };
+        fs::create_dir(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+        let t = journal::record(Kind::Mount, mnt, "")?;
+        let c = |s: &[u8]| std::ffi::CString::new(s).expect("no NUL");
+        let target = c(mnt.as_os_str().as_encoded_bytes());
+        // SAFETY: NUL-terminated strings; tracefs takes no data.
+        let r = unsafe {
+            libc::mount(
+                c(b"nodev").as_ptr(),
+                target.as_ptr(),
+                c(b"tracefs").as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            t.done();
+            return Err(format!(
+                "mounting tracefs on {}: {}",
+                mnt.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        w.mount_token = Some(t);
+        let ev = Path::new("events/memcg/memcg_flush_stats");
+        if !mnt.join(ev).is_dir() {
+            return Err("no memcg:memcg_flush_stats tracepoint".into());
+        }
+        let t = journal::record(Kind::TraceInstance, &w.inst, "")?;
+        if let Err(e) = fs::create_dir(&w.inst) {
+            t.done();
+            return Err(format!("{}: {e}", w.inst.display()));
+        }
+        w.inst_token = Some(t);
+        let ev = w.inst.join(ev);
+        write(&w.inst.join("trace_clock"), "mono")?;
+        write(&ev.join("filter"), "force == 1")?;
+        write(&ev.join("enable"), "1")?;
+        Ok(w)
+    }
+
+    /// Empties the instance's buffer.
+    pub fn clear(&self) -> Result<(), String> {
+        fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(self.inst.join("trace"))
+            .map(drop)
+            .map_err(|e| format!("{}: {e}", self.inst.join("trace").display()))
+    }
+
+    /// The periodic flushes recorded since the last clear, in
+    /// CLOCK_MONOTONIC ns.
+    pub fn flushes(&self) -> Result<Vec<u64>, String> {
+        let p = self.inst.join("trace");
+        let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok(parse_flushes(&text))
+    }
+}
+
+impl Drop for FlushWatch {
+    fn drop(&mut self) {
+        if let Some(t) = self.inst_token.take() {
+            match fs::remove_dir(&self.inst) {
+                Ok(()) => t.done(),
+                Err(e) => eprintln!("foliosim oracle: removing {}: {e}", self.inst.display()),
+            }
+        }
+        if let Some(t) = self.mount_token.take() {
+            let target = std::ffi::CString::new(self.mnt.as_os_str().as_encoded_bytes());
+            // SAFETY: a NUL-terminated path.
+            if target.is_ok_and(|c| unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0) {
+                t.done();
+            } else {
+                eprintln!(
+                    "foliosim oracle: unmounting {}: {}",
+                    self.mnt.display(),
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+        if let Some(t) = self.dir_token.take() {
+            if self.mount_token.is_none() && fs::remove_dir(&self.mnt).is_ok() {
+                t.done();
+            }
+        }
+    }
+}
+
+fn write(p: &Path, v: &str) -> Result<(), String> {
+    fs::write(p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
+}
+
+/// The timestamps (ns) of the root memcg's forced flushes in a trace
+/// file's text (`TASK-PID [CPU] FLAGS SECS.USECS: memcg_flush_stats:
+/// memcg_id=1 ... force=1 ...`). The root is the first memcg id the trace
+/// shows with force=1: the periodic flush is the only forced one of the
+/// root, and the flusher runs every 2 s whatever else does.
+pub fn parse_flushes(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some(at) = l.find(": memcg_flush_stats:") else {
+            continue;
+        };
+        let fields = &l[at + ": memcg_flush_stats:".len()..];
+        if !fields.split_whitespace().any(|f| f == "force=1")
+            || !fields.split_whitespace().any(|f| f == "memcg_id=1")
+        {
+            continue;
+        }
+        let Some(ts) = l[..at].split_whitespace().last() else {
+            continue;
+        };
+        let Some((s, us)) = ts.split_once('.') else {
+            continue;
+        };
+        if let (Ok(s), Ok(frac)) = (s.parse::<u64>(), us.parse::<u64>()) {
+            // The fraction's digits give its unit (usecs by default).
+            let scale = 10u64.pow(9u32.saturating_sub(us.len() as u32));
+            out.push(s * 1_000_000_000 + frac * scale);
+        }
+    }
+    out
+}
+
+/// The first periodic flush at or after `start` (ns, same clock), as an
+/// offset from it: the model's MmConfig::stats_flush_phase_ns. Without a
+/// flush after the start (a run shorter than the period), the one the
+/// last flush before it schedules.
+pub fn phase_after(flushes: &[u64], start: u64) -> Option<u64> {
+    if let Some(&f) = flushes.iter().find(|&&f| f >= start) {
+        return Some((f - start).max(1));
+    }
+    let last = flushes.iter().copied().filter(|&f| f < start).max()?;
+    Some((last + FLUSH_TIME_NS).saturating_sub(start).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flushes_are_the_roots_forced_ones() {
+        let t = "# tracer: nop\n\
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
+    kworker/u8:3-19826   [001] ..... 32910.168824: memcg_flush_stats: memcg_id=1 stats_updates=192 force=1 needs_flush=1\n\
+    kworker/u8:3-19826   [001] ..... 32912.184118: memcg_flush_stats: memcg_id=1 stats_updates=0 force=1 needs_flush=0\n\
+    a.out-7   [000] ..... 32912.500000: memcg_flush_stats: memcg_id=5 stats_updates=9000 force=1 needs_flush=1\n\
+    a.out-7   [000] ..... 32912.600000: memcg_flush_stats: memcg_id=1 stats_updates=9000 force=0 needs_flush=1\n\
+    garbage line\n";
+        assert_eq!(
+            parse_flushes(t),
+            vec![32_910_168_824_000, 32_912_184_118_000]
+        );
+    }
+
+    #[test]
+    fn phase_is_the_first_flush_after_the_start() {
+        let f = [10_000_000_000, 12_030_000_000, 14_060_000_000];
+        assert_eq!(phase_after(&f, 11_000_000_000), Some(1_030_000_000));
+        assert_eq!(phase_after(&f, 12_030_000_000), Some(1));
+        // After the last one seen: the next one it schedules.
+        assert_eq!(phase_after(&f, 15_000_000_000), Some(1_060_000_000));
+        assert_eq!(phase_after(&[], 1), None);
+    }
+
+    /// On a root host with tracefs, the watch sees the flusher (every
+    /// 2 s) and leaves no instance or mount behind.
+    #[test]
+    fn the_watch_sees_the_periodic_flush_and_cleans_up() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: not root");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("foliosim-flushwatch-{}", std::process::id()));
+        let w = match FlushWatch::start(&dir) {
+            Ok(w) => w,
+            Err(e) if e.contains("no memcg:memcg_flush_stats") => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let inst = w.inst.clone();
+        w.clear().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(4_300));
+        let f = w.flushes().unwrap();
+        assert!(f.len() >= 2, "{f:?}");
+        for p in f.windows(2) {
+            let d = p[1] - p[0];
+            assert!((1_900_000_000..3_000_000_000).contains(&d), "{f:?}");
+        }
+        drop(w);
+        assert!(!dir.exists(), "mount point removed");
+        let mounts = fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(!mounts.contains(dir.to_str().unwrap()));
+        // The instance left tracefs itself: a new watch makes one of the
+        // same name (mkdir would fail on a leftover).
+        let w2 = FlushWatch::start(&dir).expect("instance name free again");
+        assert_eq!(w2.inst, inst);
+        drop(w2);
+        assert!(!dir.exists());
+    }
+}
