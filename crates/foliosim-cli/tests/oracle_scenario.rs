@@ -127,6 +127,17 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
     // a per-CPU batch may still be pending).
     assert!(f("pgfault") >= f("memcg[app].pgfault") * 0.98, "{run}");
     assert_eq!(f("killed[smoke]"), 0.0);
+    // The host's stats flusher was seen (every 2 s, so within about 2 s
+    // of the start, or its deferral), and the model ran that phase.
+    let phase = f("stats_flush_phase_s");
+    assert!(phase > 0.0 && phase < 4.0, "{run}");
+    assert_eq!(model("stats_flush_phase_s"), phase);
+    assert!(
+        !fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains(b.p("scratch").to_str().unwrap()),
+        "tracefs and tmpfs unmounted"
+    );
     assert!(zram_is_reset(), "zram0 reset and swapped off after the run");
     assert!(journal::pending(&fs::read_to_string(b.p("journal")).unwrap_or_default()).is_empty());
     assert!(!b.p("scratch").exists(), "scratch removed");
@@ -190,7 +201,7 @@ fn a_killed_scenario_oracle_is_undone_by_restore() {
     c.kill().unwrap(); // SIGKILL: no guard runs
     c.wait().unwrap();
     let kinds: Vec<&str> = entries.iter().map(|e| e.kind.as_str()).collect();
-    for k in ["zram", "swap", "mount", "cgroup"] {
+    for k in ["zram", "swap", "mount", "cgroup", "trace-instance"] {
         assert!(kinds.contains(&k), "{k} journaled: {kinds:?}");
     }
     let tmpfs = entries
@@ -204,9 +215,15 @@ fn a_killed_scenario_oracle_is_undone_by_restore() {
         .filter(|e| e.kind == "cgroup")
         .map(|e| e.path.clone())
         .collect();
+    let mounts: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| e.kind == "mount")
+        .map(|e| e.path.clone())
+        .collect();
     // Left behind by the kill.
     assert!(active_swaps().iter().any(|s| s == ZRAM_NODE));
     assert!(mounted(&tmpfs));
+    assert!(mounts.iter().all(|m| mounted(m)), "{mounts:?}");
     assert!(groups.iter().all(|g| g.exists()));
 
     let out = b.oracle(&["restore"]).output().unwrap();
@@ -214,6 +231,8 @@ fn a_killed_scenario_oracle_is_undone_by_restore() {
     assert!(out.status.success(), "{stderr}");
     assert!(zram_is_reset(), "{stderr}");
     assert!(!mounted(&tmpfs), "{stderr}");
+    assert!(mounts.iter().all(|m| !mounted(m)), "{stderr}");
+    assert!(stderr.contains("removed tracing instance"), "{stderr}");
     assert!(groups.iter().all(|g| !g.exists()), "{stderr}");
     assert!(!b.p("scratch").exists(), "{stderr}");
     assert!(journal::pending(&fs::read_to_string(b.p("journal")).unwrap_or_default()).is_empty());

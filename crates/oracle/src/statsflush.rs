@@ -85,18 +85,24 @@ impl FlushWatch {
         Ok(w)
     }
 
-    /// Empties the instance's buffer.
-    pub fn clear(&self) -> Result<(), String> {
-        fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(self.inst.join("trace"))
-            .map(drop)
-            .map_err(|e| format!("{}: {e}", self.inst.join("trace").display()))
+    /// Waits (up to `limit`) for the first flush, so that a run starting
+    /// after it has a flush before its start to count from when it is
+    /// shorter than the period. False when none came.
+    pub fn wait_first(&self, limit: std::time::Duration) -> Result<bool, String> {
+        let t0 = std::time::Instant::now();
+        loop {
+            if !self.flushes()?.is_empty() {
+                return Ok(true);
+            }
+            if t0.elapsed() > limit {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
-    /// The periodic flushes recorded since the last clear, in
-    /// CLOCK_MONOTONIC ns.
+    /// The periodic flushes recorded since the start, in CLOCK_MONOTONIC
+    /// ns (one every 2 s: the buffer holds hours of them).
     pub fn flushes(&self) -> Result<Vec<u64>, String> {
         let p = self.inst.join("trace");
         let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -229,8 +235,8 @@ mod tests {
             Err(e) => panic!("{e}"),
         };
         let inst = w.inst.clone();
-        w.clear().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(4_300));
+        assert!(w.wait_first(std::time::Duration::from_secs(5)).unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(2_300));
         let f = w.flushes().unwrap();
         assert!(f.len() >= 2, "{f:?}");
         for p in f.windows(2) {
