@@ -222,6 +222,9 @@ fn oracle_scenario_counters(
         }
     }
     m.insert("elapsed_s".into(), r.run.elapsed_ns as f64 / 1e9);
+    if let Some(t) = r.first_limit_ns {
+        m.insert(foliosim_oracle::scn::FIRST_LIMIT.into(), t as f64 / 1e9);
+    }
     for (path, map) in &r.cgroups {
         for (k, v) in oracle_memstat_names(map) {
             m.insert(format!("memcg[{path}].{k}"), v as f64);

@@ -132,6 +132,13 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
     let phase = f("stats_flush_phase_s");
     assert!(phase > 0.0 && phase < 4.0, "{run}");
     assert_eq!(model("stats_flush_phase_s"), phase);
+    // Both sides say when the 64 MiB limit was first met: during the run.
+    for t in [f("first_limit_s"), model("first_limit_s")] {
+        assert!(
+            t > 0.0 && t < f("elapsed_s").max(model("elapsed_s")),
+            "{t} {run}"
+        );
+    }
     assert!(
         !fs::read_to_string("/proc/mounts")
             .unwrap()

@@ -1456,3 +1456,37 @@ steps = [ { op = "read", file = "c", passes = 2 } ]
         "{text}"
     );
 }
+
+/// first_limit_ns is when a charge first met a group's limit: after the
+/// writes that fit, before the end of those that do not; never when the
+/// group stays under its limit.
+#[test]
+fn the_first_limit_hit_is_when_the_writes_reach_the_limit() {
+    let run = |mib: u64| {
+        let sc = Scenario {
+            file: "limit.toml".into(),
+            cgroups: vec![cgroup("a", Some(32 * M))],
+            processes: vec![process(
+                "p",
+                "a",
+                1,
+                vec![
+                    mmap(2, "m", mib * M),
+                    touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                ],
+            )],
+            ..Scenario::default()
+        };
+        run_scenario(cfg(256 * M, Some(256 * M)), &sc).unwrap()
+    };
+    let (fits, over) = (run(30), run(40));
+    assert_eq!(fits.first_limit_ns, None);
+    assert_eq!(fits.cgroups["a"]["failcnt"], 0);
+    let t = over
+        .first_limit_ns
+        .expect("the 40 MiB writer hit the limit");
+    assert!(over.cgroups["a"]["failcnt"] > 0);
+    // After the first 30 MiB (which fit), before the 40 MiB writer's end.
+    assert!(t > proc_named(&fits, "p[0]").end_ns, "{t}");
+    assert!(t < proc_named(&over, "p[0]").end_ns, "{t}");
+}

@@ -438,6 +438,10 @@ pub struct MemCgroup {
     /// page_counter failcnt (v1 memory.failcnt): charges this level
     /// refused, each try counted (a batch, then the page itself).
     pub failcnt: u64,
+    /// When a charge first met this level's limit (the first failcnt), ns
+    /// of the model's clock; 0 if never: when limit reclaim began, which
+    /// sets where a workload is when the stats flusher runs.
+    pub first_fail_ns: u64,
     /// Time the memcg's tasks slept in memory.high throttling, ns.
     pub high_throttle_ns: u64,
     /// The reclaim iterator's position for partial walks under this memcg
@@ -482,6 +486,7 @@ impl MemCgroup {
             under_oom: 0,
             high_throttle_ns: 0,
             failcnt: 0,
+            first_fail_ns: 0,
             limit_overrun: false,
             reclaim_iter: 0,
         }

@@ -186,10 +186,13 @@ impl Core {
     /// returned: try_charge_memcg()'s mem_over_limit.
     #[inline]
     pub fn page_counter_try_charge(&mut self, memcg: MemcgId, nr: u64) -> Result<(), MemcgId> {
-        let mut c = memcg;
+        let (mut c, now) = (memcg, self.now);
         while c != ROOT_MEMCG {
             let m = &mut self.memcgs[c as usize];
             if matches!(m.limit, Some(l) if m.usage + nr > l) {
+                if m.failcnt == 0 {
+                    m.first_fail_ns = now.max(1);
+                }
                 m.failcnt += 1;
                 let failed = c;
                 let mut u = memcg;

@@ -60,6 +60,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
         run.memcg = hierarchical_map(&mut sim, root);
     }
     let mut maps = BTreeMap::new();
+    let mut first_limit_ns: Option<u64> = None;
     let mut cgroup_lru_gen = BTreeMap::new();
     let mut cgroup_cache_ext = BTreeMap::new();
     for (path, id) in &cgroups {
@@ -86,6 +87,9 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
                 m.insert(key, v);
             }
             m.insert("failcnt", mc.failcnt);
+            if mc.first_fail_ns > 0 {
+                first_limit_ns = Some(first_limit_ns.map_or(mc.first_fail_ns, |t| t.min(mc.first_fail_ns)));
+            }
             // Swap counters, hierarchical already: v1 memsw, v2 swap.
             let sw = &k.core.memcg_swap[*id as usize];
             m.insert("memsw.usage_in_bytes", k.core.memcg_memsw_usage(*id) * PAGE_SIZE);
@@ -123,6 +127,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
         cgroups: maps,
         cgroup_lru_gen,
         cgroup_cache_ext,
+        first_limit_ns,
         processes,
     })
 }

@@ -56,6 +56,11 @@ pub struct ScenarioReport {
     /// and eviction counts, keyed by cgroup path.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub cgroup_cache_ext: BTreeMap<String, crate::report::CacheExtReport>,
+    /// When a charge first met a scenario cgroup's limit (v1 failcnt's
+    /// first count, of any group), ns from the start: when limit reclaim
+    /// began. The oracle compares it with the host's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_limit_ns: Option<u64>,
     pub processes: Vec<ProcessReport>,
 }
 

@@ -351,6 +351,20 @@ impl Groups {
             .ok_or_else(|| format!("cgroup '{path}' is not declared"))
     }
 
+    /// memory.failcnt summed over the scenario's groups.
+    fn failcnt(&self) -> u64 {
+        self.dirs
+            .iter()
+            .skip(1)
+            .map(|(_, d)| {
+                fs::read_to_string(d.join("memory.failcnt"))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .unwrap_or(0)
+            })
+            .sum()
+    }
+
     fn procs_left(&self) -> usize {
         self.dirs
             .iter()
@@ -764,6 +778,12 @@ pub fn run_real(
 /// phase.
 pub const STATS_FLUSH_PHASE: &str = "stats_flush_phase_s";
 
+/// The run's counter of when a charge first met a scenario group's limit
+/// (memory.failcnt's first count, of any group, polled every few ms), in
+/// s from the start: when limit reclaim began, the other end of the
+/// flush phase.
+pub const FIRST_LIMIT: &str = "first_limit_s";
+
 /// Starts every process instance in its group, waits for them (and for
 /// their unwaited forks to leave the groups); the per-process kill counts,
 /// and when they started (CLOCK_MONOTONIC ns).
@@ -815,7 +835,11 @@ fn run_instances(
     let deadline = Instant::now() + RUN_TIMEOUT;
     let mut errors = Vec::new();
     let mut left: Vec<_> = kids.into_iter().map(Some).collect();
+    let mut first_limit: Option<u64> = None;
     while left.iter().any(Option::is_some) {
+        if first_limit.is_none() && g.failcnt() > 0 {
+            first_limit = Some(exec::monotonic_ns());
+        }
         if Instant::now() > deadline {
             return Err(format!(
                 "the scenario ran past {}s; killed",
@@ -844,7 +868,14 @@ fn run_instances(
                 ));
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(if first_limit.is_none() {
+            2
+        } else {
+            20
+        }));
+    }
+    if let Some(t) = first_limit {
+        m.insert(FIRST_LIMIT.into(), t.saturating_sub(t0) as f64 / 1e9);
     }
     while g.procs_left() > 0 {
         if Instant::now() > deadline {
