@@ -3,6 +3,7 @@
 //! names.
 
 use super::*;
+use foliosim::mm::CpuCosts;
 use foliosim_oracle::scn::STATS_FLUSH_PHASE;
 
 /// The model side of `foliosim oracle`: configure from the host's facts
@@ -30,6 +31,7 @@ pub(crate) fn oracle_model(
     if let Some(d) = host_device(host) {
         mm.device = parse_device(&d)?;
     }
+    mm.cpu_costs = Some(host_costs(host));
     mm.fs = oracle_fs(host)?;
     let lru = match host.lru_gen {
         Some(v) if v != 0 => LruKind::Mglru,
@@ -99,10 +101,35 @@ fn over_flush_phases(
 }
 
 /// The model's device: the virtio profile with the host's measured read
-/// latency, when the oracle measured one.
+/// latency, when the oracle measured one. With a measured buffered read
+/// miss, the latency that makes the model's own miss (a read() syscall, a
+/// page allocation, the 4 KiB transfer, the copy: host_costs()'s) cost
+/// what the host's did; else the O_DIRECT median.
 fn host_device(host: &foliosim_oracle::HostInfo) -> Option<String> {
-    host.read_latency_ns
-        .map(|ns| format!("virtio:latency={ns}ns"))
+    let direct = host.read_latency_ns?;
+    let ns = match host.buffered_read_ns {
+        Some(b) => {
+            let c = host_costs(host);
+            let virtio = foliosim::mm::blkdev::DeviceProfile::by_name("virtio")?;
+            let xfer = 4096 * 1_000_000_000 / virtio.bw_bytes_per_s;
+            b.saturating_sub(c.syscall + c.page_alloc + c.copy_page + xfer)
+                .max(1_000)
+        }
+        None => direct,
+    };
+    Some(format!("virtio:latency={ns}ns"))
+}
+
+/// The model's CPU costs on this host: the defaults, with the fault entry
+/// and exit (minor_fault) set so that an anonymous write fault (fault,
+/// page allocation, zeroing: do_anonymous_page()'s charges) costs what the
+/// host's measured one did.
+fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
+    let mut c = CpuCosts::default();
+    if let Some(a) = host.anon_fault_ns {
+        c.minor_fault = a.saturating_sub(c.page_alloc + c.copy_page).max(50);
+    }
+    c
 }
 
 /// The model's ext4 from the host's: its measured geometry and the case's
@@ -176,7 +203,9 @@ fn oracle_scenario(
     // later entries win).
     m.sysctl
         .insert(0, format!("vm.swappiness={}", host.swappiness));
-    over_flush_phases(m.config()?, host.stats_flush_phase_ns, |c| {
+    let mut cfg = m.config()?;
+    cfg.mm.cpu_costs = Some(host_costs(host));
+    over_flush_phases(cfg, host.stats_flush_phase_ns, |c| {
         let r = foliosim::scenario::run_scenario(c, sc)?;
         Ok(oracle_scenario_counters(sc, &r))
     })

@@ -71,9 +71,20 @@ pub struct HostInfo {
     pub kdamonds_on: u32,
     /// Median latency of a random 4 KiB O_DIRECT read (QD1) on the scratch
     /// directory's device, ns (run::measure_read_latency; the model's
-    /// device latency). None until measured, or where it cannot be
-    /// (tmpfs has no O_DIRECT).
+    /// device latency without `buffered_read_ns`). None until measured,
+    /// or where it cannot be (tmpfs has no O_DIRECT).
     pub read_latency_ns: Option<u64>,
+    /// Mean time of a 4 KiB buffered read() that misses the page cache
+    /// (random, read-ahead off) on the same device, ns: the device plus
+    /// the page-cache read path (run::measure_read_latency). The model's
+    /// device latency is set so that its own miss costs this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffered_read_ns: Option<u64>,
+    /// Mean time of a first-touch write fault on anonymous memory (4 KiB
+    /// pages), ns (run::measure_anon_fault): the model's fault cost is set
+    /// so that its anonymous fault costs this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anon_fault_ns: Option<u64>,
     pub cgroup: CgroupFlavor,
     /// MAJ:MIN of the disk whose queue holds `read_ahead_path` (for
     /// per-cgroup block I/O accounting).
@@ -120,6 +131,8 @@ impl HostInfo {
             swap_total_bytes: 0,
             kdamonds_on: 0,
             read_latency_ns: None,
+            buffered_read_ns: None,
+            anon_fault_ns: None,
             cgroup: CgroupFlavor::V1 {
                 mount: "/sys/fs/cgroup/memory".into(),
             },
@@ -235,6 +248,8 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         lru_gen,
         kdamonds_on: crate::scn::hostcfg::running_kdamonds().len() as u32,
         read_latency_ns: None,
+        buffered_read_ns: None,
+        anon_fault_ns: None,
         swap_total_bytes,
         cgroup,
         disk_devno,

@@ -208,8 +208,81 @@ pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
     Ok(ns[ns.len() / 2])
 }
 
-/// `host` with its measured read latency (measure_read_latency); without
-/// one, and the reason on stderr, when it cannot be measured.
+/// The mean time of a 4 KiB buffered read() that misses the page cache, on
+/// measure_read_latency's file (its pages dropped first; POSIX_FADV_RANDOM
+/// turns read-ahead off, so each read is one page's I/O): the device and
+/// the page-cache read path together (folio allocation and charge, the bio,
+/// the completion's wake-up, the copy). Distinct pages, so none hits.
+pub fn measure_buffered_read(scratch: &Scratch) -> Result<u64, String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    const PAGES: u64 = 16384; // the 64 MiB file
+    const READS: u64 = 1024;
+    let p = scratch.dir.join("foliosim-read-latency");
+    let err = |e: io::Error| format!("{}: {e}", p.display());
+    let f = fs::File::open(&p).map_err(err)?;
+    // SAFETY: posix_fadvise only reads its arguments; the fd is open.
+    unsafe {
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
+    }
+    let mut buf = vec![0u8; 4096];
+    // A stride coprime with PAGES visits distinct pages in a scattered order.
+    let block = |i: u64| (i * 7919 + 11) % PAGES;
+    for i in 0..16 {
+        f.read_exact_at(&mut buf, block(i) * 4096).map_err(err)?;
+    }
+    let t = Instant::now();
+    for i in 16..16 + READS {
+        f.read_exact_at(&mut buf, block(i) * 4096).map_err(err)?;
+    }
+    let ns = t.elapsed().as_nanos() as u64 / READS;
+    // SAFETY: as above.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    Ok(ns)
+}
+
+/// The mean time of a first-touch write fault on anonymous memory: 64 MiB
+/// mapped private, huge pages refused (MADV_NOHUGEPAGE: the 4 KiB fault
+/// path), one byte written per page; the median of three such passes.
+pub fn measure_anon_fault() -> Result<u64, String> {
+    const LEN: usize = 64 << 20;
+    let mut per_page = Vec::new();
+    for _ in 0..3 {
+        // SAFETY: a fresh private anonymous mapping, written only within
+        // its length and unmapped below.
+        let t = unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return Err(format!("mmap: {}", io::Error::last_os_error()));
+            }
+            libc::madvise(p, LEN, libc::MADV_NOHUGEPAGE);
+            let b = p.cast::<u8>();
+            let t = Instant::now();
+            for off in (0..LEN).step_by(4096) {
+                std::ptr::write_volatile(b.add(off), 1);
+            }
+            let t = t.elapsed().as_nanos() as u64;
+            libc::munmap(p, LEN);
+            t
+        };
+        per_page.push(t / (LEN as u64 / 4096));
+    }
+    per_page.sort_unstable();
+    Ok(per_page[1])
+}
+
+/// `host` with its measured read latency (measure_read_latency), buffered
+/// read miss (measure_buffered_read) and anonymous fault cost
+/// (measure_anon_fault); without one, and the reason on stderr, when it
+/// cannot be measured.
 pub fn with_read_latency(host: &HostInfo, scratch: &mut Scratch, verbose: bool) -> HostInfo {
     let mut h = host.clone();
     match measure_read_latency(scratch) {
@@ -218,8 +291,28 @@ pub fn with_read_latency(host: &HostInfo, scratch: &mut Scratch, verbose: bool) 
                 eprintln!("scratch device read latency (4 KiB, O_DIRECT, QD1): {:.1} us", ns as f64 / 1e3);
             }
             h.read_latency_ns = Some(ns);
+            match measure_buffered_read(scratch) {
+                Ok(ns) => {
+                    if verbose {
+                        eprintln!("buffered read miss (4 KiB, read-ahead off): {:.1} us", ns as f64 / 1e3);
+                    }
+                    h.buffered_read_ns = Some(ns);
+                }
+                Err(e) => eprintln!("foliosim oracle: buffered read miss not measured ({e})"),
+            }
         }
         Err(e) => eprintln!("foliosim oracle: read latency not measured ({e}): the model keeps its device profile's"),
+    }
+    match measure_anon_fault() {
+        Ok(ns) => {
+            if verbose {
+                eprintln!("anonymous write fault (4 KiB): {:.2} us", ns as f64 / 1e3);
+            }
+            h.anon_fault_ns = Some(ns);
+        }
+        Err(e) => eprintln!(
+            "foliosim oracle: anonymous fault cost not measured ({e}): the model keeps its own"
+        ),
     }
     h
 }
@@ -808,7 +901,16 @@ mod tests {
         let f = dir.join("foliosim-read-latency");
         assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 20);
         let h = with_read_latency(&fake_host(), &mut s, false);
-        assert!(h.read_latency_ns.is_some());
+        let direct = h.read_latency_ns.unwrap();
+        // Buffered reads of dropped pages go to the device too (a read
+        // served from the cache would take a microsecond or two).
+        let buffered = h.buffered_read_ns.unwrap();
+        assert!(
+            buffered * 2 >= direct,
+            "{buffered} ns vs O_DIRECT {direct} ns"
+        );
+        let fault = h.anon_fault_ns.unwrap();
+        assert!((50..1_000_000).contains(&fault), "{fault} ns");
         drop(s);
         assert!(
             !dir.exists(),

@@ -543,6 +543,18 @@ pub fn render_host(h: &HostInfo) -> String {
             }),
         ),
         (
+            "buffered read miss (4 KiB, read-ahead off, mean)",
+            h.buffered_read_ns.map_or("not measured".into(), |ns| {
+                format!("{:.1} us (the model's miss costs this)", ns as f64 / 1e3)
+            }),
+        ),
+        (
+            "anonymous write fault (4 KiB, mean)",
+            h.anon_fault_ns.map_or("not measured".into(), |ns| {
+                format!("{:.2} us (the model's fault costs this)", ns as f64 / 1e3)
+            }),
+        ),
+        (
             "fault_around_bytes",
             format!("{} ({})", h.fault_around_bytes, h.fault_around_source),
         ),

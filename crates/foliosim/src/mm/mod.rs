@@ -432,6 +432,10 @@ pub struct MmConfig {
     /// memcg; None or "default" runs the kernel's LRU alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// The CPU costs of kernel work (CpuCosts), measured on a host by the
+    /// oracle; None: the defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_costs: Option<CpuCosts>,
 }
 
 impl MmConfig {
@@ -500,6 +504,7 @@ impl Default for MmConfig {
             memcg_stats_lazy_flush: false,
             fs: None,
             policy: None,
+            cpu_costs: None,
         }
     }
 }
@@ -521,7 +526,7 @@ fn first_stats_flush(cfg: &MmConfig) -> u64 {
 
 /// CPU time charged to the task for kernel work, in ns (the model's clock
 /// advances by these and by I/O waits).
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CpuCosts {
     pub syscall: u64,
     pub copy_page: u64,
@@ -748,7 +753,7 @@ impl Core {
             kswapd: Default::default(),
             trace: None,
             cache_ext: Default::default(),
-            cost: CpuCosts::default(),
+            cost: cfg.cpu_costs.unwrap_or_default(),
             cfg,
         }
     }
