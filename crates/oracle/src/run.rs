@@ -697,6 +697,7 @@ fn run_real(
 struct RunInput {
     layout: Option<FileLayout>,
     stats_flush_phase_ns: Option<u64>,
+    buffered_read_ns: Option<u64>,
 }
 
 impl RunInput {
@@ -705,6 +706,9 @@ impl RunInput {
             layout,
             stats_flush_phase_ns: run
                 .get(crate::scn::STATS_FLUSH_PHASE)
+                .map(|s| (s * 1e9).round() as u64),
+            buffered_read_ns: run
+                .get(crate::scn::BUFFERED_READ)
                 .map(|s| (s * 1e9).round() as u64),
         }
     }
@@ -730,6 +734,9 @@ fn model_per_run(
                 let mut h = host.clone();
                 h.layout = inp.layout.clone();
                 h.stats_flush_phase_ns = inp.stats_flush_phase_ns;
+                if inp.buffered_read_ns.is_some() {
+                    h.buffered_read_ns = inp.buffered_read_ns;
+                }
                 done.push((inp, model(&h, case)?));
                 done.len() - 1
             }
@@ -821,6 +828,7 @@ mod tests {
                 ..FileLayout::default()
             }),
             stats_flush_phase_ns: None,
+            buffered_read_ns: None,
         };
         let calls = std::cell::Cell::new(0);
         let model = |h: &HostInfo, _: &Case| {
@@ -830,9 +838,11 @@ mod tests {
             Ok(BTreeMap::from([
                 ("io.rbytes".to_string(), ino * 4096.0),
                 ("phase".to_string(), phase),
+                ("miss".to_string(), h.buffered_read_ns.unwrap_or(0) as f64),
             ]))
         };
-        let host = fake_host();
+        let mut host = fake_host();
+        host.buffered_read_ns = Some(40_000);
         let m =
             model_per_run(&host, &case, vec![lay(10), lay(30), lay(10)], &model, false).unwrap();
         assert_eq!(calls.get(), 2);
@@ -844,6 +854,7 @@ mod tests {
         let none = RunInput {
             layout: None,
             stats_flush_phase_ns: None,
+            buffered_read_ns: None,
         };
         let m = model_per_run(&host, &case, vec![none.clone(), none], &model, false).unwrap();
         assert_eq!((calls.get(), m["io.rbytes"]), (6, 0.0));
@@ -855,6 +866,20 @@ mod tests {
         let inputs = runs.iter().map(|r| RunInput::of(r, None)).collect();
         let m = model_per_run(&host, &case, inputs, &model, false).unwrap();
         assert_eq!((calls.get(), m["phase"]), (8, 500_000_000.0));
+        assert_eq!(m["miss"], 40_000.0, "the host's, without a run's own");
+        // A run's own read miss replaces the host's for its model run.
+        let runs: Vec<RealRun> = [(0.5, 52e-6), (0.5, 52e-6), (0.5, 61e-6)]
+            .iter()
+            .map(|&(p, r)| {
+                BTreeMap::from([
+                    (crate::scn::STATS_FLUSH_PHASE.to_string(), p),
+                    (crate::scn::BUFFERED_READ.to_string(), r),
+                ])
+            })
+            .collect();
+        let inputs = runs.iter().map(|r| RunInput::of(r, None)).collect();
+        let m = model_per_run(&host, &case, inputs, &model, false).unwrap();
+        assert_eq!((calls.get(), m["miss"]), (10, 52_000.0));
         let failing = |_: &HostInfo, _: &Case| Err("model broke".to_string());
         assert_eq!(
             model_per_run(&host, &case, vec![lay(1)], &failing, false).unwrap_err(),
