@@ -133,7 +133,10 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
     assert!(phase > 0.0 && phase < 4.0, "{run}");
     assert_eq!(model("stats_flush_phase_s"), phase);
     // The run's own buffered read miss was measured before it.
-    assert!(f("buffered_read_s") > 0.0 && f("buffered_read_s") < 0.1, "{run}");
+    assert!(
+        f("buffered_read_s") > 0.0 && f("buffered_read_s") < 0.1,
+        "{run}"
+    );
     // Both sides say when the 64 MiB limit was first met: during the run.
     for t in [f("first_limit_s"), model("first_limit_s")] {
         assert!(

@@ -197,47 +197,70 @@ fn write(p: &Path, v: &str) -> Result<(), String> {
     fs::write(p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
 }
 
-/// A tmpfs mounted on a directory inside scratch (made for it); unmounted
-/// and removed on drop.
-pub struct TmpfsMount {
+/// A filesystem (tmpfs, tracefs) mounted on a directory inside scratch
+/// (made for it), nosuid, nodev, noexec; unmounted and removed on drop.
+pub struct ScratchMount {
     pub dir: PathBuf,
     dir_token: Option<Token>,
     mount_token: Option<Token>,
 }
 
-impl TmpfsMount {
-    /// `huge`: the mount's huge= option (the scenario parser allows only
-    /// never, always, within_size and advise).
-    pub fn mount(dir: &Path, size: u64, huge: Option<&str>) -> Result<TmpfsMount, String> {
-        let mut m = TmpfsMount {
+impl ScratchMount {
+    /// A tmpfs of `size` bytes, mode 0700. `huge`: the mount's huge=
+    /// option (the scenario parser allows only never, always, within_size
+    /// and advise).
+    pub fn tmpfs(dir: &Path, size: u64, huge: Option<&str>) -> Result<ScratchMount, String> {
+        let huge = match huge {
+            None => String::new(),
+            Some(h @ ("never" | "always" | "within_size" | "advise")) => format!(",huge={h}"),
+            Some(h) => return Err(format!("tmpfs huge={h}: not a huge= option")),
+        };
+        Self::mount(
+            dir,
+            "tmpfs",
+            "foliosim-tmpfs",
+            Some(&format!("size={size},mode=0700{huge}")),
+        )
+    }
+
+    /// A tracefs (the host's tracing tree, another view of it).
+    pub fn tracefs(dir: &Path) -> Result<ScratchMount, String> {
+        Self::mount(dir, "tracefs", "nodev", None)
+    }
+
+    fn mount(
+        dir: &Path,
+        fstype: &str,
+        source: &str,
+        data: Option<&str>,
+    ) -> Result<ScratchMount, String> {
+        let mut m = ScratchMount {
             dir: dir.to_path_buf(),
             dir_token: Some(journal::record(Kind::Path, dir, "")?),
             mount_token: None,
         };
         fs::create_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let t = journal::record(Kind::Mount, dir, "")?;
-        let c = |s: &[u8]| std::ffi::CString::new(s).expect("no NUL");
-        let target = c(dir.as_os_str().as_encoded_bytes());
-        let huge = match huge {
-            None => String::new(),
-            Some(h @ ("never" | "always" | "within_size" | "advise")) => format!(",huge={h}"),
-            Some(h) => return Err(format!("tmpfs huge={h}: not a huge= option")),
-        };
-        let opts = c(format!("size={size},mode=0700{huge}").as_bytes());
-        // SAFETY: NUL-terminated strings; a fresh tmpfs, no exec/suid/dev.
+        let c = |s: &[u8]| std::ffi::CString::new(s).map_err(|_| format!("{}: NUL", dir.display()));
+        let target = c(dir.as_os_str().as_encoded_bytes())?;
+        let (fstype_c, source_c) = (c(fstype.as_bytes())?, c(source.as_bytes())?);
+        let data = data.map(|d| c(d.as_bytes())).transpose()?;
+        // SAFETY: NUL-terminated strings (data optional); a fresh
+        // filesystem, no exec/suid/dev.
         let r = unsafe {
             libc::mount(
-                c(b"foliosim-tmpfs").as_ptr(),
+                source_c.as_ptr(),
                 target.as_ptr(),
-                c(b"tmpfs").as_ptr(),
+                fstype_c.as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                opts.as_ptr().cast(),
+                data.as_ref()
+                    .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
             )
         };
         if r != 0 {
             t.done();
             return Err(format!(
-                "mounting a tmpfs on {}: {}",
+                "mounting a {fstype} on {}: {}",
                 dir.display(),
                 std::io::Error::last_os_error()
             ));
@@ -247,7 +270,7 @@ impl TmpfsMount {
     }
 }
 
-impl Drop for TmpfsMount {
+impl Drop for ScratchMount {
     fn drop(&mut self) {
         if let Some(t) = self.mount_token.take() {
             let target = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes());

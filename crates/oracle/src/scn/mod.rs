@@ -29,7 +29,7 @@ use crate::journal::{self, Token};
 use crate::run::{drop_caches, warm_executable, RunOpts, Scratch};
 use foliosim_workload::scenario::{FileFs, Op, Scenario, Step};
 use foliosim_workload::units::parse_size;
-use hostcfg::{SwapFile, TmpfsMount, ValueGuard, ZramSwap};
+use hostcfg::{ScratchMount, SwapFile, ValueGuard, ZramSwap};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -672,7 +672,7 @@ pub fn run_real(
         .map(|f| f.size)
         .sum();
     let _tmpfs = if tmpfs_bytes > 0 {
-        Some(TmpfsMount::mount(
+        Some(ScratchMount::tmpfs(
             &l.tmpfs,
             tmpfs_bytes + (16 << 20),
             sc.machine.tmpfs_huge.as_deref(),
