@@ -147,6 +147,40 @@ pub fn phase_after(flushes: &[u64], start: u64) -> Option<u64> {
     Some((last + FLUSH_TIME_NS).saturating_sub(start).max(1))
 }
 
+/// The flusher's period as the recorded flushes show it (the mean of the
+/// last intervals, at most five; the host's runs 2.02-2.05 s, jiffies and
+/// queueing), FLUSH_TIME before two are seen.
+pub fn period(flushes: &[u64]) -> u64 {
+    let n = flushes.len().min(6);
+    if n < 2 {
+        return FLUSH_TIME_NS;
+    }
+    let last = &flushes[flushes.len() - n..];
+    (last[n - 1] - last[0]) / (n as u64 - 1)
+}
+
+/// When to start a run (ns, same clock, not before `now`) so that the
+/// flusher's next run comes `phase` after the start, predicted from the
+/// last recorded flush and the period; `now` without a recorded flush.
+pub fn start_for_phase(flushes: &[u64], now: u64, phase: u64) -> u64 {
+    let Some(&last) = flushes.last() else {
+        return now;
+    };
+    let p = period(flushes);
+    let mut next = last + p;
+    while next < now + phase {
+        next += p;
+    }
+    next - phase
+}
+
+/// The phase run `i` of `n` aims at: the middle of the i-th of n equal
+/// parts of the period, so that a case's runs sample the whole period
+/// rather than wherever its setup time puts them.
+pub fn target_phase(i: u32, n: u32, period: u64) -> u64 {
+    (period * (2 * i as u64 + 1) / (2 * n.max(1) as u64)).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +208,28 @@ mod tests {
         // After the last one seen: the next one it schedules.
         assert_eq!(phase_after(&f, 15_000_000_000), Some(1_060_000_000));
         assert_eq!(phase_after(&[], 1), None);
+    }
+
+    #[test]
+    fn runs_are_aimed_at_evenly_spread_phases() {
+        let f = [10_000_000_000, 12_030_000_000, 14_060_000_000];
+        assert_eq!(period(&f), 2_030_000_000);
+        assert_eq!(period(&f[..1]), FLUSH_TIME_NS);
+        // Next flush predicted at 16.09 s: a 0.5 s phase starts at 15.59 s,
+        // or one period later when that has passed.
+        assert_eq!(
+            start_for_phase(&f, 15_000_000_000, 500_000_000),
+            15_590_000_000
+        );
+        assert_eq!(
+            start_for_phase(&f, 15_700_000_000, 500_000_000),
+            17_620_000_000
+        );
+        assert_eq!(start_for_phase(&[], 7, 500_000_000), 7);
+        let p = 2_000_000_000;
+        let t: Vec<u64> = (0..3).map(|i| target_phase(i, 3, p)).collect();
+        assert_eq!(t, [333_333_333, 1_000_000_000, 1_666_666_666]);
+        assert_eq!(target_phase(0, 1, p), 1_000_000_000);
     }
 
     /// On a root host with tracefs, the watch sees the flusher (every

@@ -741,7 +741,14 @@ pub fn run_real(
         let bar = Barriers::start(&l.sock, parties.clone())?;
         let t0 = Instant::now();
         let before = read_vmstat()?;
-        let r = run_instances(sc, &g, &bar, &l, &exe);
+        // Run i of n aims at the phase in the middle of the i-th n-th of
+        // the flusher's period (the setup before a run takes about 2.4 s
+        // here, which would otherwise step the phase down by 0.4 s a run).
+        let aim = watch.as_ref().map(|w| {
+            let p = crate::statsflush::period(&w.flushes().unwrap_or_default());
+            (w, crate::statsflush::target_phase(i, opts.repeat, p))
+        });
+        let r = run_instances(sc, &g, &bar, &l, &exe, aim);
         let after = read_vmstat()?;
         let wall = t0.elapsed().as_secs_f64();
         drop(bar);
@@ -809,6 +816,7 @@ fn run_instances(
     bar: &Barriers,
     l: &Layout,
     exe: &std::ffi::OsStr,
+    aim: Option<(&crate::statsflush::FlushWatch, u64)>,
 ) -> Result<(BTreeMap<String, f64>, u64), String> {
     let mut kids: Vec<(usize, Child, std::thread::JoinHandle<String>)> = Vec::new();
     let mut m = BTreeMap::new();
@@ -845,6 +853,11 @@ fn run_instances(
             });
             kids.push((pi, child, h));
         }
+    }
+    if let Some((w, phase)) = aim {
+        let now = exec::monotonic_ns();
+        let at = crate::statsflush::start_for_phase(&w.flushes()?, now, phase);
+        std::thread::sleep(Duration::from_nanos(at.saturating_sub(now)));
     }
     drop(gate);
     let t0 = exec::monotonic_ns();
