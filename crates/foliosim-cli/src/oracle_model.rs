@@ -28,10 +28,11 @@ pub(crate) fn oracle_model(
     }
     // The real fio's processes are in the group too.
     mm.fio_process_memory = true;
-    if let Some(d) = host_device(host) {
+    let costs = host_costs(host);
+    if let Some(d) = host_device(host, &costs) {
         mm.device = parse_device(&d)?;
     }
-    mm.cpu_costs = Some(host_costs(host));
+    mm.cpu_costs = Some(costs);
     mm.fs = oracle_fs(host)?;
     let lru = match host.lru_gen {
         Some(v) if v != 0 => LruKind::Mglru,
@@ -103,13 +104,12 @@ fn over_flush_phases(
 /// The model's device: the virtio profile with the host's measured read
 /// latency, when the oracle measured one. With a measured buffered read
 /// miss, the latency that makes the model's own miss (a read() syscall, a
-/// page allocation, the 4 KiB transfer, the copy: host_costs()'s) cost
-/// what the host's did; else the O_DIRECT median.
-fn host_device(host: &foliosim_oracle::HostInfo) -> Option<String> {
+/// page allocation, the 4 KiB transfer, the copy, at `c`) cost what the
+/// host's did; else the O_DIRECT median.
+fn host_device(host: &foliosim_oracle::HostInfo, c: &CpuCosts) -> Option<String> {
     let direct = host.read_latency_ns?;
     let ns = match host.buffered_read_ns {
         Some(b) => {
-            let c = host_costs(host);
             let virtio = foliosim::mm::blkdev::DeviceProfile::by_name("virtio")?;
             let xfer = 4096 * 1_000_000_000 / virtio.bw_bytes_per_s;
             b.saturating_sub(c.syscall + c.page_alloc + c.copy_page + xfer)
@@ -181,6 +181,7 @@ fn oracle_scenario(
     case: &foliosim_oracle::Case,
     sc: &foliosim_workload::scenario::Scenario,
 ) -> Result<BTreeMap<String, f64>, String> {
+    let costs = host_costs(host);
     let cli = MachineArgs {
         memory: Some(host.ram_bytes.to_string()),
         read_ahead_kb: Some(case.effective_read_ahead_kb(host) as u64),
@@ -192,7 +193,7 @@ fn oracle_scenario(
             .into(),
         ),
         sysctl: vec![format!("fault_around_bytes={}", host.fault_around_bytes)],
-        device: host_device(host),
+        device: host_device(host, &costs),
         kernel: foliosim::mm::KernelRelease::parse(&host.kernel_release)
             .is_ok()
             .then(|| host.kernel_release.clone()),
@@ -204,7 +205,7 @@ fn oracle_scenario(
     m.sysctl
         .insert(0, format!("vm.swappiness={}", host.swappiness));
     let mut cfg = m.config()?;
-    cfg.mm.cpu_costs = Some(host_costs(host));
+    cfg.mm.cpu_costs = Some(costs);
     over_flush_phases(cfg, host.stats_flush_phase_ns, |c| {
         let r = foliosim::scenario::run_scenario(c, sc)?;
         Ok(oracle_scenario_counters(sc, &r))
@@ -452,13 +453,33 @@ mod tests {
     #[test]
     fn the_hosts_read_latency_is_the_models_device_latency() {
         let mut h = host();
-        assert_eq!(host_device(&h), None);
+        let c = CpuCosts::default();
+        assert_eq!(host_device(&h, &c), None);
         h.read_latency_ns = Some(48_300);
-        assert_eq!(host_device(&h).as_deref(), Some("virtio:latency=48300ns"));
         assert_eq!(
-            parse_device(&host_device(&h).unwrap()).unwrap().latency_ns,
+            host_device(&h, &c).as_deref(),
+            Some("virtio:latency=48300ns")
+        );
+        assert_eq!(
+            parse_device(&host_device(&h, &c).unwrap())
+                .unwrap()
+                .latency_ns,
             48_300
         );
+        // A measured buffered miss: the latency that, with the model's own
+        // syscall, allocation, copy and 4 KiB transfer (1,780 ns on the
+        // virtio profile), costs the measured miss.
+        h.buffered_read_ns = Some(50_000);
+        assert_eq!(
+            host_device(&h, &c).as_deref(),
+            Some("virtio:latency=47550ns")
+        );
+        // A measured anonymous fault sets the fault entry cost so that
+        // fault + allocation + zeroing cost it.
+        assert_eq!(host_costs(&h), c);
+        h.anon_fault_ns = Some(1_560);
+        let hc = host_costs(&h);
+        assert_eq!(hc.minor_fault + hc.page_alloc + hc.copy_page, 1_560);
     }
 
     /// The oracle's model call takes the host's measured ext4 and the

@@ -153,6 +153,11 @@ impl Drop for Scratch {
     }
 }
 
+/// The file in scratch the latency probes read (measure_read_latency writes
+/// it), and its size.
+const LATENCY_FILE: &str = "foliosim-read-latency";
+const LATENCY_FILE_SIZE: u64 = 64 << 20;
+
 /// The scratch device's read latency, as the model's device latency: the
 /// median of random 4 KiB O_DIRECT reads at queue depth 1 over a 64 MiB file
 /// written for it in the scratch directory (removed with the scratch; its
@@ -161,9 +166,9 @@ impl Drop for Scratch {
 pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
     use std::io::Write;
     use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    const SIZE: u64 = 64 << 20;
+    const SIZE: u64 = LATENCY_FILE_SIZE;
     const READS: usize = 1024;
-    let p = scratch.dir.join("foliosim-read-latency");
+    let p = scratch.dir.join(LATENCY_FILE);
     scratch.track(p.clone())?;
     let err = |e: io::Error| format!("{}: {e}", p.display());
     {
@@ -216,9 +221,9 @@ pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
 pub fn measure_buffered_read(scratch: &Scratch) -> Result<u64, String> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
-    const PAGES: u64 = 16384; // the 64 MiB file
+    const PAGES: u64 = LATENCY_FILE_SIZE / 4096;
     const READS: u64 = 1024;
-    let p = scratch.dir.join("foliosim-read-latency");
+    let p = scratch.dir.join(LATENCY_FILE);
     let err = |e: io::Error| format!("{}: {e}", p.display());
     let f = fs::File::open(&p).map_err(err)?;
     // SAFETY: posix_fadvise only reads its arguments; the fd is open.
@@ -283,7 +288,7 @@ pub fn measure_anon_fault() -> Result<u64, String> {
 /// read miss (measure_buffered_read) and anonymous fault cost
 /// (measure_anon_fault); without one, and the reason on stderr, when it
 /// cannot be measured.
-pub fn with_read_latency(host: &HostInfo, scratch: &mut Scratch, verbose: bool) -> HostInfo {
+pub fn with_measured_costs(host: &HostInfo, scratch: &mut Scratch, verbose: bool) -> HostInfo {
     let mut h = host.clone();
     match measure_read_latency(scratch) {
         Ok(ns) => {
@@ -690,9 +695,10 @@ fn run_real(
     Ok((runs, layouts))
 }
 
-/// What the model takes from one real run: its files' layout and when the
-/// memcg stats flusher first ran (scenario runs on a host with the
-/// tracepoint; scn::STATS_FLUSH_PHASE).
+/// What the model takes from one real run: its files' layout, when the
+/// memcg stats flusher first ran (scn::STATS_FLUSH_PHASE) and the buffered
+/// read miss measured before it (scn::BUFFERED_READ); the last two for
+/// scenario runs only.
 #[derive(Clone, Debug, PartialEq)]
 struct RunInput {
     layout: Option<FileLayout>,
@@ -714,8 +720,8 @@ impl RunInput {
     }
 }
 
-/// The model run on each real run's inputs (its file layout and stats
-/// flush phase; runs with the same inputs share one model run), as
+/// The model run on each real run's inputs (RunInput; runs with the same
+/// inputs share one model run), as
 /// counter-wise medians: the model's side of the comparison with the real
 /// runs' medians.
 fn model_per_run(
@@ -734,9 +740,7 @@ fn model_per_run(
                 let mut h = host.clone();
                 h.layout = inp.layout.clone();
                 h.stats_flush_phase_ns = inp.stats_flush_phase_ns;
-                if inp.buffered_read_ns.is_some() {
-                    h.buffered_read_ns = inp.buffered_read_ns;
-                }
+                h.buffered_read_ns = inp.buffered_read_ns.or(host.buffered_read_ns);
                 done.push((inp, model(&h, case)?));
                 done.len() - 1
             }
@@ -923,9 +927,9 @@ mod tests {
         let mut s = Scratch::new(&dir, false).unwrap();
         let ns = measure_read_latency(&mut s).unwrap();
         assert!((100..1_000_000_000).contains(&ns), "{ns} ns");
-        let f = dir.join("foliosim-read-latency");
+        let f = dir.join(LATENCY_FILE);
         assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 20);
-        let h = with_read_latency(&fake_host(), &mut s, false);
+        let h = with_measured_costs(&fake_host(), &mut s, false);
         let direct = h.read_latency_ns.unwrap();
         // Buffered reads of dropped pages go to the device too (a read
         // served from the cache would take a microsecond or two).

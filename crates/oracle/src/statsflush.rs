@@ -105,9 +105,9 @@ fn write(p: &Path, v: &str) -> Result<(), String> {
 
 /// The timestamps (ns) of the root memcg's forced flushes in a trace
 /// file's text (`TASK-PID [CPU] FLAGS SECS.USECS: memcg_flush_stats:
-/// memcg_id=1 ... force=1 ...`). The root is the first memcg id the trace
-/// shows with force=1: the periodic flush is the only forced one of the
-/// root, and the flusher runs every 2 s whatever else does.
+/// memcg_id=1 ... force=1 ...`): the root memcg (id 1, the first the
+/// memcg id allocator hands out) flushed with force set, which only the
+/// periodic flusher does to the root.
 pub fn parse_flushes(text: &str) -> Vec<u64> {
     let mut out = Vec::new();
     for l in text.lines().filter(|l| !l.starts_with('#')) {

@@ -161,7 +161,7 @@ pub fn run_cases(
     model: ModelFn,
 ) -> Result<Report, String> {
     let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
-    let host = &crate::run::with_read_latency(host, &mut scratch, opts.verbose);
+    let host = &crate::run::with_measured_costs(host, &mut scratch, opts.verbose);
     let mut results = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         if opts.verbose {
