@@ -108,11 +108,11 @@ fn scenario_case(arg: &std::path::Path) -> Result<Option<Case>, String> {
         let name = arg
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or(file);
+            .unwrap_or_else(|| file.clone());
         let about = foliosim_oracle::scn::about(&text);
-        return Ok(Some(foliosim_oracle::cases::scenario_case(
-            &name, &about, sc,
-        )));
+        let mut case = foliosim_oracle::cases::scenario_case(&name, &about, sc);
+        case.min_repeat = foliosim_oracle::scn::min_repeat(&text, &file)?;
+        return Ok(Some(case));
     }
     Ok(None)
 }

@@ -59,6 +59,10 @@ pub struct Case {
     pub about: String,
     /// "file:line" where the case is defined ("command line" for ad-hoc runs).
     pub source: String,
+    /// At least this many real runs whatever `--repeat` says (a scenario's
+    /// `# repeat: N` comment): a case whose host runs spread widely needs
+    /// more of them for its median.
+    pub min_repeat: u32,
 }
 
 impl Case {
@@ -87,6 +91,7 @@ impl Case {
             needs,
             about,
             source,
+            min_repeat: 0,
         }
     }
 
@@ -429,7 +434,9 @@ pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| f.clone());
-        cases.push(scenario_case(&name, &crate::scn::about(&text), sc));
+        let mut c = scenario_case(&name, &crate::scn::about(&text), sc);
+        c.min_repeat = crate::scn::min_repeat(&text, &f)?;
+        cases.push(c);
     }
     let mut names = std::collections::BTreeSet::new();
     for c in &cases {

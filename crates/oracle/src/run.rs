@@ -643,7 +643,11 @@ fn run_real(
         return Err("--repeat must be at least 1".into());
     }
     if let CaseKind::Scenario { scenario } = &case.kind {
-        let runs = crate::scn::run_real(scenario, host, opts, scratch)?;
+        let opts = RunOpts {
+            repeat: opts.repeat.max(case.min_repeat),
+            ..opts.clone()
+        };
+        let runs = crate::scn::run_real(scenario, host, &opts, scratch)?;
         let layouts = vec![None; runs.len()];
         return Ok((runs, layouts));
     }
@@ -713,8 +717,14 @@ impl RunInput {
             stats_flush_phase_ns: run
                 .get(crate::scn::STATS_FLUSH_PHASE)
                 .map(|s| (s * 1e9).round() as u64),
+            // The run's own misses when it made enough; else the probe.
             buffered_read_ns: run
-                .get(crate::scn::BUFFERED_READ)
+                .get(crate::scn::READ_MISS)
+                .filter(|_| {
+                    run.get(crate::scn::READ_MISSES)
+                        .is_some_and(|&n| n >= crate::scn::READ_MISS_MIN_COUNT)
+                })
+                .or(run.get(crate::scn::BUFFERED_READ))
                 .map(|s| (s * 1e9).round() as u64),
         }
     }
@@ -884,6 +894,24 @@ mod tests {
         let inputs = runs.iter().map(|r| RunInput::of(r, None)).collect();
         let m = model_per_run(&host, &case, inputs, &model, false).unwrap();
         assert_eq!((calls.get(), m["miss"]), (10, 52_000.0));
+        // The run's own read misses beat the probe before it, once there
+        // are READ_MISS_MIN_COUNT of them.
+        let own = |n: f64| {
+            BTreeMap::from([
+                (crate::scn::BUFFERED_READ.to_string(), 61e-6),
+                (crate::scn::READ_MISS.to_string(), 48e-6),
+                (crate::scn::READ_MISSES.to_string(), n),
+            ])
+        };
+        let ns = |r: &RealRun| RunInput::of(r, None).buffered_read_ns;
+        assert_eq!(ns(&own(crate::scn::READ_MISS_MIN_COUNT)), Some(48_000));
+        assert_eq!(
+            ns(&own(crate::scn::READ_MISS_MIN_COUNT - 1.0)),
+            Some(61_000)
+        );
+        let mut probe_less = own(1000.0);
+        probe_less.remove(crate::scn::BUFFERED_READ);
+        assert_eq!(ns(&probe_less), Some(48_000));
         let failing = |_: &HostInfo, _: &Case| Err("model broke".to_string());
         assert_eq!(
             model_per_run(&host, &case, vec![lay(1)], &failing, false).unwrap_err(),

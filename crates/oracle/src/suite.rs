@@ -91,6 +91,8 @@ const SHOWN: &[&str] = &[
     "stats_flush_phase_s",
     "first_limit_s",
     "buffered_read_s",
+    "read_miss_s",
+    "read_misses",
     // Scenarios (anon, swap, shmem, OOM).
     "anon",
     "shmem",
@@ -590,8 +592,24 @@ pub fn render_markdown(r: &Report) -> String {
         .iter()
         .filter(|c| matches!(c.outcome, Outcome::Ran { .. }))
         .count();
+    // Cases whose file asks for more runs (cases::Case::min_repeat).
+    let more: Vec<String> = r
+        .cases
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Outcome::Ran { runs, .. } if runs.len() as u32 > r.repeat => {
+                Some(format!("{} for {}", runs.len(), c.name))
+            }
+            _ => None,
+        })
+        .collect();
+    let each = if more.is_empty() {
+        String::new()
+    } else {
+        format!(" ({}: their host runs spread widely)", more.join(", "))
+    };
     s.push_str(&format!(
-        "Measured on Linux {} with `foliosim oracle suite`: {} cases, {} ran, {} real runs each \
+        "Measured on Linux {} with `foliosim oracle suite`: {} cases, {} ran, {} real runs each{each} \
          (fresh memory cgroup, cold page cache). \
          Error = (model - real median) / real median; where the real median is 0 the divisor \
          is one unit (marked *real=0*). Spread = (max - min) / median of the real runs.\n\n",
@@ -961,6 +979,15 @@ mod tests {
         assert_eq!(r.overall_median_abs_err_pct, Some(5.0));
         let md = render_markdown(&r);
         assert!(md.contains("Measured on Linux 6.18.0"));
+        assert!(md.contains("3 real runs each (fresh"), "{md}");
+        // A case that asked for more runs is named with its count.
+        let mut more = r.clone();
+        if let Outcome::Ran { runs, .. } = &mut more.cases[1].outcome {
+            let one = runs[0].clone();
+            runs.resize(9, one);
+        }
+        assert!(render_markdown(&more)
+            .contains("3 real runs each (9 for b: their host runs spread widely) (fresh"));
         assert!(
             md.contains("| pgpgin | `io.rbytes` (bytes) | ±15% | 3 | 2 | 67% | 100% | FAIL |"),
             "{md}"

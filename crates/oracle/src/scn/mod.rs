@@ -94,6 +94,29 @@ pub fn about(text: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A scenario case's `# repeat: N` comment (0 without one): the fewest
+/// real runs its median is taken over (cases::Case::min_repeat).
+pub fn min_repeat(text: &str, file: &str) -> Result<u32, String> {
+    for (i, l) in text.lines().enumerate() {
+        let Some(v) = l.trim().strip_prefix('#').map(str::trim) else {
+            continue;
+        };
+        let Some(v) = v.strip_prefix("repeat:") else {
+            continue;
+        };
+        // The count, then any words saying why.
+        let n = v.split_whitespace().next().unwrap_or("");
+        return match n.parse::<u32>() {
+            Ok(c) if (1..=99).contains(&c) => Ok(c),
+            _ => Err(format!(
+                "{file}:{}: repeat: '{n}' is not a count of runs from 1 to 99",
+                i + 1
+            )),
+        };
+    }
+    Ok(0)
+}
+
 /// Checks a name used as one path component in scratch or in the cgroup
 /// tree: not empty, no '/', not '.' or '..', no leading '-', no NUL or
 /// control characters.
@@ -801,6 +824,19 @@ pub const STATS_FLUSH_PHASE: &str = "stats_flush_phase_s";
 /// latency for that run.
 pub const BUFFERED_READ: &str = "buffered_read_s";
 
+/// The run's counter of its own buffered 4 KiB read misses' mean
+/// duration, in s (exec::read_miss_summary, over every process): the
+/// device as the run's reads met it, which the model takes for that run
+/// when there are READ_MISS_MIN_COUNT of them (the probe before the run,
+/// BUFFERED_READ, otherwise).
+pub const READ_MISS: &str = "read_miss_s";
+
+/// The number of read misses READ_MISS averages.
+pub const READ_MISSES: &str = "read_misses";
+
+/// Fewer misses than this leave the model the probe's latency.
+pub const READ_MISS_MIN_COUNT: f64 = 256.0;
+
 /// The run's counter of when a charge first met a scenario group's limit
 /// (memory.failcnt's first count, of any group, polled every few ms), in
 /// s from the start: when limit reclaim began, the other end of the
@@ -970,10 +1006,19 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
     for p in &sc.processes {
         m.insert(format!("ops[{}]", p.name), 0.0);
     }
+    let (mut misses, mut miss_ns) = (0u64, 0u64);
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
-        let [name, ops, start, end] = f[..] else {
-            continue;
+        let (name, ops, start, end) = match f[..] {
+            [name, ops, start, end] => (name, ops, start, end),
+            [name, ops, start, end, n, ns] => {
+                if let (Ok(n), Ok(ns)) = (n.parse::<u64>(), ns.parse::<u64>()) {
+                    misses += n;
+                    miss_ns += ns;
+                }
+                (name, ops, start, end)
+            }
+            _ => continue,
         };
         let (Ok(ops), Ok(start), Ok(end)) =
             (ops.parse::<u64>(), start.parse::<u64>(), end.parse::<u64>())
@@ -992,6 +1037,10 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
             format!("end_s[{name}]"),
             end.saturating_sub(t0) as f64 / 1e9,
         );
+    }
+    if misses > 0 {
+        m.insert(READ_MISSES.into(), misses as f64);
+        m.insert(READ_MISS.into(), miss_ns as f64 / misses as f64 / 1e9);
     }
 }
 
@@ -1013,6 +1062,8 @@ mod tests {
         let lines = vec![
             "ycsb[0] 300 1000000100 3000000100".to_string(),
             "forker[0]/fork@26[1] 100 1500000100 2000000100".to_string(),
+            "reader[0] 0 1000000100 2000000100 300 15000000".to_string(),
+            "reader[1] 0 1000000100 2000000100 100 7000000".to_string(),
             "garbled".to_string(),
             "ycsb[1] x 1 2".to_string(),
         ];
@@ -1025,6 +1076,9 @@ mod tests {
         assert_eq!(m["end_s[ycsb[0]]"], 3.0);
         assert_eq!(m["end_s[forker[0]/fork@26[1]]"], 2.0);
         assert!(!m.contains_key("end_s[ycsb[1]]"));
+        // Read misses are pooled over processes: 22 ms over 400.
+        assert_eq!(m[READ_MISSES], 400.0);
+        assert!((m[READ_MISS] - 55e-6).abs() < 1e-12, "{}", m[READ_MISS]);
         add_per_op(&mut m);
         assert_eq!(m["per_op.vmstat.pgpgin"], 2.0);
         // No operations: no per-op counters.
@@ -1033,6 +1087,20 @@ mod tests {
         z.insert("vmstat.pgpgin".to_string(), 8.0);
         add_per_op(&mut z);
         assert!(!z.contains_key("per_op.vmstat.pgpgin"));
+    }
+
+    #[test]
+    fn a_case_may_ask_for_more_runs() {
+        assert_eq!(min_repeat("# about: x\n[machine]\n", "s.toml"), Ok(0));
+        assert_eq!(min_repeat("# about: x\n# repeat: 9\n", "s.toml"), Ok(9));
+        assert_eq!(min_repeat("# repeat: 5 (noisy)\n", "s.toml"), Ok(5));
+        for bad in ["nine", "0", "100", ""] {
+            let e = min_repeat(&format!("# about: x\n\n#repeat: {bad}\n"), "s.toml").unwrap_err();
+            assert_eq!(
+                e,
+                format!("s.toml:3: repeat: '{bad}' is not a count of runs from 1 to 99")
+            );
+        }
     }
 
     #[test]
