@@ -834,7 +834,8 @@ pub const READ_MISS: &str = "read_miss_s";
 /// The number of read misses READ_MISS averages.
 pub const READ_MISSES: &str = "read_misses";
 
-/// Fewer misses than this leave the model the probe's latency.
+/// Fewer misses than this leave the model the probe's latency (a process
+/// counts at most exec::READ_MISS_SAMPLE).
 pub const READ_MISS_MIN_COUNT: f64 = 256.0;
 
 /// The run's counter of when a charge first met a scenario group's limit
