@@ -592,21 +592,23 @@ pub fn render_markdown(r: &Report) -> String {
         .iter()
         .filter(|c| matches!(c.outcome, Outcome::Ran { .. }))
         .count();
-    // Cases whose file asks for more runs (cases::Case::min_repeat).
-    let more: Vec<String> = r
-        .cases
-        .iter()
-        .filter_map(|c| match &c.outcome {
-            Outcome::Ran { runs, .. } if runs.len() as u32 > r.repeat => {
-                Some(format!("{} for {}", runs.len(), c.name))
+    // Cases whose file asks for more runs (cases::Case::min_repeat), by count.
+    let mut more: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+    for c in &r.cases {
+        if let Outcome::Ran { runs, .. } = &c.outcome {
+            if runs.len() as u32 > r.repeat {
+                more.entry(runs.len()).or_default().push(&c.name);
             }
-            _ => None,
-        })
-        .collect();
+        }
+    }
     let each = if more.is_empty() {
         String::new()
     } else {
-        format!(" ({}: their host runs spread widely)", more.join(", "))
+        let by: Vec<String> = more
+            .iter()
+            .map(|(n, names)| format!("{n} for {}", names.join(", ")))
+            .collect();
+        format!(" ({}: their host runs spread widely)", by.join("; "))
     };
     s.push_str(&format!(
         "Measured on Linux {} with `foliosim oracle suite`: {} cases, {} ran, {} real runs each{each} \
@@ -982,12 +984,19 @@ mod tests {
         assert!(md.contains("3 real runs each (fresh"), "{md}");
         // A case that asked for more runs is named with its count.
         let mut more = r.clone();
-        if let Outcome::Ran { runs, .. } = &mut more.cases[1].outcome {
-            let one = runs[0].clone();
-            runs.resize(9, one);
+        for (i, n) in [(0, 9), (1, 5), (2, 9)] {
+            if let Outcome::Ran { runs, .. } = &mut more.cases[i].outcome {
+                let one = runs[0].clone();
+                runs.resize(n, one);
+            }
         }
-        assert!(render_markdown(&more)
-            .contains("3 real runs each (9 for b: their host runs spread widely) (fresh"));
+        let grouped = render_markdown(&more);
+        assert!(
+            grouped.contains(
+                "3 real runs each (5 for b; 9 for a, c: their host runs spread widely) (fresh"
+            ),
+            "{grouped}"
+        );
         assert!(
             md.contains("| pgpgin | `io.rbytes` (bytes) | ±15% | 3 | 2 | 67% | 100% | FAIL |"),
             "{md}"
