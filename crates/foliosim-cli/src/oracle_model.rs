@@ -123,11 +123,18 @@ fn host_device(host: &foliosim_oracle::HostInfo, c: &CpuCosts) -> Option<String>
 /// The model's CPU costs on this host: the defaults, with the fault entry
 /// and exit (minor_fault) set so that an anonymous write fault (fault,
 /// page allocation, zeroing: do_anonymous_page()'s charges) costs what the
-/// host's measured one did.
+/// host's measured one did, and the read syscall so that a 4 KiB read()
+/// served from the cache (the syscall, the copy and filemap_read()'s
+/// fixed HIT_OVERHEAD_NS) costs the host's measured hit.
 fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
     let mut c = CpuCosts::default();
     if let Some(a) = host.anon_fault_ns {
         c.minor_fault = a.saturating_sub(c.page_alloc + c.copy_page).max(50);
+    }
+    if let Some(h) = host.buffered_hit_ns {
+        c.syscall = h
+            .saturating_sub(c.copy_page + foliosim::mm::filemap::HIT_OVERHEAD_NS)
+            .max(50);
     }
     c
 }
@@ -480,6 +487,20 @@ mod tests {
         h.anon_fault_ns = Some(1_560);
         let hc = host_costs(&h);
         assert_eq!(hc.minor_fault + hc.page_alloc + hc.copy_page, 1_560);
+        // A measured hit sets the read syscall so that syscall + copy +
+        // the fixed overhead cost it; the miss's device latency then
+        // takes the new syscall off.
+        h.buffered_hit_ns = Some(1_300);
+        let hc = host_costs(&h);
+        assert_eq!(
+            hc.syscall + hc.copy_page + foliosim::mm::filemap::HIT_OVERHEAD_NS,
+            1_300
+        );
+        // 50,000 - (980 syscall + 120 allocation + 300 copy + 1,780 transfer).
+        assert_eq!(
+            host_device(&h, &hc).as_deref(),
+            Some("virtio:latency=46820ns")
+        );
     }
 
     /// The oracle's model call takes the host's measured ext4 and the

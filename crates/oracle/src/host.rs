@@ -80,6 +80,11 @@ pub struct HostInfo {
     /// device latency is set so that its own miss costs this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buffered_read_ns: Option<u64>,
+    /// Mean time of a 4 KiB buffered read() served from the page cache, ns
+    /// (run::measure_buffered_read: the same pages read a second time):
+    /// the model's read syscall is set so that its own hit costs this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffered_hit_ns: Option<u64>,
     /// Mean time of a first-touch write fault on anonymous memory (4 KiB
     /// pages), ns (run::measure_anon_fault): the model's fault cost is set
     /// so that its anonymous fault costs this.
@@ -132,6 +137,7 @@ impl HostInfo {
             kdamonds_on: 0,
             read_latency_ns: None,
             buffered_read_ns: None,
+            buffered_hit_ns: None,
             anon_fault_ns: None,
             cgroup: CgroupFlavor::V1 {
                 mount: "/sys/fs/cgroup/memory".into(),
@@ -249,6 +255,7 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         kdamonds_on: crate::scn::hostcfg::running_kdamonds().len() as u32,
         read_latency_ns: None,
         buffered_read_ns: None,
+        buffered_hit_ns: None,
         anon_fault_ns: None,
         swap_total_bytes,
         cgroup,

@@ -552,6 +552,12 @@ pub fn render_host(h: &HostInfo) -> String {
             }),
         ),
         (
+            "buffered read hit (4 KiB, mean)",
+            h.buffered_hit_ns.map_or("not measured".into(), |ns| {
+                format!("{:.2} us (the model's hit costs this)", ns as f64 / 1e3)
+            }),
+        ),
+        (
             "anonymous write fault (4 KiB, mean)",
             h.anon_fault_ns.map_or("not measured".into(), |ns| {
                 format!("{:.2} us (the model's fault costs this)", ns as f64 / 1e3)

@@ -12,6 +12,12 @@ use super::workingset::{Shadow, XaNode};
 use super::xarray::XArray;
 use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
+/// The fixed part of copying one cached folio to or from user space
+/// besides the copy itself (the folio's lookup, reference and accessed
+/// mark), ns: a read() served from the cache costs the syscall, the copy
+/// and this.
+pub const HIT_OVERHEAD_NS: u64 = 20;
+
 /// MMAP_LOTSAMISS: past this many net misses, mmap read-around stops.
 pub const MMAP_LOTSAMISS: u32 = 100;
 
@@ -827,7 +833,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let chunk_end = (fstart + (f.nr_pages() << PAGE_SHIFT)).min(end);
         let copied = chunk_end - pos.max(fstart);
         self.core
-            .cpu(self.core.cost.copy_page * copied / PAGE_SIZE + 20);
+            .cpu(self.core.cost.copy_page * copied / PAGE_SIZE + HIT_OVERHEAD_NS);
         chunk_end
     }
 
@@ -903,7 +909,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let fend = (f.index as u64 + f.nr_pages()) << PAGE_SHIFT;
             let chunk_end = fend.min(end);
             self.core
-                .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + 20);
+                .cpu(self.core.cost.copy_page * (chunk_end - p) / PAGE_SIZE + HIT_OVERHEAD_NS);
             self.folio_mark_dirty(id);
             self.folio_mark_accessed(id);
             p = chunk_end;

@@ -757,7 +757,9 @@ pub fn run_real(
         // run's own, measured just before it, is the model's for that run
         // (where the scratch holds the measurement file).
         let read_miss = if host.buffered_read_ns.is_some() {
-            crate::run::measure_buffered_read(scratch).ok()
+            crate::run::measure_buffered_read(scratch)
+                .ok()
+                .map(|(miss, _)| miss)
         } else {
             None
         };
