@@ -140,16 +140,20 @@ fn real_probe_and_fio_cases() {
                 blocks.iter().all(|&b| (1.0..=most).contains(&b)),
                 "one cold stat(): blocks read in the group {blocks:?}, expected 1..={most}"
             );
-            for m in runs {
-                // Host-wide KiB read during the run, less the group's; slack
-                // for other processes on the host (the old harness read 140
-                // KiB outside: its start-up and the workload's window).
-                let outside = m["vmstat.pgpgin"] - m["io.rbytes"] / 1024.0;
-                assert!(
-                    outside <= 64.0,
-                    "{outside} KiB read outside the group during a one-stat() run"
-                );
-            }
+            // Host-wide KiB read during each run, less the group's. A leak
+            // of the harness reads outside the group in every run (the old
+            // one read 140 KiB each time: its start-up and the workload's
+            // window); another process on the host (a build) reads during
+            // some runs only. So the cleanest run must be clean, with slack.
+            let outside: Vec<f64> = runs
+                .iter()
+                .map(|m| m["vmstat.pgpgin"] - m["io.rbytes"] / 1024.0)
+                .collect();
+            let least = outside.iter().copied().fold(f64::INFINITY, f64::min);
+            assert!(
+                least <= 64.0,
+                "KiB read outside the group during one-stat() runs: {outside:?}"
+            );
             assert!(leftover_groups(&host).is_empty());
             fs::remove_file(&job).unwrap();
         }
