@@ -76,7 +76,7 @@ pub struct HostInfo {
     pub read_latency_ns: Option<u64>,
     /// Mean time of a 4 KiB buffered read() that misses the page cache
     /// (random, read-ahead off) on the same device, ns: the device plus
-    /// the page-cache read path (run::measure_read_latency). The model's
+    /// the page-cache read path (run::measure_buffered_read). The model's
     /// device latency is set so that its own miss costs this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buffered_read_ns: Option<u64>,

@@ -166,7 +166,6 @@ const LATENCY_FILE_SIZE: u64 = 64 << 20;
 pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
     use std::io::Write;
     use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    const SIZE: u64 = LATENCY_FILE_SIZE;
     const READS: usize = 1024;
     let p = scratch.dir.join(LATENCY_FILE);
     scratch.track(p.clone())?;
@@ -176,7 +175,7 @@ pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
         let chunk: Vec<u8> = (0..1u32 << 20)
             .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
             .collect();
-        for _ in 0..SIZE >> 20 {
+        for _ in 0..LATENCY_FILE_SIZE >> 20 {
             f.write_all(&chunk).map_err(err)?;
         }
         f.sync_all().map_err(err)?;
@@ -201,7 +200,7 @@ pub fn measure_read_latency(scratch: &mut Scratch) -> Result<u64, String> {
         x = x
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let block = (x >> 33) % (SIZE / 4096);
+        let block = (x >> 33) % (LATENCY_FILE_SIZE / 4096);
         let t = Instant::now();
         f.read_exact_at(buf, block * 4096).map_err(err)?;
         // The first reads warm the path (inode, extent tree): not counted.
@@ -713,9 +712,9 @@ fn run_real(
 }
 
 /// What the model takes from one real run: its files' layout, when the
-/// memcg stats flusher first ran (scn::STATS_FLUSH_PHASE) and the buffered
-/// read miss measured before it (scn::BUFFERED_READ); the last two for
-/// scenario runs only.
+/// memcg stats flusher first ran (scn::STATS_FLUSH_PHASE) and its read
+/// miss (the run's own, scn::READ_MISS, else the probe before it,
+/// scn::BUFFERED_READ); the last two for scenario runs only.
 #[derive(Clone, Debug, PartialEq)]
 struct RunInput {
     layout: Option<FileLayout>,

@@ -181,6 +181,12 @@ pub fn target_phase(i: u32, n: u32, period: u64) -> u64 {
     (period * (2 * i as u64 + 1) / (2 * n.max(1) as u64)).max(1)
 }
 
+/// When run `i` of `n` starts (start_for_phase at its target_phase of the
+/// measured period).
+pub fn aimed_start(flushes: &[u64], now: u64, i: u32, n: u32) -> u64 {
+    start_for_phase(flushes, now, target_phase(i, n, period(flushes)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +236,12 @@ mod tests {
         let t: Vec<u64> = (0..3).map(|i| target_phase(i, 3, p)).collect();
         assert_eq!(t, [333_333_333, 1_000_000_000, 1_666_666_666]);
         assert_eq!(target_phase(0, 1, p), 1_000_000_000);
+        // Run 0 of 4 at a quarter period's middle (2.03 s / 8 after the
+        // start), the next flush being 16.09 s.
+        assert_eq!(
+            aimed_start(&f, 15_000_000_000, 0, 4),
+            16_090_000_000 - 253_750_000
+        );
     }
 
     /// On a root host with tracefs, the watch sees the flusher (every

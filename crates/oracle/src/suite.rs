@@ -510,6 +510,14 @@ fn cgroup_str(c: &CgroupFlavor) -> String {
     }
 }
 
+/// A host measurement in ns shown in us with `digits` decimals and what
+/// the model does with it.
+fn measured(ns: Option<u64>, digits: usize, use_: &str) -> String {
+    ns.map_or("not measured".into(), |ns| {
+        format!("{:.digits$} us ({use_})", ns as f64 / 1e3)
+    })
+}
+
 pub fn render_host(h: &HostInfo) -> String {
     let rows = [
         ("kernel", h.kernel_release.clone()),
@@ -541,27 +549,19 @@ pub fn render_host(h: &HostInfo) -> String {
         ),
         (
             "read latency (4 KiB O_DIRECT, QD1, median)",
-            h.read_latency_ns.map_or("not measured".into(), |ns| {
-                format!("{:.1} us (the model's device latency)", ns as f64 / 1e3)
-            }),
+            measured(h.read_latency_ns, 1, "the model's device latency"),
         ),
         (
             "buffered read miss (4 KiB, read-ahead off, mean)",
-            h.buffered_read_ns.map_or("not measured".into(), |ns| {
-                format!("{:.1} us (the model's miss costs this)", ns as f64 / 1e3)
-            }),
+            measured(h.buffered_read_ns, 1, "the model's miss costs this"),
         ),
         (
             "buffered read hit (4 KiB, mean)",
-            h.buffered_hit_ns.map_or("not measured".into(), |ns| {
-                format!("{:.2} us (the model's hit costs this)", ns as f64 / 1e3)
-            }),
+            measured(h.buffered_hit_ns, 2, "the model's hit costs this"),
         ),
         (
             "anonymous write fault (4 KiB, mean)",
-            h.anon_fault_ns.map_or("not measured".into(), |ns| {
-                format!("{:.2} us (the model's fault costs this)", ns as f64 / 1e3)
-            }),
+            measured(h.anon_fault_ns, 2, "the model's fault costs this"),
         ),
         (
             "fault_around_bytes",

@@ -713,7 +713,8 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                     let t0 = monotonic_ns();
                     let r = f.read_at(buf.slice(bs as usize), off).map(|_| ());
                     let d = monotonic_ns() - t0;
-                    if d >= READ_MISS_FLOOR_NS as u64 {
+                    // Only a process's first READ_MISS_SAMPLE are used.
+                    if d >= READ_MISS_FLOOR_NS as u64 && misses.len() < READ_MISS_SAMPLE {
                         misses.push(d.min(u32::MAX as u64) as u32);
                     }
                     r

@@ -88,33 +88,34 @@ pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, String> {
 
 /// A scenario file's `# about: text` comment (the suite's description).
 pub fn about(text: &str) -> String {
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("about:"))
-        .map(|a| a.trim().to_string())
+    header(text, "about:")
+        .map(|(_, a)| a.to_string())
         .unwrap_or_default()
+}
+
+/// The first `# KEY value` comment line of a scenario case file: its line
+/// number (from 1) and the value, trimmed.
+fn header<'t>(text: &'t str, key: &str) -> Option<(usize, &'t str)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let v = l.trim().strip_prefix('#')?.trim().strip_prefix(key)?;
+        Some((i + 1, v.trim()))
+    })
 }
 
 /// A scenario case's `# repeat: N` comment (0 without one): the fewest
 /// real runs its median is taken over (cases::Case::min_repeat).
 pub fn min_repeat(text: &str, file: &str) -> Result<u32, String> {
-    for (i, l) in text.lines().enumerate() {
-        let Some(v) = l.trim().strip_prefix('#').map(str::trim) else {
-            continue;
-        };
-        let Some(v) = v.strip_prefix("repeat:") else {
-            continue;
-        };
-        // The count, then any words saying why.
-        let n = v.split_whitespace().next().unwrap_or("");
-        return match n.parse::<u32>() {
-            Ok(c) if (1..=99).contains(&c) => Ok(c),
-            _ => Err(format!(
-                "{file}:{}: repeat: '{n}' is not a count of runs from 1 to 99",
-                i + 1
-            )),
-        };
+    let Some((line, v)) = header(text, "repeat:") else {
+        return Ok(0);
+    };
+    // The count, then any words saying why.
+    let n = v.split_whitespace().next().unwrap_or("");
+    match n.parse::<u32>() {
+        Ok(c) if (1..=99).contains(&c) => Ok(c),
+        _ => Err(format!(
+            "{file}:{line}: repeat: '{n}' is not a count of runs from 1 to 99"
+        )),
     }
-    Ok(0)
 }
 
 /// Checks a name used as one path component in scratch or in the cgroup
@@ -769,10 +770,7 @@ pub fn run_real(
         // Run i of n aims at the phase in the middle of the i-th n-th of
         // the flusher's period (the setup before a run takes about 2.4 s
         // here, which would otherwise step the phase down by 0.4 s a run).
-        let aim = watch.as_ref().map(|w| {
-            let p = crate::statsflush::period(&w.flushes().unwrap_or_default());
-            (w, crate::statsflush::target_phase(i, opts.repeat, p))
-        });
+        let aim = watch.as_ref().map(|w| (w, i, opts.repeat));
         let r = run_instances(sc, &g, &bar, &l, &exe, aim);
         let after = read_vmstat()?;
         let wall = t0.elapsed().as_secs_f64();
@@ -855,7 +853,7 @@ fn run_instances(
     bar: &Barriers,
     l: &Layout,
     exe: &std::ffi::OsStr,
-    aim: Option<(&crate::statsflush::FlushWatch, u64)>,
+    aim: Option<(&crate::statsflush::FlushWatch, u32, u32)>,
 ) -> Result<(BTreeMap<String, f64>, u64), String> {
     let mut kids: Vec<(usize, Child, std::thread::JoinHandle<String>)> = Vec::new();
     let mut m = BTreeMap::new();
@@ -893,9 +891,8 @@ fn run_instances(
             kids.push((pi, child, h));
         }
     }
-    if let Some((w, phase)) = aim {
-        let now = exec::monotonic_ns();
-        let at = crate::statsflush::start_for_phase(&w.flushes()?, now, phase);
+    if let Some((w, i, n)) = aim {
+        let at = crate::statsflush::aimed_start(&w.flushes()?, exec::monotonic_ns(), i, n);
         // Spin, every CPU, rather than sleep: the flusher's timer is
         // deferrable, and idle CPUs would hold it until the run woke them
         // (a 1.7 s sleep measured the flush 0.003-0.036 s after the start).
