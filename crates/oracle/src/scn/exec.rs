@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -179,8 +179,13 @@ struct Proc {
     /// Operations of kv_get steps, all threads (the model's `ops`).
     ops: std::sync::atomic::AtomicU64,
     /// Durations (ns) of this process's buffered 4 KiB preads that missed
-    /// the page cache (READ_MISS_FLOOR_NS or longer), all threads.
+    /// the page cache (READ_MISS_FLOOR_NS or longer) before pressure, all
+    /// threads.
     read_misses: Mutex<Vec<u32>>,
+    /// Its groups' memory.failcnt files (own_failcnt_files).
+    failcnt: Vec<PathBuf>,
+    /// Set once a charge met one of their limits: misses stop counting.
+    pressure: std::sync::atomic::AtomicBool,
 }
 
 /// A buffered 4 KiB pread this long or longer went to the device: a hit
@@ -188,19 +193,24 @@ struct Proc {
 /// device (40-80 us on this host's virtio disk).
 pub const READ_MISS_FLOOR_NS: u32 = 10_000;
 
-/// The first misses of a process are the ones read_miss_summary() looks
-/// at: before memory pressure builds up (a scenario's group fills from
-/// empty), a miss is the device, the syscall and the page's allocation;
-/// later ones also carry reclaim, which the model charges on its own.
-pub const READ_MISS_SAMPLE: usize = 1024;
+/// The misses read_miss_summary() looks at are those before memory
+/// pressure: until a charge first meets a limit of the process's group or
+/// its ancestors (memory.failcnt), a miss is the device, the syscall and
+/// the page's allocation; later ones also carry reclaim, which the model
+/// charges on its own. All of them, not the first few: the host's device
+/// speed drifts within a run, and the model's clock must match the whole
+/// stretch up to the first limit. At most this many per read step.
+pub const READ_MISS_CAP: usize = 1 << 16;
 
-/// The count and summed duration of the first READ_MISS_SAMPLE read misses
-/// (in the order recorded), leaving out those over 3x their median (a miss
-/// whose charge ran limit reclaim also takes the reclaim's time). The
-/// run's device latency as its own reads met it.
+/// The group's limit is looked at every this many misses (a read of
+/// memory.failcnt costs a few us; a miss 40-80 us).
+const PRESSURE_CHECK_EVERY: usize = 32;
+
+/// The count and summed duration of the read misses given (those before
+/// pressure), leaving out those over 3x their median (a miss whose charge
+/// ran limit reclaim also takes the reclaim's time). The run's device
+/// latency as its own reads met it.
 pub fn read_miss_summary(d: &mut [u32]) -> (u64, u64) {
-    let n = d.len().min(READ_MISS_SAMPLE);
-    let d = &mut d[..n];
     if d.is_empty() {
         return (0, 0);
     }
@@ -210,6 +220,42 @@ pub fn read_miss_summary(d: &mut [u32]) -> (u64, u64) {
         .map(|&x| x as u64)
         .take_while(|&x| x <= cap)
         .fold((0, 0), |(n, s), x| (n + 1, s + x))
+}
+
+/// The memory.failcnt files of this process's memory cgroup and its
+/// ancestors below the v1 hierarchy's root, from /proc/self/cgroup ("N:
+/// memory:/a/b"). Empty where there is no v1 memory controller line.
+fn own_failcnt_files(proc_cgroup: &str, mount: &Path) -> Vec<PathBuf> {
+    let Some(path) = proc_cgroup.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+        ctl.split(',').any(|c| c == "memory").then_some(path)
+    }) else {
+        return Vec::new();
+    };
+    let mut v = Vec::new();
+    let mut p = Path::new(path.trim());
+    while let Ok(rel) = p.strip_prefix("/") {
+        if rel.as_os_str().is_empty() {
+            break;
+        }
+        v.push(mount.join(rel).join("memory.failcnt"));
+        p = match p.parent() {
+            Some(q) => q,
+            None => break,
+        };
+    }
+    v
+}
+
+/// Whether a charge has met a limit of this process's groups.
+fn under_pressure(files: &[PathBuf]) -> bool {
+    files.iter().any(|f| {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+    })
 }
 
 /// CLOCK_MONOTONIC in ns: the oracle and its children read the same clock.
@@ -318,6 +364,17 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         seed,
         ops: std::sync::atomic::AtomicU64::new(0),
         read_misses: Mutex::new(Vec::new()),
+        failcnt: match crate::host::detect_cgroup(
+            &std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
+            |p| std::fs::read_to_string(p).ok(),
+        ) {
+            crate::host::CgroupFlavor::V1 { mount } => own_failcnt_files(
+                &std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+                &mount,
+            ),
+            _ => Vec::new(),
+        },
+        pressure: std::sync::atomic::AtomicBool::new(false),
     };
     if let Some(fd) = a.start_fd {
         wait_for_start(fd);
@@ -697,6 +754,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let (f, size) = open(t, file, *direct)?;
             let bs = (*bs).max(1);
             let n = (size / bs).max(1);
+            let pr = t.p;
             let g = access_gen(t, st, pattern, n)?;
             let mut buf = AlignedBuf::new(bs as usize)?;
             let mut b = Budget::new(amount, n);
@@ -713,9 +771,16 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                     let t0 = monotonic_ns();
                     let r = f.read_at(buf.slice(bs as usize), off).map(|_| ());
                     let d = monotonic_ns() - t0;
-                    // Only a process's first READ_MISS_SAMPLE are used.
-                    if d >= READ_MISS_FLOOR_NS as u64 && misses.len() < READ_MISS_SAMPLE {
+                    // Only misses before pressure are used.
+                    if d >= READ_MISS_FLOOR_NS as u64
+                        && misses.len() < READ_MISS_CAP
+                        && !pr.pressure.load(std::sync::atomic::Ordering::Relaxed)
+                    {
                         misses.push(d.min(u32::MAX as u64) as u32);
+                        if misses.len() % PRESSURE_CHECK_EVERY == 0 && under_pressure(&pr.failcnt) {
+                            pr.pressure
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                     }
                     r
                 } else {
@@ -966,14 +1031,42 @@ mod tests {
         assert_eq!(read_miss_summary(&mut d), (4, 300_000));
         let mut one = [70_000];
         assert_eq!(read_miss_summary(&mut one), (1, 70_000));
-        // Only the first READ_MISS_SAMPLE count: the later (slower, under
-        // pressure) ones do not.
-        let mut v = vec![40_000; READ_MISS_SAMPLE];
-        v.extend([90_000; 100]);
+        // Every miss given counts (the caller keeps those before
+        // pressure): a device that slowed within the stretch weighs in.
+        let mut v = vec![40_000; 3000];
+        v.extend([90_000; 1000]);
+        assert_eq!(read_miss_summary(&mut v), (4000, 210_000_000));
+    }
+
+    #[test]
+    fn pressure_is_read_from_the_own_group_and_its_ancestors() {
+        let m = Path::new("/sys/fs/cgroup/memory");
+        let cg = "12:pids:/x\n7:memory:/foliosim-oracle-1-scn0/mix\n0::/user.slice\n";
         assert_eq!(
-            read_miss_summary(&mut v),
-            (READ_MISS_SAMPLE as u64, 40_000 * READ_MISS_SAMPLE as u64)
+            own_failcnt_files(cg, m),
+            vec![
+                m.join("foliosim-oracle-1-scn0/mix/memory.failcnt"),
+                m.join("foliosim-oracle-1-scn0/memory.failcnt"),
+            ]
         );
+        // A joint mount ("cpu,memory"), the root group, no v1 memory line.
+        assert_eq!(
+            own_failcnt_files("3:cpu,memory:/a\n", m),
+            vec![m.join("a/memory.failcnt")]
+        );
+        assert!(own_failcnt_files("7:memory:/\n", m).is_empty());
+        assert!(own_failcnt_files("0::/user.slice\n", m).is_empty());
+        // failcnt files: any count above zero is pressure; a missing file
+        // is none.
+        let d = std::env::temp_dir().join(format!("fs-failcnt-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let (a, b) = (d.join("a"), d.join("b"));
+        std::fs::write(&a, "0\n").unwrap();
+        std::fs::write(&b, "0\n").unwrap();
+        assert!(!under_pressure(&[a.clone(), b.clone(), d.join("none")]));
+        std::fs::write(&b, "3\n").unwrap();
+        assert!(under_pressure(&[a, b]));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -1016,6 +1109,8 @@ mod tests {
             seed: 1,
             ops: std::sync::atomic::AtomicU64::new(0),
             read_misses: Mutex::new(Vec::new()),
+            failcnt: Vec::new(),
+            pressure: std::sync::atomic::AtomicBool::new(false),
         };
         let mut t = ThreadCtx {
             p: &p,

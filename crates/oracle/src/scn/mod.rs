@@ -825,8 +825,9 @@ pub const STATS_FLUSH_PHASE: &str = "stats_flush_phase_s";
 pub const BUFFERED_READ: &str = "buffered_read_s";
 
 /// The run's counter of its own buffered 4 KiB read misses' mean
-/// duration, in s (exec::read_miss_summary, over every process): the
-/// device as the run's reads met it, which the model takes for that run
+/// duration before memory pressure, in s (exec::read_miss_summary, over
+/// every process): the device as the run's reads met it up to the first
+/// limit, which the model takes for that run
 /// when there are READ_MISS_MIN_COUNT of them (the probe before the run,
 /// BUFFERED_READ, otherwise).
 pub const READ_MISS: &str = "read_miss_s";
@@ -835,7 +836,7 @@ pub const READ_MISS: &str = "read_miss_s";
 pub const READ_MISSES: &str = "read_misses";
 
 /// Fewer misses than this leave the model the probe's latency (a process
-/// counts at most exec::READ_MISS_SAMPLE).
+/// counts those before pressure, at most exec::READ_MISS_CAP a step).
 pub const READ_MISS_MIN_COUNT: f64 = 256.0;
 
 /// The run's counter of when a charge first met a scenario group's limit
