@@ -167,7 +167,8 @@ fn one_case(
     let host = read_host(&opts.dir)?;
     check(&host)?;
     let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
-    let host = foliosim_oracle::run::with_measured_costs(&host, &mut scratch, !json);
+    let host =
+        foliosim_oracle::run::with_measured_costs(&host, &mut scratch, &opts.probe_cmd, !json);
     let r = run_case(case, &host, &opts, &mut scratch, model);
     drop(scratch);
     if json {

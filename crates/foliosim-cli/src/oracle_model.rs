@@ -125,11 +125,16 @@ fn host_device(host: &foliosim_oracle::HostInfo, c: &CpuCosts) -> Option<String>
 /// page allocation, zeroing: do_anonymous_page()'s charges) costs what the
 /// host's measured one did, and the read syscall so that a 4 KiB read()
 /// served from the cache (the syscall, the copy and filemap_read()'s
-/// fixed HIT_OVERHEAD_NS) costs the host's measured hit.
+/// fixed HIT_OVERHEAD_NS) costs the host's measured hit, and reclaiming a
+/// page (its scan and its reclaim) the host's measured limit reclaim.
 fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
     let mut c = CpuCosts::default();
     if let Some(a) = host.anon_fault_ns {
         c.minor_fault = a.saturating_sub(c.page_alloc + c.copy_page).max(50);
+    }
+    // Limit reclaim of clean page cache: one scan and one reclaim a page.
+    if let Some(r) = host.reclaim_page_ns {
+        c.reclaim_folio = r.saturating_sub(c.scan_folio);
     }
     if let Some(h) = host.buffered_hit_ns {
         c.syscall = h
@@ -261,6 +266,25 @@ fn oracle_scenario_counters(
     m.insert("elapsed_s".into(), r.run.elapsed_ns as f64 / 1e9);
     if let Some(t) = r.first_limit_ns {
         m.insert(foliosim_oracle::scn::FIRST_LIMIT.into(), t as f64 / 1e9);
+    }
+    // The read misses before and under pressure, pooled as the real side
+    // pools its processes' "done" lines (the model's untrimmed: it has no
+    // reclaim before the limit to leave out).
+    use foliosim_oracle::scn::{PRESSURE_READ_MISS, PRESSURE_READ_MISSES, READ_MISS, READ_MISSES};
+    for (i, (count, mean)) in [
+        (READ_MISSES, READ_MISS),
+        (PRESSURE_READ_MISSES, PRESSURE_READ_MISS),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (n, ns) = r.processes.iter().fold((0u64, 0u64), |(n, ns), p| {
+            (n + p.read_misses[i].0, ns + p.read_misses[i].1)
+        });
+        if n > 0 {
+            m.insert(count.into(), n as f64);
+            m.insert(mean.into(), ns as f64 / n as f64 / 1e9);
+        }
     }
     for (path, map) in &r.cgroups {
         for (k, v) in oracle_memstat_names(map) {
@@ -500,6 +524,19 @@ mod tests {
         assert_eq!(
             host_device(&h, &hc).as_deref(),
             Some("virtio:latency=46820ns")
+        );
+        // A measured limit reclaim sets the cost of reclaiming a scanned
+        // page so that scan + reclaim cost it; it leaves the rest alone.
+        assert_eq!(hc.reclaim_folio, 0);
+        h.reclaim_page_ns = Some(580);
+        let hr = host_costs(&h);
+        assert_eq!(hr.scan_folio + hr.reclaim_folio, 580);
+        assert_eq!(
+            CpuCosts {
+                reclaim_folio: 0,
+                ..hr
+            },
+            hc
         );
     }
 

@@ -316,15 +316,17 @@ fn start_and_kill(b: &Base, g: &mut HostGuard, job: &Path) -> Vec<journal::Entry
         .unwrap();
     g.child = Some(child);
     // Wait (bounded, for a loaded machine) until the run's cgroup is
-    // journaled and has fio in it.
+    // journaled and has fio in it: the run's, whose read_ahead_kb is set
+    // (the host measurements before the runs use a cgroup of their own).
     let t0 = Instant::now();
     let entries = loop {
         let e = pending(b);
-        let busy = e.iter().any(|x| {
-            x.kind == "cgroup"
-                && fs::read_to_string(x.path.join("cgroup.procs"))
-                    .is_ok_and(|s| !s.trim().is_empty())
-        });
+        let busy = e.iter().any(|x| x.path == g.ra_path)
+            && e.iter().any(|x| {
+                x.kind == "cgroup"
+                    && fs::read_to_string(x.path.join("cgroup.procs"))
+                        .is_ok_and(|s| !s.trim().is_empty())
+            });
         if busy {
             break e;
         }
@@ -529,11 +531,12 @@ fn a_second_oracle_waits_for_the_one_running() {
         "changed the host while waiting: {journaled:?}"
     );
     assert!(out.status.success(), "{err}");
-    assert_eq!(
-        err.lines()
-            .filter(|l| l.contains("another oracle is running real cases on this host"))
-            .count(),
-        1,
-        "{err}"
-    );
+    // One line per wait, not a line per retry: it takes the lock twice (the
+    // limit reclaim measurement, then the runs), and another test's oracle
+    // may hold it the second time.
+    let waits = err
+        .lines()
+        .filter(|l| l.contains("another oracle is running real cases on this host"))
+        .count();
+    assert!((1..=2).contains(&waits), "{err}");
 }

@@ -1490,3 +1490,67 @@ fn the_first_limit_hit_is_when_the_writes_reach_the_limit() {
     assert!(t > proc_named(&fits, "p[0]").end_ns, "{t}");
     assert!(t < proc_named(&over, "p[0]").end_ns, "{t}");
 }
+
+/// Buffered 4 KiB read misses are timed as the oracle's executor times
+/// them, before and after a charge first met the group's limit; a
+/// reclaimed page costs CpuCosts::reclaim_folio of the reclaiming task's
+/// time, and only its time.
+#[test]
+fn read_misses_are_timed_before_and_under_pressure_and_reclaim_costs_time() {
+    let sc = Scenario {
+        file: "miss.toml".into(),
+        files: vec![FileSpec {
+            name: "data".into(),
+            line: 1,
+            size: 8 * M,
+            fs: FileFs::Disk,
+            prefill: true,
+        }],
+        cgroups: vec![cgroup("g", Some(4 * M))],
+        processes: vec![process(
+            "p",
+            "g",
+            1,
+            vec![st(
+                2,
+                Op::Io {
+                    file: "data".into(),
+                    pattern: Pattern::Random,
+                    write: false,
+                    bs: 4096,
+                    amount: Amount::Passes(2),
+                    direct: false,
+                    think_ns: 0,
+                },
+            )],
+        )],
+        ..Scenario::default()
+    };
+    let run = |reclaim_folio: u64| {
+        let mut c = cfg(256 * M, None);
+        // Read-ahead off: each miss reads its one page.
+        c.mm.read_ahead_kb = 0;
+        c.mm.cpu_costs = Some(foliosim::mm::CpuCosts {
+            reclaim_folio,
+            ..Default::default()
+        });
+        run_scenario(c, &sc).unwrap()
+    };
+    let (a, b) = (run(0), run(1_000));
+    let (pa, pb) = (proc_named(&a, "p[0]"), proc_named(&b, "p[0]"));
+    let [(pre, pre_ns), (post, post_ns)] = pa.read_misses;
+    // Every page read in was a timed miss, some before the limit, the
+    // rest under pressure.
+    assert!(pre > 0 && post > 0, "{pre} before, {post} under pressure");
+    assert_eq!(pre + post, vm(&a, "pgpgin") / 4);
+    assert!(pre_ns >= pre * 10_000 && post_ns >= post * 10_000);
+    // The same decisions, a microsecond more per page reclaimed, all of it
+    // in the misses that reclaimed.
+    let steal = vm(&a, "pgsteal_file");
+    assert!(steal > 0);
+    assert_eq!(vm(&b, "pgsteal_file"), steal);
+    assert_eq!(pb.read_misses[0], pa.read_misses[0]);
+    assert_eq!(pb.read_misses[1].0, post);
+    assert_eq!(pb.read_misses[1].1 - post_ns, 1_000 * steal);
+    assert_eq!(pb.end_ns - pa.end_ns, 1_000 * steal);
+}

@@ -69,7 +69,10 @@ pub fn spread_pct(v: &[f64]) -> Option<f64> {
 
 /// Relative error of `model` against `real` (see [`CounterRow::err_pct`]).
 pub fn err_pct(real: f64, model: f64) -> f64 {
-    (model - real) / real.abs().max(1.0) * 100.0
+    // One unit only for a zero median: a time under 1 s (first_limit_s,
+    // a read miss) is divided by itself, not by 1 s.
+    let d = if real == 0.0 { 1.0 } else { real.abs() };
+    (model - real) / d * 100.0
 }
 
 /// One row per counter that either side has, sorted by name.
@@ -110,12 +113,15 @@ pub fn compare(
 }
 
 /// A number for a table: integers without decimals, others with up to 3
-/// significant decimals.
+/// decimals, and small ones (a read miss in s) with 3 significant digits.
 pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else if v.abs() >= 100.0 {
         format!("{v:.1}")
+    } else if v.abs() < 0.01 {
+        let decimals = (2 - v.abs().log10().floor() as i32).clamp(3, 12) as usize;
+        format!("{v:.decimals$}")
     } else {
         format!("{v:.3}")
     }
@@ -252,6 +258,10 @@ mod tests {
         assert_eq!(rows[0].err_pct, Some(0.0));
         let t = render_text(&compare(&real, &m(&[("pgmajfault", 3.0)])));
         assert!(t.contains("+300.0% (real=0)"), "{t}");
+        // A median under one unit (a time in s) is still its own divisor.
+        let real = [m(&[("first_limit_s", 0.8)])];
+        let rows = compare(&real, &m(&[("first_limit_s", 0.9)]));
+        assert!((rows[0].err_pct.unwrap() - 12.5).abs() < 1e-9);
     }
 
     #[test]
@@ -259,6 +269,10 @@ mod tests {
         assert_eq!(fmt_num(5243.0), "5243");
         assert_eq!(fmt_num(0.0496), "0.050");
         assert_eq!(fmt_num(1234.56), "1234.6");
+        // A read miss in s keeps three significant digits, not "0.000".
+        assert_eq!(fmt_num(5.234e-5), "0.0000523");
+        assert_eq!(fmt_num(0.00512), "0.00512");
+        assert_eq!(fmt_num(-0.0004), "-0.000400");
         assert_eq!(fmt_opt_pct(Some(-3.21)), "-3.2%");
         assert_eq!(fmt_opt_pct(None), "-");
     }

@@ -90,6 +90,11 @@ pub struct HostInfo {
     /// so that its anonymous fault costs this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub anon_fault_ns: Option<u64>,
+    /// Mean time limit reclaim takes per page of clean, unmapped page
+    /// cache, ns (run::measure_limit_reclaim): the model's cost of
+    /// reclaiming a folio is set so that its reclaim costs this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reclaim_page_ns: Option<u64>,
     pub cgroup: CgroupFlavor,
     /// MAJ:MIN of the disk whose queue holds `read_ahead_path` (for
     /// per-cgroup block I/O accounting).
@@ -139,6 +144,7 @@ impl HostInfo {
             buffered_read_ns: None,
             buffered_hit_ns: None,
             anon_fault_ns: None,
+            reclaim_page_ns: None,
             cgroup: CgroupFlavor::V1 {
                 mount: "/sys/fs/cgroup/memory".into(),
             },
@@ -257,6 +263,7 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         buffered_read_ns: None,
         buffered_hit_ns: None,
         anon_fault_ns: None,
+        reclaim_page_ns: None,
         swap_total_bytes,
         cgroup,
         disk_devno,

@@ -291,11 +291,124 @@ pub fn measure_anon_fault() -> Result<u64, String> {
     Ok(per_page[1])
 }
 
+/// The probe child's other job (`__probe --file PATH --read-pages`): every
+/// 4 KiB page of the file read once with read-ahead off, so that the page
+/// cache it leaves is order-0 folios, as a workload's random 4 KiB reads
+/// leave it (an mmap read-around brings large folios on 6.16+ ext4).
+const READ_PAGES: &str = "--read-pages";
+
+/// How much of the file --read-pages reads: 8,192 pages, about 0.4 s at a
+/// 50 us miss.
+const RECLAIM_PROBE_BYTES: u64 = 32 << 20;
+
+fn read_pages(p: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let err = |e: io::Error| format!("{}: {e}", p.display());
+    let f = fs::File::open(p).map_err(err)?;
+    // SAFETY: posix_fadvise only reads its arguments; the fd is open.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    let pages = f.metadata().map_err(err)?.len().min(RECLAIM_PROBE_BYTES) / 4096;
+    let mut buf = vec![0u8; 4096];
+    // A stride coprime with the page count: each page once, scattered.
+    let stride = (1..)
+        .map(|k| 7919 * k)
+        .find(|s| gcd(*s, pages) == 1)
+        .unwrap_or(1);
+    for i in 0..pages {
+        f.read_exact_at(&mut buf, (i * stride % pages) * 4096)
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The mean time limit reclaim takes per page of clean, unmapped page
+/// cache in order-0 folios, ns: a memory cgroup (1 GiB limit) is filled
+/// with 32 MiB of measure_read_latency's file by the probe child
+/// (`probe_cmd` with --read-pages, its pages dropped first), then its limit
+/// is written down to 4 MiB, which reclaims in the writer
+/// (try_to_free_mem_cgroup_pages() until usage fits, as a charge that
+/// meets the limit does), timed. The median of three; at least 4,096
+/// pages must go each time. It changes the host (a cgroup), so it holds
+/// the host as real runs do (the instance lock, DAMON paused).
+pub fn measure_limit_reclaim(
+    host: &HostInfo,
+    scratch: &Scratch,
+    probe_cmd: &[OsString],
+) -> Result<u64, String> {
+    use std::os::fd::AsRawFd;
+    const TARGET: u64 = 4 << 20;
+    let (usage, limit) = match &host.cgroup {
+        crate::host::CgroupFlavor::V1 { .. } => ("memory.usage_in_bytes", "memory.limit_in_bytes"),
+        crate::host::CgroupFlavor::V2 { .. } => ("memory.current", "memory.max"),
+        crate::host::CgroupFlavor::None { reason } => return Err(reason.clone()),
+    };
+    let (exe, args) = probe_cmd.split_first().ok_or("no probe command")?;
+    let p = scratch.dir.join(LATENCY_FILE);
+    let read = |g: &Path| -> Result<u64, String> {
+        let f = g.join(usage);
+        fs::read_to_string(&f)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .trim()
+            .parse::<u64>()
+            .map_err(|e| format!("{}: {e}", f.display()))
+    };
+    let _host = crate::scn::hostcfg::hold_host()?;
+    let mut per_page = Vec::new();
+    for _ in 0..3 {
+        {
+            let f = fs::File::open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            // SAFETY: posix_fadvise only reads its arguments; the fd is open.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+        let g = crate::cgroup::MemCgroup::create(host, 1 << 30)?;
+        let mut c = std::process::Command::new(exe);
+        c.args(args)
+            .arg("--file")
+            .arg(&p)
+            .arg(READ_PAGES)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        g.enter_on_spawn(&mut c)?;
+        let st = c.status().map_err(|e| format!("probe child: {e}"))?;
+        if !st.success() {
+            return Err(format!("probe child: {st}"));
+        }
+        let before = read(g.path())?;
+        let lim = g.path().join(limit);
+        let t = Instant::now();
+        fs::write(&lim, TARGET.to_string()).map_err(|e| format!("{}: {e}", lim.display()))?;
+        let ns = t.elapsed().as_nanos() as u64;
+        let pages = before.saturating_sub(read(g.path())?) / 4096;
+        if pages < 4096 {
+            return Err(format!("the limit write reclaimed only {pages} pages"));
+        }
+        per_page.push(ns / pages);
+    }
+    per_page.sort_unstable();
+    Ok(per_page[1])
+}
+
 /// `host` with its measured read latency (measure_read_latency), buffered
-/// read miss (measure_buffered_read) and anonymous fault cost
-/// (measure_anon_fault); without one, and the reason on stderr, when it
-/// cannot be measured.
-pub fn with_measured_costs(host: &HostInfo, scratch: &mut Scratch, verbose: bool) -> HostInfo {
+/// read miss (measure_buffered_read), anonymous fault cost
+/// (measure_anon_fault) and, given the probe child's command, limit
+/// reclaim's cost per page (measure_limit_reclaim); without one, and the
+/// reason on stderr, when it cannot be measured.
+pub fn with_measured_costs(
+    host: &HostInfo,
+    scratch: &mut Scratch,
+    probe_cmd: &[OsString],
+    verbose: bool,
+) -> HostInfo {
     let mut h = host.clone();
     match measure_read_latency(scratch) {
         Ok(ns) => {
@@ -303,6 +416,22 @@ pub fn with_measured_costs(host: &HostInfo, scratch: &mut Scratch, verbose: bool
                 eprintln!("scratch device read latency (4 KiB, O_DIRECT, QD1): {:.1} us", ns as f64 / 1e3);
             }
             h.read_latency_ns = Some(ns);
+            if !probe_cmd.is_empty() {
+                match measure_limit_reclaim(&h, scratch, probe_cmd) {
+                    Ok(ns) => {
+                        if verbose {
+                            eprintln!(
+                                "limit reclaim (clean page cache): {:.2} us a page",
+                                ns as f64 / 1e3
+                            );
+                        }
+                        h.reclaim_page_ns = Some(ns);
+                    }
+                    Err(e) => eprintln!(
+                        "foliosim oracle: limit reclaim cost not measured ({e}): the model keeps its own"
+                    ),
+                }
+            }
             match measure_buffered_read(scratch) {
                 Ok((ns, hit)) => {
                     if verbose {
@@ -431,6 +560,11 @@ pub fn probe_child_main(args: &[String]) -> Result<(), String> {
         [f, path, rest @ ..] if f == "--file" => (PathBuf::from(path), rest),
         _ => return Err("__probe: expected --file PATH first".into()),
     };
+    if let [m] = rest {
+        if m == READ_PAGES {
+            return read_pages(&file);
+        }
+    }
     let p = crate::cases::parse_probe_options(&rest.join(" "))?;
     let spec = ProbeSpec {
         file_size: p.spec_size,
@@ -969,7 +1103,7 @@ mod tests {
         assert!((100..1_000_000_000).contains(&ns), "{ns} ns");
         let f = dir.join(LATENCY_FILE);
         assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 20);
-        let h = with_measured_costs(&fake_host(), &mut s, false);
+        let h = with_measured_costs(&fake_host(), &mut s, &[], false);
         let direct = h.read_latency_ns.unwrap();
         // Buffered reads of dropped pages go to the device too (a read
         // served from the cache would take a microsecond or two).

@@ -163,7 +163,7 @@ pub fn run_cases(
     model: ModelFn,
 ) -> Result<Report, String> {
     let mut scratch = Scratch::new(&opts.dir, opts.keep)?;
-    let host = &crate::run::with_measured_costs(host, &mut scratch, opts.verbose);
+    let host = &crate::run::with_measured_costs(host, &mut scratch, &opts.probe_cmd, opts.verbose);
     let mut results = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         if opts.verbose {
@@ -562,6 +562,10 @@ pub fn render_host(h: &HostInfo) -> String {
         (
             "anonymous write fault (4 KiB, mean)",
             measured(h.anon_fault_ns, 2, "the model's fault costs this"),
+        ),
+        (
+            "limit reclaim of clean page cache (per page, mean)",
+            measured(h.reclaim_page_ns, 2, "the model's reclaim costs this"),
         ),
         (
             "fault_around_bytes",

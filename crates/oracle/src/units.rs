@@ -54,8 +54,9 @@ pub fn unit_of(counter: &str) -> &'static str {
         | "stats_flush_phase_s"
         | "first_limit_s"
         | "buffered_read_s"
-        | "read_miss_s" => "s",
-        "read_misses" => "reads",
+        | "read_miss_s"
+        | "pressure_read_miss_s" => "s",
+        "read_misses" | "pressure_read_misses" => "reads",
         c if c.starts_with("start_s[") || c.starts_with("end_s[") => "s",
         c if c.starts_with("ops[") => "operations",
         c if c.starts_with("per_op.vmstat.pgpgin") => "KiB per operation",

@@ -534,6 +534,13 @@ pub struct CpuCosts {
     pub map_page: u64,
     pub page_alloc: u64,
     pub scan_folio: u64,
+    /// Reclaiming one page once scanned (shrink_folio_list(): unmap checks,
+    /// __remove_mapping() with its shadow entry, the free), beyond
+    /// scan_folio. 0 by default: the model's reclaim then costs its scan
+    /// only, 40 ns a page, where limit reclaim of clean page cache measured
+    /// about 1.1-1.3 us a page on the oracle's 6.18 host; the oracle sets it
+    /// from its host's measurement (run::measure_limit_reclaim).
+    pub reclaim_folio: u64,
     pub touch_mapped: u64,
     /// fio's own user-space work per I/O (io_u setup, completion,
     /// accounting): calibrated on seed 000's 5078 MiB/s of 4K mmap reads
@@ -562,6 +569,7 @@ impl Default for CpuCosts {
             map_page: 25,
             page_alloc: 120,
             scan_folio: 40,
+            reclaim_folio: 0,
             touch_mapped: 15,
             fio_io: 440,
             create: 12_000,

@@ -27,6 +27,10 @@ use crate::mm::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 use crate::sim::{Sim, SimConfig};
 use crate::with_kernel;
 
+/// A buffered 4 KiB read this long or longer missed the page cache (the
+/// oracle executor's floor: a hit is 1-3 us, a miss tens).
+const READ_MISS_FLOOR_NS: u64 = 10_000;
+
 mod advice;
 mod report;
 mod setup;
@@ -120,6 +124,7 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
             ios: p.ios,
             io_bytes: p.io_bytes,
             ops: p.ops,
+            read_misses: p.read_misses,
         })
         .collect();
     Ok(ScenarioReport {
@@ -325,6 +330,8 @@ struct Proc<'a> {
     ops: u64,
     /// Kernel CPU time of its threads' steps (Core::stime).
     stime: u64,
+    /// ProcessReport::read_misses.
+    read_misses: [(u64, u64); 2],
 }
 
 struct FileRt {
@@ -613,6 +620,7 @@ impl<'a> Driver<'a> {
             ios: 0,
             ops: 0,
             io_bytes: 0,
+            read_misses: [(0, 0); 2],
         });
         self.procs.len() - 1
     }
@@ -1212,6 +1220,25 @@ impl<'a> Driver<'a> {
                     true
                 } else if cur.write {
                     k.filemap_write(open, pos, bs).is_some()
+                } else if bs == PAGE_SIZE {
+                    let t0 = k.core.now;
+                    let ok = k.filemap_read(open, pos, bs).is_some();
+                    let d = k.core.now - t0;
+                    if d >= READ_MISS_FLOOR_NS {
+                        // Before or after a charge met a limit of its
+                        // group or an ancestor (the executor's failcnt).
+                        let mut m = p.memcg;
+                        let mut pressure = false;
+                        while m != 0 {
+                            let mc = &k.core.memcgs[m as usize];
+                            pressure |= mc.first_fail_ns > 0;
+                            m = mc.parent;
+                        }
+                        let c = &mut p.read_misses[pressure as usize];
+                        c.0 += 1;
+                        c.1 += d;
+                    }
+                    ok
                 } else {
                     k.filemap_read(open, pos, bs).is_some()
                 }

@@ -36,6 +36,11 @@ pub struct ProcessReport {
     /// Key-value operations (kv_get steps: GETs and SCANs), the unit of
     /// throughput in ops per simulated second.
     pub ops: u64,
+    /// Its buffered 4 KiB preads that missed the cache (10 us or longer),
+    /// as the oracle's executor times them: [before a charge first met a
+    /// limit of its cgroup or an ancestor, after], each (count, summed
+    /// ns). Under pressure a miss also carries its share of reclaim.
+    pub read_misses: [(u64, u64); 2],
 }
 
 /// `foliosim fio`'s report plus one memory.stat map per cgroup and the

@@ -182,6 +182,9 @@ struct Proc {
     /// the page cache (READ_MISS_FLOOR_NS or longer) before pressure, all
     /// threads.
     read_misses: Mutex<Vec<u32>>,
+    /// The same after pressure: each also carries its share of limit
+    /// reclaim (what the model's clock is compared on, not set from).
+    pressure_misses: Mutex<Vec<u32>>,
     /// Its groups' memory.failcnt files (own_failcnt_files).
     failcnt: Vec<PathBuf>,
     /// Set once a charge met one of their limits: misses stop counting.
@@ -286,8 +289,9 @@ fn report_name(sc: &Scenario, a: &ChildArgs) -> String {
 }
 
 /// Tells the oracle this process's figures as it leaves: "done NAME OPS
-/// START_NS END_NS MISSES MISS_NS" (monotonic; the read misses as
-/// read_miss_summary() counts them), then waits for its "ok", so that the
+/// START_NS END_NS MISSES MISS_NS PMISSES PMISS_NS" (monotonic; the read
+/// misses before pressure as read_miss_summary() counts them, then all
+/// those after it), then waits for its "ok", so that the
 /// line is recorded before the exit the oracle waits for. Best effort: the
 /// counters are read anyway.
 fn report_done(p: &Proc, start_ns: u64) {
@@ -296,14 +300,23 @@ fn report_done(p: &Proc, start_ns: u64) {
         return;
     };
     let (misses, miss_ns) = read_miss_summary(&mut p.read_misses.lock().unwrap());
+    // Under pressure every miss counts: its reclaim is the point.
+    let (pmisses, pmiss_ns) = p
+        .pressure_misses
+        .lock()
+        .unwrap()
+        .iter()
+        .fold((0u64, 0u64), |(n, s), &d| (n + 1, s + d as u64));
     let line = format!(
-        "done {} {} {} {} {} {}\n",
+        "done {} {} {} {} {} {} {} {}\n",
         report_name(&p.sc, &p.args),
         p.ops.load(std::sync::atomic::Ordering::Relaxed),
         start_ns,
         end,
         misses,
-        miss_ns
+        miss_ns,
+        pmisses,
+        pmiss_ns
     );
     if s.write_all(line.as_bytes()).is_ok() {
         let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
@@ -364,6 +377,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         seed,
         ops: std::sync::atomic::AtomicU64::new(0),
         read_misses: Mutex::new(Vec::new()),
+        pressure_misses: Mutex::new(Vec::new()),
         failcnt: match crate::host::detect_cgroup(
             &std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
             |p| std::fs::read_to_string(p).ok(),
@@ -763,6 +777,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             // measure of the device (read_miss_summary).
             let timed = !*write && !*direct && bs == PAGE;
             let mut misses = Vec::new();
+            let mut pressured = Vec::new();
             while b.take(i) {
                 let off = g.next_index() * bs;
                 let r = if *write {
@@ -771,15 +786,21 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                     let t0 = monotonic_ns();
                     let r = f.read_at(buf.slice(bs as usize), off).map(|_| ());
                     let d = monotonic_ns() - t0;
-                    // Only misses before pressure are used.
-                    if d >= READ_MISS_FLOOR_NS as u64
-                        && misses.len() < READ_MISS_CAP
-                        && !pr.pressure.load(std::sync::atomic::Ordering::Relaxed)
-                    {
-                        misses.push(d.min(u32::MAX as u64) as u32);
-                        if misses.len() % PRESSURE_CHECK_EVERY == 0 && under_pressure(&pr.failcnt) {
-                            pr.pressure
-                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                    // Misses before pressure and after it, apart.
+                    if d >= READ_MISS_FLOOR_NS as u64 {
+                        let d = d.min(u32::MAX as u64) as u32;
+                        if !pr.pressure.load(std::sync::atomic::Ordering::Relaxed) {
+                            if misses.len() < READ_MISS_CAP {
+                                misses.push(d);
+                            }
+                            if misses.len() % PRESSURE_CHECK_EVERY == 0
+                                && under_pressure(&pr.failcnt)
+                            {
+                                pr.pressure
+                                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        } else if pressured.len() < READ_MISS_CAP {
+                            pressured.push(d);
                         }
                     }
                     r
@@ -797,6 +818,9 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             }
             if !misses.is_empty() {
                 t.p.read_misses.lock().unwrap().extend(misses);
+            }
+            if !pressured.is_empty() {
+                t.p.pressure_misses.lock().unwrap().extend(pressured);
             }
         }
         Op::KvGet {
@@ -1109,6 +1133,7 @@ mod tests {
             seed: 1,
             ops: std::sync::atomic::AtomicU64::new(0),
             read_misses: Mutex::new(Vec::new()),
+            pressure_misses: Mutex::new(Vec::new()),
             failcnt: Vec::new(),
             pressure: std::sync::atomic::AtomicBool::new(false),
         };

@@ -376,6 +376,7 @@ impl Core {
             n,
             sc,
         );
+        self.cpu_or_kswapd(self.cost.reclaim_folio * n);
     }
 
     /// The kswapd/direct event follows count_reclaim() (kept out of
