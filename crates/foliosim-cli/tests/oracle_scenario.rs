@@ -137,6 +137,10 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
         f("buffered_read_s") > 0.0 && f("buffered_read_s") < 0.1,
         "{run}"
     );
+    // Limit reclaim of clean order-0 page cache, measured once before the
+    // runs: well under a miss, well over nothing.
+    let reclaim = v["host"]["reclaim_page_ns"].as_u64().unwrap_or(0);
+    assert!((50..50_000).contains(&reclaim), "{}", v["host"]);
     // Both sides say when the 64 MiB limit was first met: during the run.
     for t in [f("first_limit_s"), model("first_limit_s")] {
         assert!(

@@ -309,6 +309,9 @@ fn read_pages(p: &Path) -> Result<(), String> {
     // SAFETY: posix_fadvise only reads its arguments; the fd is open.
     unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
     let pages = f.metadata().map_err(err)?.len().min(RECLAIM_PROBE_BYTES) / 4096;
+    if pages == 0 {
+        return Err(format!("{}: no whole page to read", p.display()));
+    }
     let mut buf = vec![0u8; 4096];
     // A stride coprime with the page count: each page once, scattered.
     let stride = (1..)

@@ -182,9 +182,10 @@ struct Proc {
     /// the page cache (READ_MISS_FLOOR_NS or longer) before pressure, all
     /// threads.
     read_misses: Mutex<Vec<u32>>,
-    /// The same after pressure: each also carries its share of limit
-    /// reclaim (what the model's clock is compared on, not set from).
-    pressure_misses: Mutex<Vec<u32>>,
+    /// The count and summed duration of those after pressure, every one:
+    /// each also carries its share of limit reclaim (what the model's
+    /// clock is compared on, not set from).
+    pressure_misses: Mutex<(u64, u64)>,
     /// Its groups' memory.failcnt files (own_failcnt_files).
     failcnt: Vec<PathBuf>,
     /// Set once a charge met one of their limits: misses stop counting.
@@ -300,13 +301,7 @@ fn report_done(p: &Proc, start_ns: u64) {
         return;
     };
     let (misses, miss_ns) = read_miss_summary(&mut p.read_misses.lock().unwrap());
-    // Under pressure every miss counts: its reclaim is the point.
-    let (pmisses, pmiss_ns) = p
-        .pressure_misses
-        .lock()
-        .unwrap()
-        .iter()
-        .fold((0u64, 0u64), |(n, s), &d| (n + 1, s + d as u64));
+    let (pmisses, pmiss_ns) = *p.pressure_misses.lock().unwrap();
     let line = format!(
         "done {} {} {} {} {} {} {} {}\n",
         report_name(&p.sc, &p.args),
@@ -377,7 +372,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         seed,
         ops: std::sync::atomic::AtomicU64::new(0),
         read_misses: Mutex::new(Vec::new()),
-        pressure_misses: Mutex::new(Vec::new()),
+        pressure_misses: Mutex::new((0, 0)),
         failcnt: match crate::host::detect_cgroup(
             &std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
             |p| std::fs::read_to_string(p).ok(),
@@ -777,7 +772,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             // measure of the device (read_miss_summary).
             let timed = !*write && !*direct && bs == PAGE;
             let mut misses = Vec::new();
-            let mut pressured = Vec::new();
+            let mut pressured = (0u64, 0u64);
             while b.take(i) {
                 let off = g.next_index() * bs;
                 let r = if *write {
@@ -799,8 +794,9 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                                 pr.pressure
                                     .store(true, std::sync::atomic::Ordering::Relaxed);
                             }
-                        } else if pressured.len() < READ_MISS_CAP {
-                            pressured.push(d);
+                        } else {
+                            pressured.0 += 1;
+                            pressured.1 += d as u64;
                         }
                     }
                     r
@@ -819,8 +815,10 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             if !misses.is_empty() {
                 t.p.read_misses.lock().unwrap().extend(misses);
             }
-            if !pressured.is_empty() {
-                t.p.pressure_misses.lock().unwrap().extend(pressured);
+            if pressured.0 > 0 {
+                let mut m = t.p.pressure_misses.lock().unwrap();
+                m.0 += pressured.0;
+                m.1 += pressured.1;
             }
         }
         Op::KvGet {
@@ -1133,7 +1131,7 @@ mod tests {
             seed: 1,
             ops: std::sync::atomic::AtomicU64::new(0),
             read_misses: Mutex::new(Vec::new()),
-            pressure_misses: Mutex::new(Vec::new()),
+            pressure_misses: Mutex::new((0, 0)),
             failcnt: Vec::new(),
             pressure: std::sync::atomic::AtomicBool::new(false),
         };
