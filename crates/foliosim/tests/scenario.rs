@@ -83,6 +83,22 @@ fn touch(
     )
 }
 
+/// `passes` passes of buffered 4 KiB reads at random over `file`.
+fn random_reads(line: usize, file: &str, passes: u64) -> Step {
+    st(
+        line,
+        Op::Io {
+            file: file.into(),
+            pattern: Pattern::Random,
+            write: false,
+            bs: 4096,
+            amount: Amount::Passes(passes),
+            direct: false,
+            think_ns: 0,
+        },
+    )
+}
+
 fn proc_named<'a>(r: &'a ScenarioReport, name: &str) -> &'a foliosim::scenario::ProcessReport {
     r.processes
         .iter()
@@ -1304,18 +1320,7 @@ fn cgroup_swappiness_moves_the_anon_file_split() {
             vec![
                 mmap(4, "a", 48 * M),
                 touch(5, "a", Pattern::Seq, true, Amount::Passes(1), 0),
-                st(
-                    6,
-                    Op::Io {
-                        file: "f".into(),
-                        pattern: Pattern::Random,
-                        write: false,
-                        bs: 4096,
-                        amount: Amount::Passes(2),
-                        direct: false,
-                        think_ns: 0,
-                    },
-                ),
+                random_reads(6, "f", 2),
                 touch(7, "a", Pattern::Random, false, Amount::Passes(1), 0),
             ],
         )],
@@ -1507,23 +1512,7 @@ fn read_misses_are_timed_before_and_under_pressure_and_reclaim_costs_time() {
             prefill: true,
         }],
         cgroups: vec![cgroup("g", Some(4 * M))],
-        processes: vec![process(
-            "p",
-            "g",
-            1,
-            vec![st(
-                2,
-                Op::Io {
-                    file: "data".into(),
-                    pattern: Pattern::Random,
-                    write: false,
-                    bs: 4096,
-                    amount: Amount::Passes(2),
-                    direct: false,
-                    think_ns: 0,
-                },
-            )],
-        )],
+        processes: vec![process("p", "g", 1, vec![random_reads(2, "data", 2)])],
         ..Scenario::default()
     };
     let run = |reclaim_folio: u64| {

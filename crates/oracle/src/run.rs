@@ -337,10 +337,12 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// cache in order-0 folios, ns: a memory cgroup (1 GiB limit) is filled
 /// with 32 MiB of measure_read_latency's file by the probe child
 /// (`probe_cmd` with --read-pages, its pages dropped first), then its limit
-/// is written down to 4 MiB, which reclaims in the writer
-/// (try_to_free_mem_cgroup_pages() until usage fits, as a charge that
-/// meets the limit does), timed. The median of three; at least 4,096
-/// pages must go each time. It changes the host (a cgroup), so it holds
+/// is written down to 4 MiB, which reclaims in the writer, timed. On v1
+/// (mem_cgroup_resize_max()) that is try_to_free_mem_cgroup_pages() for
+/// one page (32 reclaimed a call) until usage fits, as a charge that meets
+/// the limit calls it; v2's memory.max write asks for the whole excess in
+/// one call, so its per-call overhead weighs less there. The median of
+/// three; at least 4,096 pages must go each time. It changes the host (a cgroup), so it holds
 /// the host as real runs do (the instance lock, DAMON paused).
 pub fn measure_limit_reclaim(
     host: &HostInfo,

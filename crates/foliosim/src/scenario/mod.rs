@@ -27,10 +27,6 @@ use crate::mm::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 use crate::sim::{Sim, SimConfig};
 use crate::with_kernel;
 
-/// A buffered 4 KiB read this long or longer missed the page cache (the
-/// oracle executor's floor: a hit is 1-3 us, a miss tens).
-const READ_MISS_FLOOR_NS: u64 = 10_000;
-
 mod advice;
 mod report;
 mod setup;
@@ -1224,7 +1220,7 @@ impl<'a> Driver<'a> {
                     let t0 = k.core.now;
                     let ok = k.filemap_read(open, pos, bs).is_some();
                     let d = k.core.now - t0;
-                    if d >= READ_MISS_FLOOR_NS {
+                    if d >= foliosim_workload::scenario::READ_MISS_FLOOR_NS {
                         // Before or after a charge met a limit of its
                         // group or an ancestor (the executor's failcnt).
                         let mut m = p.memcg;

@@ -192,10 +192,7 @@ struct Proc {
     pressure: std::sync::atomic::AtomicBool,
 }
 
-/// A buffered 4 KiB pread this long or longer went to the device: a hit
-/// copies one page from the cache in 1-3 us here, a miss waits for the
-/// device (40-80 us on this host's virtio disk).
-pub const READ_MISS_FLOOR_NS: u32 = 10_000;
+pub use foliosim_workload::scenario::READ_MISS_FLOOR_NS;
 
 /// The misses read_miss_summary() looks at are those before memory
 /// pressure: until a charge first meets a limit of the process's group or
@@ -773,6 +770,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let timed = !*write && !*direct && bs == PAGE;
             let mut misses = Vec::new();
             let mut pressured = (0u64, 0u64);
+            let mut seen = 0usize;
             while b.take(i) {
                 let off = g.next_index() * bs;
                 let r = if *write {
@@ -782,21 +780,21 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                     let r = f.read_at(buf.slice(bs as usize), off).map(|_| ());
                     let d = monotonic_ns() - t0;
                     // Misses before pressure and after it, apart.
-                    if d >= READ_MISS_FLOOR_NS as u64 {
-                        let d = d.min(u32::MAX as u64) as u32;
+                    if d >= READ_MISS_FLOOR_NS {
                         if !pr.pressure.load(std::sync::atomic::Ordering::Relaxed) {
                             if misses.len() < READ_MISS_CAP {
-                                misses.push(d);
+                                misses.push(d.min(u32::MAX as u64) as u32);
                             }
-                            if misses.len() % PRESSURE_CHECK_EVERY == 0
-                                && under_pressure(&pr.failcnt)
-                            {
+                            // Counted apart from what is kept: past the cap
+                            // the groups are still looked at every 32nd.
+                            seen += 1;
+                            if seen % PRESSURE_CHECK_EVERY == 0 && under_pressure(&pr.failcnt) {
                                 pr.pressure
                                     .store(true, std::sync::atomic::Ordering::Relaxed);
                             }
                         } else {
                             pressured.0 += 1;
-                            pressured.1 += d as u64;
+                            pressured.1 += d;
                         }
                     }
                     r

@@ -1016,8 +1016,8 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
     for p in &sc.processes {
         m.insert(format!("ops[{}]", p.name), 0.0);
     }
-    let (mut misses, mut miss_ns) = (0u64, 0u64);
-    let (mut pmisses, mut pmiss_ns) = (0u64, 0u64);
+    // (count, summed ns) of the misses before pressure and under it.
+    let (mut pre, mut post) = ((0u64, 0u64), (0u64, 0u64));
     let add = |n: &str, ns: &str, to: &mut (u64, u64)| {
         if let (Ok(n), Ok(ns)) = (n.parse::<u64>(), ns.parse::<u64>()) {
             to.0 += n;
@@ -1026,8 +1026,6 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
     };
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
-        let mut pre = (misses, miss_ns);
-        let mut post = (pmisses, pmiss_ns);
         let (name, ops, start, end) = match f[..] {
             [name, ops, start, end] => (name, ops, start, end),
             [name, ops, start, end, n, ns] => {
@@ -1041,8 +1039,6 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
             }
             _ => continue,
         };
-        (misses, miss_ns) = pre;
-        (pmisses, pmiss_ns) = post;
         let (Ok(ops), Ok(start), Ok(end)) =
             (ops.parse::<u64>(), start.parse::<u64>(), end.parse::<u64>())
         else {
@@ -1061,16 +1057,14 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
             end.saturating_sub(t0) as f64 / 1e9,
         );
     }
-    if misses > 0 {
-        m.insert(READ_MISSES.into(), misses as f64);
-        m.insert(READ_MISS.into(), miss_ns as f64 / misses as f64 / 1e9);
-    }
-    if pmisses > 0 {
-        m.insert(PRESSURE_READ_MISSES.into(), pmisses as f64);
-        m.insert(
-            PRESSURE_READ_MISS.into(),
-            pmiss_ns as f64 / pmisses as f64 / 1e9,
-        );
+    for ((n, ns), count, mean) in [
+        (pre, READ_MISSES, READ_MISS),
+        (post, PRESSURE_READ_MISSES, PRESSURE_READ_MISS),
+    ] {
+        if n > 0 {
+            m.insert(count.into(), n as f64);
+            m.insert(mean.into(), ns as f64 / n as f64 / 1e9);
+        }
     }
 }
 

@@ -12,6 +12,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A buffered 4 KiB read of a `read` step this long or longer went to the
+/// device (ns): a hit copies one page from the cache in 1-3 us, a miss
+/// waits for the device (40-80 us on the oracle's virtio disk). The model's
+/// driver and the oracle's executor time their reads against the same
+/// floor, so that their miss counts and means compare.
+pub const READ_MISS_FLOOR_NS: u64 = 10_000;
+
 /// A whole scenario file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
