@@ -195,6 +195,7 @@ fn one_case(
             }
             let shown: Vec<_> = shown_rows(rows).into_iter().cloned().collect();
             print!("{}", render_text(&shown));
+            print!("{}", foliosim_oracle::suite::render_run_by_run(rows));
         }
     }
     match r.outcome {

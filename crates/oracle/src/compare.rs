@@ -21,6 +21,12 @@ pub struct CounterRow {
     /// absolute difference times 100, and `real_zero` flags it.
     pub err_pct: Option<f64>,
     pub real_zero: bool,
+    /// The model at each real run's own inputs (its stats-flush phase, read
+    /// latency, file layout), in run order, where those differ between
+    /// runs; empty when one model run stands for all. NaN where that model
+    /// run lacks the counter. `model` is their median.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub model_runs: Vec<f64>,
 }
 
 pub fn median(v: &[f64]) -> Option<f64> {
@@ -80,6 +86,16 @@ pub fn compare(
     real_runs: &[BTreeMap<String, f64>],
     model: &BTreeMap<String, f64>,
 ) -> Vec<CounterRow> {
+    compare_paired(real_runs, model, &[])
+}
+
+/// As [`compare`], with the model run at each real run's inputs
+/// (`model_runs`, one per real run, or empty) kept beside the real runs.
+pub fn compare_paired(
+    real_runs: &[BTreeMap<String, f64>],
+    model: &BTreeMap<String, f64>,
+    model_runs: &[BTreeMap<String, f64>],
+) -> Vec<CounterRow> {
     let names: BTreeSet<&String> = real_runs
         .iter()
         .flat_map(|r| r.keys())
@@ -107,9 +123,30 @@ pub fn compare(
                 real_median,
                 model: m,
                 err_pct: err,
+                model_runs: model_runs
+                    .iter()
+                    .map(|r| r.get(name).copied().unwrap_or(f64::NAN))
+                    .collect(),
             }
         })
         .collect()
+}
+
+/// Runs where the model at that run's own inputs is within `tol` percent
+/// of that run (a real 0 takes one unit as divisor, as [`err_pct`]), and
+/// the runs paired; None without per-run model values.
+pub fn paired_within(row: &CounterRow, tol: f64) -> Option<(usize, usize)> {
+    if row.model_runs.is_empty() || row.model_runs.len() != row.real_runs.len() {
+        return None;
+    }
+    let n = row.real_runs.len();
+    let k = row
+        .real_runs
+        .iter()
+        .zip(&row.model_runs)
+        .filter(|(r, m)| m.is_finite() && err_pct(**r, **m).abs() <= tol)
+        .count();
+    Some((k, n))
 }
 
 /// A number for a table: integers without decimals, others with up to 3

@@ -10,7 +10,7 @@
 
 use crate::cases::{Case, CaseKind};
 use crate::cgroup::{read_vmstat, vmstat_delta, MemCgroup};
-use crate::compare::{compare, CounterRow};
+use crate::compare::{compare_paired, CounterRow};
 use crate::ext4::FileLayout;
 use crate::host::HostInfo;
 use crate::jobsafe;
@@ -881,17 +881,21 @@ impl RunInput {
     }
 }
 
+/// The model's counters for one real run's inputs.
+type ModelRun = BTreeMap<String, f64>;
+
 /// The model run on each real run's inputs (RunInput; runs with the same
 /// inputs share one model run), as
 /// counter-wise medians: the model's side of the comparison with the real
-/// runs' medians.
+/// runs' medians. Where the inputs differ, also each real run's own model
+/// run, in run order (empty when one run stands for all).
 fn model_per_run(
     host: &HostInfo,
     case: &Case,
     inputs: Vec<RunInput>,
     model: ModelFn,
     verbose: bool,
-) -> Result<BTreeMap<String, f64>, String> {
+) -> Result<(ModelRun, Vec<ModelRun>), String> {
     let mut done: Vec<(RunInput, BTreeMap<String, f64>)> = Vec::new();
     let mut per_run = Vec::new();
     for inp in inputs {
@@ -909,7 +913,7 @@ fn model_per_run(
         per_run.push(i);
     }
     if done.len() == 1 {
-        return Ok(done.pop().map(|(_, m)| m).unwrap_or_default());
+        return Ok((done.pop().map(|(_, m)| m).unwrap_or_default(), Vec::new()));
     }
     if verbose {
         for (r, &i) in per_run.iter().enumerate() {
@@ -924,9 +928,8 @@ fn model_per_run(
             );
         }
     }
-    Ok(crate::compare::median_of_maps(
-        per_run.iter().map(|&i| &done[i].1),
-    ))
+    let median = crate::compare::median_of_maps(per_run.iter().map(|&i| &done[i].1));
+    Ok((median, per_run.iter().map(|&i| done[i].1.clone()).collect()))
 }
 
 /// Runs `case` for real (`opts.repeat` times) and in the model, and
@@ -948,12 +951,12 @@ pub fn run_case(
                     .zip(layouts)
                     .map(|(r, l)| RunInput::of(r, l))
                     .collect();
-                let (m, model_error) = match model_per_run(host, case, inputs, model, opts.verbose)
-                {
-                    Ok(m) => (m, None),
-                    Err(e) => (BTreeMap::new(), Some(e)),
-                };
-                let rows = compare(&runs, &m);
+                let (m, each, model_error) =
+                    match model_per_run(host, case, inputs, model, opts.verbose) {
+                        Ok((m, each)) => (m, each, None),
+                        Err(e) => (BTreeMap::new(), Vec::new(), Some(e)),
+                    };
+                let rows = compare_paired(&runs, &m, &each);
                 Outcome::Ran {
                     runs,
                     model_error,
@@ -1008,11 +1011,14 @@ mod tests {
         };
         let mut host = fake_host();
         host.buffered_read_ns = Some(40_000);
-        let m =
+        let (m, each) =
             model_per_run(&host, &case, vec![lay(10), lay(30), lay(10)], &model, false).unwrap();
         assert_eq!(calls.get(), 2);
         assert_eq!(m["io.rbytes"], 10.0 * 4096.0);
-        let m =
+        // Each real run keeps its own model run, in run order.
+        let rb: Vec<f64> = each.iter().map(|e| e["io.rbytes"] / 4096.0).collect();
+        assert_eq!(rb, [10.0, 30.0, 10.0]);
+        let (m, _) =
             model_per_run(&host, &case, vec![lay(10), lay(30), lay(20)], &model, false).unwrap();
         assert_eq!(calls.get(), 5);
         assert_eq!(m["io.rbytes"], 20.0 * 4096.0);
@@ -1021,15 +1027,17 @@ mod tests {
             stats_flush_phase_ns: None,
             buffered_read_ns: None,
         };
-        let m = model_per_run(&host, &case, vec![none.clone(), none], &model, false).unwrap();
+        let (m, each) =
+            model_per_run(&host, &case, vec![none.clone(), none], &model, false).unwrap();
         assert_eq!((calls.get(), m["io.rbytes"]), (6, 0.0));
+        assert!(each.is_empty(), "one model run for all: nothing per run");
         // A scenario run's phase reaches the model; equal phases share a run.
         let runs: Vec<RealRun> = [0.5, 1.75, 0.5]
             .iter()
             .map(|&p| BTreeMap::from([(crate::scn::STATS_FLUSH_PHASE.to_string(), p)]))
             .collect();
         let inputs = runs.iter().map(|r| RunInput::of(r, None)).collect();
-        let m = model_per_run(&host, &case, inputs, &model, false).unwrap();
+        let (m, _) = model_per_run(&host, &case, inputs, &model, false).unwrap();
         assert_eq!((calls.get(), m["phase"]), (8, 500_000_000.0));
         assert_eq!(m["miss"], 40_000.0, "the host's, without a run's own");
         // A run's own read miss replaces the host's for its model run.
@@ -1043,7 +1051,7 @@ mod tests {
             })
             .collect();
         let inputs = runs.iter().map(|r| RunInput::of(r, None)).collect();
-        let m = model_per_run(&host, &case, inputs, &model, false).unwrap();
+        let (m, _) = model_per_run(&host, &case, inputs, &model, false).unwrap();
         assert_eq!((calls.get(), m["miss"]), (10, 52_000.0));
         // The run's own read misses beat the probe before it, once there
         // are READ_MISS_MIN_COUNT of them.

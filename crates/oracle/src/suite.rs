@@ -37,6 +37,19 @@ pub struct Criterion {
     pub within: Vec<String>,
     pub share: Option<f64>,
     pub pass: bool,
+    /// The considered cases whose model ran at each real run's own inputs
+    /// (the scenarios' recorded stats-flush phases), scored run by run:
+    /// beside the medians, not instead of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<Paired>,
+}
+
+/// Runs within tolerance of the model at their own inputs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Paired {
+    pub cases: Vec<String>,
+    pub runs: usize,
+    pub within: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -292,6 +305,11 @@ fn criterion(
 ) -> Criterion {
     let mut considered = Vec::new();
     let mut within = Vec::new();
+    let mut paired = Paired {
+        cases: Vec::new(),
+        runs: 0,
+        within: 0,
+    };
     for c in cases {
         let Some(r) = c.row(counter) else { continue };
         let Some(real) = r.real_median else { continue };
@@ -303,8 +321,13 @@ fn criterion(
         if r.err_pct.is_some_and(|e| e.abs() <= tol) {
             within.push(c.name.clone());
         }
+        if let Some((k, n)) = crate::compare::paired_within(r, tol) {
+            paired.cases.push(c.name.clone());
+            paired.runs += n;
+            paired.within += k;
+        }
     }
-    scored(
+    let mut c = scored(
         name.into(),
         counter.into(),
         tol,
@@ -312,7 +335,9 @@ fn criterion(
         nonzero,
         considered,
         within,
-    )
+    );
+    c.paired = (!paired.cases.is_empty()).then_some(paired);
+    c
 }
 
 /// memcg v1's charge events (`pgpgin` or `pgpgout` of memory.stat: one
@@ -456,6 +481,7 @@ fn scored(
         share,
         considered,
         within,
+        paired: None,
     }
 }
 
@@ -655,6 +681,29 @@ pub fn render_markdown(r: &Report) -> String {
             if c.pass { "PASS" } else { "FAIL" }
         ));
     }
+    let paired: Vec<(&Criterion, &Paired)> = r
+        .criteria
+        .iter()
+        .filter_map(|c| c.paired.as_ref().map(|p| (c, p)))
+        .collect();
+    if !paired.is_empty() {
+        s.push_str(
+            "\nRun by run: where the model ran at each real run's own inputs (a scenario's \
+             recorded stats-flush phase and read latency), each run against the model at its \
+             inputs, with the criterion's tolerance (informative; the criteria above score \
+             the medians).\n\n| criterion | cases | runs | within | share |\n|---|---|---|---|---|\n",
+        );
+        for (c, p) in paired {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {:.0}% |\n",
+                c.name,
+                p.cases.join(", "),
+                p.runs,
+                p.within,
+                p.within as f64 / p.runs as f64 * 100.0
+            ));
+        }
+    }
     s.push_str("\n## Summary\n\n");
     match (&r.overall_median_abs_err_pct, &r.overall_worst) {
         (Some(m), Some((w, case, counter))) => s.push_str(&format!(
@@ -758,8 +807,60 @@ pub fn render_markdown(r: &Report) -> String {
                         }
                     ));
                 }
+                s.push_str(&render_run_by_run(rows));
             }
         }
+    }
+    s
+}
+
+/// Counters a case's run-by-run table shows, where both sides have them.
+const RUN_BY_RUN: [&str; 6] = [
+    "vmstat.pswpout",
+    "vmstat.pswpin",
+    "workingset_refault_anon",
+    "workingset_refault_file",
+    "pgmajfault",
+    "first_limit_s",
+];
+
+/// Each real run beside the model at that run's inputs (a case whose
+/// model ran per run): "real / model" for the counters of RUN_BY_RUN that
+/// either side saw non-zero; empty otherwise.
+pub fn render_run_by_run(rows: &[CounterRow]) -> String {
+    let find = |n: &str| rows.iter().find(|r| r.counter == n);
+    let cols: Vec<&CounterRow> = RUN_BY_RUN
+        .iter()
+        .filter_map(|n| find(n))
+        .filter(|r| {
+            !r.model_runs.is_empty()
+                && r.model_runs.len() == r.real_runs.len()
+                && r.real_runs.iter().chain(&r.model_runs).any(|v| *v != 0.0)
+        })
+        .collect();
+    let Some(first) = cols.first() else {
+        return String::new();
+    };
+    let phase = find(crate::scn::STATS_FLUSH_PHASE)
+        .filter(|r| r.real_runs.len() == first.real_runs.len());
+    let mut s = String::from(
+        "\nRun by run (real / model at that run's inputs):\n\n| run | stats flush phase s |",
+    );
+    for c in &cols {
+        s.push_str(&format!(" `{}` |", c.counter));
+    }
+    s.push_str("\n|---|---|");
+    s.push_str(&"---|".repeat(cols.len()));
+    s.push('\n');
+    for i in 0..first.real_runs.len() {
+        let ph = phase.map_or("-".into(), |p| format!("{:.3}", p.real_runs[i]));
+        s.push_str(&format!("| {} | {ph} |", i + 1));
+        for c in &cols {
+            let m = c.model_runs[i];
+            let m = if m.is_finite() { fmt_num(m) } else { "-".into() };
+            s.push_str(&format!(" {} / {m} |", fmt_num(c.real_runs[i])));
+        }
+        s.push('\n');
     }
     s
 }
@@ -837,6 +938,50 @@ mod tests {
                 rows,
             },
         }
+    }
+
+    /// A case whose model ran at each real run's inputs: the medians are
+    /// scored as ever, and run by run beside them (the criterion's
+    /// `paired`, each case's run-by-run table).
+    #[test]
+    fn runs_are_also_scored_against_the_model_at_their_own_inputs() {
+        let real = [
+            m(&[("vmstat.pswpout", 100.0), ("stats_flush_phase_s", 0.25)]),
+            m(&[("vmstat.pswpout", 200.0), ("stats_flush_phase_s", 1.5)]),
+            m(&[("vmstat.pswpout", 120.0), ("stats_flush_phase_s", 1.75)]),
+        ];
+        // Run 2 flips regime in the model (200 against 120: -40%); the
+        // others agree within 15%.
+        let each = [
+            m(&[("vmstat.pswpout", 110.0)]),
+            m(&[("vmstat.pswpout", 120.0)]),
+            m(&[("vmstat.pswpout", 125.0)]),
+        ];
+        let model = crate::compare::median_of_maps(&each);
+        let rows = crate::compare::compare_paired(&real, &model, &each);
+        let row = rows.iter().find(|r| r.counter == "vmstat.pswpout").unwrap();
+        assert_eq!(row.model_runs, [110.0, 120.0, 125.0]);
+        assert_eq!(crate::compare::paired_within(row, 15.0), Some((2, 3)));
+        let mut scn = ran("scn", &[], &[]);
+        scn.outcome = Outcome::Ran {
+            runs: real.to_vec(),
+            model_error: None,
+            rows,
+        };
+        let fio = ran("fio", &[("vmstat.pswpout", 50.0)], &[("vmstat.pswpout", 50.0)]);
+        let r = build_report(fake_host(), 3, vec![fio, scn]);
+        let c = r.criteria.iter().find(|c| c.name == "pswpout").unwrap();
+        // Medians: 120 against 120.
+        assert_eq!(c.within, ["fio", "scn"]);
+        let p = c.paired.as_ref().unwrap();
+        assert_eq!((p.cases.as_slice(), p.runs, p.within), (&["scn".to_string()][..], 3, 2));
+        let md = render_markdown(&r);
+        assert!(md.contains("| pswpout | scn | 3 | 2 | 67% |"), "{md}");
+        assert!(md.contains("| 2 | 1.500 | 200 / 120 |"), "{md}");
+        // No per-run model: no paired score, no table.
+        let c = r.criteria.iter().find(|c| c.name == "pgmajfault").unwrap();
+        assert!(c.paired.is_none());
+        assert_eq!(render_run_by_run(r.cases[0].rows()), "");
     }
 
     #[test]
