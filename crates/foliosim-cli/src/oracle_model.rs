@@ -125,8 +125,9 @@ fn host_device(host: &foliosim_oracle::HostInfo, c: &CpuCosts) -> Option<String>
 /// page allocation, zeroing: do_anonymous_page()'s charges) costs what the
 /// host's measured one did, and the read syscall so that a 4 KiB read()
 /// served from the cache (the syscall, the copy and filemap_read()'s
-/// fixed HIT_OVERHEAD_NS) costs the host's measured hit, and reclaiming a
-/// page (its scan and its reclaim) the host's measured limit reclaim.
+/// fixed HIT_OVERHEAD_NS) costs the host's measured hit, reclaiming a
+/// page (its scan and its reclaim) the host's measured limit reclaim, and
+/// zram's swap-out and swap-in the host's measured ones.
 fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
     let mut c = CpuCosts::default();
     if let Some(a) = host.anon_fault_ns {
@@ -135,6 +136,16 @@ fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
     // Limit reclaim of clean page cache: one scan and one reclaim a page.
     if let Some(r) = host.reclaim_page_ns {
         c.reclaim_folio = r.saturating_sub(c.scan_folio);
+    }
+    // Limit reclaim of anon to zram: the same scan and reclaim, and the
+    // swap-out (unmap, swap cache, compression) the model charges as
+    // zram_compress. A swap-in fault from zram: the fault's entry and
+    // exit, the page allocation and the decompression.
+    if let Some(o) = host.swapout_page_ns {
+        c.zram_compress = o.saturating_sub(c.scan_folio + c.reclaim_folio).max(100);
+    }
+    if let Some(i) = host.swapin_fault_ns {
+        c.zram_decompress = i.saturating_sub(c.minor_fault + c.page_alloc).max(100);
     }
     if let Some(h) = host.buffered_hit_ns {
         c.syscall = h
@@ -537,6 +548,22 @@ mod tests {
                 ..hr
             },
             hc
+        );
+        // Measured zram swap-out and swap-in: a page swapped out costs its
+        // scan, its reclaim and the compression; a swap-in fault its entry,
+        // the allocation and the decompression.
+        h.swapout_page_ns = Some(4_000);
+        h.swapin_fault_ns = Some(3_000);
+        let hz = host_costs(&h);
+        assert_eq!(hz.scan_folio + hz.reclaim_folio + hz.zram_compress, 4_000);
+        assert_eq!(hz.minor_fault + hz.page_alloc + hz.zram_decompress, 3_000);
+        assert_eq!(
+            CpuCosts {
+                zram_compress: hr.zram_compress,
+                zram_decompress: hr.zram_decompress,
+                ..hz
+            },
+            hr
         );
     }
 

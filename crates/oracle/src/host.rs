@@ -95,6 +95,14 @@ pub struct HostInfo {
     /// reclaiming a folio is set so that its reclaim costs this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reclaim_page_ns: Option<u64>,
+    /// Limit reclaim of anonymous memory to zram, ns per page swapped out,
+    /// and a swap-in fault from zram, ns (run::measure_zram_swap): the
+    /// model's zram costs are set so that its swap-out and swap-in cost
+    /// these.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swapout_page_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swapin_fault_ns: Option<u64>,
     pub cgroup: CgroupFlavor,
     /// MAJ:MIN of the disk whose queue holds `read_ahead_path` (for
     /// per-cgroup block I/O accounting).
@@ -145,6 +153,8 @@ impl HostInfo {
             buffered_hit_ns: None,
             anon_fault_ns: None,
             reclaim_page_ns: None,
+            swapout_page_ns: None,
+            swapin_fault_ns: None,
             cgroup: CgroupFlavor::V1 {
                 mount: "/sys/fs/cgroup/memory".into(),
             },
@@ -264,6 +274,8 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         buffered_hit_ns: None,
         anon_fault_ns: None,
         reclaim_page_ns: None,
+        swapout_page_ns: None,
+        swapin_fault_ns: None,
         swap_total_bytes,
         cgroup,
         disk_devno,

@@ -325,6 +325,164 @@ fn read_pages(p: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The probe child's third job (`__probe --file PATH --anon-swap`): write
+/// ANON_SWAP_BYTES of anonymous memory as the scenario executor's first
+/// writing pass does, say `ready`, and once told to go (a line on stdin)
+/// read every page back in order and print the nanoseconds that took.
+const ANON_SWAP: &str = "--anon-swap";
+
+const ANON_SWAP_BYTES: usize = 32 << 20;
+
+fn anon_swap_child() -> Result<(), String> {
+    use std::io::{BufRead, Write};
+    let len = ANON_SWAP_BYTES;
+    // SAFETY: a fresh private anonymous mapping, touched only within its
+    // length; the process exits with it mapped.
+    let b = unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", io::Error::last_os_error()));
+        }
+        libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
+        p.cast::<u64>()
+    };
+    let pages = (len / 4096) as u64;
+    for page in 0..pages {
+        // SAFETY: page < pages: inside the mapping, 8-byte aligned.
+        unsafe {
+            std::ptr::write_volatile(
+                b.add(page as usize * 512),
+                crate::scn::exec::touch_word(page, page),
+            )
+        };
+    }
+    let mut out = io::stdout().lock();
+    writeln!(out, "ready")
+        .and_then(|_| out.flush())
+        .map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let mut sum = 0u64;
+    for page in 0..pages {
+        // SAFETY: as above.
+        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(page as usize * 512)) });
+    }
+    let ns = t.elapsed().as_nanos() as u64;
+    std::hint::black_box(sum);
+    writeln!(out, "{ns}")
+        .and_then(|_| out.flush())
+        .map_err(|e| e.to_string())
+}
+
+/// Swap to zram on this host, measured as the scenario cases use it: a
+/// zram0 swap set up as theirs (ZramSwap, journaled, reset after), a memory
+/// cgroup (1 GiB limit) holding the probe child's 32 MiB of anonymous
+/// memory written as the executor writes it (`--anon-swap`); the limit
+/// written down to 4 MiB swaps most of it out, timed (limit reclaim of
+/// anon: scan, unmap, add to the swap cache, compress, free), per page
+/// swapped out (pswpout); the limit raised again, the child reads its
+/// pages back, timed, per page swapped in (pswpin: the whole major fault
+/// with zram's synchronous read, which skips the swap cache). Medians of
+/// three: (swap-out ns a page, swap-in fault ns). Needs zram0 unused and no
+/// other swap (pages would go there); it holds the host as real runs do.
+pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64, u64), String> {
+    use std::io::{BufRead, BufReader, Write};
+    const TARGET: u64 = 4 << 20;
+    let limit = match &host.cgroup {
+        crate::host::CgroupFlavor::V1 { .. } => "memory.limit_in_bytes",
+        crate::host::CgroupFlavor::V2 { .. } => "memory.max",
+        crate::host::CgroupFlavor::None { reason } => return Err(reason.clone()),
+    };
+    if let Some(why) = crate::scn::hostcfg::zram_unusable() {
+        return Err(why);
+    }
+    let others = crate::scn::hostcfg::active_swaps();
+    if !others.is_empty() {
+        return Err(format!("other swap active ({})", others.join(", ")));
+    }
+    let (exe, args) = probe_cmd.split_first().ok_or("no probe command")?;
+    let _host = crate::scn::hostcfg::hold_host()?;
+    let _zram = crate::scn::hostcfg::ZramSwap::setup(256 << 20)?;
+    let vm = |k: &str| -> Result<u64, String> {
+        crate::cgroup::read_vmstat()?
+            .get(k)
+            .copied()
+            .ok_or_else(|| format!("/proc/vmstat has no {k}"))
+    };
+    let (mut outs, mut ins) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let g = crate::cgroup::MemCgroup::create(host, 1 << 30)?;
+        let mut c = std::process::Command::new(exe);
+        c.args(args)
+            .arg("--file")
+            .arg("-")
+            .arg(ANON_SWAP)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        g.enter_on_spawn(&mut c)?;
+        let mut child = c.spawn().map_err(|e| format!("probe child: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("probe child: no stdin")?;
+        let mut lines =
+            BufReader::new(child.stdout.take().ok_or("probe child: no stdout")?).lines();
+        let mut next = || -> Result<String, String> {
+            lines
+                .next()
+                .ok_or_else(|| "probe child: ended early".to_string())?
+                .map_err(|e| format!("probe child: {e}"))
+        };
+        let res = (|| -> Result<(u64, u64), String> {
+            if next()? != "ready" {
+                return Err("probe child: no ready line".into());
+            }
+            let lim = g.path().join(limit);
+            let out0 = vm("pswpout")?;
+            let t = Instant::now();
+            fs::write(&lim, TARGET.to_string()).map_err(|e| format!("{}: {e}", lim.display()))?;
+            let ns = t.elapsed().as_nanos() as u64;
+            let out = vm("pswpout")? - out0;
+            if out < 4096 {
+                return Err(format!("the limit write swapped out only {out} pages"));
+            }
+            fs::write(&lim, (1u64 << 30).to_string())
+                .map_err(|e| format!("{}: {e}", lim.display()))?;
+            let in0 = vm("pswpin")?;
+            writeln!(stdin, "go").map_err(|e| format!("probe child: {e}"))?;
+            let read_ns: u64 = next()?
+                .trim()
+                .parse()
+                .map_err(|e| format!("probe child: {e}"))?;
+            let n = vm("pswpin")? - in0;
+            if n < 4096 {
+                return Err(format!("reading back swapped in only {n} pages"));
+            }
+            Ok((ns / out, read_ns / n))
+        })();
+        drop(stdin);
+        let st = child.wait().map_err(|e| format!("probe child: {e}"))?;
+        let (o, i) = res?;
+        if !st.success() {
+            return Err(format!("probe child: {st}"));
+        }
+        outs.push(o);
+        ins.push(i);
+    }
+    outs.sort_unstable();
+    ins.sort_unstable();
+    Ok((outs[1], ins[1]))
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
@@ -406,8 +564,9 @@ pub fn measure_limit_reclaim(
 /// `host` with its measured read latency (measure_read_latency), buffered
 /// read miss (measure_buffered_read), anonymous fault cost
 /// (measure_anon_fault) and, given the probe child's command, limit
-/// reclaim's cost per page (measure_limit_reclaim); without one, and the
-/// reason on stderr, when it cannot be measured.
+/// reclaim's cost per page (measure_limit_reclaim) and zram's swap-out and
+/// swap-in costs (measure_zram_swap); without one, and the reason on
+/// stderr, when it cannot be measured.
 pub fn with_measured_costs(
     host: &HostInfo,
     scratch: &mut Scratch,
@@ -464,6 +623,24 @@ pub fn with_measured_costs(
         Err(e) => eprintln!(
             "foliosim oracle: anonymous fault cost not measured ({e}): the model keeps its own"
         ),
+    }
+    if !probe_cmd.is_empty() {
+        match measure_zram_swap(&h, probe_cmd) {
+            Ok((out, fault)) => {
+                if verbose {
+                    eprintln!(
+                        "zram swap-out (limit reclaim of anon): {:.2} us a page; swap-in fault: {:.2} us",
+                        out as f64 / 1e3,
+                        fault as f64 / 1e3
+                    );
+                }
+                h.swapout_page_ns = Some(out);
+                h.swapin_fault_ns = Some(fault);
+            }
+            Err(e) => eprintln!(
+                "foliosim oracle: zram swap costs not measured ({e}): the model keeps its own"
+            ),
+        }
     }
     h
 }
@@ -568,6 +745,9 @@ pub fn probe_child_main(args: &[String]) -> Result<(), String> {
     if let [m] = rest {
         if m == READ_PAGES {
             return read_pages(&file);
+        }
+        if m == ANON_SWAP {
+            return anon_swap_child();
         }
     }
     let p = crate::cases::parse_probe_options(&rest.join(" "))?;

@@ -594,6 +594,14 @@ pub fn render_host(h: &HostInfo) -> String {
             measured(h.reclaim_page_ns, 2, "the model's reclaim costs this"),
         ),
         (
+            "limit reclaim of anon to zram (per page swapped out, mean)",
+            measured(h.swapout_page_ns, 2, "the model's swap-out costs this"),
+        ),
+        (
+            "swap-in fault from zram (mean)",
+            measured(h.swapin_fault_ns, 2, "the model's swap-in costs this"),
+        ),
+        (
             "fault_around_bytes",
             format!("{} ({})", h.fault_around_bytes, h.fault_around_source),
         ),
@@ -841,8 +849,8 @@ pub fn render_run_by_run(rows: &[CounterRow]) -> String {
     let Some(first) = cols.first() else {
         return String::new();
     };
-    let phase = find(crate::scn::STATS_FLUSH_PHASE)
-        .filter(|r| r.real_runs.len() == first.real_runs.len());
+    let phase =
+        find(crate::scn::STATS_FLUSH_PHASE).filter(|r| r.real_runs.len() == first.real_runs.len());
     let mut s = String::from(
         "\nRun by run (real / model at that run's inputs):\n\n| run | stats flush phase s |",
     );
@@ -857,7 +865,11 @@ pub fn render_run_by_run(rows: &[CounterRow]) -> String {
         s.push_str(&format!("| {} | {ph} |", i + 1));
         for c in &cols {
             let m = c.model_runs[i];
-            let m = if m.is_finite() { fmt_num(m) } else { "-".into() };
+            let m = if m.is_finite() {
+                fmt_num(m)
+            } else {
+                "-".into()
+            };
             s.push_str(&format!(" {} / {m} |", fmt_num(c.real_runs[i])));
         }
         s.push('\n');
@@ -968,13 +980,20 @@ mod tests {
             model_error: None,
             rows,
         };
-        let fio = ran("fio", &[("vmstat.pswpout", 50.0)], &[("vmstat.pswpout", 50.0)]);
+        let fio = ran(
+            "fio",
+            &[("vmstat.pswpout", 50.0)],
+            &[("vmstat.pswpout", 50.0)],
+        );
         let r = build_report(fake_host(), 3, vec![fio, scn]);
         let c = r.criteria.iter().find(|c| c.name == "pswpout").unwrap();
         // Medians: 120 against 120.
         assert_eq!(c.within, ["fio", "scn"]);
         let p = c.paired.as_ref().unwrap();
-        assert_eq!((p.cases.as_slice(), p.runs, p.within), (&["scn".to_string()][..], 3, 2));
+        assert_eq!(
+            (p.cases.as_slice(), p.runs, p.within),
+            (&["scn".to_string()][..], 3, 2)
+        );
         let md = render_markdown(&r);
         assert!(md.contains("| pswpout | scn | 3 | 2 | 67% |"), "{md}");
         assert!(md.contains("| 2 | 1.500 | 200 / 120 |"), "{md}");

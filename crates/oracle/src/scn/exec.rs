@@ -457,6 +457,14 @@ fn fork_steps(
     Ok(steps.clone())
 }
 
+/// The word a writing touch stores at the start of a page (the rest stays
+/// as it was: zero on first touch), by page and access number: different
+/// on each page and almost never zero, so zram compresses the page rather
+/// than storing it as same-filled. run::measure_zram_swap writes the same.
+pub fn touch_word(page: u64, i: u64) -> u64 {
+    (page + 1) ^ i.wrapping_mul(0x9E37_79B9)
+}
+
 fn run_steps(t: &mut ThreadCtx, steps: &[Step]) -> Result<Flow, String> {
     for (i, st) in steps.iter().enumerate() {
         t.path.push(i);
@@ -718,7 +726,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 // SAFETY: page < n, so p is inside the mapping (aligned).
                 unsafe {
                     if *write {
-                        std::ptr::write_volatile(p, (page + 1) ^ i.wrapping_mul(0x9E37_79B9));
+                        std::ptr::write_volatile(p, touch_word(page, i));
                     } else {
                         sum = sum.wrapping_add(std::ptr::read_volatile(p as *const u8) as u64);
                     }
