@@ -141,6 +141,13 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
     // runs: well under a miss, well over nothing.
     let reclaim = v["host"]["reclaim_page_ns"].as_u64().unwrap_or(0);
     assert!((50..50_000).contains(&reclaim), "{}", v["host"]);
+    // zram's swap-out and swap-in, measured once before the runs through
+    // a zram swap of the oracle's own (reset after: checked below):
+    // compressing a page costs more than dropping a clean one.
+    let out = v["host"]["swapout_page_ns"].as_u64().unwrap_or(0);
+    let fault = v["host"]["swapin_fault_ns"].as_u64().unwrap_or(0);
+    assert!(out > reclaim && out < 200_000, "{}", v["host"]);
+    assert!((100..200_000).contains(&fault), "{}", v["host"]);
     // Both sides say when the 64 MiB limit was first met: during the run.
     for t in [f("first_limit_s"), model("first_limit_s")] {
         assert!(
