@@ -324,9 +324,12 @@ fn oracle_scenario_counters(
     }
     // When each instance and forked child started and ended (s from the
     // run's start); a killed one reports nothing on the real side.
+    // The model's CPU time is kernel time (its costs are the kernel's
+    // paths), to compare with the host's stime; it has no user time.
     for q in r.processes.iter().filter(|q| !q.oom_killed) {
         m.insert(format!("start_s[{}]", q.name), q.start_ns as f64 / 1e9);
         m.insert(format!("end_s[{}]", q.name), q.end_ns as f64 / 1e9);
+        m.insert(format!("stime_s[{}]", q.name), q.stime_ns as f64 / 1e9);
     }
     m.insert(
         "oom_kill".into(),

@@ -127,6 +127,15 @@ fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
     // a per-CPU batch may still be pending).
     assert!(f("pgfault") >= f("memcg[app].pgfault") * 0.98, "{run}");
     assert_eq!(f("killed[smoke]"), 0.0);
+    // The process's CPU time on both sides: the host's from getrusage()
+    // in its done line, before its exit (swapping 32 MiB out and in takes
+    // kernel time); the model's from its kernel paths, its exit's unmap
+    // included (charged after its end time is taken: hence the 5%).
+    let (st, mst) = (f("stime_s[smoke[0]]"), model("stime_s[smoke[0]]"));
+    assert!(st > 0.0 && st <= f("elapsed_s") * 2.0, "{run}");
+    let end = model("end_s[smoke[0]]");
+    assert!(mst > end * 0.1 && mst <= end * 1.05, "{mst} {end}");
+    assert!(f("utime_s[smoke[0]]") >= 0.0, "{run}");
     // The host's stats flusher was seen (every 2 s, so within about 2 s
     // of the start, or its deferral), and the model ran that phase.
     let phase = f("stats_flush_phase_s");

@@ -325,13 +325,14 @@ fn read_pages(p: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The probe child's third job (`__probe --file PATH --anon-swap`): write
-/// ANON_SWAP_BYTES of anonymous memory as the scenario executor's first
-/// writing pass does, say `ready`, and once told to go (a line on stdin)
-/// read every page back in order and print the nanoseconds that took.
+/// The probe child's third job (`__probe --file PATH --anon-swap`): map
+/// ANON_SWAP_BYTES of anonymous memory and say `ready`; told to go (a line
+/// on stdin), write it as the scenario executor's first writing pass does
+/// and print the nanoseconds that took; told again, read every page back
+/// in order and print those.
 const ANON_SWAP: &str = "--anon-swap";
 
-const ANON_SWAP_BYTES: usize = 32 << 20;
+const ANON_SWAP_BYTES: usize = 64 << 20;
 
 fn anon_swap_child() -> Result<(), String> {
     use std::io::{BufRead, Write};
@@ -354,6 +355,21 @@ fn anon_swap_child() -> Result<(), String> {
         p.cast::<u64>()
     };
     let pages = (len / 4096) as u64;
+    let mut out = io::stdout().lock();
+    let mut stdin = io::stdin().lock();
+    let mut say = |w: &str| {
+        writeln!(out, "{w}")
+            .and_then(|_| out.flush())
+            .map_err(|e| e.to_string())
+    };
+    let mut wait = || {
+        stdin
+            .read_line(&mut String::new())
+            .map_err(|e| e.to_string())
+    };
+    say("ready")?;
+    wait()?;
+    let t = Instant::now();
     for page in 0..pages {
         // SAFETY: page < pages: inside the mapping, 8-byte aligned.
         unsafe {
@@ -363,47 +379,42 @@ fn anon_swap_child() -> Result<(), String> {
             )
         };
     }
-    let mut out = io::stdout().lock();
-    writeln!(out, "ready")
-        .and_then(|_| out.flush())
-        .map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
+    say(&t.elapsed().as_nanos().to_string())?;
+    wait()?;
     let t = Instant::now();
     let mut sum = 0u64;
     for page in 0..pages {
         // SAFETY: as above.
         sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(page as usize * 512)) });
     }
-    let ns = t.elapsed().as_nanos() as u64;
     std::hint::black_box(sum);
-    writeln!(out, "{ns}")
-        .and_then(|_| out.flush())
-        .map_err(|e| e.to_string())
+    say(&t.elapsed().as_nanos().to_string())
 }
 
 /// Swap to zram on this host, measured as the scenario cases use it: a
-/// zram0 swap set up as theirs (ZramSwap, journaled, reset after), a memory
-/// cgroup (1 GiB limit) holding the probe child's 32 MiB of anonymous
-/// memory written as the executor writes it (`--anon-swap`); the limit
-/// written down to 4 MiB swaps most of it out, timed (limit reclaim of
-/// anon: scan, unmap, add to the swap cache, compress, free), per page
-/// swapped out (pswpout); the limit raised again, the child reads its
-/// pages back, timed, per page swapped in (pswpin: the whole major fault
-/// with zram's synchronous read, which skips the swap cache). Medians of
-/// three: (swap-out ns a page, swap-in fault ns). Needs zram0 unused and no
-/// other swap (pages would go there); it holds the host as real runs do.
+/// zram0 swap set up as theirs (ZramSwap, journaled, reset after), and the
+/// probe child (`--anon-swap`) in a memory cgroup limited to half its
+/// 64 MiB of anonymous memory, which it writes as the executor writes:
+/// past the limit its own charges reclaim and swap out its earlier pages,
+/// as a workload's do (the TLB shootdowns of unmapping its own pages
+/// included). Per page swapped out (`pswpout`): the pass's time less
+/// `host.anon_fault_ns` for each of its faults. Then the limit is raised
+/// and the child reads its pages back: per page swapped in (`pswpin`), the
+/// pass's time (a major fault on zram's synchronous path, which skips the
+/// swap cache; the pages still resident cost next to nothing). Medians of
+/// three: (swap-out ns a page, swap-in fault ns). Needs the anonymous
+/// fault measured, zram0 unused and no other swap; it holds the host as
+/// real runs do.
 pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64, u64), String> {
     use std::io::{BufRead, BufReader, Write};
-    const TARGET: u64 = 4 << 20;
     let limit = match &host.cgroup {
         crate::host::CgroupFlavor::V1 { .. } => "memory.limit_in_bytes",
         crate::host::CgroupFlavor::V2 { .. } => "memory.max",
         crate::host::CgroupFlavor::None { reason } => return Err(reason.clone()),
     };
+    let fault = host
+        .anon_fault_ns
+        .ok_or("the anonymous fault is not measured")?;
     if let Some(why) = crate::scn::hostcfg::zram_unusable() {
         return Err(why);
     }
@@ -420,9 +431,10 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
             .copied()
             .ok_or_else(|| format!("/proc/vmstat has no {k}"))
     };
+    let pages = (ANON_SWAP_BYTES / 4096) as u64;
     let (mut outs, mut ins) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        let g = crate::cgroup::MemCgroup::create(host, 1 << 30)?;
+        let g = crate::cgroup::MemCgroup::create(host, ANON_SWAP_BYTES as u64 / 2)?;
         let mut c = std::process::Command::new(exe);
         c.args(args)
             .arg("--file")
@@ -436,38 +448,43 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
         let mut stdin = child.stdin.take().ok_or("probe child: no stdin")?;
         let mut lines =
             BufReader::new(child.stdout.take().ok_or("probe child: no stdout")?).lines();
-        let mut next = || -> Result<String, String> {
+        fn next(lines: &mut impl Iterator<Item = io::Result<String>>) -> Result<String, String> {
             lines
                 .next()
                 .ok_or_else(|| "probe child: ended early".to_string())?
                 .map_err(|e| format!("probe child: {e}"))
+        }
+        let go = |stdin: &mut std::process::ChildStdin,
+                  lines: &mut std::io::Lines<BufReader<std::process::ChildStdout>>|
+         -> Result<u64, String> {
+            writeln!(stdin, "go").map_err(|e| format!("probe child: {e}"))?;
+            next(lines)?
+                .trim()
+                .parse()
+                .map_err(|e| format!("probe child: {e}"))
         };
         let res = (|| -> Result<(u64, u64), String> {
-            if next()? != "ready" {
+            if next(&mut lines)? != "ready" {
                 return Err("probe child: no ready line".into());
             }
-            let lim = g.path().join(limit);
             let out0 = vm("pswpout")?;
-            let t = Instant::now();
-            fs::write(&lim, TARGET.to_string()).map_err(|e| format!("{}: {e}", lim.display()))?;
-            let ns = t.elapsed().as_nanos() as u64;
+            let write_ns = go(&mut stdin, &mut lines)?;
             let out = vm("pswpout")? - out0;
-            if out < 4096 {
-                return Err(format!("the limit write swapped out only {out} pages"));
+            if out < pages / 4 {
+                return Err(format!(
+                    "writing past the limit swapped out only {out} pages"
+                ));
             }
+            let lim = g.path().join(limit);
             fs::write(&lim, (1u64 << 30).to_string())
                 .map_err(|e| format!("{}: {e}", lim.display()))?;
             let in0 = vm("pswpin")?;
-            writeln!(stdin, "go").map_err(|e| format!("probe child: {e}"))?;
-            let read_ns: u64 = next()?
-                .trim()
-                .parse()
-                .map_err(|e| format!("probe child: {e}"))?;
+            let read_ns = go(&mut stdin, &mut lines)?;
             let n = vm("pswpin")? - in0;
-            if n < 4096 {
+            if n < pages / 4 {
                 return Err(format!("reading back swapped in only {n} pages"));
             }
-            Ok((ns / out, read_ns / n))
+            Ok((write_ns.saturating_sub(pages * fault) / out, read_ns / n))
         })();
         drop(stdin);
         let st = child.wait().map_err(|e| format!("probe child: {e}"))?;

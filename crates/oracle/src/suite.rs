@@ -715,7 +715,7 @@ pub fn render_markdown(r: &Report) -> String {
     s.push_str("\n## Summary\n\n");
     match (&r.overall_median_abs_err_pct, &r.overall_worst) {
         (Some(m), Some((w, case, counter))) => s.push_str(&format!(
-            "Over every (case, counter) both sides report (times excepted: elapsed_s, stats_flush_phase_s, first_limit_s, buffered_read_s, start_s, end_s): median |error| \
+            "Over every (case, counter) both sides report (times excepted: elapsed_s, stats_flush_phase_s, first_limit_s, buffered_read_s, read and pressure miss times, start_s, end_s, stime_s, utime_s): median |error| \
              {m:.1}%, worst {w:.1}% (`{counter}` in {case}).\n\n"
         )),
         _ => s.push_str("Nothing was compared (no case ran, or the model reported nothing).\n\n"),

@@ -57,7 +57,13 @@ pub fn unit_of(counter: &str) -> &'static str {
         | "read_miss_s"
         | "pressure_read_miss_s" => "s",
         "read_misses" | "pressure_read_misses" => "reads",
-        c if c.starts_with("start_s[") || c.starts_with("end_s[") => "s",
+        c if c.starts_with("start_s[")
+            || c.starts_with("end_s[")
+            || c.starts_with("stime_s[")
+            || c.starts_with("utime_s[") =>
+        {
+            "s"
+        }
         c if c.starts_with("ops[") => "operations",
         c if c.starts_with("per_op.vmstat.pgpgin") => "KiB per operation",
         c if c.starts_with("per_op.") => "events per operation",

@@ -287,9 +287,11 @@ fn report_name(sc: &Scenario, a: &ChildArgs) -> String {
 }
 
 /// Tells the oracle this process's figures as it leaves: "done NAME OPS
-/// START_NS END_NS MISSES MISS_NS PMISSES PMISS_NS" (monotonic; the read
-/// misses before pressure as read_miss_summary() counts them, then all
-/// those after it), then waits for its "ok", so that the
+/// START_NS END_NS MISSES MISS_NS PMISSES PMISS_NS STIME_NS UTIME_NS"
+/// (monotonic; the read misses before pressure as read_miss_summary()
+/// counts them, then all those after it; the CPU time of all its threads
+/// in the kernel and in user space, getrusage()), then waits for its
+/// "ok", so that the
 /// line is recorded before the exit the oracle waits for. Best effort: the
 /// counters are read anyway.
 fn report_done(p: &Proc, start_ns: u64) {
@@ -299,8 +301,9 @@ fn report_done(p: &Proc, start_ns: u64) {
     };
     let (misses, miss_ns) = read_miss_summary(&mut p.read_misses.lock().unwrap());
     let (pmisses, pmiss_ns) = *p.pressure_misses.lock().unwrap();
+    let (stime, utime) = cpu_times();
     let line = format!(
-        "done {} {} {} {} {} {} {} {}\n",
+        "done {} {} {} {} {} {} {} {} {} {}\n",
         report_name(&p.sc, &p.args),
         p.ops.load(std::sync::atomic::Ordering::Relaxed),
         start_ns,
@@ -308,12 +311,25 @@ fn report_done(p: &Proc, start_ns: u64) {
         misses,
         miss_ns,
         pmisses,
-        pmiss_ns
+        pmiss_ns,
+        stime,
+        utime
     );
     if s.write_all(line.as_bytes()).is_ok() {
         let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
         let _ = BufReader::new(s).read_line(&mut String::new());
     }
+}
+
+/// This process's CPU time so far, all threads: (system, user) in ns.
+fn cpu_times() -> (u64, u64) {
+    // SAFETY: getrusage() fills the zeroed struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0, 0);
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(ru.ru_stime), ns(ru.ru_utime))
 }
 
 struct ThreadCtx<'a> {

@@ -1026,6 +1026,7 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
     };
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
+        let mut cpu = None;
         let (name, ops, start, end) = match f[..] {
             [name, ops, start, end] => (name, ops, start, end),
             [name, ops, start, end, n, ns] => {
@@ -1037,8 +1038,18 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
                 add(pn, pns, &mut post);
                 (name, ops, start, end)
             }
+            [name, ops, start, end, n, ns, pn, pns, st, ut] => {
+                add(n, ns, &mut pre);
+                add(pn, pns, &mut post);
+                cpu = st.parse::<u64>().ok().zip(ut.parse::<u64>().ok());
+                (name, ops, start, end)
+            }
             _ => continue,
         };
+        if let Some((st, ut)) = cpu {
+            m.insert(format!("stime_s[{name}]"), st as f64 / 1e9);
+            m.insert(format!("utime_s[{name}]"), ut as f64 / 1e9);
+        }
         let (Ok(ops), Ok(start), Ok(end)) =
             (ops.parse::<u64>(), start.parse::<u64>(), end.parse::<u64>())
         else {
@@ -1089,7 +1100,7 @@ mod tests {
             "reader[0] 0 1000000100 2000000100 300 15000000".to_string(),
             "reader[1] 0 1000000100 2000000100 100 7000000".to_string(),
             "reader[2] 0 1000000100 2000000100 0 0 200 14000000".to_string(),
-            "reader[3] 0 1000000100 2000000100 0 0 50 1000000".to_string(),
+            "reader[3] 0 1000000100 2000000100 0 0 50 1000000 250000000 40000000".to_string(),
             "garbled".to_string(),
             "ycsb[1] x 1 2".to_string(),
         ];
@@ -1108,6 +1119,10 @@ mod tests {
         // Those under pressure apart: 15 ms over 250.
         assert_eq!(m[PRESSURE_READ_MISSES], 250.0);
         assert!((m[PRESSURE_READ_MISS] - 60e-6).abs() < 1e-12);
+        // The process's CPU time, where its line has it.
+        assert_eq!(m["stime_s[reader[3]]"], 0.25);
+        assert_eq!(m["utime_s[reader[3]]"], 0.04);
+        assert!(!m.contains_key("stime_s[reader[2]]"));
         add_per_op(&mut m);
         assert_eq!(m["per_op.vmstat.pgpgin"], 2.0);
         // No operations: no per-op counters.
