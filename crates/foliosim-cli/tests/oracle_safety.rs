@@ -531,12 +531,12 @@ fn a_second_oracle_waits_for_the_one_running() {
         "changed the host while waiting: {journaled:?}"
     );
     assert!(out.status.success(), "{err}");
-    // One line per wait, not a line per retry: it takes the lock twice (the
-    // limit reclaim measurement, then the runs), and another test's oracle
-    // may hold it the second time.
+    // One line per wait, not a line per retry: it takes the lock three
+    // times (the limit reclaim measurement, the zram measurement, then the
+    // runs), and another test's oracle may hold it the later times.
     let waits = err
         .lines()
         .filter(|l| l.contains("another oracle is running real cases on this host"))
         .count();
-    assert!((1..=2).contains(&waits), "{err}");
+    assert!((1..=3).contains(&waits), "{err}");
 }

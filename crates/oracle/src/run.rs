@@ -415,6 +415,9 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
     let fault = host
         .anon_fault_ns
         .ok_or("the anonymous fault is not measured")?;
+    let (exe, args) = probe_cmd.split_first().ok_or("no probe command")?;
+    // Checked once the host is held: another oracle may have been using it.
+    let _host = crate::scn::hostcfg::hold_host()?;
     if let Some(why) = crate::scn::hostcfg::zram_unusable() {
         return Err(why);
     }
@@ -422,8 +425,6 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
     if !others.is_empty() {
         return Err(format!("other swap active ({})", others.join(", ")));
     }
-    let (exe, args) = probe_cmd.split_first().ok_or("no probe command")?;
-    let _host = crate::scn::hostcfg::hold_host()?;
     let _zram = crate::scn::hostcfg::ZramSwap::setup(256 << 20)?;
     let vm = |k: &str| -> Result<u64, String> {
         crate::cgroup::read_vmstat()?
