@@ -254,6 +254,28 @@ pub fn measure_buffered_read(scratch: &Scratch) -> Result<(u64, u64), String> {
     Ok((ns, hit))
 }
 
+/// A fresh private anonymous mapping of `len` bytes with huge pages
+/// refused (MADV_NOHUGEPAGE: the 4 KiB fault path), untouched.
+fn map_anon_4k(len: usize) -> Result<*mut u8, String> {
+    // SAFETY: mmap of new anonymous memory has no preconditions; madvise
+    // only advises on the range just mapped.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", io::Error::last_os_error()));
+        }
+        libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
+        Ok(p.cast::<u8>())
+    }
+}
+
 /// The mean time of a first-touch write fault on anonymous memory: 64 MiB
 /// mapped private, huge pages refused (MADV_NOHUGEPAGE: the 4 KiB fault
 /// path), one byte written per page; the median of three such passes.
@@ -261,30 +283,15 @@ pub fn measure_anon_fault() -> Result<u64, String> {
     const LEN: usize = 64 << 20;
     let mut per_page = Vec::new();
     for _ in 0..3 {
-        // SAFETY: a fresh private anonymous mapping, written only within
-        // its length and unmapped below.
-        let t = unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                LEN,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if p == libc::MAP_FAILED {
-                return Err(format!("mmap: {}", io::Error::last_os_error()));
-            }
-            libc::madvise(p, LEN, libc::MADV_NOHUGEPAGE);
-            let b = p.cast::<u8>();
-            let t = Instant::now();
-            for off in (0..LEN).step_by(4096) {
-                std::ptr::write_volatile(b.add(off), 1);
-            }
-            let t = t.elapsed().as_nanos() as u64;
-            libc::munmap(p, LEN);
-            t
-        };
+        let b = map_anon_4k(LEN)?;
+        let t = Instant::now();
+        for off in (0..LEN).step_by(4096) {
+            // SAFETY: off < LEN: inside the mapping.
+            unsafe { std::ptr::write_volatile(b.add(off), 1) };
+        }
+        let t = t.elapsed().as_nanos() as u64;
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(b.cast(), LEN) };
         per_page.push(t / (LEN as u64 / 4096));
     }
     per_page.sort_unstable();
@@ -337,23 +344,8 @@ const ANON_SWAP_BYTES: usize = 64 << 20;
 fn anon_swap_child() -> Result<(), String> {
     use std::io::{BufRead, Write};
     let len = ANON_SWAP_BYTES;
-    // SAFETY: a fresh private anonymous mapping, touched only within its
-    // length; the process exits with it mapped.
-    let b = unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", io::Error::last_os_error()));
-        }
-        libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
-        p.cast::<u64>()
-    };
+    // Touched only within its length; the process exits with it mapped.
+    let b = map_anon_4k(len)?.cast::<u64>();
     let pages = (len / 4096) as u64;
     let mut out = io::stdout().lock();
     let mut stdin = io::stdin().lock();
