@@ -354,10 +354,11 @@ fn anon_swap_child() -> Result<(), String> {
             .and_then(|_| out.flush())
             .map_err(|e| e.to_string())
     };
-    let mut wait = || {
-        stdin
-            .read_line(&mut String::new())
-            .map_err(|e| e.to_string())
+    // End of input: the oracle is gone (killed); stop rather than swap.
+    let mut wait = || match stdin.read_line(&mut String::new()) {
+        Ok(0) => Err("the oracle closed the pipe".to_string()),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
     };
     say("ready")?;
     wait()?;

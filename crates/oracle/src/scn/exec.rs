@@ -323,8 +323,9 @@ fn report_done(p: &Proc, start_ns: u64) {
 
 /// This process's CPU time so far, all threads: (system, user) in ns.
 fn cpu_times() -> (u64, u64) {
-    // SAFETY: getrusage() fills the zeroed struct it is given.
+    // SAFETY: rusage is plain integers, valid when zeroed.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage() only writes the struct it is given.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return (0, 0);
     }

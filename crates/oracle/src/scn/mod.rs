@@ -538,7 +538,7 @@ pub fn parse_total_stat(text: &str) -> Result<BTreeMap<String, u64>, String> {
 struct Barriers {
     stop: Arc<AtomicBool>,
     pub broken: Arc<AtomicBool>,
-    /// "done NAME OPS START END" lines of the processes that finished,
+    /// "done NAME OPS START END ..." lines of the processes that finished,
     /// each acknowledged with "ok" before the process exits.
     pub done: Arc<std::sync::Mutex<Vec<String>>>,
     handle: Option<std::thread::JoinHandle<()>>,
@@ -1046,15 +1046,15 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
             }
             _ => continue,
         };
-        if let Some((st, ut)) = cpu {
-            m.insert(format!("stime_s[{name}]"), st as f64 / 1e9);
-            m.insert(format!("utime_s[{name}]"), ut as f64 / 1e9);
-        }
         let (Ok(ops), Ok(start), Ok(end)) =
             (ops.parse::<u64>(), start.parse::<u64>(), end.parse::<u64>())
         else {
             continue;
         };
+        if let Some((st, ut)) = cpu {
+            m.insert(format!("stime_s[{name}]"), st as f64 / 1e9);
+            m.insert(format!("utime_s[{name}]"), ut as f64 / 1e9);
+        }
         let proc_name = name.split('[').next().unwrap_or(name);
         if let Some(v) = m.get_mut(&format!("ops[{proc_name}]")) {
             *v += ops as f64;
