@@ -137,12 +137,16 @@ fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
     if let Some(r) = host.reclaim_page_ns {
         c.reclaim_folio = r.saturating_sub(c.scan_folio);
     }
-    // Limit reclaim of anon to zram: the same scan and reclaim, and the
-    // swap-out (unmap, swap cache, compression) the model charges as
-    // zram_compress. A swap-in fault from zram: the fault's entry and
-    // exit, the page allocation and the decompression.
+    // Limit reclaim of anon to zram: two scans (the probe's pages were
+    // written once: the first scan finds the young PTE and keeps the folio,
+    // folio_check_references()), the reclaim, and the swap-out (unmap,
+    // swap cache, compression) the model charges as zram_compress. A
+    // swap-in fault from zram: the fault's entry and exit, the page
+    // allocation and the decompression.
     if let Some(o) = host.swapout_page_ns {
-        c.zram_compress = o.saturating_sub(c.scan_folio + c.reclaim_folio).max(100);
+        c.zram_compress = o
+            .saturating_sub(2 * c.scan_folio + c.reclaim_folio)
+            .max(100);
     }
     if let Some(i) = host.swapin_fault_ns {
         c.zram_decompress = i.saturating_sub(c.minor_fault + c.page_alloc).max(100);
@@ -553,12 +557,15 @@ mod tests {
             hc
         );
         // Measured zram swap-out and swap-in: a page swapped out costs its
-        // scan, its reclaim and the compression; a swap-in fault its entry,
-        // the allocation and the decompression.
+        // two scans, its reclaim and the compression; a swap-in fault its
+        // entry, the allocation and the decompression.
         h.swapout_page_ns = Some(4_000);
         h.swapin_fault_ns = Some(3_000);
         let hz = host_costs(&h);
-        assert_eq!(hz.scan_folio + hz.reclaim_folio + hz.zram_compress, 4_000);
+        assert_eq!(
+            2 * hz.scan_folio + hz.reclaim_folio + hz.zram_compress,
+            4_000
+        );
         assert_eq!(hz.minor_fault + hz.page_alloc + hz.zram_decompress, 3_000);
         assert_eq!(
             CpuCosts {

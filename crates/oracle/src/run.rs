@@ -425,7 +425,7 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
     }
     let _zram = crate::scn::hostcfg::ZramSwap::setup(256 << 20)?;
     let vm = |k: &str| -> Result<u64, String> {
-        crate::cgroup::read_vmstat()?
+        read_vmstat()?
             .get(k)
             .copied()
             .ok_or_else(|| format!("/proc/vmstat has no {k}"))
@@ -433,7 +433,7 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
     let pages = (ANON_SWAP_BYTES / 4096) as u64;
     let (mut outs, mut ins) = (Vec::new(), Vec::new());
     for _ in 0..ZRAM_PROBE_RUNS {
-        let g = crate::cgroup::MemCgroup::create(host, ANON_SWAP_BYTES as u64 / 2)?;
+        let g = MemCgroup::create(host, ANON_SWAP_BYTES as u64 / 2)?;
         let mut c = std::process::Command::new(exe);
         c.args(args)
             .arg("--file")
@@ -589,73 +589,63 @@ pub fn with_measured_costs(
     probe_cmd: &[OsString],
     verbose: bool,
 ) -> HostInfo {
-    let mut h = host.clone();
-    match measure_read_latency(scratch) {
-        Ok(ns) => {
-            if verbose {
-                eprintln!("scratch device read latency (4 KiB, O_DIRECT, QD1): {:.1} us", ns as f64 / 1e3);
-            }
-            h.read_latency_ns = Some(ns);
-            if !probe_cmd.is_empty() {
-                match measure_limit_reclaim(&h, scratch, probe_cmd) {
-                    Ok(ns) => {
-                        if verbose {
-                            eprintln!(
-                                "limit reclaim (clean page cache): {:.2} us a page",
-                                ns as f64 / 1e3
-                            );
-                        }
-                        h.reclaim_page_ns = Some(ns);
-                    }
-                    Err(e) => eprintln!(
-                        "foliosim oracle: limit reclaim cost not measured ({e}): the model keeps its own"
-                    ),
-                }
-            }
-            match measure_buffered_read(scratch) {
-                Ok((ns, hit)) => {
-                    if verbose {
-                        eprintln!(
-                            "buffered read miss (4 KiB, read-ahead off): {:.1} us; hit: {:.2} us",
-                            ns as f64 / 1e3,
-                            hit as f64 / 1e3
-                        );
-                    }
-                    h.buffered_read_ns = Some(ns);
-                    h.buffered_hit_ns = Some(hit);
-                }
-                Err(e) => eprintln!("foliosim oracle: buffered read miss not measured ({e})"),
-            }
-        }
-        Err(e) => eprintln!("foliosim oracle: read latency not measured ({e}): the model keeps its device profile's"),
+    /// The value, or None with the reason on stderr.
+    fn measured<T>(r: Result<T, String>, what: &str, otherwise: &str) -> Option<T> {
+        r.map_err(|e| eprintln!("foliosim oracle: {what} not measured ({e}){otherwise}"))
+            .ok()
     }
-    match measure_anon_fault() {
-        Ok(ns) => {
-            if verbose {
-                eprintln!("anonymous write fault (4 KiB): {:.2} us", ns as f64 / 1e3);
-            }
-            h.anon_fault_ns = Some(ns);
+    const KEEPS: &str = ": the model keeps its own";
+    let us = |ns: u64| ns as f64 / 1e3;
+    let say = |line: String| {
+        if verbose {
+            eprintln!("{line}");
         }
-        Err(e) => eprintln!(
-            "foliosim oracle: anonymous fault cost not measured ({e}): the model keeps its own"
-        ),
+    };
+    let mut h = host.clone();
+    let latency = measure_read_latency(scratch);
+    let keeps_profile = ": the model keeps its device profile's";
+    if let Some(ns) = measured(latency, "read latency", keeps_profile) {
+        say(format!(
+            "scratch device read latency (4 KiB, O_DIRECT, QD1): {:.1} us",
+            us(ns)
+        ));
+        h.read_latency_ns = Some(ns);
+        if !probe_cmd.is_empty() {
+            let r = measure_limit_reclaim(&h, scratch, probe_cmd);
+            if let Some(ns) = measured(r, "limit reclaim cost", KEEPS) {
+                say(format!(
+                    "limit reclaim (clean page cache): {:.2} us a page",
+                    us(ns)
+                ));
+                h.reclaim_page_ns = Some(ns);
+            }
+        }
+        if let Some((ns, hit)) = measured(measure_buffered_read(scratch), "buffered read miss", "")
+        {
+            say(format!(
+                "buffered read miss (4 KiB, read-ahead off): {:.1} us; hit: {:.2} us",
+                us(ns),
+                us(hit)
+            ));
+            h.buffered_read_ns = Some(ns);
+            h.buffered_hit_ns = Some(hit);
+        }
+    }
+    if let Some(ns) = measured(measure_anon_fault(), "anonymous fault cost", KEEPS) {
+        say(format!("anonymous write fault (4 KiB): {:.2} us", us(ns)));
+        h.anon_fault_ns = Some(ns);
     }
     if !probe_cmd.is_empty() {
-        match measure_zram_swap(&h, probe_cmd) {
-            Ok((out, fault)) => {
-                if verbose {
-                    eprintln!(
-                        "zram swap-out (limit reclaim of anon): {:.2} us a page; swap-in fault: {:.2} us",
-                        out as f64 / 1e3,
-                        fault as f64 / 1e3
-                    );
-                }
-                h.swapout_page_ns = Some(out);
-                h.swapin_fault_ns = Some(fault);
-            }
-            Err(e) => eprintln!(
-                "foliosim oracle: zram swap costs not measured ({e}): the model keeps its own"
-            ),
+        if let Some((out, fault)) =
+            measured(measure_zram_swap(&h, probe_cmd), "zram swap costs", KEEPS)
+        {
+            say(format!(
+                "zram swap-out (limit reclaim of anon): {:.2} us a page; swap-in fault: {:.2} us",
+                us(out),
+                us(fault)
+            ));
+            h.swapout_page_ns = Some(out);
+            h.swapin_fault_ns = Some(fault);
         }
     }
     h

@@ -537,9 +537,10 @@ pub struct CpuCosts {
     /// Reclaiming one page once scanned (shrink_folio_list(): unmap checks,
     /// __remove_mapping() with its shadow entry, the free), beyond
     /// scan_folio. 0 by default: the model's reclaim then costs its scan
-    /// only, 40 ns a page, where limit reclaim of clean page cache measured
-    /// about 1.1-1.3 us a page on the oracle's 6.18 host; the oracle sets it
-    /// from its host's measurement (run::measure_limit_reclaim).
+    /// only, 40 ns a page, where the oracle's probe of limit reclaim of
+    /// clean page cache measures 0.6-0.8 us a page on its 6.18 host (and a
+    /// mix's own reclaim, traced, 2.6 us a file page); the oracle sets it
+    /// from its probe (run::measure_limit_reclaim).
     pub reclaim_folio: u64,
     pub touch_mapped: u64,
     /// fio's own user-space work per I/O (io_u setup, completion,
@@ -555,7 +556,9 @@ pub struct CpuCosts {
     pub fallocate: u64,
     /// zram with lzo-rle: compressing / decompressing one 4 KiB page
     /// (order of magnitude: lzo-rle runs at about 0.7 / 1.6 GB/s per core
-    /// on current x86 cores; not calibrated on this host).
+    /// on current x86 cores). The oracle sets both from its host's measured
+    /// swap-out and swap-in fault (run::measure_zram_swap), the swap-out's
+    /// unmapping and TLB shootdown folded into zram_compress.
     pub zram_compress: u64,
     pub zram_decompress: u64,
 }

@@ -1026,34 +1026,30 @@ fn add_done_lines(sc: &Scenario, lines: &[String], t0: u64, m: &mut BTreeMap<Str
     };
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
-        let mut cpu = None;
-        let (name, ops, start, end) = match f[..] {
-            [name, ops, start, end] => (name, ops, start, end),
-            [name, ops, start, end, n, ns] => {
-                add(n, ns, &mut pre);
-                (name, ops, start, end)
-            }
-            [name, ops, start, end, n, ns, pn, pns] => {
-                add(n, ns, &mut pre);
-                add(pn, pns, &mut post);
-                (name, ops, start, end)
-            }
-            [name, ops, start, end, n, ns, pn, pns, st, ut] => {
-                add(n, ns, &mut pre);
-                add(pn, pns, &mut post);
-                cpu = st.parse::<u64>().ok().zip(ut.parse::<u64>().ok());
-                (name, ops, start, end)
-            }
-            _ => continue,
-        };
-        let (Ok(ops), Ok(start), Ok(end)) =
-            (ops.parse::<u64>(), start.parse::<u64>(), end.parse::<u64>())
-        else {
+        // After END, pairs that later versions of the line appended: the
+        // misses before pressure, those under it, the CPU times.
+        let [name, ops, start, end, ref rest @ ..] = f[..] else {
             continue;
         };
-        if let Some((st, ut)) = cpu {
-            m.insert(format!("stime_s[{name}]"), st as f64 / 1e9);
-            m.insert(format!("utime_s[{name}]"), ut as f64 / 1e9);
+        let (Ok(ops), Ok(start), Ok(end), true) = (
+            ops.parse::<u64>(),
+            start.parse::<u64>(),
+            end.parse::<u64>(),
+            matches!(rest.len(), 0 | 2 | 4 | 6),
+        ) else {
+            continue;
+        };
+        if let [n, ns, ..] = rest {
+            add(n, ns, &mut pre);
+        }
+        if let [_, _, pn, pns, ..] = rest {
+            add(pn, pns, &mut post);
+        }
+        if let [_, _, _, _, st, ut] = rest {
+            if let (Ok(st), Ok(ut)) = (st.parse::<u64>(), ut.parse::<u64>()) {
+                m.insert(format!("stime_s[{name}]"), st as f64 / 1e9);
+                m.insert(format!("utime_s[{name}]"), ut as f64 / 1e9);
+            }
         }
         let proc_name = name.split('[').next().unwrap_or(name);
         if let Some(v) = m.get_mut(&format!("ops[{proc_name}]")) {
