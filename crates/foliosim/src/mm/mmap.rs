@@ -129,7 +129,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 }
             }
         }
-        self.core.cpu(self.core.cost.scan_folio * n / 8);
+        self.core.cpu(self.core.cost.range_entry * n);
     }
 
     /// free_swap_and_cache(): the PTE's reference to the slot goes; a

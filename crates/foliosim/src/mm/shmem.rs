@@ -597,7 +597,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 Slot::Empty | Slot::Zero => {}
             }
         }
-        self.core.cpu(self.core.cost.scan_folio * (end - start) / 8);
+        self.core.cpu(self.core.cost.range_entry * (end - start));
     }
 
     /// Makes `edge` the first page of its own entry or folio: a

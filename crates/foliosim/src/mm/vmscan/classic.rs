@@ -268,10 +268,13 @@ impl ClassicLru {
         let mut list = std::mem::take(&mut self.scratch);
         trace_isolate(core, memcg, nr_to_scan, n, lru);
         core.count_reclaim(memcg, Item::PGREFILL, n, sc);
+        if n > 0 {
+            core.cpu_or_kswapd(core.cost.shrink_active_list + core.cost.isolate_lru_folio * n);
+        }
         core.cpu_or_kswapd(core.cost.scan_folio * n);
         let mut nr_deactivate = 0;
         for &id in &list {
-            let (referenced, exec) = super::folio_referenced(core, id);
+            let (referenced, exec) = super::folio_referenced_walk(core, id);
             let f = core.folios.get_mut(id);
             if referenced > 0 && exec && f.is_file_lru() {
                 continue;
@@ -310,6 +313,9 @@ impl ClassicLru {
             return 0;
         }
         sc.nr_scanned += nr_scanned;
+        core.cpu_or_kswapd(
+            core.cost.shrink_inactive_list + core.cost.isolate_lru_folio * nr_scanned,
+        );
         core.count_pgscan(memcg, file, nr_scanned, sc);
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
         sc.nr.taken += nr_scanned;

@@ -214,6 +214,13 @@ pub trait ReclaimPolicy {
     fn debug_view(&self, _core: &Core, _memcg: MemcgId) -> Option<serde_json::Value> {
         None
     }
+    /// Whether reclaim's per-call and per-batch costs, traced on a classic
+    /// host (CpuCosts::do_try_to_free_pages and tlb_flush), are charged:
+    /// the classic LRU's. MGLRU's are not measured (no MGLRU host) and
+    /// are left out rather than borrowed.
+    fn charges_traced_costs(&self) -> bool {
+        true
+    }
 }
 
 /// folio_referenced(): test and clear the accessed bit of the folio's PTE;
@@ -223,16 +230,26 @@ pub trait ReclaimPolicy {
 pub fn folio_referenced(core: &mut Core, id: FolioId) -> (u32, bool) {
     let f = core.folios.get_mut(id);
     let exec = f.test(pg::VM_EXEC);
-    if f.test(pg::MAPPED) && f.test_clear(pg::PTE_YOUNG) {
-        (1, exec)
-    } else {
-        (0, exec)
+    if !f.test(pg::MAPPED) {
+        return (0, exec);
     }
+    (f.test_clear(pg::PTE_YOUNG) as u32, exec)
+}
+
+/// folio_referenced() as the classic LRU's reclaim calls it, with its
+/// rmap walk's cost (a mapped folio's only: an unmapped one has no rmap).
+/// MGLRU's calls charge none: its walk ends in lru_gen_look_around(),
+/// whose cost is not measured (no MGLRU host).
+pub fn folio_referenced_walk(core: &mut Core, id: FolioId) -> (u32, bool) {
+    if core.folios.get(id).test(pg::MAPPED) {
+        core.cpu_or_kswapd(core.cost.folio_referenced);
+    }
+    folio_referenced(core, id)
 }
 
 /// folio_check_references() for the active/inactive LRU.
 pub fn folio_check_references_classic(core: &mut Core, id: FolioId) -> FolioRef {
-    let (referenced_ptes, exec) = folio_referenced(core, id);
+    let (referenced_ptes, exec) = folio_referenced_walk(core, id);
     let f = core.folios.get_mut(id);
     let referenced_folio = f.test_clear(pg::REFERENCED);
     if referenced_ptes > 0 {
@@ -464,6 +481,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     sc.nr_activate = [0; 2];
     sc.nr_ref_keep = 0;
     let all = folios_v.len();
+    let traced = policy.charges_traced_costs();
+    let mapped_before = if traced { mapped_in(core, folios_v) } else { 0 };
     // A slice, not the Vec: its bounds stay in registers across the calls.
     let folios = &mut folios_v[..];
     let mut i = 0;
@@ -630,10 +649,23 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         core.free_folio(id);
         nr_reclaimed += nr;
     }
+    // try_to_unmap_flush(): one TLB flush for the batch's unmappings (the
+    // folios reclaimed were unmapped, those kept may have been).
+    if traced && mapped_before > mapped_in(core, &folios_v[..keep]) {
+        core.cpu_or_kswapd(core.cost.tlb_flush);
+    }
     folios_v.truncate(keep);
     // blk_finish_plug(): the batch's swap writes go to the device.
     core.swap_write_unplug();
     nr_reclaimed
+}
+
+/// How many of the folios are mapped.
+fn mapped_in(core: &Core, folios: &[FolioId]) -> usize {
+    folios
+        .iter()
+        .filter(|&&id| core.folios.get(id).test(pg::MAPPED))
+        .count()
 }
 
 /// may_enter_fs() for reclaim's allocations (GFP_KERNEL-like: __GFP_FS
@@ -804,6 +836,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
         let was = self.core.in_reclaim;
         self.core.in_reclaim = true;
+        if self.policy.charges_traced_costs() {
+            self.core.cpu_or_kswapd(self.core.cost.do_try_to_free_pages);
+        }
         let initial_priority = sc.priority;
         loop {
             // Writeback (swap included) that completed by now ends first,

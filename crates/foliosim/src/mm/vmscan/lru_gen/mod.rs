@@ -569,6 +569,9 @@ fn parse_uint(s: &str) -> Option<u64> {
 }
 
 impl ReclaimPolicy for LruGen {
+    fn charges_traced_costs(&self) -> bool {
+        false
+    }
     /// Before seed 003's series MGLRU has none of the classic LRU's
     /// stalls: sort_folio() moves dirty and writeback folios on before
     /// shrink_folio_list() could wait on them, and evict_folios() passes
