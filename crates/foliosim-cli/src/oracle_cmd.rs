@@ -70,6 +70,28 @@ pub enum OracleCmd {
         #[command(flatten)]
         real: RealArgs,
     },
+    /// Run the model again on a report's recorded real runs (a suite's
+    /// report.json, or `oracle run --json`'s output): the model as it is
+    /// now against the same real runs, at each run's own inputs, with the
+    /// report's host (its measured costs included). Nothing runs on the
+    /// host: a model change is judged without the host's day-to-day spread.
+    Remodel {
+        /// The recorded report (JSON).
+        report: PathBuf,
+        /// Where the recorded cases are looked up by name (else by the
+        /// source path each records).
+        #[arg(long, default_value = "oracle/cases")]
+        cases: PathBuf,
+        /// Directory for the new report.md and report.json.
+        #[arg(long)]
+        out: PathBuf,
+        /// Only this case (repeatable).
+        #[arg(long = "case")]
+        only: Vec<String>,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Undo what a killed oracle left on the host (every other oracle
     /// command does this first): read_ahead_kb and other values written
     /// back, its cgroups emptied and removed, its scratch files removed.
@@ -205,6 +227,111 @@ fn one_case(
     }
 }
 
+/// `oracle remodel`: the recorded cases' real runs against the model now.
+fn remodel(
+    report: &std::path::Path,
+    cases_dir: &std::path::Path,
+    out: &std::path::Path,
+    only: &[String],
+    verbose: bool,
+    model: ModelFn,
+) -> Result<(), String> {
+    let file = report.display().to_string();
+    let text = std::fs::read_to_string(report).map_err(|e| format!("{file}: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{file}: not JSON: {e}"))?;
+    let host: HostInfo = serde_json::from_value(v.get("host").cloned().unwrap_or_default())
+        .map_err(|e| format!("{file}: host: {e}"))?;
+    // A suite's report has `cases`, `oracle run --json` one `case`.
+    let recorded: Vec<&serde_json::Value> = match (v.get("cases"), v.get("case")) {
+        (Some(serde_json::Value::Array(cs)), _) => cs.iter().collect(),
+        (None, Some(c)) => vec![c],
+        _ => return Err(format!("{file}: no recorded cases ('cases' or 'case')")),
+    };
+    let name_of = |c: &serde_json::Value| {
+        c.get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    for n in only {
+        if !recorded.iter().any(|c| name_of(c) == *n) {
+            return Err(format!("{file}: no recorded case named '{n}'"));
+        }
+    }
+    let suite_cases = if cases_dir.is_dir() {
+        foliosim_oracle::cases::load_suite(cases_dir)?
+    } else {
+        Vec::new()
+    };
+    let mut results = Vec::new();
+    let mut repeat = 0;
+    for c in recorded {
+        let name = name_of(c);
+        if !only.is_empty() && !only.contains(&name) {
+            continue;
+        }
+        let case = match suite_cases.iter().find(|k| k.name == name) {
+            Some(k) => Ok(k.clone()),
+            None => recorded_source_case(c),
+        };
+        let r = case.and_then(|k| {
+            foliosim_oracle::run::remodel_case(
+                &k,
+                &host,
+                c.get("outcome").unwrap_or(&serde_json::Value::Null),
+                model,
+                verbose,
+            )
+        });
+        match r {
+            Ok(r) => {
+                if let Outcome::Ran { runs, .. } = &r.outcome {
+                    repeat = repeat.max(runs.len() as u32);
+                }
+                if verbose {
+                    eprintln!("remodelled {name}");
+                }
+                results.push(r);
+            }
+            Err(e) => eprintln!("foliosim oracle remodel: {name}: not re-modelled: {e}"),
+        }
+    }
+    if results.is_empty() {
+        return Err(format!("{file}: no case could be re-modelled"));
+    }
+    let repeat = v
+        .get("repeat")
+        .and_then(|r| r.as_u64())
+        .map_or(repeat, |r| r as u32);
+    let r = suite::build_report(host, repeat, results);
+    suite::write_report(&r, out)?;
+    let md = render_markdown(&r);
+    let end = md.find("\n### ").unwrap_or(md.len());
+    println!("{}", &md[..end]);
+    println!("wrote {}/report.md and report.json", out.display());
+    Ok(())
+}
+
+/// A recorded case that is not in the cases directory, from the source
+/// path it records (a scenario or a fio job file).
+fn recorded_source_case(c: &serde_json::Value) -> Result<Case, String> {
+    let src = c
+        .get("source")
+        .and_then(|s| s.as_str())
+        .ok_or("no source recorded")?;
+    let p = std::path::Path::new(src);
+    if let Some(case) = scenario_case(p)? {
+        return Ok(case);
+    }
+    if p.extension().is_some_and(|x| x == "fio") {
+        return fio_case(p, None, None);
+    }
+    Err(format!(
+        "not in the cases directory, and its source '{src}' is not a case file"
+    ))
+}
+
 /// Replays the host-change journal (see `foliosim_oracle::journal`),
 /// saying on stderr what it undid; what it could not undo is an error.
 fn restore() -> Result<(), String> {
@@ -289,6 +416,13 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
                 model,
             )
         }
+        OracleCmd::Remodel {
+            report,
+            cases,
+            out,
+            only,
+            quiet,
+        } => remodel(report, cases, out, only, !quiet, model),
         OracleCmd::Suite {
             cases,
             out,

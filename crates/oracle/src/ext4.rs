@@ -6,7 +6,7 @@
 //! it is read from the mounted file system; the block device itself is
 //! never opened.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -14,7 +14,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 /// The superblock's numbers the model needs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ext4Host {
     pub block_size: u64,
     pub blocks_per_group: u64,
@@ -27,7 +27,7 @@ pub struct Ext4Host {
 }
 
 /// A case's files as the oracle laid them out (before a run).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileLayout {
     pub dir_ino: u64,
     pub dir_blocks: u64,

@@ -1,7 +1,7 @@
 //! What the host is: kernel, memory, the tunables the model must copy, and
 //! which cgroup hierarchy carries the memory controller.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// debugfs is not mounted and the real value cannot be read.
 pub const DEFAULT_FAULT_AROUND_BYTES: u64 = 65536;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "version", rename_all = "lowercase")]
 pub enum CgroupFlavor {
     /// cgroup v1 memory controller mounted at `mount`.
@@ -22,7 +22,7 @@ pub enum CgroupFlavor {
 
 /// Per-cgroup block I/O accounting, so that a run's reads are told apart
 /// from whatever else the host reads meanwhile.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum IoAccounting {
     /// v1 blkio mounted at `mount`: a group with a never-binding throttle
@@ -37,7 +37,7 @@ pub enum IoAccounting {
     },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HostInfo {
     /// `uname -r`.
     pub kernel_release: String,

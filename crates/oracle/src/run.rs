@@ -50,6 +50,10 @@ pub enum Outcome {
     Ran {
         /// The real runs' counters, in run order.
         runs: Vec<BTreeMap<String, f64>>,
+        /// Each real run's file layout (fio cases on ext4), in run order:
+        /// with `runs`, what the model needs to be run again (remodel).
+        #[serde(skip_serializing_if = "layouts_unset")]
+        layouts: Vec<Option<FileLayout>>,
         /// Set when the model callback failed (rows then have no model).
         model_error: Option<String>,
         rows: Vec<CounterRow>,
@@ -1132,25 +1136,85 @@ pub fn run_case(
         None => match run_real(case, host, opts, scratch) {
             Err(error) => Outcome::Failed { error },
             Ok((runs, layouts)) => {
-                let inputs = runs
-                    .iter()
-                    .zip(layouts)
-                    .map(|(r, l)| RunInput::of(r, l))
-                    .collect();
-                let (m, each, model_error) =
-                    match model_per_run(host, case, inputs, model, opts.verbose) {
-                        Ok((m, each)) => (m, each, None),
-                        Err(e) => (BTreeMap::new(), Vec::new(), Some(e)),
-                    };
-                let rows = compare_paired(&runs, &m, &each);
-                Outcome::Ran {
-                    runs,
-                    model_error,
-                    rows,
-                }
+                model_and_compare(case, host, runs, layouts, model, opts.verbose)
             }
         },
     };
+    case_result(case, host, outcome)
+}
+
+fn layouts_unset(l: &[Option<FileLayout>]) -> bool {
+    l.iter().all(Option::is_none)
+}
+
+/// The model run on the real runs' inputs, and the comparison.
+fn model_and_compare(
+    case: &Case,
+    host: &HostInfo,
+    runs: Vec<RealRun>,
+    layouts: Vec<Option<FileLayout>>,
+    model: ModelFn,
+    verbose: bool,
+) -> Outcome {
+    let inputs = runs
+        .iter()
+        .zip(layouts.iter().cloned())
+        .map(|(r, l)| RunInput::of(r, l))
+        .collect();
+    let (m, each, model_error) = match model_per_run(host, case, inputs, model, verbose) {
+        Ok((m, each)) => (m, each, None),
+        Err(e) => (BTreeMap::new(), Vec::new(), Some(e)),
+    };
+    let rows = compare_paired(&runs, &m, &each);
+    Outcome::Ran {
+        runs,
+        layouts,
+        model_error,
+        rows,
+    }
+}
+
+/// A case's recorded real runs (a report's `runs` and `layouts`) against
+/// the model as it is now: `oracle remodel`. The host is the report's
+/// (its measured costs and latencies included). A fio case on ext4 needs
+/// its runs' file layouts, which reports before they were kept lack.
+pub fn remodel_case(
+    case: &Case,
+    host: &HostInfo,
+    recorded: &serde_json::Value,
+    model: ModelFn,
+    verbose: bool,
+) -> Result<CaseResult, String> {
+    if recorded.get("status").and_then(|s| s.as_str()) != Some("ran") {
+        return Err("no real runs recorded".into());
+    }
+    let runs: Vec<RealRun> = recorded
+        .get("runs")
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| format!("runs: {e}"))?
+        .filter(|r: &Vec<RealRun>| !r.is_empty())
+        .ok_or("no real runs recorded")?;
+    let layouts: Vec<Option<FileLayout>> = match recorded.get("layouts") {
+        Some(l) => serde_json::from_value(l.clone()).map_err(|e| format!("layouts: {e}"))?,
+        None => vec![None; runs.len()],
+    };
+    if layouts.len() != runs.len() {
+        return Err(format!(
+            "{} layouts recorded for {} runs",
+            layouts.len(),
+            runs.len()
+        ));
+    }
+    if matches!(case.kind, CaseKind::Fio { .. }) && host.ext4.is_ok() && layouts_unset(&layouts) {
+        return Err("a fio case on ext4 needs its runs' file layouts, not recorded".into());
+    }
+    let outcome = model_and_compare(case, host, runs, layouts, model, verbose);
+    Ok(case_result(case, host, outcome))
+}
+
+fn case_result(case: &Case, host: &HostInfo, outcome: Outcome) -> CaseResult {
     CaseResult {
         name: case.name.clone(),
         workload: case.describe(),

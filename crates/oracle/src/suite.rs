@@ -946,6 +946,7 @@ mod tests {
             read_ahead_kb: 128,
             outcome: Outcome::Ran {
                 runs,
+                layouts: Vec::new(),
                 model_error: None,
                 rows,
             },
@@ -977,6 +978,7 @@ mod tests {
         let mut scn = ran("scn", &[], &[]);
         scn.outcome = Outcome::Ran {
             runs: real.to_vec(),
+            layouts: Vec::new(),
             model_error: None,
             rows,
         };

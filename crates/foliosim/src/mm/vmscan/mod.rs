@@ -230,10 +230,11 @@ pub trait ReclaimPolicy {
 pub fn folio_referenced(core: &mut Core, id: FolioId) -> (u32, bool) {
     let f = core.folios.get_mut(id);
     let exec = f.test(pg::VM_EXEC);
-    if !f.test(pg::MAPPED) {
-        return (0, exec);
+    if f.test(pg::MAPPED) && f.test_clear(pg::PTE_YOUNG) {
+        (1, exec)
+    } else {
+        (0, exec)
     }
-    (f.test_clear(pg::PTE_YOUNG) as u32, exec)
 }
 
 /// folio_referenced() as the classic LRU's reclaim calls it, with its
