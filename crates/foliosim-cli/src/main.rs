@@ -1309,8 +1309,11 @@ pub fn main() -> ExitCode {
             // clap's own report spans several lines (usage, a hint): bad
             // input gets one line here, like every other error.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // The message up to clap's usage block, on one line: a
+            // missing argument is named on the line after the first.
+            let head = text.split("\n\n").next().unwrap_or("bad arguments");
+            let head = head.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+            let first = head.strip_prefix("error: ").unwrap_or(&head);
             eprintln!(
                 "foliosim: {} (see --help)",
                 foliosim_workload::units::one_line(first)

@@ -91,6 +91,14 @@ pub enum OracleCmd {
         /// No progress lines on stderr.
         #[arg(long)]
         quiet: bool,
+        /// Write each model run's tracepoints (as `foliosim run --trace`)
+        /// to DIR/CASE-phase<ms>-miss<ns>.trace: one file per distinct
+        /// run input (a scenario's recorded flush phase and read miss).
+        #[arg(long, value_name = "DIR")]
+        trace_dir: Option<PathBuf>,
+        /// With --trace-dir: only these events (as --trace-events).
+        #[arg(long, value_name = "EVENTS", requires = "trace_dir")]
+        trace_events: Option<String>,
     },
     /// Undo what a killed oracle left on the host (every other oracle
     /// command does this first): read_ahead_kb and other values written
@@ -422,7 +430,34 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             out,
             only,
             quiet,
-        } => remodel(report, cases, out, only, !quiet, model),
+            trace_dir,
+            trace_events,
+        } => {
+            let Some(dir) = trace_dir else {
+                return remodel(report, cases, out, only, !quiet, model);
+            };
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--trace-dir: {}: {e}", dir.display()))?;
+            // Each model call gets its own trace, armed for its run.
+            let traced = |h: &HostInfo, case: &Case| {
+                let name = format!(
+                    "{}-phase{}ms-miss{}ns.trace",
+                    case.name,
+                    h.stats_flush_phase_ns.unwrap_or(0) / 1_000_000,
+                    h.buffered_read_ns.unwrap_or(0)
+                );
+                let args = crate::trace_args::TraceArgs {
+                    trace: Some(dir.join(name)),
+                    trace_events: trace_events.clone(),
+                    ..Default::default()
+                };
+                let spec = crate::trace_args::arm(&args)?;
+                let r = model(h, case);
+                crate::trace_args::finish(&spec, args.trace.as_deref())?;
+                r
+            };
+            remodel(report, cases, out, only, !quiet, &traced)
+        }
         OracleCmd::Suite {
             cases,
             out,

@@ -204,7 +204,10 @@ fn model_swapout_besides_compress(c: &CpuCosts) -> u64 {
         let end = r.processes.first()?.end_ns;
         Some((end, r.run.vmstat.get("pswpout").copied().unwrap_or(0)))
     };
-    match (run(size / 2), run(size * 4)) {
+    // The probe's runs are not the case's: a trace armed for the case's
+    // model run stays armed for it.
+    let (at_limit, unlimited) = foliosim::trace::unarmed(|| (run(size / 2), run(size * 4)));
+    match (at_limit, unlimited) {
         (Some((t, n)), Some((t0, _))) if n > 0 => t.saturating_sub(t0) / n,
         _ => 0,
     }

@@ -155,3 +155,73 @@ fn remodel_refuses_what_it_cannot_run_in_one_line() {
         );
     }
 }
+
+/// --trace-dir: each distinct run input's model run writes its own trace,
+/// and the probes the oracle's costs run in the model do not take it.
+#[test]
+fn remodel_traces_each_model_run_on_its_own() {
+    let report = root().join("docs/fidelity/report.json");
+    let recorded = read(&report);
+    let (out, dir) = (tmp("traced"), tmp("traces"));
+    let cases = root().join("oracle/cases");
+    let (rc, _, e) = foliosim(&[
+        "oracle",
+        "remodel",
+        report.to_str().unwrap(),
+        "--cases",
+        cases.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--case",
+        CASE,
+        "--quiet",
+        "--trace-dir",
+        dir.to_str().unwrap(),
+        "--trace-events",
+        "vmscan",
+    ]);
+    assert_eq!(rc, 0, "{e}");
+    // One trace per distinct (flush phase, read miss) input of the runs.
+    let runs = case(&recorded, CASE)["outcome"]["runs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut inputs: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{:?}/{:?}",
+                r.get("stats_flush_phase_s").and_then(Value::as_f64),
+                r.get("read_miss_s").and_then(Value::as_f64)
+            )
+        })
+        .collect();
+    inputs.sort();
+    inputs.dedup();
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), inputs.len(), "{files:?}");
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(&format!("{CASE}-phase")) && name.ends_with(".trace"));
+        let text = std::fs::read_to_string(f).unwrap();
+        // The case swaps 64 MiB of anon: its reclaim is in the trace, and
+        // only vmscan's events are.
+        assert!(text.contains("mm_vmscan_lru_shrink_inactive"), "{name}");
+        assert!(!text.contains("mm_filemap_add_to_page_cache"), "{name}");
+    }
+    // --trace-events needs --trace-dir.
+    let (rc, _, e) = foliosim(&[
+        "oracle",
+        "remodel",
+        report.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--trace-events",
+        "vmscan",
+    ]);
+    assert_eq!(rc, 2);
+    assert!(e.contains("--trace-dir"), "{e}");
+}
