@@ -58,6 +58,7 @@ fn real_probe_and_fio_cases() {
     let r = run_case(&probe_case, &host, &opts, &mut scratch, &no_model);
     let Outcome::Ran {
         runs,
+        layouts,
         rows,
         model_error,
     } = &r.outcome
@@ -66,6 +67,8 @@ fn real_probe_and_fio_cases() {
     };
     assert!(model_error.is_none());
     assert_eq!(runs.len(), 2);
+    // One layout slot a run (an mmap probe's file has none recorded).
+    assert_eq!(layouts.len(), runs.len());
     assert_eq!(r.read_ahead_kb, 64);
     // 1% of 16384 pages = 164 random touches; each one that misses faults
     // in a 64 KiB read-around window.
@@ -96,9 +99,16 @@ fn real_probe_and_fio_cases() {
         .unwrap();
         let fc = fio_case(&job, None, None).unwrap();
         let r = run_case(&fc, &host, &opts, &mut scratch, &no_model);
-        let Outcome::Ran { .. } = &r.outcome else {
+        let Outcome::Ran { runs, layouts, .. } = &r.outcome else {
             panic!("{:?}", r.outcome)
         };
+        // On ext4 each run keeps its files' layout, for `oracle remodel`.
+        assert_eq!(layouts.len(), runs.len());
+        assert_eq!(
+            layouts.iter().all(Option::is_some),
+            host.ext4.is_ok(),
+            "{layouts:?}"
+        );
         assert_eq!(
             r.row("fio.read_bytes").unwrap().real_median,
             Some(32.0 * 1048576.0)
