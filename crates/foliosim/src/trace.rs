@@ -251,17 +251,6 @@ pub fn arm(spec: TraceSpec) {
     ARMED.with(|a| *a.borrow_mut() = Some(spec));
 }
 
-/// Runs `f` with no trace armed (runs of its own that must not take the
-/// trace armed for the run after it), then re-arms what was armed.
-pub fn unarmed<R>(f: impl FnOnce() -> R) -> R {
-    let armed = ARMED.with(|a| a.borrow_mut().take());
-    let r = f();
-    if let Some(s) = armed {
-        arm(s);
-    }
-    r
-}
-
 /// The armed trace's tracer, disarming it.
 pub fn take_armed() -> Option<Box<Tracer>> {
     ARMED

@@ -343,7 +343,7 @@ fn read_pages(p: &Path) -> Result<(), String> {
 /// in order and print those.
 const ANON_SWAP: &str = "--anon-swap";
 
-pub const ANON_SWAP_BYTES: usize = 64 << 20;
+const ANON_SWAP_BYTES: usize = 64 << 20;
 
 fn anon_swap_child() -> Result<(), String> {
     use std::io::{BufRead, Write};

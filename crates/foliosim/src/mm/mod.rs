@@ -587,9 +587,9 @@ pub struct CpuCosts {
     /// zram with lzo-rle: compressing / decompressing one 4 KiB page
     /// (order of magnitude: lzo-rle runs at about 0.7 / 1.6 GB/s per core
     /// on current x86 cores). The oracle sets both from its host's measured
-    /// swap-out and swap-in fault (run::measure_zram_swap): zram_compress
-    /// is what the host's swap-out costs beyond what the model charges its
-    /// own run of the probe (scans, rmap walks, calls, TLB flushes).
+    /// swap-out and swap-in fault (run::measure_zram_swap), the swap-out's
+    /// unmapping and the probe's share of its reclaim calls folded into
+    /// zram_compress.
     pub zram_compress: u64,
     pub zram_decompress: u64,
 }
