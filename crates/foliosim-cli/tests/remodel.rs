@@ -139,6 +139,26 @@ fn remodel_refuses_what_it_cannot_run_in_one_line() {
     // says so for that case, and with nothing left to run, fails.
     let recorded = read(&report);
     if recorded["host"]["ext4"].get("Ok").is_some() {
+        // With its layouts recorded, the fio case runs again (its model
+        // reads what it read).
+        if case(&recorded, "psync-rand-fit")["outcome"]
+            .get("layouts")
+            .is_some()
+        {
+            let ok = tmp("fio");
+            let (rc, _, e) = remodel(&report, &ok, "psync-rand-fit");
+            assert_eq!(rc, 0, "{e}");
+            let got = read(&ok.join("report.json"));
+            let model = |r: &Value| {
+                case(r, "psync-rand-fit")["outcome"]["rows"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|x| x["counter"] == "io.rbytes")
+                    .map(|x| x["model"].clone())
+            };
+            assert!(model(&got).is_some_and(|m| m.as_f64().unwrap() > 0.0));
+        }
         let mut r = recorded.clone();
         for c in r["cases"].as_array_mut().unwrap() {
             c["outcome"].as_object_mut().unwrap().remove("layouts");
