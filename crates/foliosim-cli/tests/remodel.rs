@@ -30,8 +30,12 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn remodel(report: &Path, out: &Path, case: &str) -> (i32, String, String) {
+    remodel_with(report, out, case, &[])
+}
+
+fn remodel_with(report: &Path, out: &Path, case: &str, more: &[&str]) -> (i32, String, String) {
     let cases = root().join("oracle/cases");
-    foliosim(&[
+    let mut args = vec![
         "oracle",
         "remodel",
         report.to_str().unwrap(),
@@ -42,7 +46,9 @@ fn remodel(report: &Path, out: &Path, case: &str) -> (i32, String, String) {
         "--case",
         case,
         "--quiet",
-    ])
+    ];
+    args.extend_from_slice(more);
+    foliosim(&args)
 }
 
 fn read(p: &Path) -> Value {
@@ -183,23 +189,17 @@ fn remodel_traces_each_model_run_on_its_own() {
     let report = root().join("docs/fidelity/report.json");
     let recorded = read(&report);
     let (out, dir) = (tmp("traced"), tmp("traces"));
-    let cases = root().join("oracle/cases");
-    let (rc, _, e) = foliosim(&[
-        "oracle",
-        "remodel",
-        report.to_str().unwrap(),
-        "--cases",
-        cases.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--case",
+    let (rc, _, e) = remodel_with(
+        &report,
+        &out,
         CASE,
-        "--quiet",
-        "--trace-dir",
-        dir.to_str().unwrap(),
-        "--trace-events",
-        "vmscan",
-    ]);
+        &[
+            "--trace-dir",
+            dir.to_str().unwrap(),
+            "--trace-events",
+            "vmscan",
+        ],
+    );
     assert_eq!(rc, 0, "{e}");
     // One trace per distinct (flush phase, read miss) input of the runs.
     let runs = case(&recorded, CASE)["outcome"]["runs"]

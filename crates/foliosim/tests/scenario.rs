@@ -1498,14 +1498,12 @@ fn the_first_limit_hit_is_when_the_writes_reach_the_limit() {
     assert!(t < proc_named(&over, "p[0]").end_ns, "{t}");
 }
 
-/// Buffered 4 KiB read misses are timed as the oracle's executor times
-/// them, before and after a charge first met the group's limit; a
-/// reclaimed page costs CpuCosts::reclaim_folio of the reclaiming task's
-/// time, and only its time.
-#[test]
-fn read_misses_are_timed_before_and_under_pressure_and_reclaim_costs_time() {
-    let sc = Scenario {
-        file: "miss.toml".into(),
+/// Two random passes of 4 KiB reads over an 8 MiB file (on disk, written
+/// before the run) by one process in a 4 MiB group: unmapped page cache
+/// reclaimed at the limit.
+fn cache_over_limit(file: &str) -> Scenario {
+    Scenario {
+        file: file.into(),
         files: vec![FileSpec {
             name: "data".into(),
             line: 1,
@@ -1516,7 +1514,16 @@ fn read_misses_are_timed_before_and_under_pressure_and_reclaim_costs_time() {
         cgroups: vec![cgroup("g", Some(4 * M))],
         processes: vec![process("p", "g", 1, vec![random_reads(2, "data", 2)])],
         ..Scenario::default()
-    };
+    }
+}
+
+/// Buffered 4 KiB read misses are timed as the oracle's executor times
+/// them, before and after a charge first met the group's limit; a
+/// reclaimed page costs CpuCosts::reclaim_folio of the reclaiming task's
+/// time, and only its time.
+#[test]
+fn read_misses_are_timed_before_and_under_pressure_and_reclaim_costs_time() {
+    let sc = cache_over_limit("miss.toml");
     let run = |reclaim_folio: u64| {
         let mut c = cfg(256 * M, None);
         // Read-ahead off: each miss reads its one page.
@@ -1562,19 +1569,7 @@ fn rmap_walks_and_tlb_flushes_are_charged_for_mapped_folios_only() {
         }
     };
     // Unmapped page cache read through a 4 MiB group.
-    let cache = Scenario {
-        file: "cache.toml".into(),
-        files: vec![FileSpec {
-            name: "data".into(),
-            line: 1,
-            size: 8 * M,
-            fs: FileFs::Disk,
-            prefill: true,
-        }],
-        cgroups: vec![cgroup("g", Some(4 * M))],
-        processes: vec![process("p", "g", 1, vec![random_reads(2, "data", 2)])],
-        ..Scenario::default()
-    };
+    let cache = cache_over_limit("cache.toml");
     let run = |sc: &Scenario, swap: Option<u64>, c: foliosim::mm::CpuCosts| {
         let mut cf = cfg(256 * M, swap);
         cf.mm.read_ahead_kb = 0;
