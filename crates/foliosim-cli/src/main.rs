@@ -65,7 +65,9 @@ struct MachineArgs {
     variant: Vec<String>,
     /// Device profile: nvme, sata-ssd, hdd, virtio, ramdisk, zram;
     /// NAME:latency=DUR sets its per-request latency (e.g. virtio:latency=45us,
-    /// a bare number is microseconds: the oracle gives the host's measured one).
+    /// a bare number is microseconds: the oracle gives the host's measured one),
+    /// pressure_latency=DUR the latency once a memory cgroup first met its
+    /// limit (the oracle gives each real run's own, from its misses there).
     #[arg(long)]
     device: Option<String>,
     /// Swap: none, zram:SIZE or disk:SIZE.
@@ -155,16 +157,20 @@ pub(crate) fn parse_device(spec: &str) -> Result<DeviceProfile, String> {
     })?;
     for kv in opts.into_iter().flat_map(|o| o.split(',')) {
         match kv.split_once('=') {
-            Some(("latency", v)) => {
+            Some((k @ ("latency" | "pressure_latency"), v)) => {
                 let ns = foliosim_workload::units::parse_time_ns(v, 1_000)?;
                 if ns == 0 || ns > 10_000_000_000 {
-                    return Err(format!("latency '{v}' out of range (1ns to 10s)"));
+                    return Err(format!("{k} '{v}' out of range (1ns to 10s)"));
                 }
-                d.latency_ns = ns;
+                if k == "latency" {
+                    d.latency_ns = ns;
+                } else {
+                    d.pressure_latency_ns = Some(ns);
+                }
             }
             _ => {
                 return Err(format!(
-                    "unknown device option '{kv}' in '{spec}' (latency=DUR)"
+                    "unknown device option '{kv}' in '{spec}' (latency=DUR, pressure_latency=DUR)"
                 ))
             }
         }
@@ -1344,6 +1350,13 @@ mod tests {
         );
         // A bare number is microseconds, as fio's latency options.
         assert_eq!(parse_device("nvme:latency=48").unwrap().latency_ns, 48_000);
+        // The latency from a group's first limit on.
+        let d = parse_device("virtio:latency=45,pressure_latency=52us").unwrap();
+        assert_eq!(
+            (d.latency_ns, d.pressure_latency_ns),
+            (45_000, Some(52_000))
+        );
+        assert_eq!(parse_device("virtio").unwrap().pressure_latency_ns, None);
         let d = parse_device("sata-ssd:latency=48300ns").unwrap();
         assert_eq!(
             (d.name, d.latency_ns, d.queue_depth),
@@ -1356,9 +1369,13 @@ mod tests {
             ),
             (
                 "virtio:latncy=4",
-                "unknown device option 'latncy=4' in 'virtio:latncy=4' (latency=DUR)",
+                "unknown device option 'latncy=4' in 'virtio:latncy=4' (latency=DUR, pressure_latency=DUR)",
             ),
             ("virtio:latency=0", "latency '0' out of range (1ns to 10s)"),
+            (
+                "virtio:pressure_latency=0",
+                "pressure_latency '0' out of range (1ns to 10s)",
+            ),
             (
                 "virtio:latency=11s",
                 "latency '11s' out of range (1ns to 10s)",

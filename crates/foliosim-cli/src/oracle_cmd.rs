@@ -312,7 +312,8 @@ fn remodel(
         .get("repeat")
         .and_then(|r| r.as_u64())
         .map_or(repeat, |r| r as u32);
-    let r = suite::build_report(host, repeat, results);
+    let mut r = suite::build_report(host, repeat, results);
+    r.remodelled = true;
     suite::write_report(&r, out)?;
     let md = render_markdown(&r);
     let end = md.find("\n### ").unwrap_or(md.len());

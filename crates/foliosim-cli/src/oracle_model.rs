@@ -240,7 +240,22 @@ fn oracle_scenario(
         .insert(0, format!("vm.swappiness={}", host.swappiness));
     let mut cfg = m.config()?;
     cfg.mm.cpu_costs = Some(costs);
+    let pressure = host.pressure_read_ns;
     over_flush_phases(cfg, host.stats_flush_phase_ns, |c| {
+        let r = foliosim::scenario::run_scenario(c.clone(), sc)?;
+        let m = oracle_scenario_counters(sc, &r);
+        // The run's own misses under pressure: the device's latency after
+        // the first limit is set so that the model's misses there cost
+        // what the host's did (one correction from the first run's).
+        let (Some(host_p), Some(model_p)) = (
+            pressure,
+            m.get(foliosim_oracle::scn::PRESSURE_READ_MISS).copied(),
+        ) else {
+            return Ok(m);
+        };
+        let mut c = c;
+        let lat = c.mm.device.latency_ns as f64 + host_p as f64 - model_p * 1e9;
+        c.mm.device.pressure_latency_ns = Some(lat.max(1_000.0) as u64);
         let r = foliosim::scenario::run_scenario(c, sc)?;
         Ok(oracle_scenario_counters(sc, &r))
     })
@@ -632,6 +647,35 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(m["io.rbytes"], ((33 + 33 + 1) * 4096) as f64);
         assert_eq!(m["file"], m["io.rbytes"]);
+    }
+
+    /// A real run's misses after its first limit set the model's device
+    /// latency there: the model's misses under pressure then cost the
+    /// host's, and those before the limit are as they were.
+    #[test]
+    fn a_runs_misses_under_pressure_set_the_latency_after_the_limit() {
+        use foliosim_oracle::scn::{PRESSURE_READ_MISS, READ_MISS};
+        let text = "[[cgroup]]\npath = \"g\"\nmemory.limit_in_bytes = \"8M\"\n\n\
+            [[file]]\nname = \"data\"\nsize = \"32M\"\n\n\
+            [[process]]\nname = \"r\"\ncgroup = \"g\"\nsteps = [\n  \
+            { op = \"read\", file = \"data\", pattern = \"random\", bs = \"4k\" },\n]\n";
+        let sc = foliosim_workload::scenario::parse(text, "p.toml").unwrap();
+        let case = foliosim_oracle::cases::scenario_case("p", "test", sc);
+        let mut h = host();
+        h.buffered_read_ns = Some(60_000);
+        h.stats_flush_phase_ns = Some(1_000_000_000);
+        let m0 = oracle_model(&h, &case).unwrap();
+        let before = m0[PRESSURE_READ_MISS];
+        assert!(before > 0.0 && m0[READ_MISS] > 0.0, "{m0:?}");
+        let want = before + 25e-6;
+        h.pressure_read_ns = Some((want * 1e9) as u64);
+        let m1 = oracle_model(&h, &case).unwrap();
+        let got = m1[PRESSURE_READ_MISS];
+        assert!((got - want).abs() / want < 0.02, "{got} against {want}");
+        assert_eq!(m1[READ_MISS], m0[READ_MISS]);
+        // Later: more time, the same pages.
+        assert!(m1["end_s[r[0]]"] > m0["end_s[r[0]]"]);
+        assert_eq!(m1["pgmajfault"], m0["pgmajfault"]);
     }
 
     #[test]

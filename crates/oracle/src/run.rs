@@ -1049,6 +1049,7 @@ struct RunInput {
     layout: Option<FileLayout>,
     stats_flush_phase_ns: Option<u64>,
     buffered_read_ns: Option<u64>,
+    pressure_read_ns: Option<u64>,
 }
 
 impl RunInput {
@@ -1066,6 +1067,13 @@ impl RunInput {
                         .is_some_and(|&n| n >= crate::scn::READ_MISS_MIN_COUNT)
                 })
                 .or(run.get(crate::scn::BUFFERED_READ))
+                .map(|s| (s * 1e9).round() as u64),
+            pressure_read_ns: run
+                .get(crate::scn::PRESSURE_READ_MISS)
+                .filter(|_| {
+                    run.get(crate::scn::PRESSURE_READ_MISSES)
+                        .is_some_and(|&n| n >= crate::scn::READ_MISS_MIN_COUNT)
+                })
                 .map(|s| (s * 1e9).round() as u64),
         }
     }
@@ -1096,6 +1104,7 @@ fn model_per_run(
                 h.layout = inp.layout.clone();
                 h.stats_flush_phase_ns = inp.stats_flush_phase_ns;
                 h.buffered_read_ns = inp.buffered_read_ns.or(host.buffered_read_ns);
+                h.pressure_read_ns = inp.pressure_read_ns;
                 done.push((inp, model(&h, case)?));
                 done.len() - 1
             }
@@ -1247,6 +1256,7 @@ mod tests {
             }),
             stats_flush_phase_ns: None,
             buffered_read_ns: None,
+            pressure_read_ns: None,
         };
         let calls = std::cell::Cell::new(0);
         let model = |h: &HostInfo, _: &Case| {
@@ -1276,6 +1286,7 @@ mod tests {
             layout: None,
             stats_flush_phase_ns: None,
             buffered_read_ns: None,
+            pressure_read_ns: None,
         };
         let (m, each) =
             model_per_run(&host, &case, vec![none.clone(), none], &model, false).unwrap();

@@ -73,6 +73,9 @@ pub struct Report {
     pub overall_median_abs_err_pct: Option<f64>,
     pub overall_worst: Option<(f64, String, String)>,
     pub per_counter: Vec<CounterSummary>,
+    /// The model side re-run on recorded real runs (`oracle remodel`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub remodelled: bool,
 }
 
 /// Counters the markdown shows per case (besides any the model produces);
@@ -280,6 +283,7 @@ pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Repo
         overall_median_abs_err_pct: median(&errs),
         overall_worst: first_max(all.iter()).cloned(),
         per_counter,
+        remodelled: false,
         criteria,
         cases,
     }
@@ -645,6 +649,11 @@ pub fn render_markdown(r: &Report) -> String {
             }
         }
     }
+    let remodelled = if r.remodelled {
+        "; the model side re-run on these recorded real runs by `foliosim oracle remodel`"
+    } else {
+        ""
+    };
     let each = if more.is_empty() {
         String::new()
     } else {
@@ -656,7 +665,7 @@ pub fn render_markdown(r: &Report) -> String {
     };
     s.push_str(&format!(
         "Measured on Linux {} with `foliosim oracle suite`: {} cases, {} ran, {} real runs each{each} \
-         (fresh memory cgroup, cold page cache). \
+         (fresh memory cgroup, cold page cache){remodelled}. \
          Error = (model - real median) / real median; where the real median is 0 the divisor \
          is one unit (marked *real=0*). Spread = (max - min) / median of the real runs.\n\n",
         r.host.kernel_release,

@@ -190,11 +190,15 @@ impl Core {
         while c != ROOT_MEMCG {
             let m = &mut self.memcgs[c as usize];
             if matches!(m.limit, Some(l) if m.usage + nr > l) {
-                if m.failcnt == 0 {
+                let first = m.failcnt == 0;
+                if first {
                     m.first_fail_ns = now.max(1);
                 }
                 m.failcnt += 1;
                 let failed = c;
+                if first {
+                    self.dev.limit_met();
+                }
                 let mut u = memcg;
                 while u != failed {
                     let m = &mut self.memcgs[u as usize];
