@@ -242,15 +242,16 @@ fn oracle_scenario(
     cfg.mm.cpu_costs = Some(costs);
     let pressure = host.pressure_read_ns;
     over_flush_phases(cfg, host.stats_flush_phase_ns, |c| {
+        let Some(host_p) = pressure else {
+            let r = foliosim::scenario::run_scenario(c, sc)?;
+            return Ok(oracle_scenario_counters(sc, &r));
+        };
         let r = foliosim::scenario::run_scenario(c.clone(), sc)?;
         let m = oracle_scenario_counters(sc, &r);
         // The run's own misses under pressure: the device's latency after
         // the first limit is set so that the model's misses there cost
         // what the host's did (one correction from the first run's).
-        let (Some(host_p), Some(model_p)) = (
-            pressure,
-            m.get(foliosim_oracle::scn::PRESSURE_READ_MISS).copied(),
-        ) else {
+        let Some(model_p) = m.get(foliosim_oracle::scn::PRESSURE_READ_MISS).copied() else {
             return Ok(m);
         };
         let mut c = c;

@@ -556,7 +556,11 @@ pub struct CpuCosts {
     pub shrink_active_list: u64,
     /// try_to_unmap_flush(): the batched TLB flush after a
     /// shrink_folio_list() batch unmapped folios (IPIs to the CPUs that
-    /// ran the mm; a VM exit each on a VM host): 5 us traced.
+    /// ran the mm; a VM exit each on a VM host): 5 us traced, as the extra
+    /// time of a batch that swapped anon out. The kernel also flushes
+    /// before each dirty folio's pageout (try_to_unmap_flush_dirty());
+    /// those flushes come one a page swapped, so the fit cannot tell them
+    /// from the swap-out, and the model has them in zram_compress.
     pub tlb_flush: u64,
     /// Each do_try_to_free_pages() call beyond its lists (the memcg walk,
     /// shrink_slab()): 2.1 us traced.
@@ -694,6 +698,9 @@ pub struct Core {
     pub in_kswapd: bool,
     /// PF_MEMALLOC: reclaim must not recurse.
     pub in_reclaim: bool,
+    /// current->tlb_ubc.flush_required: reclaim unmapped a folio and its
+    /// TLB flush is batched (try_to_unmap_flush()).
+    pub tlb_flush_pending: bool,
     /// Reclaim met dirty file folios: wake the flusher (wakeup_flusher_threads).
     pub wb_wakeup_flusher: bool,
     /// Per-second counter snapshots for --timeline: the second, vmstat,
@@ -784,6 +791,7 @@ impl Core {
             in_lru_fault: false,
             in_kswapd: false,
             in_reclaim: false,
+            tlb_flush_pending: false,
             wb_wakeup_flusher: false,
             timeline: None,
             next_tick: 1_000_000_000,

@@ -482,8 +482,6 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     sc.nr_activate = [0; 2];
     sc.nr_ref_keep = 0;
     let all = folios_v.len();
-    let traced = policy.charges_traced_costs();
-    let mapped_before = if traced { mapped_in(core, folios_v) } else { 0 };
     // A slice, not the Vec: its bounds stay in registers across the calls.
     let folios = &mut folios_v[..];
     let mut i = 0;
@@ -617,12 +615,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             continue;
         }
         // try_to_unmap() then __remove_mapping().
-        {
-            let f = core.folios.get_mut(id);
-            if f.test(pg::MAPPED) {
-                f.clear(pg::MAPPED | pg::PTE_YOUNG);
-                core.memcgs[memcg as usize].nr_mapped -= nr;
-            }
+        if core.folios.get(id).test(pg::MAPPED) {
+            try_to_unmap(core, id);
         }
         // folio_ref_freeze() fails on a folio someone else holds:
         // keep_locked, back to the LRU as it was.
@@ -650,9 +644,8 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         core.free_folio(id);
         nr_reclaimed += nr;
     }
-    // try_to_unmap_flush(): one TLB flush for the batch's unmappings (the
-    // folios reclaimed were unmapped, those kept may have been).
-    if traced && mapped_before > mapped_in(core, &folios_v[..keep]) {
+    // try_to_unmap_flush(): one TLB flush for the batch's unmappings.
+    if std::mem::take(&mut core.tlb_flush_pending) && policy.charges_traced_costs() {
         core.cpu_or_kswapd(core.cost.tlb_flush);
     }
     folios_v.truncate(keep);
@@ -661,12 +654,14 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     nr_reclaimed
 }
 
-/// How many of the folios are mapped.
-fn mapped_in(core: &Core, folios: &[FolioId]) -> usize {
-    folios
-        .iter()
-        .filter(|&&id| core.folios.get(id).test(pg::MAPPED))
-        .count()
+/// try_to_unmap() of a mapped folio in reclaim: its PTE goes, and its TLB
+/// flush joins the batch (set_tlb_ubc_flush_pending()).
+fn try_to_unmap(core: &mut Core, id: FolioId) {
+    let f = core.folios.get_mut(id);
+    f.clear(pg::MAPPED | pg::PTE_YOUNG);
+    let (memcg, nr) = (f.memcg, f.nr_pages());
+    core.memcgs[memcg as usize].nr_mapped -= nr;
+    core.tlb_flush_pending = true;
 }
 
 /// may_enter_fs() for reclaim's allocations (GFP_KERNEL-like: __GFP_FS
@@ -774,8 +769,7 @@ fn shrink_anon_folio<P: ReclaimPolicy + ?Sized>(
             return AnonFate::Activate;
         }
         if f.test(pg::MAPPED) {
-            core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
-            core.memcgs[f.memcg as usize].nr_mapped -= core.folios.get(id).nr_pages();
+            try_to_unmap(core, id);
         }
         core.shmem_writeout(id);
     } else if !core.folios.get(id).test(pg::SWAPCACHE) && !add_to_swap(core, policy, id, false) {
@@ -790,8 +784,7 @@ fn shrink_anon_folio<P: ReclaimPolicy + ?Sized>(
         }
         // try_to_unmap_one(): each PTE of the folio gets its page's entry
         // (swap_duplicate).
-        core.folios.get_mut(id).clear(pg::MAPPED | pg::PTE_YOUNG);
-        core.memcgs[f.memcg as usize].nr_mapped -= nr;
+        try_to_unmap(core, id);
         for i in 0..nr {
             let o = off + i as u32;
             core.files[f.mapping as usize].set_swap_entry(f.index as u64 + i, o);
