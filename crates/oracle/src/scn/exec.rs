@@ -41,6 +41,11 @@ pub struct ChildArgs {
     /// A forked worker's start gate: an inherited pipe's read end; the
     /// worker reads it to EOF before its steps (see `Op::Fork`).
     pub start_fd: Option<i32>,
+    /// The CPU the process was pinned to before its exec (`pin_on_spawn`);
+    /// its step threads and forked workers take the next ones of `cpus`
+    /// (the oracle's own) in turn.
+    pub cpu: Option<usize>,
+    pub cpus: Vec<usize>,
 }
 
 impl ChildArgs {
@@ -62,6 +67,18 @@ impl ChildArgs {
         if let Some(fd) = self.start_fd {
             v.push("--start-fd".into());
             v.push(fd.to_string());
+        }
+        if let Some(c) = self.cpu {
+            v.push("--cpu".into());
+            v.push(c.to_string());
+            v.push("--cpus".into());
+            v.push(
+                self.cpus
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            );
         }
         if !self.fork.is_empty() {
             v.push("--fork".into());
@@ -95,6 +112,8 @@ impl ChildArgs {
             fork: vec![],
             ident: vec![],
             start_fd: None,
+            cpu: None,
+            cpus: vec![],
         };
         let mut it = args.iter();
         while let Some(k) = it.next() {
@@ -114,6 +133,8 @@ impl ChildArgs {
                 "--tmpfs" => a.tmpfs = v.into(),
                 "--fork" => a.fork = v.split('.').map(num).collect::<Result<_, _>>()?,
                 "--start-fd" => a.start_fd = Some(num(v)? as i32),
+                "--cpu" => a.cpu = Some(num(v)?),
+                "--cpus" => a.cpus = v.split('.').map(num).collect::<Result<_, _>>()?,
                 "--ident" => {
                     a.ident = v
                         .split('.')
@@ -405,8 +426,12 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
     let start_ns = monotonic_ns();
     let results: Vec<Result<Flow, String>> = std::thread::scope(|s| {
         let mut hs = Vec::new();
+        // Step threads on this process's CPU and the next ones in turn.
+        let mut nth = 0;
         for (ti, count, steps) in &threads {
             for k in 0..*count {
+                let cpu = a.cpu.map(|c| cpu_for(&a.cpus, c, nth));
+                nth += 1;
                 let p = &p;
                 let a = &a;
                 let path = if a.fork.is_empty() {
@@ -415,6 +440,9 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
                     a.fork.clone()
                 };
                 hs.push(s.spawn(move || {
+                    if let Some(c) = cpu {
+                        pin_this_thread(c)?;
+                    }
                     let mut t = ThreadCtx {
                         p,
                         ident: if a.fork.is_empty() {
@@ -967,8 +995,15 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             for j in 0..*count {
                 a.ident = t.ident.clone();
                 a.ident.extend([st.line as u64, seq, j as u64]);
-                // The same program, in this process's cgroup (inherited).
-                let c = Command::new(&exe)
+                // The same program, in this process's cgroup (inherited),
+                // on the CPUs after this process's.
+                let mut c = Command::new(&exe);
+                if let Some(cpu) = t.p.args.cpu {
+                    let w = cpu_for(&t.p.args.cpus, cpu, 1 + j as usize);
+                    a.cpu = Some(w);
+                    pin_on_spawn(&mut c, w);
+                }
+                let c = c
                     .args(["oracle", "__scenario-proc"])
                     .args(a.to_args())
                     .stdin(std::process::Stdio::null())
@@ -990,6 +1025,75 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
         Op::Exit => return Ok(Flow::Exit),
     }
     Ok(Flow::Next)
+}
+
+/// The CPUs the oracle may place scenario tasks on: its own affinity, read
+/// once in the oracle and handed to each child (a pinned child's own
+/// affinity is its one CPU).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills the local zeroed set; CPU_ISSET
+    // reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let v: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect();
+            if !v.is_empty() {
+                return v;
+            }
+        }
+    }
+    vec![0]
+}
+
+/// Task `i`'s CPU when tasks are dealt out in turn from `from` (the
+/// oracle starts at its last allowed CPU, then wraps to the first, the
+/// second...): a lone task gets the last one, away from CPU 0, where the
+/// oracle's polling and most interrupts land on a small VM.
+pub fn cpu_for(cpus: &[usize], from: usize, i: usize) -> usize {
+    let n = cpus.len().max(1);
+    let start = cpus.iter().position(|&c| c == from).unwrap_or(n - 1);
+    cpus.get((start + i) % n).copied().unwrap_or(0)
+}
+
+fn set_affinity(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and
+    // sched_setaffinity only read and write that local set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Pins a child to `cpu` before its exec. A task's memory map gains a CPU
+/// in mm_cpumask wherever the task runs and keeps it until a flush trims
+/// it; reclaim's batched TLB flush (try_to_unmap_flush_dirty(), once per
+/// dirty folio paged out) then sends an IPI to every CPU in that mask
+/// that is not idle-lazy, about 15 us on this kind of VM, whenever the
+/// scheduler had moved the task once (docs/fidelity/scenarios.md, "The
+/// TLB flush of a task that moved"). The model runs each task on a CPU of
+/// its own, so the real runs do too.
+pub fn pin_on_spawn(cmd: &mut std::process::Command, cpu: usize) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child and only calls
+    // sched_setaffinity, which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || set_affinity(cpu));
+    }
+}
+
+/// Pins the calling thread to `cpu` (Linux applies it to this thread
+/// only).
+pub fn pin_this_thread(cpu: usize) -> Result<(), String> {
+    set_affinity(cpu).map_err(|e| format!("sched_setaffinity(cpu {cpu}): {e}"))
 }
 
 /// Blocks until the start gate's write end is closed by the parent (EOF),
@@ -1207,6 +1311,62 @@ mod tests {
     }
 
     #[test]
+    fn tasks_are_dealt_out_from_the_last_cpu() {
+        // A lone process on the last CPU; the next ones wrap to the first.
+        assert_eq!(cpu_for(&[0, 1], 1, 0), 1);
+        assert_eq!(cpu_for(&[0, 1], 1, 1), 0);
+        assert_eq!(cpu_for(&[0, 1], 1, 2), 1);
+        // CPU ids, not indices: an oracle under taskset -c 2,5,7.
+        assert_eq!(cpu_for(&[2, 5, 7], 7, 0), 7);
+        assert_eq!(cpu_for(&[2, 5, 7], 7, 1), 2);
+        assert_eq!(cpu_for(&[2, 5, 7], 5, 2), 2);
+        // A CPU not in the list starts from the last.
+        assert_eq!(cpu_for(&[2, 5, 7], 3, 0), 7);
+        assert!(!allowed_cpus().is_empty());
+    }
+
+    fn cpus_allowed(status: &str) -> String {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .expect("a Cpus_allowed_list line")
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn a_spawned_child_and_a_thread_run_on_their_one_cpu() {
+        let cpus = allowed_cpus();
+        let last = *cpus.last().unwrap();
+        let mut c = std::process::Command::new("cat");
+        c.arg("/proc/self/status");
+        pin_on_spawn(&mut c, last);
+        let out = c.output().expect("cat runs");
+        assert!(out.status.success());
+        assert_eq!(
+            cpus_allowed(&String::from_utf8_lossy(&out.stdout)),
+            last.to_string()
+        );
+        let first = cpus[0];
+        let seen = std::thread::spawn(move || {
+            pin_this_thread(first).unwrap();
+            std::fs::read_to_string("/proc/thread-self/status").unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(cpus_allowed(&seen), first.to_string());
+        // The calling thread is left as it was.
+        let mine = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        assert!(!cpus_allowed(&mine).is_empty());
+        // A CPU this host lacks (or past the set's size): an error.
+        for bad in [1023, 1 << 20] {
+            assert!(pin_this_thread(bad)
+                .unwrap_err()
+                .starts_with(&format!("sched_setaffinity(cpu {bad}): ")));
+        }
+    }
+
+    #[test]
     fn child_args_round_trip() {
         let a = ChildArgs {
             spec: "/s/x.json".into(),
@@ -1218,10 +1378,14 @@ mod tests {
             fork: vec![0, 4, 1],
             ident: vec![1, 0, 0, 0, 12, 0, 1],
             start_fd: Some(7),
+            cpu: Some(1),
+            cpus: vec![0, 1, 3],
         };
         assert_eq!(ChildArgs::parse(&a.to_args()).unwrap(), a);
         let b = ChildArgs {
             start_fd: None,
+            cpu: None,
+            cpus: vec![],
             ..a
         };
         assert_eq!(ChildArgs::parse(&b.to_args()).unwrap(), b);

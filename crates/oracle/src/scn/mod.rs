@@ -870,9 +870,15 @@ fn run_instances(
     // Every process starts when all are spawned, as the model's do at 0
     // (spawning one takes milliseconds; see exec's Op::Fork).
     let gate = exec::StartGate::new()?;
+    // Each process instance pinned to a CPU, dealt out in turn.
+    let cpus = exec::allowed_cpus();
+    let last = *cpus.last().expect("at least one");
+    let mut nth = 0;
     for (pi, p) in sc.processes.iter().enumerate() {
         m.insert(format!("killed[{}]", p.name), 0.0);
         for k in 0..p.count {
+            let cpu = exec::cpu_for(&cpus, last, nth);
+            nth += 1;
             let a = exec::ChildArgs {
                 spec: l.spec.clone(),
                 process: pi,
@@ -883,8 +889,11 @@ fn run_instances(
                 fork: vec![],
                 ident: vec![],
                 start_fd: Some(gate.read),
+                cpu: Some(cpu),
+                cpus: cpus.clone(),
             };
             let mut c = Command::new(exe);
+            exec::pin_on_spawn(&mut c, cpu);
             c.args(["oracle", "__scenario-proc"])
                 .args(a.to_args())
                 .stdin(Stdio::null())
