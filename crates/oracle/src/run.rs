@@ -448,10 +448,7 @@ pub fn measure_zram_swap(host: &HostInfo, probe_cmd: &[OsString]) -> Result<(u64
             .stderr(std::process::Stdio::null());
         g.enter_on_spawn(&mut c)?;
         // On one CPU, as the scenarios' processes run (exec::pin_on_spawn).
-        crate::scn::exec::pin_on_spawn(
-            &mut c,
-            *crate::scn::exec::allowed_cpus().last().expect("one"),
-        );
+        crate::scn::exec::pin_on_last_cpu(&mut c);
         let mut child = c.spawn().map_err(|e| format!("probe child: {e}"))?;
         let mut stdin = child.stdin.take().ok_or("probe child: no stdin")?;
         let mut lines =
@@ -568,10 +565,7 @@ pub fn measure_limit_reclaim(
             .stderr(std::process::Stdio::null());
         g.enter_on_spawn(&mut c)?;
         // On one CPU, as the scenarios' processes run (exec::pin_on_spawn).
-        crate::scn::exec::pin_on_spawn(
-            &mut c,
-            *crate::scn::exec::allowed_cpus().last().expect("one"),
-        );
+        crate::scn::exec::pin_on_last_cpu(&mut c);
         let st = c.status().map_err(|e| format!("probe child: {e}"))?;
         if !st.success() {
             return Err(format!("probe child: {st}"));
