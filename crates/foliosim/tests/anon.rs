@@ -506,3 +506,35 @@ fn run_ops<P: ReclaimPolicy>(
 fn limit_of<P: ReclaimPolicy>(k: &Kernel<P>, m: MemcgId) -> u64 {
     k.core.memcgs[m as usize].limit.unwrap()
 }
+
+#[test]
+fn an_anon_regions_page_tables_are_charged_at_first_fault_and_freed_at_munmap() {
+    // 1,100 pages span three 2 MiB regions (512 PTEs each): three
+    // page-table pages, charged at the first fault in each (a read's
+    // zero-page mapping needs its table too), once.
+    let (mut k, m, mm) = kernel(cfg(SwapKind::Zram, 8192, "virtio"), ClassicLru::new(), 4000);
+    let space = k.mmap_anon(mm, 1100 * PAGE_SIZE);
+    // The page counter less the per-CPU charge stock (MEMCG_CHARGE_BATCH).
+    let usage = |k: &Kernel<ClassicLru>| {
+        let g = &k.core.memcgs[m as usize];
+        g.usage - g.stock
+    };
+    assert!(k.anon_access(space, 0, m, false));
+    assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 1);
+    assert_eq!(usage(&k), 1, "the zero page is not charged, its table is");
+    for i in 0..1100 {
+        assert!(k.anon_access(space, i, m, true));
+    }
+    assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 3);
+    assert_eq!(usage(&k), 1100 + 3);
+    check(&k);
+    // A second pass faults nothing in: no new table.
+    for i in 0..1100 {
+        assert!(k.anon_access(space, i, m, false));
+    }
+    assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 3);
+    k.munmap_anon(mm, space);
+    assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 0);
+    assert_eq!(usage(&k), 0, "folios and tables uncharged");
+    check(&k);
+}

@@ -51,28 +51,42 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// Charges the page-table page covering `index` on first use.
     fn pte_alloc(&mut self, file: &OpenFile, index: u64) -> bool {
+        self.pte_alloc_space(file.mapping, index, file.memcg)
+    }
+
+    /// __pte_alloc() for the 2 MiB region of `index` in `space` (a file
+    /// mapping or an anonymous region): the first fault there allocates
+    /// the page-table page, charged to the faulting task's memcg
+    /// (GFP_PGTABLE_USER is __GFP_ACCOUNT). False: the charge OOM-killed
+    /// the task.
+    fn pte_alloc_space(&mut self, space: u32, index: u64, memcg: MemcgId) -> bool {
         let region = index / PTRS_PER_PTE;
-        if self.core.files[file.mapping as usize].pte_table_present(region) {
+        if self.core.files[space as usize].pte_table_present(region) {
             return true;
         }
-        let memcg = file.memcg;
         if memcg != 0 && !self.try_charge(memcg, 1, true) {
             return false;
         }
         self.core.memcgs[memcg as usize].nr_pagetables += 1;
-        self.core.files[file.mapping as usize].set_pte_table(region, memcg);
+        self.core.files[space as usize].set_pte_table(region, memcg);
         true
+    }
+
+    /// free_pgtables() at munmap or exit: the region's page-table pages
+    /// are freed and uncharged.
+    pub(crate) fn free_pgtables(&mut self, space: u32) {
+        let (n, memcg) = self.core.files[space as usize].free_pte_tables();
+        if n > 0 {
+            self.core.memcgs[memcg as usize].nr_pagetables -= n;
+            self.core.mem_cgroup_uncharge(memcg, n);
+        }
     }
 
     /// Process exit / munmap of a file mapping: PTEs go, page-table pages
     /// are freed and uncharged; the folios stay cached.
     pub fn exit_mmap(&mut self, mapping: u32) {
         self.unmap_mapping(mapping);
-        let (n, memcg) = self.core.files[mapping as usize].free_pte_tables();
-        if n > 0 {
-            self.core.memcgs[memcg as usize].nr_pagetables -= n;
-            self.core.mem_cgroup_uncharge(memcg, n);
-        }
+        self.free_pgtables(mapping);
     }
 
     /// do_read_fault(): ->map_pages over the fault-around window, then
@@ -144,7 +158,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn anon_access(&mut self, space: u32, index: u64, memcg: MemcgId, write: bool) -> bool {
         use super::filemap::Slot;
         use super::folio::pg;
-        match self.core.files[space as usize].slot(index) {
+        let slot = self.core.files[space as usize].slot(index);
+        // A fault (not a present page) walks to the PTE first, allocating
+        // the region's page table on its first fault.
+        if !matches!(slot, Slot::Folio(_)) && !self.pte_alloc_space(space, index, memcg) {
+            return false;
+        }
+        match slot {
             Slot::Folio(id) => {
                 let f = self.core.folios.get_mut(id);
                 f.set(pg::PTE_YOUNG);

@@ -130,6 +130,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
         }
         self.core.cpu(self.core.cost.range_entry * n);
+        self.free_pgtables(space);
     }
 
     /// free_swap_and_cache(): the PTE's reference to the slot goes; a
