@@ -482,3 +482,29 @@ fn legacy_mglru_falls_back_to_file_while_anon_has_min_nr_gens() {
         "swappiness 0 scanned anon: {rounds:?}"
     );
 }
+
+/// sort_folio() before seed 003's rework moves dirty and writeback file
+/// folios met at the oldest generation to the next one (counted here as
+/// foliosim's sort_writeback); the rework leaves them to
+/// shrink_folio_list(). A buffered writer past its memcg's limit meets
+/// its own dirty pages there.
+#[test]
+fn legacy_sorts_dirty_file_folios_the_rework_leaves_them_to_shrink_folio_list() {
+    let sorted = |variants: &str| {
+        let mut k = Kernel::new(config(variants), LruGen::new());
+        let memcg = k.add_memcg("w", Some(2048));
+        let mut f = open(&mut k, 8192, memcg);
+        for i in 0..8192 / 16 {
+            assert_eq!(
+                k.filemap_write(&mut f, i * 16 * PAGE_SIZE, 16 * PAGE_SIZE),
+                Some(16 * PAGE_SIZE),
+                "{variants}: write {i}"
+            );
+        }
+        k.check_invariants().unwrap();
+        k.policy.lrugen[memcg as usize].stats.sort_writeback
+    };
+    let legacy = sorted("reclaim-legacy");
+    assert!(legacy > 0, "legacy sorted {legacy} dirty folios");
+    assert_eq!(sorted("reclaim-rework"), 0);
+}

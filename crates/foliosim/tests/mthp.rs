@@ -180,11 +180,13 @@ fn default_defrag_falls_back_at_the_limit() {
     let (mut k, m) = build(cfg, ClassicLru::new(), 1024);
     let mm = k.mm_alloc(m, 0);
     let space = k.mmap_anon(mm, 2048 * PAGE_SIZE);
-    // Below the limit every fault is a 64 KiB folio.
-    touch(&mut k, space, m, 0..1024, true);
-    assert_eq!(mthp(&k, 4, MthpStat::AnonFaultAlloc), 64);
+    // Below the limit (63 folios and the page tables of the two 2 MiB
+    // regions they span) every fault is a 64 KiB folio.
+    touch(&mut k, space, m, 0..1008, true);
+    assert_eq!(mthp(&k, 4, MthpStat::AnonFaultAlloc), 63);
+    assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 2);
     assert_eq!(k.core.memcgs[m as usize].stat.get(Item::MEMCG_MAX), 0);
-    touch(&mut k, space, m, 1024..2048, true);
+    touch(&mut k, space, m, 1008..2048, true);
     let fb = mthp(&k, 4, MthpStat::AnonFaultFallbackCharge);
     assert!(fb > 0);
     assert_eq!(mthp(&k, 4, MthpStat::AnonFaultFallback), fb);

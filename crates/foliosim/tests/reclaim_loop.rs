@@ -166,7 +166,11 @@ fn mongodb_proxy_rows_and_the_models_account() {
         assert!(get(v, "pgpgout").value > 0.0, "{v}: checkpoints write back");
         assert_eq!(get(v, "foliosim_nr_aging").value, 0.0, "{v}");
     }
-    assert!(get("reclaim-legacy", "foliosim_sort_writeback").value > 0.0);
+    // The rework never sorts dirty or writeback folios in sort_folio();
+    // how many the legacy sorts here depends on where the checkpoints'
+    // writeback meets the oldest generation (8 in this short run before
+    // anon page tables were charged, 0 after): tests/mglru.rs pins the
+    // mechanism itself.
     assert_eq!(get("reclaim-rework", "foliosim_sort_writeback").value, 0.0);
 }
 
