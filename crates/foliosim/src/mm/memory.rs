@@ -158,11 +158,15 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn anon_access(&mut self, space: u32, index: u64, memcg: MemcgId, write: bool) -> bool {
         use super::filemap::Slot;
         use super::folio::pg;
-        let slot = self.core.files[space as usize].slot(index);
+        let mut slot = self.core.files[space as usize].slot(index);
         // A fault (not a present page) walks to the PTE first, allocating
-        // the region's page table on its first fault.
-        if !matches!(slot, Slot::Folio(_)) && !self.pte_alloc_space(space, index, memcg) {
-            return false;
+        // the region's page table on its first fault; that charge may have
+        // reclaimed, so the slot is read again.
+        if !matches!(slot, Slot::Folio(_)) {
+            if !self.pte_alloc_space(space, index, memcg) {
+                return false;
+            }
+            slot = self.core.files[space as usize].slot(index);
         }
         match slot {
             Slot::Folio(id) => {
