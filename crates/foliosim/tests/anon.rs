@@ -527,6 +527,8 @@ fn an_anon_regions_page_tables_are_charged_at_first_fault_and_freed_at_munmap() 
     }
     assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 3);
     assert_eq!(usage(&k), 1100 + 3);
+    // The owner's mm counts them too (oom_badness() adds them).
+    assert_eq!(k.core.mms[mm as usize].nr_ptes, 3);
     check(&k);
     // A second pass faults nothing in: no new table.
     for i in 0..1100 {
@@ -535,6 +537,7 @@ fn an_anon_regions_page_tables_are_charged_at_first_fault_and_freed_at_munmap() 
     assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 3);
     k.munmap_anon(mm, space);
     assert_eq!(k.core.memcgs[m as usize].nr_pagetables, 0);
+    assert_eq!(k.core.mms[mm as usize].nr_ptes, 0);
     assert_eq!(usage(&k), 0, "folios and tables uncharged");
     check(&k);
 }

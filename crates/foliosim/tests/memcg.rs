@@ -336,8 +336,10 @@ fn oom_score_adj_shifts_by_thousandths_of_the_limit() {
     assert_eq!(done, 1450);
     assert!(k.core.mms[small as usize].oom_killed);
     assert!(!k.core.mms[big as usize].oom_killed);
-    // A 100-page limit gives adj no weight (100 / 1000 == 0).
-    assert_eq!(k.core.oom_badness(big, 999), Some(1500));
+    // A 100-page limit gives adj no weight (100 / 1000 == 0): rss and
+    // the page tables of its three 2 MiB regions.
+    assert_eq!(k.core.mms[big as usize].nr_ptes, 3);
+    assert_eq!(k.core.oom_badness(big, 999), Some(1500 + 3));
 }
 
 #[test]

@@ -1554,10 +1554,11 @@ fn read_misses_are_timed_before_and_under_pressure_and_reclaim_costs_time() {
 }
 
 /// Reclaim's per-event costs: an rmap walk (folio_referenced) only for a
-/// mapped folio, a TLB flush only for a batch that unmapped one. Reclaim
-/// of unmapped page cache costs neither; swapping anon out costs one walk
-/// per anon folio scanned (inactive and active) and one flush per batch
-/// that unmapped, and nothing else changes.
+/// mapped folio, a batched TLB flush only for a batch that unmapped one
+/// from an mm on more than one CPU. Reclaim of unmapped page cache costs
+/// neither; swapping anon out costs one walk per anon folio scanned
+/// (inactive and active) and, for a two-thread process, one flush per
+/// batch that unmapped, and nothing else changes.
 #[test]
 fn rmap_walks_and_tlb_flushes_are_charged_for_mapped_folios_only() {
     let with = |extra_walk: u64, extra_flush: u64| {
@@ -1606,15 +1607,28 @@ fn rmap_walks_and_tlb_flushes_are_charged_for_mapped_folios_only() {
         assert_eq!(vm(&walk, k), vm(&base, k), "{k}");
     }
     assert_eq!(end(&walk) - end(&base), 1_000 * scanned);
-    // One flush per batch that unmapped: a batch holds at most 32 folios
+    // A lone thread's mm is on one CPU: should_defer_flush() is false and
+    // each unmap flushes its page locally, no batch flush.
+    let flush = run(&anon, Some(64 * M), with(0, 1_000));
+    assert_eq!(end(&flush), end(&base));
+    // With a second thread (on a CPU of its own) the mm spans two CPUs:
+    // one flush per batch that unmapped. A batch holds at most 32 folios
     // (SWAP_CLUSTER_MAX), so at least one per 32 swapped out, and never
     // more than the folios scanned.
-    let flush = run(&anon, Some(64 * M), with(0, 1_000));
-    let flushes = (end(&flush) - end(&base)) / 1_000;
-    assert_eq!((end(&flush) - end(&base)) % 1_000, 0);
+    let mut two = anon.clone();
+    two.processes[0].threads.push(Thread {
+        count: 1,
+        steps: vec![st(3, Op::Sleep { ns: 1_000 })],
+    });
+    let base2 = run(&two, Some(64 * M), with(0, 0));
+    let flush2 = run(&two, Some(64 * M), with(0, 1_000));
+    let end2 = |r: &ScenarioReport| proc_named(r, "p[0]").end_ns;
+    assert_eq!(vm(&base2, "pswpout"), vm(&base, "pswpout"));
+    let flushes = (end2(&flush2) - end2(&base2)) / 1_000;
+    assert_eq!((end2(&flush2) - end2(&base2)) % 1_000, 0);
     assert!(
-        flushes >= vm(&base, "pswpout") / 32 && flushes <= vm(&base, "pgscan_anon"),
+        flushes >= vm(&base2, "pswpout") / 32 && flushes <= vm(&base2, "pgscan_anon"),
         "{flushes} flushes for {} swapped out",
-        vm(&base, "pswpout")
+        vm(&base2, "pswpout")
     );
 }

@@ -69,6 +69,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.core.memcgs[memcg as usize].nr_pagetables += 1;
         self.core.files[space as usize].set_pte_table(region, memcg);
+        // mm_inc_nr_ptes(): the owner's page tables count in its OOM
+        // badness (an anonymous region's; file mappings have no owner).
+        let owner = self.core.files[space as usize].owner;
+        if let Some(mm) = self.core.mms.get_mut(owner as usize) {
+            mm.nr_ptes += 1;
+        }
         true
     }
 
@@ -79,6 +85,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if n > 0 {
             self.core.memcgs[memcg as usize].nr_pagetables -= n;
             self.core.mem_cgroup_uncharge(memcg, n);
+            let owner = self.core.files[space as usize].owner;
+            if let Some(mm) = self.core.mms.get_mut(owner as usize) {
+                mm.nr_ptes -= n;
+            }
         }
     }
 

@@ -32,8 +32,12 @@ pub struct MmStruct {
     pub memcg: MemcgId,
     /// get_mm_counter(): pages by kind.
     pub rss: [u64; NR_MM_COUNTERS],
-    /// Page-table pages (mm_pgtables_bytes / PAGE_SIZE).
+    /// Page-table pages of its anonymous regions (mm_pgtables_bytes /
+    /// PAGE_SIZE).
     pub nr_ptes: u64,
+    /// CPUs in mm_cpumask: one per thread of the process, each of which
+    /// the workload runs on a CPU of its own (the oracle pins them so).
+    pub nr_cpus: u32,
     /// /proc/PID/oom_score_adj of the owner.
     pub oom_score_adj: i32,
     /// The anonymous VMAs still mapped (their address-space ids).
@@ -52,6 +56,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             memcg,
             rss: [0; NR_MM_COUNTERS],
             nr_ptes: 0,
+            nr_cpus: 1,
             oom_score_adj,
             anon_vmas: Vec::new(),
             exited: false,

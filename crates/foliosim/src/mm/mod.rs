@@ -555,9 +555,12 @@ pub struct CpuCosts {
     /// Each shrink_active_list() call that isolated folios: 2.4 us traced.
     pub shrink_active_list: u64,
     /// try_to_unmap_flush(): the batched TLB flush after a
-    /// shrink_folio_list() batch unmapped folios (IPIs to the CPUs that
-    /// ran the mm; a VM exit each on a VM host): 5 us traced, as the extra
-    /// time of a batch that swapped anon out. The kernel also flushes
+    /// shrink_folio_list() batch unmapped folios of an mm that another
+    /// CPU has too (should_defer_flush(); IPIs to those CPUs, a VM exit
+    /// each on a VM host): 5 us traced on runs whose tasks the scheduler
+    /// had moved, as the extra time of a batch that swapped anon out. A
+    /// single-threaded task's unmaps flush locally, page by page, and pay
+    /// nothing here. The kernel also flushes
     /// before each dirty folio's pageout (try_to_unmap_flush_dirty());
     /// those flushes come one a page swapped, so the fit cannot tell them
     /// from the swap-out, and the model has them in zram_compress.

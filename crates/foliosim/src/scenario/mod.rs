@@ -457,6 +457,8 @@ impl<'a> Driver<'a> {
                         d.threads[th].own_maps = t.count > 1;
                     }
                 }
+                let mm = d.procs[proc].mm;
+                k.core.mms[mm as usize].nr_cpus = d.procs[proc].threads.len().max(1) as u32;
                 if d.procs[proc].live == 0 {
                     d.finish_proc(k, proc, 0);
                 }

@@ -654,14 +654,22 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     nr_reclaimed
 }
 
-/// try_to_unmap() of a mapped folio in reclaim: its PTE goes, and its TLB
-/// flush joins the batch (set_tlb_ubc_flush_pending()).
+/// try_to_unmap() of a mapped folio in reclaim: its PTE goes. Its TLB
+/// flush joins the batch (set_tlb_ubc_flush_pending()) only when
+/// should_defer_flush() says so: on x86, when a CPU other than this one is
+/// in the mm's mm_cpumask; otherwise ptep_clear_flush() flushes the one
+/// page locally, a cost the per-page figures hold. The mms that map a
+/// file folio the model does not track: those batch, as a shared mapping
+/// may.
 fn try_to_unmap(core: &mut Core, id: FolioId) {
     let f = core.folios.get_mut(id);
     f.clear(pg::MAPPED | pg::PTE_YOUNG);
-    let (memcg, nr) = (f.memcg, f.nr_pages());
+    let (memcg, nr, mapping) = (f.memcg, f.nr_pages(), f.mapping);
     core.memcgs[memcg as usize].nr_mapped -= nr;
-    core.tlb_flush_pending = true;
+    let owner = core.files[mapping as usize].owner;
+    if core.mms.get(owner as usize).is_none_or(|mm| mm.nr_cpus > 1) {
+        core.tlb_flush_pending = true;
+    }
 }
 
 /// may_enter_fs() for reclaim's allocations (GFP_KERNEL-like: __GFP_FS
