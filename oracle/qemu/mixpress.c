@@ -17,6 +17,15 @@
  *     reads FILE through read(2) in 64 KiB blocks; then for SECONDS both
  *     access their data with the same zipf(0.9) skew, 4 KiB at a time.
  *
+ *   mixpress ycsb FILE ANON_MB THREADS SECONDS READ_KB CPU_US
+ *     Seed 003's MongoDB + YCSB workloadb proxy without its writes
+ *     (examples/seed003-mongodb-ycsb.toml's read side): one process fills
+ *     ANON_MB of anonymous memory (the WiredTiger cache), then THREADS
+ *     threads run for SECONDS operations of: a load from the cache page and
+ *     a READ_KB pread of FILE, both picked with YCSB's scrambled zipfian
+ *     (theta 0.99, its 10^10-item zipfian hashed onto the pages or blocks),
+ *     then CPU_US of spinning (the query's own work).
+ *
  * Each prints one line "RESULT {json}" on stdout. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -346,10 +355,115 @@ static int swapmix(int argc, char **argv)
 	return 0;
 }
 
+/* ---- ycsb ---- */
+
+/* YCSB's ScrambledZipfianGenerator: ZipfianGenerator over 10^10 + 1 items
+ * (theta 0.99, its precomputed zeta), then FNV-1a of the rank modulo the
+ * item count (crates/workload/src/access.rs has the same). */
+#define YCSB_ITEMS 10000000001.0
+#define YCSB_ZETAN 26.46902820178302
+static uint64_t ycsb_next(uint64_t *rng, uint64_t n)
+{
+	const double theta = 0.99, zeta2 = 1.0 + pow(2.0, -theta);
+	const double alpha = 1.0 / (1.0 - theta);
+	const double eta = (1.0 - pow(2.0 / YCSB_ITEMS, 1.0 - theta)) / (1.0 - zeta2 / YCSB_ZETAN);
+	double u = (xorshift(rng) >> 11) * (1.0 / 9007199254740992.0);
+	double uz = u * YCSB_ZETAN;
+	uint64_t rank = uz < 1.0 ? 0 : uz < 1.0 + pow(0.5, theta) ? 1
+		: (uint64_t)(YCSB_ITEMS * pow(eta * u - eta + 1.0, alpha));
+	uint64_t h = 0xCBF29CE484222325ULL;
+	for (int i = 0; i < 8; i++) {
+		h ^= rank & 0xff;
+		rank >>= 8;
+		h *= 1099511628211ULL;
+	}
+	int64_t sh = (int64_t)h;
+	return (uint64_t)(sh < 0 ? -sh : sh) % n;
+}
+
+struct ycsb_arg {
+	int fd, id;
+	size_t file_blocks, read_bytes, anon_pages;
+	volatile char *cache;
+	long cpu_us;
+	double end;
+	unsigned long ops;
+	double busy;
+};
+
+static void *ycsb_thread(void *arg)
+{
+	struct ycsb_arg *a = arg;
+	uint64_t rng = 0x9E3779B97F4A7C15ULL * (a->id + 1);
+	char *buf = malloc(a->read_bytes);
+	unsigned sink = 0;
+	if (!buf) return NULL;
+	while (now() < a->end) {
+		double t = now();
+		sink += a->cache[ycsb_next(&rng, a->anon_pages) * PAGE];
+		if (pread(a->fd, buf, a->read_bytes, ycsb_next(&rng, a->file_blocks) * a->read_bytes) < 0) {
+			perror("ycsb: pread");
+			break;
+		}
+		double spin = now() + a->cpu_us * 1e-6;
+		while (now() < spin)
+			;
+		a->busy += now() - t;
+		a->ops++;
+	}
+	free(buf);
+	return (void *)(uintptr_t)(sink == 0xdeadbeef);
+}
+
+static int ycsb(int argc, char **argv)
+{
+	if (argc != 8) {
+		fprintf(stderr, "usage: mixpress ycsb FILE ANON_MB THREADS SECONDS READ_KB CPU_US\n");
+		return 2;
+	}
+	size_t anon = (size_t)arg_long(argv[3], "ANON_MB") << 20;
+	long threads = arg_long(argv[4], "THREADS");
+	long secs = arg_long(argv[5], "SECONDS");
+	size_t read_bytes = (size_t)arg_long(argv[6], "READ_KB") << 10;
+	long cpu_us = arg_long(argv[7], "CPU_US");
+	if (threads < 1 || threads > 64 || !read_bytes || !anon) {
+		fprintf(stderr, "mixpress: ycsb: THREADS 1..64, READ_KB and ANON_MB > 0\n");
+		return 2;
+	}
+	int fd = open(argv[2], O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) { perror("ycsb: open"); return 1; }
+	char *cache = mmap(NULL, anon, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (cache == MAP_FAILED) { perror("ycsb: mmap"); return 1; }
+	uint64_t s = 0x1234567;
+	for (size_t i = 0; i < anon; i += PAGE)
+		*(uint64_t *)(cache + i) = xorshift(&s);
+	pthread_t tid[64];
+	struct ycsb_arg a[64];
+	double t0 = now();
+	for (long i = 0; i < threads; i++) {
+		a[i] = (struct ycsb_arg){ fd, (int)i, st.st_size / read_bytes, read_bytes, anon / PAGE,
+					  cache, cpu_us, t0 + secs, 0, 0 };
+		if (pthread_create(&tid[i], NULL, ycsb_thread, &a[i])) { perror("pthread_create"); return 1; }
+	}
+	unsigned long ops = 0;
+	double busy = 0;
+	for (long i = 0; i < threads; i++) {
+		pthread_join(tid[i], NULL);
+		ops += a[i].ops;
+		busy += a[i].busy;
+	}
+	double el = now() - t0;
+	printf("RESULT {\"ops\":%lu,\"secs\":%.2f,\"ops_per_s\":%.1f,\"avg_latency_us\":%.1f}\n",
+	       ops, el, ops / el, ops ? busy / ops * 1e6 : 0.0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "aging")) return aging(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "swapmix")) return swapmix(argc, argv);
-	fprintf(stderr, "usage: mixpress aging|swapmix ...\n");
+	if (argc >= 2 && !strcmp(argv[1], "ycsb")) return ycsb(argc, argv);
+	fprintf(stderr, "usage: mixpress aging|swapmix|ycsb ...\n");
 	return 2;
 }

@@ -4,11 +4,13 @@
 # series, i.e. the model's `reclaim-legacy`), MGLRU and the classic LRU
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
-#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios] [--lru y,n] [--quick]
+#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios,ycsb] [--lru y,n] [--quick]
+#                      [--kernel 6.12|7.0|7.1|7.2|7.3]   (the release the guest boots, 6.12)
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
 #                      IOPS limits of the scratch disk, 0 = unthrottled; 0,10)
+#                      [--secs N]   (ycsb's measured seconds, 30)
 #
 # Fetches the kernel with `apt-get download`, builds an initramfs (busybox +
 # mixpress.c, static + init-seed003 + the kernel modules the experiments
@@ -33,6 +35,8 @@ THINK=20,50
 ANON_MB=256
 DD_MB=512
 IOPS=0,10
+KERNEL=6.12
+YCSB_SECS=30
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) OUT=$2; shift 2 ;;
@@ -46,14 +50,17 @@ while [ $# -gt 0 ]; do
 	--anon-mb) ANON_MB=$2; shift 2 ;;
 	--dd-mb) DD_MB=$2; shift 2 ;;
 	--iops) IOPS=$2; shift 2 ;;
+	--kernel) KERNEL=$2; shift 2 ;;
+	--secs) YCSB_SECS=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
-for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios)" >&2; exit 2 ;; esac; done
+for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios|ycsb) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios, ycsb)" >&2; exit 2 ;; esac; done
+case $KERNEL in 6.12|7.[0-9]) ;; *) echo "run.sh: --kernel: '$KERNEL' is not 6.12 or 7.N (7.0 to 7.3 are packaged)" >&2; exit 2 ;; esac
 [[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
 for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "run.sh: --think: '$THINK' is not A_US,F_US" >&2; exit 2; }
-for o in "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
+for o in "secs:$YCSB_SECS:3600" "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
 	IFS=: read -r name v max <<< "$o"
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
 done
@@ -85,28 +92,65 @@ BUSYBOX=$(command -v busybox) || skip "no busybox"
 is_static "$BUSYBOX" || skip "$BUSYBOX is not static (busybox-static)"
 for t in gcc mkfs.ext4 xz gzip; do command -v $t >/dev/null || skip "no $t"; done
 
-# ---- kernel: Debian's packaged 6.12 ----
+# ---- kernel: Debian's packaged 6.12 (bookworm) or 7.N (trixie-backports) ----
 mkdir -p "$WORK"
 cd "$WORK"
-PKG=${FSIM_QEMU_KERNEL_PKG:-$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' 2>/dev/null | awk '{print $1}' | sort -V | tail -1)}
-[ -n "$PKG" ] || skip "no linux-image-6.12.*+deb12-amd64-unsigned in apt's lists (apt-get update?)"
-if [ ! -d "kernel-$PKG" ]; then
-	rm -f "$PKG"_*.deb
-	apt-get download "$PKG" >&2 2>/dev/null || skip "apt-get download $PKG failed"
-	mkdir -p "kernel-$PKG.tmp" && dpkg-deb -x "$PKG"_*.deb "kernel-$PKG.tmp" && mv "kernel-$PKG.tmp" "kernel-$PKG"
-	rm -f "$PKG"_*.deb
+if [ "$KERNEL" = 6.12 ]; then
+	PKG=${FSIM_QEMU_KERNEL_PKG:-$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' 2>/dev/null | awk '{print $1}' | sort -V | tail -1)}
+	[ -n "$PKG" ] || skip "no linux-image-6.12.*+deb12-amd64-unsigned in apt's lists (apt-get update?)"
+	if [ ! -d "kernel-$PKG" ]; then
+		rm -f "$PKG"_*.deb
+		apt-get download "$PKG" >&2 2>/dev/null || skip "apt-get download $PKG failed"
+		mkdir -p "kernel-$PKG.tmp" && dpkg-deb -x "$PKG"_*.deb "kernel-$PKG.tmp" && mv "kernel-$PKG.tmp" "kernel-$PKG"
+		rm -f "$PKG"_*.deb
+	fi
+else
+	# Newer releases are packaged for trixie-backports as three .debs:
+	# linux-binary (vmlinuz), linux-base (config) and linux-modules. The
+	# suite's index keeps the binary of older point releases but not always
+	# their modules, so the newest binary of the release names the version
+	# and all three are fetched from the pool of the mirror this host's apt
+	# already uses (FSIM_QEMU_MIRROR overrides it).
+	MIRROR=${FSIM_QEMU_MIRROR:-$(sed -n 's|^URIs: *\(https\?://[^ ]*/debian\)/*$|\1|p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)}
+	[ -n "$MIRROR" ] || MIRROR=$(sed -n 's|^deb \(https\?://[^ ]*/debian\)/* .*|\1|p' /etc/apt/sources.list 2>/dev/null | head -1)
+	[ -n "$MIRROR" ] || skip "no Debian mirror in /etc/apt (set FSIM_QEMU_MIRROR)"
+	command -v curl >/dev/null || skip "no curl to fetch the $KERNEL kernel"
+	idx=trixie-backports-Packages
+	if [ ! -s "$idx" ] || [ -n "$(find "$idx" -mmin +1440)" ]; then
+		curl -fsS -m 300 "$MIRROR/dists/trixie-backports/main/binary-amd64/Packages.xz" | xz -dc > "$idx.tmp" \
+			&& mv "$idx.tmp" "$idx" || skip "cannot fetch trixie-backports' package index"
+	fi
+	kv=${KERNEL//./\\.}
+	V=$(sed -n "s/^Package: linux-binary-\($kv\.[0-9]*\)+deb13-amd64\$/\1/p" "$idx" | sort -V | tail -1)
+	[ -n "$V" ] || skip "no linux-binary-$KERNEL.*+deb13-amd64 in trixie-backports"
+	DV=$(awk -v p="linux-binary-$V+deb13-amd64" '$1 == "Package:" { on = ($2 == p) } on && $1 == "Version:" { print $2; exit }' "$idx")
+	PKG=linux-$V+deb13-amd64
+	if [ ! -d "kernel-$PKG" ]; then
+		rm -rf "kernel-$PKG.tmp" && mkdir -p "kernel-$PKG.tmp"
+		for part in binary:linux-signed-amd64 base:linux modules:linux; do
+			deb=linux-${part%%:*}-$V+deb13-amd64_${DV}_amd64.deb
+			curl -fsS -m 900 -o "$deb" "$MIRROR/pool/main/l/${part#*:}/$deb" || skip "cannot fetch $deb"
+			dpkg-deb -x "$deb" "kernel-$PKG.tmp" && rm -f "$deb"
+		done
+		mv "kernel-$PKG.tmp" "kernel-$PKG"
+	fi
 fi
 K=$WORK/kernel-$PKG
-KVER=$(basename "$K"/lib/modules/*)
-VMLINUZ=$K/boot/vmlinuz-$KVER
-CONFIG=$K/boot/config-$KVER
+# 6.12's .deb has /boot and /lib/modules; the split 7.N packages keep
+# vmlinuz and config beside the modules in /usr/lib/modules/VER (7.0's
+# linux-base still has /boot).
+MODDIR=$(ls -d "$K"/lib/modules/* "$K"/usr/lib/modules/* 2>/dev/null | head -1 || true)
+[ -n "$MODDIR" ] || skip "$PKG has no modules directory"
+KVER=$(basename "$MODDIR")
+VMLINUZ=$K/boot/vmlinuz-$KVER; [ -f "$VMLINUZ" ] || VMLINUZ=$MODDIR/vmlinuz
+CONFIG=$K/boot/config-$KVER; [ -f "$CONFIG" ] || CONFIG=$MODDIR/config
+[ -f "$VMLINUZ" ] && [ -f "$CONFIG" ] || skip "$PKG has no vmlinuz or config"
 grep -q '^CONFIG_LRU_GEN=y' "$CONFIG" || skip "$PKG has no CONFIG_LRU_GEN"
 grep -q '^CONFIG_MEMCG=y' "$CONFIG" || skip "$PKG has no CONFIG_MEMCG"
 
 # The modules the guest needs (those not built in), dependencies first. The
 # .deb has no modules.dep (depmod makes it at install time), so each module's
 # dependencies are read from the "depends=" of its .modinfo section.
-MODDIR=$K/lib/modules/$KVER
 declare -A modpath=() seen=()
 while IFS= read -r f; do
 	b=$(basename "$f"); b=${b%%.ko*}; modpath[${b//-/_}]=$f
@@ -125,7 +169,9 @@ add_mod() { # module name
 # ext4 asks the crypto API for "crc32c" by name (metadata_csum), not by
 # symbol: the generic implementation is added by hand.
 # virtio_pci is a module too on Debian's 6.1 (built in on 6.12).
-for sym in VIRTIO_PCI:virtio_pci VIRTIO_BLK:virtio_blk CRYPTO_CRC32C:crc32c_generic EXT4_FS:ext4 ZRAM:zram; do
+# From 6.15 its module is crc32c-cryptoapi.
+crc32c=crc32c_generic; [ -n "${modpath[crc32c_cryptoapi]:-}" ] && crc32c=crc32c_cryptoapi
+for sym in VIRTIO_PCI:virtio_pci VIRTIO_BLK:virtio_blk CRYPTO_CRC32C:$crc32c EXT4_FS:ext4 ZRAM:zram; do
 	opt=${sym%%:*}
 	if grep -q "^CONFIG_$opt=m" "$CONFIG"; then
 		add_mod "${sym#*:}"
@@ -214,6 +260,10 @@ for e in ${EXPS//,/ }; do
 			boot ddoom $l fsim_limit_mb=64 fsim_dd_mb=$DD_MB fsim_iops=$DDIOPS
 		done ;;
 		folios) boot folios $l fsim_ra_kb=8192 ;;
+		# The MongoDB proxy (examples/seed003-mongodb-ycsb.toml) at half
+		# its size, reads only: 72M cache + the 256M file in a 160M memcg.
+		ycsb) boot ycsb $l fsim_limit_mb=160 fsim_anon_mb=72 fsim_threads=8 fsim_secs=$YCSB_SECS \
+			fsim_read_kb=32 fsim_cpu_us=400 ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac
@@ -221,7 +271,7 @@ for e in ${EXPS//,/ }; do
 done
 # summary.json: every result line, as one JSON array.
 {
-	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)","ddoom":"examples/seed003-dd-throttle-oom.toml: dd of '"$DD_MB"'M in 1M writes into a 64M memcg, cgroup v2"},"results":[' "$PKG" "$ACCEL"
+	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)","ddoom":"examples/seed003-dd-throttle-oom.toml: dd of '"$DD_MB"'M in 1M writes into a 64M memcg, cgroup v2","ycsb":"1/2 of examples/seed003-mongodb-ycsb.toml without its writes (72M anon + 256M file, 160M memcg, 8 threads, 32K preads, 400 us CPU each)"},"results":[' "$PKG" "$ACCEL"
 	sep=
 	for f in "$OUT"/*-lru_*.json; do
 		while IFS= read -r line; do printf '%s%s' "$sep" "$line"; sep=,; done < "$f"

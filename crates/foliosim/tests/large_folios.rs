@@ -261,7 +261,8 @@ fn kernel_release_presets() {
         KernelRelease::V6_18
     );
     assert_eq!(KernelRelease::parse("6.17").unwrap(), KernelRelease::V6_12);
-    assert_eq!(KernelRelease::parse("7.3.1").unwrap(), KernelRelease::V7_0);
+    assert_eq!(KernelRelease::parse("7.1.13").unwrap(), KernelRelease::V7_0);
+    assert_eq!(KernelRelease::parse("7.3.1").unwrap(), KernelRelease::V7_2);
     assert_eq!(
         KernelRelease::parse("mm-new").unwrap(),
         KernelRelease::MmNew
@@ -276,6 +277,17 @@ fn kernel_release_presets() {
     assert!(KernelRelease::V6_18.ext4_large_folios());
     assert!(!KernelRelease::V7_0.variants().mglru_reclaim_rework);
     assert!(KernelRelease::MmNew.variants().mglru_reclaim_rework);
+    // Seed 004 since 6.14; seeds 000, 002 and 003 merged in 7.2.
+    assert!(!KernelRelease::V6_12.variants().mglru_wsprot_rework);
+    for k in [KernelRelease::V6_18, KernelRelease::V7_0] {
+        let v = k.variants();
+        assert!(v.mglru_wsprot_rework && v.mglru_wsprot_fold_fix, "{k:?}");
+        assert!(!v.mglru_reclaim_rework && !v.shadow_lru_size, "{k:?}");
+    }
+    let v = KernelRelease::V7_2.variants();
+    assert!(v.mglru_reclaim_rework && v.mglru_isolate_fallback_fix && v.shadow_lru_size);
+    assert!(v.mmap_miss_p1 && v.mmap_miss_p2);
+    assert_eq!(v.pf_activation, foliosim::mm::PfActivation::Merged);
 }
 
 #[derive(Debug, Clone)]

@@ -63,6 +63,16 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         (vec!["--think", "20"], "--think: '20' is not A_US,F_US"),
         (vec!["--iops", "10,x"], "--iops: '10,x' is not N[,N...]"),
         (vec!["--dd-mb", "0"], "--dd-mb: '0' is not 1..4096"),
+        (
+            vec!["--kernel", "6.6"],
+            "--kernel: '6.6' is not 6.12 or 7.N",
+        ),
+        (vec!["--kernel", "7"], "--kernel: '7' is not 6.12 or 7.N"),
+        (vec!["--secs", "0"], "--secs: '0' is not 1..3600"),
+        (
+            vec!["--exp", "ycsb,nope"],
+            "--exp: unknown experiment 'nope'",
+        ),
     ] {
         let r = Command::new("bash")
             .arg(qemu_dir().join("run.sh"))
@@ -187,6 +197,46 @@ fn mixpress_swapmix_reports_both_workers() {
     // Operations come in batches of 64 (the clock is read between batches).
     assert_eq!(v["anon_ops"].as_u64().unwrap() % 64, 0, "{v}");
     assert_eq!(v["file_ops"].as_u64().unwrap() % 64, 0, "{v}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mixpress_ycsb_counts_operations_and_their_latency() {
+    let dir = scratch("ycsb");
+    let Some(bin) = build_mixpress(&dir) else {
+        return;
+    };
+    let file = dir.join("data.bin");
+    fs::write(&file, vec![3u8; 1 << 20]).unwrap();
+    // 2 threads for 1 s: 1 MiB of cache, 32K reads, 1 ms of CPU each.
+    let r = Command::new(&bin)
+        .args(["ycsb", file.to_str().unwrap(), "1", "2", "1", "32", "1000"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = result_line(&r.stdout);
+    let ops = v["ops"].as_u64().unwrap();
+    // Two threads spinning 1 ms an operation for about a second: at most
+    // about 2,000, and at least one each.
+    assert!((2..=2100).contains(&ops), "{v}");
+    assert!(v["avg_latency_us"].as_f64().unwrap() >= 1000.0, "{v}");
+    // Bad sizes are refused, naming the rule, exit 2.
+    for args in [["0", "2"], ["1", "65"]] {
+        let r = Command::new(&bin)
+            .args([
+                "ycsb",
+                file.to_str().unwrap(),
+                args[0],
+                args[1],
+                "1",
+                "32",
+                "0",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&r.stderr).contains("THREADS 1..64"));
+    }
     let _ = fs::remove_dir_all(&dir);
 }
 

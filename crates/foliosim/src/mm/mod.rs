@@ -187,11 +187,13 @@ pub enum KernelRelease {
     V6_18,
     #[serde(rename = "7.0")]
     V7_0,
+    #[serde(rename = "7.2")]
+    V7_2,
     #[serde(rename = "mm-new")]
     MmNew,
 }
 
-pub const KERNEL_RELEASES: &str = "6.1, 6.6, 6.12, 6.18, 7.0, mm-new";
+pub const KERNEL_RELEASES: &str = "6.1, 6.6, 6.12, 6.18, 7.0, 7.2, mm-new";
 
 impl KernelRelease {
     /// "6.18", "6.18.44-fc-v669" (a host's osrelease: its major.minor
@@ -210,7 +212,9 @@ impl KernelRelease {
             ));
         };
         let v = (major, minor);
-        Ok(if v >= (7, 0) {
+        Ok(if v >= (7, 2) {
+            KernelRelease::V7_2
+        } else if v >= (7, 0) {
             KernelRelease::V7_0
         } else if v >= (6, 18) {
             KernelRelease::V6_18
@@ -256,22 +260,37 @@ impl KernelRelease {
         self >= KernelRelease::V6_18
     }
 
-    /// The seeds' patches as the release has them: mainline through 7.0
-    /// has none of the seeds' changes (seed 000's merged form is 7.2, the
-    /// shadow-node sizing change 7.1, seeds 003/004 are in mm-new only);
-    /// seed 002's mmap_miss patches are in none of them.
+    /// The seeds' patches as the release has them, read in each release's
+    /// source (docs/fidelity/kernels.md): seed 004's rework (v2 with the
+    /// fix folded in) was merged for 6.14, so 6.18 and 7.0 have it; 7.2
+    /// (Debian's linux-source-7.2) has seed 003's series with the
+    /// isolate_folios() fix, seed 000 in its merged form, both of seed
+    /// 002's mmap_miss patches and the 7.1 lruvec_lru_size() sizing of
+    /// shadow nodes. 7.1 takes the 7.0 preset (its source was not read).
     pub fn variants(self) -> Variants {
+        let before_seed_004 = Variants {
+            pf_activation: PfActivation::SetActive,
+            mglru_wsprot_rework: false,
+            mglru_wsprot_fold_fix: false,
+            shadow_lru_size: false,
+            mglru_reclaim_rework: false,
+            mglru_isolate_fallback_fix: false,
+            ..Variants::newest()
+        };
         match self {
             KernelRelease::MmNew => Variants::newest(),
-            _ => Variants {
-                pf_activation: PfActivation::SetActive,
-                mglru_wsprot_rework: false,
-                mglru_wsprot_fold_fix: false,
-                shadow_lru_size: false,
-                mglru_reclaim_rework: false,
-                mglru_isolate_fallback_fix: false,
+            KernelRelease::V7_2 => Variants {
+                pf_activation: PfActivation::Merged,
+                mmap_miss_p1: true,
+                mmap_miss_p2: true,
                 ..Variants::newest()
             },
+            KernelRelease::V6_18 | KernelRelease::V7_0 => Variants {
+                mglru_wsprot_rework: true,
+                mglru_wsprot_fold_fix: true,
+                ..before_seed_004
+            },
+            _ => before_seed_004,
         }
     }
 }
