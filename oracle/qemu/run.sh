@@ -21,7 +21,9 @@
 # kernel package cannot be had, prints "skipped: <why>", writes
 # {"skipped": "<why>"} to DIR/summary.json and stdout, and exits 0.
 # FSIM_QEMU_NO_INSTALL=1 forbids apt-get install, FSIM_QEMU_BIN names the
-# qemu binary (tests use both for the skip path).
+# qemu binary (tests use both for the skip path). FSIM_QEMU_TRACE=1 has the
+# ddoom guest trace reclaim, writeback and the OOM kill (FSIM_TRACE lines in
+# its log).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=results/qemu-seed003
@@ -257,7 +259,7 @@ for e in ${EXPS//,/ }; do
 		aging) boot aging $l fsim_limit_mb=512 fsim_anon_mb=448 fsim_threads=$THREADS fsim_readers=$READERS \
 			fsim_rounds=$ROUNDS fsim_wait_ms=1000 fsim_limit_s=$((ROUNDS * THREADS * 8 + 120)) ;;
 		ddoom) for DDIOPS in ${IOPS//,/ }; do
-			boot ddoom $l fsim_limit_mb=64 fsim_dd_mb=$DD_MB fsim_iops=$DDIOPS
+			boot ddoom $l fsim_limit_mb=64 fsim_dd_mb=$DD_MB fsim_iops=$DDIOPS fsim_trace=${FSIM_QEMU_TRACE:-0}
 		done ;;
 		folios) boot folios $l fsim_ra_kb=8192 ;;
 		# The MongoDB proxy (examples/seed003-mongodb-ycsb.toml) at half

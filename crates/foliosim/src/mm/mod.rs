@@ -552,7 +552,8 @@ pub struct CpuCosts {
     pub minor_fault: u64,
     pub map_page: u64,
     pub page_alloc: u64,
-    /// Scanning one folio in reclaim (either LRU). Order of magnitude.
+    /// Scanning one folio in reclaim (either LRU), whatever its size: a
+    /// large folio is one list move. Order of magnitude.
     pub scan_folio: u64,
     /// The classic LRU's isolate_lru_folios() and putback of one folio
     /// beyond scan_folio (the LRU lock held with interrupts off, the list

@@ -268,10 +268,12 @@ impl ClassicLru {
         let mut list = std::mem::take(&mut self.scratch);
         trace_isolate(core, memcg, nr_to_scan, n, lru);
         core.count_reclaim(memcg, Item::PGREFILL, n, sc);
+        // Per folio, whatever its size.
+        let folios = list.len() as u64;
         if n > 0 {
-            core.cpu_or_kswapd(core.cost.shrink_active_list + core.cost.isolate_lru_folio * n);
+            core.cpu_or_kswapd(core.cost.shrink_active_list + core.cost.isolate_lru_folio * folios);
         }
-        core.cpu_or_kswapd(core.cost.scan_folio * n);
+        core.cpu_or_kswapd(core.cost.scan_folio * folios);
         let mut nr_deactivate = 0;
         for &id in &list {
             let (referenced, exec) = super::folio_referenced_walk(core, id);
@@ -313,8 +315,11 @@ impl ClassicLru {
             return 0;
         }
         sc.nr_scanned += nr_scanned;
+        // Per folio, whatever its size (nr_scanned counts pages).
+        let folios = list.len() as u64;
         core.cpu_or_kswapd(
-            core.cost.shrink_inactive_list + core.cost.isolate_lru_folio * nr_scanned,
+            core.cost.shrink_inactive_list
+                + (core.cost.isolate_lru_folio + core.cost.scan_folio) * folios,
         );
         core.count_pgscan(memcg, file, nr_scanned, sc);
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
@@ -456,8 +461,11 @@ impl ClassicLru {
             core.folios.get_mut(id).set(pg::ISOLATED);
             list.push(id);
         }
-        sc.nr_scanned += n as u64;
-        core.count_pgscan(memcg, true, n as u64, sc);
+        // pgscan and nr_scanned count pages, the scan's cost folios.
+        let pages: u64 = cand.iter().map(|&id| core.folios.get(id).nr_pages()).sum();
+        sc.nr_scanned += pages;
+        core.count_pgscan(memcg, true, pages, sc);
+        core.cpu_or_kswapd(core.cost.scan_folio * n as u64);
         let got = shrink_folio_list(core, self, &mut list, sc);
         self.move_folios_to_lru(core, &list);
         core.count_pgsteal(memcg, true, got, sc);

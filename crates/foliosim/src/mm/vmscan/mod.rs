@@ -381,7 +381,6 @@ impl Core {
             n,
             sc,
         );
-        self.cpu_or_kswapd(self.cost.scan_folio * n);
     }
 
     /// pgsteal for the folios of a batch that were reclaimed.

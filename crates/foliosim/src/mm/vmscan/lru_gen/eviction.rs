@@ -113,6 +113,9 @@ impl LruGen {
         };
         let mut remaining = scan_batch;
         let (mut scanned, mut sorted, mut isolated) = (0u64, 0u64, 0u64);
+        // The walk's cost is per folio (a list move or an isolation), a
+        // large folio's pages are counted, not walked.
+        let mut folios = 0u64;
         while remaining > 0 {
             let id = self.lrugen[m].folios[gen][type_].tail;
             if id == NIL {
@@ -121,6 +124,7 @@ impl LruGen {
             // Pages counted, folios bounded by `remaining` (delta).
             let delta = core.folios.get(id).nr_pages();
             scanned += delta;
+            folios += 1;
             if self.sort_folio(core, m, id, tier) {
                 sorted += delta;
             } else {
@@ -143,7 +147,7 @@ impl LruGen {
             t.lru_isolate(cx, memcg, scan_batch, scanned, 0, isolated, lru);
         }
         core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
-        core.cpu_or_kswapd(core.cost.scan_folio * sorted);
+        core.cpu_or_kswapd(core.cost.scan_folio * folios);
         if isolated > 0 {
             core.count_pgscan(memcg, type_ == LRU_GEN_FILE, isolated, sc);
         }
