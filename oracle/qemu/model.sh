@@ -14,6 +14,13 @@
 # run.sh's --anon-mb. FSIM_MODEL_EXPS=swapmix (or aging) runs one of the two;
 # FSIM_MODEL_AGING=THREADS,READERS,ROUNDS (4,4,32) is run.sh's --threads,
 # --readers and --rounds.
+#
+# FSIM_MODEL_EXPS=ddoom,ycsb runs section 4's released-kernel experiments
+# with the --kernel presets (6.12, 7.0, 7.2; ext4's large folios from 6.16):
+# ddoom (examples/seed003-dd-throttle-oom.toml at 512M on a 1G machine, on
+# virtio and with writes of FSIM_MODEL_DD_LAT, "10ms,100ms") and ycsb
+# (model-ycsb.toml with FSIM_MODEL_YCSB_CPU_US of CPU an operation, 3000:
+# the guest's rate).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-target/release/foliosim}
@@ -67,3 +74,36 @@ while read -r lru label var; do
 			                                workingset_refault_anon, workingset_refault_file, workingset_nodereclaim})}' "$tmp"
 	done
 done <<< "$CELLS"
+
+# Section 4: the released kernels' presets.
+DD_LAT=${FSIM_MODEL_DD_LAT:-10ms,100ms}
+YCSB_CPU=${FSIM_MODEL_YCSB_CPU_US:-3000}
+[[ $YCSB_CPU =~ ^[0-9]+$ ]] || { echo "model.sh: FSIM_MODEL_YCSB_CPU_US: '$YCSB_CPU' is not a number" >&2; exit 2; }
+[[ $DD_LAT =~ ^[0-9]+(us|ms)(,[0-9]+(us|ms))*$ ]] || { echo "model.sh: FSIM_MODEL_DD_LAT: '$DD_LAT' is not DUR[,DUR...] (us or ms)" >&2; exit 2; }
+if [[ ,$EXPS, == *,ddoom,* ]]; then
+	dd=$(mktemp --suffix=.toml)
+	sed 's/size = "1G"/size = "512M"/' "$HERE/../../examples/seed003-dd-throttle-oom.toml" > "$dd"
+	for k in 6.12 7.0 7.2; do for lru in mglru classic; do for dev in virtio ${DD_LAT//,/ }; do
+		[ "$dev" = virtio ] || dev=virtio:latency=$dev
+		nice "$BIN" run "$dd" --memory 1G --kernel $k --lru $lru --device $dev --json > "$tmp"
+		jq -c --arg k $k --arg lru $lru --arg dev $dev '
+			{exp: "ddoom", model: true, kernel: $k, lru: $lru, device: $dev,
+			 dd_oom_killed: (.processes[0].oom_killed),
+			 memory_stat: (.cgroups.dd | {max, oom_kill, pgsteal_file, pgrefill})}' "$tmp"
+	done; done; done
+	rm -f "$dd"
+fi
+if [[ ,$EXPS, == *,ycsb,* ]]; then
+	y=$(mktemp --suffix=.toml)
+	sed "s/time = \"400us\"/time = \"${YCSB_CPU}us\"/" "$HERE/model-ycsb.toml" > "$y"
+	for k in 7.0 7.2; do for lru in mglru classic; do
+		nice "$BIN" run "$y" --kernel $k --lru $lru --json > "$tmp"
+		jq -c --arg k $k --arg lru $lru --argjson cpu $YCSB_CPU '
+			([.processes[] | .ios] | add) as $ops
+			| {exp: "ycsb", model: true, kernel: $k, lru: $lru, cpu_us: $cpu, ops: $ops,
+			   refault_file_per_op: (.cgroups.mongo.workingset_refault_file / $ops),
+			   pgpgin_kib_per_op: (.cgroups.mongo.pgpgin / $ops),
+			   memory_stat: (.cgroups.mongo | {pgpgin, workingset_refault_file, pgsteal_file, pgactivate, pgrefill})}' "$tmp"
+	done; done
+	rm -f "$y"
+fi

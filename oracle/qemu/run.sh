@@ -23,7 +23,7 @@
 # FSIM_QEMU_NO_INSTALL=1 forbids apt-get install, FSIM_QEMU_BIN names the
 # qemu binary (tests use both for the skip path). FSIM_QEMU_TRACE=1 has the
 # ddoom guest trace reclaim, writeback and the OOM kill (FSIM_TRACE lines in
-# its log).
+# its log). FSIM_QEMU_SMP sets the guest's vCPUs (2).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=results/qemu-seed003
@@ -66,6 +66,8 @@ for o in "secs:$YCSB_SECS:3600" "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "roun
 	IFS=: read -r name v max <<< "$o"
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
 done
+SMP=${FSIM_QEMU_SMP:-2}
+[[ $SMP =~ ^[0-9]+$ ]] && [ "$SMP" -ge 1 ] && [ "$SMP" -le 64 ] || { echo "run.sh: FSIM_QEMU_SMP: '$SMP' is not 1..64" >&2; exit 2; }
 mkdir -p "$OUT"
 WORK=${FSIM_QEMU_WORK:-/var/tmp/foliosim-qemu}
 
@@ -244,7 +246,7 @@ boot() { # exp lru args...
 		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw")
 	fi
 	echo "run.sh: booting $KVER ($ACCEL) exp=$exp lru_gen=$lru" >&2
-	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp 2 -m 1024 \
+	nice -n 10 timeout "${FSIM_QEMU_TIMEOUT:-1500}" "$QEMU" -machine q35,accel=$ACCEL -cpu $CPU -smp "$SMP" -m 1024 \
 		-kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
 		-drive file="$WORK/disk-$FILE_MB.img",if=virtio,format=raw,readonly=on "${extra[@]}" \
 		-append "console=ttyS0 quiet panic=-1 fsim_exp=$exp fsim_lru=$lru $*" \

@@ -85,6 +85,21 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         let err = String::from_utf8_lossy(&r.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    for smp in ["0", "8x", "65"] {
+        let r = Command::new("bash")
+            .arg(qemu_dir().join("run.sh"))
+            .args(["--out", out.to_str().unwrap()])
+            .env("FSIM_QEMU_NO_INSTALL", "1")
+            .env("FSIM_QEMU_SMP", smp)
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(2), "FSIM_QEMU_SMP={smp}");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            err.contains(&format!("FSIM_QEMU_SMP: '{smp}' is not 1..64")),
+            "{smp}: {err}"
+        );
+    }
     let _ = fs::remove_dir_all(&out);
 }
 
@@ -238,6 +253,40 @@ fn mixpress_ycsb_counts_operations_and_their_latency() {
         assert!(String::from_utf8_lossy(&r.stderr).contains("THREADS 1..64"));
     }
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// model.sh's section-4 knobs are checked before anything runs: one line
+/// naming the variable, exit 2.
+#[test]
+fn model_sh_rejects_bad_released_kernel_knobs() {
+    if Command::new("jq").arg("--version").output().is_err() {
+        eprintln!("skipped: no jq");
+        return;
+    }
+    for (var, val, needle) in [
+        (
+            "FSIM_MODEL_DD_LAT",
+            "10",
+            "FSIM_MODEL_DD_LAT: '10' is not DUR",
+        ),
+        (
+            "FSIM_MODEL_YCSB_CPU_US",
+            "3ms",
+            "FSIM_MODEL_YCSB_CPU_US: '3ms' is not a number",
+        ),
+    ] {
+        let r = Command::new("bash")
+            .arg(qemu_dir().join("model.sh"))
+            .arg("/bin/true")
+            .env("FSIM_MODEL_EXPS", "ddoom")
+            .env(var, val)
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(2), "{var}");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(needle), "{var}: {err}");
+        assert!(r.stdout.is_empty(), "{var}: ran something");
+    }
 }
 
 /// table.sh turns the guest's and the model's result lines (their two
