@@ -260,13 +260,14 @@ impl KernelRelease {
         self >= KernelRelease::V6_18
     }
 
-    /// The seeds' patches as the release has them, read in each release's
-    /// source (docs/fidelity/kernels.md): seed 004's rework (v2 with the
-    /// fix folded in) was merged for 6.14, so 6.18 and 7.0 have it; 7.2
-    /// (Debian's linux-source-7.2) has seed 003's series with the
-    /// isolate_folios() fix, seed 000 in its merged form, both of seed
-    /// 002's mmap_miss patches and the 7.1 lruvec_lru_size() sizing of
-    /// shadow nodes. 7.1 takes the 7.0 preset (its source was not read).
+    /// The seeds' patches as the release has them (docs/large_folios.md,
+    /// "Kernel releases"; 7.0 and 7.2 read in Debian's linux-source
+    /// packages): seed 004's rework (v2 with the fix folded in) was merged
+    /// for 6.14, so 6.18 and 7.0 have it; 7.2 has seed 003's series with
+    /// the isolate_folios() fix, seed 000 in its merged form, both of seed
+    /// 002's mmap_miss patches and the lruvec_lru_size() sizing of shadow
+    /// nodes. 7.1 takes the 7.0 preset and 6.14-6.17 the 6.12 one (their
+    /// sources were not read; 6.14+ has seed 004).
     pub fn variants(self) -> Variants {
         let before_seed_004 = Variants {
             pf_activation: PfActivation::SetActive,
