@@ -675,7 +675,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core
             .cache_ext
             .folio_added(&self.core.folios, id, self.core.now);
-        self.policy.folio_add_lru(&mut self.core, id);
+        self.folio_add_lru(id);
         let f = self.core.folios.get_mut(id);
         f.set(pg::UPTODATE);
         f.clear(pg::LOCKED);

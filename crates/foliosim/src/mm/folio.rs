@@ -45,6 +45,10 @@ pub mod pg {
     /// folio_ref_freeze() fails and reclaim keeps the folio. The model
     /// keeps no refcounts; this bit stands for the extra one.
     pub const EXTRA_REF: u32 = 1 << 19;
+    /// In a CPU's lru_add folio_batch: folio_add_lru() was called, lru_add()
+    /// has not run yet (mm/swap.c), so the folio is on no LRU list and
+    /// its generation or list is chosen by its flags at the drain.
+    pub const LRU_CACHED: u32 = 1 << 20;
     /// folio_order(): bits 24..28 hold the order (the kernel keeps it in
     /// the first tail page; the model has no tail pages). Not a flag:
     /// read it with Folio::order().
@@ -110,11 +114,12 @@ impl Folio {
     pub fn nr_pages(&self) -> u64 {
         1 << self.order()
     }
-    /// Page-flag writes that replace every flag keep the order: a folio's
-    /// size is fixed from allocation to free.
+    /// Page-flag writes that replace every flag keep the order (a folio's
+    /// size is fixed from allocation to free) and LRU_CACHED, which is no
+    /// page flag but the lru_add batch's hold on the folio.
     #[inline]
     pub fn set_flags_keep_order(&mut self, flags: u32) {
-        self.flags = (self.flags & pg::ORDER_MASK) | flags;
+        self.flags = (self.flags & (pg::ORDER_MASK | pg::LRU_CACHED)) | flags;
     }
 }
 

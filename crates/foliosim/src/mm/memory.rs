@@ -264,7 +264,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 for _ in 0..nr {
                     self.core.mm_counter_inc(space, super::mmap::MM_ANONPAGES);
                 }
-                self.policy.folio_add_lru(&mut self.core, id);
+                self.folio_add_lru(id);
                 true
             }
         };

@@ -718,6 +718,11 @@ pub struct Core {
     pub file_reads_until: u64,
     /// current->in_lru_fault: inside handle_mm_fault of a vma with recency.
     pub in_lru_fault: bool,
+    /// The CPU the current task runs on: the model gives every task (a
+    /// scenario thread, a fio job) a CPU of its own; 0 outside them.
+    pub cpu: u32,
+    /// Per-CPU lru_add batches (cpu_fbatches.lru_add), indexed by `cpu`.
+    pub lru_add: Vec<LruAddBatch>,
     /// current_is_kswapd() for the reclaim in progress.
     pub in_kswapd: bool,
     /// PF_MEMALLOC: reclaim must not recurse.
@@ -813,6 +818,8 @@ impl Core {
             wb: page_writeback::WbState::default(),
             file_reads_until: 0,
             in_lru_fault: false,
+            cpu: 0,
+            lru_add: Vec::new(),
             in_kswapd: false,
             in_reclaim: false,
             tlb_flush_pending: false,
@@ -1050,6 +1057,32 @@ impl Core {
 
     /// Every live folio's memcg, file and LRU bits agree with the counts.
     pub fn check_core_invariants(&self) -> Result<(), String> {
+        // Every folio flagged as batched is in exactly one CPU's lru_add
+        // batch, and every batched folio is so flagged.
+        let mut batched = 0usize;
+        for (cpu, b) in self.lru_add.iter().enumerate() {
+            for &id in b.folios() {
+                let f = self.folios.get(id);
+                if !f.test(pg::LRU_CACHED) || f.test(pg::LRU) || f.test(pg::FREE) {
+                    return Err(format!(
+                        "folio {id} in cpu {cpu}'s lru_add batch has flags {:#x}",
+                        f.flags
+                    ));
+                }
+                batched += 1;
+            }
+        }
+        let flagged = self
+            .folios
+            .f
+            .iter()
+            .filter(|f| !f.test(pg::FREE) && f.test(pg::LRU_CACHED))
+            .count();
+        if flagged != batched {
+            return Err(format!(
+                "{flagged} folios flagged LRU_CACHED but {batched} in lru_add batches"
+            ));
+        }
         let mut per_memcg = vec![0u64; self.memcgs.len()];
         let mut live = 0u64;
         for f in &self.folios.f {
@@ -1061,9 +1094,9 @@ impl Core {
                 continue;
             }
             per_memcg[f.memcg as usize] += f.nr_pages();
-            if !f.test(pg::LRU) && !f.test(pg::ISOLATED) {
+            if !f.test(pg::LRU) && !f.test(pg::ISOLATED) && !f.test(pg::LRU_CACHED) {
                 return Err(format!(
-                    "folio {}:{} neither on an LRU nor isolated",
+                    "folio {}:{} neither on an LRU, isolated nor in an lru_add batch",
                     f.mapping, f.index
                 ));
             }
@@ -1174,6 +1207,23 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         // usage is over its limit only if reclaim and OOM could not help.
         self.core.memcgs[memcg as usize].limit = old_max;
         self.memory_max_write(memcg, knobs.max);
+    }
+
+    /// folio_add_lru(): the policy's hook, then the current CPU's lru_add
+    /// batch, moved to the LRU when it fills (FOLIO_BATCH_SIZE) or at once
+    /// for a large folio; reclaim drains its CPU's batch first.
+    #[inline]
+    pub fn folio_add_lru(&mut self, id: FolioId) {
+        self.policy.folio_add_lru_prepare(&mut self.core, id);
+        if self.core.lru_add_batch(id) {
+            self.policy.lru_add_drain(&mut self.core);
+        }
+    }
+
+    /// lru_add_drain() of `cpu` (a task leaving its CPU: the model gives
+    /// the next task a CPU of its own, so nothing else would drain it).
+    pub fn lru_add_drain_cpu(&mut self, cpu: u32) {
+        self.policy.lru_add_drain_cpu(&mut self.core, cpu);
     }
 
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -1336,5 +1386,88 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         };
         self.core.charging = was_charging;
         Some(id)
+    }
+}
+
+/// FOLIO_BATCH_SIZE (include/linux/folio_batch.h).
+pub const FOLIO_BATCH_SIZE: usize = 31;
+
+/// One CPU's lru_add folio_batch: folios that folio_add_lru() took and
+/// lru_add() has not yet put on an LRU list.
+#[derive(Clone, Copy, Debug)]
+pub struct LruAddBatch {
+    ids: [FolioId; FOLIO_BATCH_SIZE],
+    nr: u8,
+}
+
+impl Default for LruAddBatch {
+    fn default() -> Self {
+        LruAddBatch {
+            ids: [0; FOLIO_BATCH_SIZE],
+            nr: 0,
+        }
+    }
+}
+
+impl LruAddBatch {
+    pub fn folios(&self) -> &[FolioId] {
+        &self.ids[..self.nr as usize]
+    }
+}
+
+impl Core {
+    /// folio_batch_add() to the current CPU's lru_add batch. Returns true
+    /// when the batch must be moved to the LRU now: it is full, or the
+    /// folio is large (folio_may_be_lru_cached() is false for them).
+    #[inline]
+    pub fn lru_add_batch(&mut self, id: FolioId) -> bool {
+        let cpu = self.cpu as usize;
+        if self.lru_add.len() <= cpu {
+            self.lru_add.resize(cpu + 1, LruAddBatch::default());
+        }
+        let f = self.folios.get_mut(id);
+        f.set(pg::LRU_CACHED);
+        let large = f.nr_pages() > 1;
+        let b = &mut self.lru_add[cpu];
+        b.ids[b.nr as usize] = id;
+        b.nr += 1;
+        b.nr as usize == FOLIO_BATCH_SIZE || large
+    }
+
+    /// Empties `cpu`'s batch, returning what it held (flags cleared).
+    pub fn lru_add_take(&mut self, cpu: u32) -> LruAddBatch {
+        let Some(b) = self.lru_add.get_mut(cpu as usize) else {
+            return LruAddBatch::default();
+        };
+        let out = *b;
+        b.nr = 0;
+        for &id in out.folios() {
+            self.folios.get_mut(id).clear(pg::LRU_CACHED);
+        }
+        out
+    }
+
+    /// Whether `id` sits in `cpu`'s lru_add batch
+    /// (__lru_cache_activate_folio() searches only the local one).
+    pub fn lru_add_batched_on(&self, cpu: u32, id: FolioId) -> bool {
+        self.lru_add
+            .get(cpu as usize)
+            .is_some_and(|b| b.folios().contains(&id))
+    }
+
+    /// A batched folio freed before its drain (truncated, unmapped): the
+    /// kernel's batch holds a reference until lru_add() drops it; the
+    /// model frees at once, so the entry goes.
+    #[cold]
+    pub fn lru_add_forget(&mut self, id: FolioId) {
+        self.folios.get_mut(id).clear(pg::LRU_CACHED);
+        for b in self.lru_add.iter_mut() {
+            if let Some(i) = b.folios().iter().position(|&x| x == id) {
+                let n = b.nr as usize;
+                b.ids.copy_within(i + 1..n, i);
+                b.nr -= 1;
+                return;
+            }
+        }
     }
 }

@@ -287,7 +287,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.core.memcgs[memcg as usize].nr_file += nr;
         self.core.memcg_swap[memcg as usize].nr_shmem += nr;
-        self.policy.folio_add_lru(&mut self.core, id);
+        self.folio_add_lru(id);
         Some(id)
     }
 

@@ -231,7 +231,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if let Some(s) = shadow {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
-        self.policy.folio_add_lru(&mut self.core, id);
+        self.folio_add_lru(id);
         Some((id, true))
     }
 
@@ -260,7 +260,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if let Some(s) = self.core.swap.swap_cache_shadow(first) {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
-        self.policy.folio_add_lru(&mut self.core, id);
+        self.folio_add_lru(id);
         self.core.swap_read_folio_sync(id);
     }
 

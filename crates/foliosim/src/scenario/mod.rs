@@ -727,6 +727,8 @@ impl<'a> Driver<'a> {
 
     /// Runs one slice of thread `id`.
     fn exec<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize) -> Result<Flow, String> {
+        // Each thread runs on a CPU of its own (its lru_add batch).
+        k.core.cpu = id as u32;
         if self.threads[id].cur.is_some() {
             return self.access(k, id);
         }
@@ -1389,6 +1391,7 @@ impl<'a> Driver<'a> {
                 self.threads[th].st = St::Done;
                 self.threads[th].cur = None;
                 self.leave_barriers(th);
+                k.lru_add_drain_cpu(th as u32);
             }
         }
         self.procs[p].live = 0;
@@ -1397,6 +1400,9 @@ impl<'a> Driver<'a> {
 
     fn thread_end<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize) {
         let p = self.threads[id].proc;
+        // The CPU's next task would drain what it left; each task has
+        // its own here, so the batch goes to the LRU as the thread ends.
+        k.lru_add_drain_cpu(id as u32);
         self.threads[id].st = St::Done;
         self.leave_barriers(id);
         let t = self.threads[id].t;

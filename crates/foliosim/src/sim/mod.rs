@@ -848,6 +848,8 @@ impl Sim {
                 // The job's task: the OOM killer may choose it (its memory
                 // is fio's, --fio-memory), and then its I/O stops.
                 k.core.current = job_mms[i];
+                // Each job runs on a CPU of its own (its lru_add batch).
+                k.core.cpu = i as u32;
                 if let Some(t) = k.core.trace.as_deref_mut() {
                     // Every fio job is a process named fio.
                     t.set_task("fio", 1000 + i as u32);
@@ -1297,6 +1299,10 @@ impl Sim {
             // fio exits: its processes' memory is freed, mmap'ed files are
             // unmapped, page tables freed.
             k.core.current = crate::mm::mmap::NO_MM;
+            for cpu in 0..jobs.len() {
+                k.lru_add_drain_cpu(cpu as u32);
+            }
+            k.core.cpu = 0;
             for &mm in job_mms.iter().filter(|&&mm| mm != crate::mm::mmap::NO_MM) {
                 k.exit_mm(mm);
             }

@@ -264,6 +264,9 @@ impl ClassicLru {
         sc: &mut ScanControl,
         lru: usize,
     ) {
+        if !sc.is_kswapd {
+            self.lru_add_drain(core);
+        }
         let n = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         trace_isolate(core, memcg, nr_to_scan, n, lru);
@@ -307,6 +310,9 @@ impl ClassicLru {
         lru: usize,
     ) -> u64 {
         let file = lru == LRU_INACTIVE_FILE;
+        if !sc.is_kswapd {
+            self.lru_add_drain(core);
+        }
         let nr_scanned = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         trace_isolate(core, memcg, nr_to_scan, nr_scanned, lru);
@@ -665,6 +671,10 @@ impl ReclaimPolicy for ClassicLru {
                 self.lruvec_add_folio(core, id);
                 core.count(memcg, Item::PGACTIVATE, nr);
                 core.trace_lru_activate(id);
+            } else if f.test(pg::LRU_CACHED) && core.lru_add_batched_on(core.cpu, id) {
+                // __lru_cache_activate_folio(): still in this CPU's
+                // lru_add batch, it goes to the active list at the drain.
+                core.folios.get_mut(id).set(pg::ACTIVE);
             }
             core.folios.get_mut(id).clear(pg::REFERENCED);
             // workingset_activation()

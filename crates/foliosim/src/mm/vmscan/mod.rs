@@ -147,8 +147,24 @@ pub trait ReclaimPolicy {
     fn name(&self) -> &'static str;
     /// Sets up the lruvec of a new memcg.
     fn lruvec_init(&mut self, memcg: MemcgId);
-    /// folio_add_lru() (mm/swap.c), including the MGLRU fault-path hook.
+    /// lru_add() (mm/swap.c): the folio goes on an LRU list by its flags
+    /// now (a drained lru_add batch, or a caller that bypasses it).
     fn folio_add_lru(&mut self, core: &mut Core, id: FolioId);
+    /// folio_add_lru()'s part before the batch: MGLRU's fault-path hook.
+    fn folio_add_lru_prepare(&mut self, _core: &mut Core, _id: FolioId) {}
+    /// lru_add_drain() of `cpu`: its lru_add batch onto the LRU, in order.
+    fn lru_add_drain_cpu(&mut self, core: &mut Core, cpu: u32) {
+        let b = core.lru_add_take(cpu);
+        for &id in b.folios() {
+            self.folio_add_lru(core, id);
+        }
+    }
+    /// lru_add_drain() of the current CPU, as reclaim does before it
+    /// isolates (kswapd's own batch is empty: it adds no folios).
+    fn lru_add_drain(&mut self, core: &mut Core) {
+        let cpu = core.cpu;
+        self.lru_add_drain_cpu(core, cpu);
+    }
     /// folio_mark_accessed() (mm/swap.c): reads and writes through file
     /// descriptors.
     fn folio_mark_accessed(&mut self, core: &mut Core, id: FolioId);
@@ -363,6 +379,9 @@ impl Core {
         self.cache_ext.folio_evicted(&self.folios, id, self.now);
         let f = self.folios.get(id);
         let (memcg, nr) = (f.memcg, f.nr_pages());
+        if f.test(pg::LRU_CACHED) {
+            self.lru_add_forget(id);
+        }
         self.mem_cgroup_uncharge(memcg, nr);
         // memcg v1's pgpgout counts folios (memcg1_uncharge_batch), the
         // page counters pages.

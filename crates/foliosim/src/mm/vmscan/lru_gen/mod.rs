@@ -596,12 +596,12 @@ impl ReclaimPolicy for LruGen {
         }
     }
 
-    /// folio_add_lru() with the MGLRU fault-path hook (seed 000): in a
-    /// fault of a vma with recency, outside reclaim, the folio is marked
-    /// active (before) or accessed (after) first.
-    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
+    /// folio_add_lru()'s MGLRU fault-path hook (seed 000), before the
+    /// lru_add batch: in a fault of a vma with recency, outside reclaim,
+    /// the folio is marked active (before) or accessed (after) first.
+    fn folio_add_lru_prepare(&mut self, core: &mut Core, id: FolioId) {
         if !self.enabled() {
-            return self.classic.folio_add_lru(core, id);
+            return;
         }
         if core.in_lru_fault && !core.in_reclaim && !core.folios.get(id).test(pg::UNEVICTABLE) {
             let f = core.folios.get(id);
@@ -614,6 +614,15 @@ impl ReclaimPolicy for LruGen {
                 PfActivation::Merged if !f.test(pg::REFERENCED) => Self::lru_gen_inc_refs(core, id),
                 PfActivation::Merged => {}
             }
+        }
+    }
+
+    /// lru_add(): the generation is chosen by the flags the folio has at
+    /// the batch's drain (PG_referenced from a read's
+    /// folio_mark_accessed() meanwhile, under seed 000's merged form).
+    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
+        if !self.enabled() {
+            return self.classic.folio_add_lru(core, id);
         }
         self.lru_gen_add_folio(core, id, false);
         core.trace_lru_insertion(id, Self::trace_lru(core, id));
