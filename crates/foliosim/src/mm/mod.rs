@@ -1072,23 +1072,14 @@ impl Core {
                 batched += 1;
             }
         }
-        let flagged = self
-            .folios
-            .f
-            .iter()
-            .filter(|f| !f.test(pg::FREE) && f.test(pg::LRU_CACHED))
-            .count();
-        if flagged != batched {
-            return Err(format!(
-                "{flagged} folios flagged LRU_CACHED but {batched} in lru_add batches"
-            ));
-        }
+        let mut flagged = 0usize;
         let mut per_memcg = vec![0u64; self.memcgs.len()];
         let mut live = 0u64;
         for f in &self.folios.f {
             if f.test(pg::FREE) {
                 continue;
             }
+            flagged += f.test(pg::LRU_CACHED) as usize;
             live += f.nr_pages();
             if f.test(pg::ZSMALLOC) {
                 continue;
@@ -1100,6 +1091,11 @@ impl Core {
                     f.mapping, f.index
                 ));
             }
+        }
+        if flagged != batched {
+            return Err(format!(
+                "{flagged} folios flagged LRU_CACHED but {batched} in lru_add batches"
+            ));
         }
         if let Some((m, nr)) = self.charging {
             per_memcg[m as usize] += nr;
@@ -1394,19 +1390,10 @@ pub const FOLIO_BATCH_SIZE: usize = 31;
 
 /// One CPU's lru_add folio_batch: folios that folio_add_lru() took and
 /// lru_add() has not yet put on an LRU list.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct LruAddBatch {
     ids: [FolioId; FOLIO_BATCH_SIZE],
     nr: u8,
-}
-
-impl Default for LruAddBatch {
-    fn default() -> Self {
-        LruAddBatch {
-            ids: [0; FOLIO_BATCH_SIZE],
-            nr: 0,
-        }
-    }
 }
 
 impl LruAddBatch {

@@ -264,9 +264,7 @@ impl ClassicLru {
         sc: &mut ScanControl,
         lru: usize,
     ) {
-        if !sc.is_kswapd {
-            self.lru_add_drain(core);
-        }
+        self.lru_add_drain(core);
         let n = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         trace_isolate(core, memcg, nr_to_scan, n, lru);
@@ -310,9 +308,7 @@ impl ClassicLru {
         lru: usize,
     ) -> u64 {
         let file = lru == LRU_INACTIVE_FILE;
-        if !sc.is_kswapd {
-            self.lru_add_drain(core);
-        }
+        self.lru_add_drain(core);
         let nr_scanned = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);
         trace_isolate(core, memcg, nr_to_scan, nr_scanned, lru);
@@ -651,7 +647,7 @@ impl ReclaimPolicy for ClassicLru {
     }
 
     #[inline(always)]
-    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
+    fn lru_add(&mut self, core: &mut Core, id: FolioId) {
         self.lruvec_add_folio(core, id);
         let lru = core.folios.get(id).lru as u32;
         core.trace_lru_insertion(id, lru);

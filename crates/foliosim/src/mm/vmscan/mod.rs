@@ -149,19 +149,23 @@ pub trait ReclaimPolicy {
     fn lruvec_init(&mut self, memcg: MemcgId);
     /// lru_add() (mm/swap.c): the folio goes on an LRU list by its flags
     /// now (a drained lru_add batch, or a caller that bypasses it).
-    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId);
+    fn lru_add(&mut self, core: &mut Core, id: FolioId);
     /// folio_add_lru()'s part before the batch: MGLRU's fault-path hook.
     fn folio_add_lru_prepare(&mut self, _core: &mut Core, _id: FolioId) {}
     /// lru_add_drain() of `cpu`: its lru_add batch onto the LRU, in order.
     fn lru_add_drain_cpu(&mut self, core: &mut Core, cpu: u32) {
         let b = core.lru_add_take(cpu);
         for &id in b.folios() {
-            self.folio_add_lru(core, id);
+            self.lru_add(core, id);
         }
     }
     /// lru_add_drain() of the current CPU, as reclaim does before it
-    /// isolates (kswapd's own batch is empty: it adds no folios).
+    /// isolates. kswapd's own CPU has an empty batch (it adds no folios;
+    /// the model gives it no CPU), so it drains nothing.
     fn lru_add_drain(&mut self, core: &mut Core) {
+        if core.in_kswapd {
+            return;
+        }
         let cpu = core.cpu;
         self.lru_add_drain_cpu(core, cpu);
     }

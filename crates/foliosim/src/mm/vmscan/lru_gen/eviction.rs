@@ -464,9 +464,7 @@ impl LruGen {
     /// lru_gen_shrink_node(): root reclaim over every memcg (shrink_many),
     /// starting where the last pass left off.
     pub(super) fn lru_gen_shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl) {
-        if !sc.is_kswapd {
-            self.lru_add_drain(core);
-        }
+        self.lru_add_drain(core);
         self.mm_walk = sc.is_kswapd;
         if sc.is_kswapd {
             self.lru_gen_age_node(core, sc);
@@ -516,9 +514,7 @@ impl LruGen {
         m: usize,
         sc: &mut ScanControl,
     ) {
-        if !sc.is_kswapd {
-            self.lru_add_drain(core);
-        }
+        self.lru_add_drain(core);
         self.mm_walk = sc.is_kswapd;
         self.try_to_shrink_lruvec(core, m, sc);
         self.mm_walk = false;

@@ -620,9 +620,9 @@ impl ReclaimPolicy for LruGen {
     /// lru_add(): the generation is chosen by the flags the folio has at
     /// the batch's drain (PG_referenced from a read's
     /// folio_mark_accessed() meanwhile, under seed 000's merged form).
-    fn folio_add_lru(&mut self, core: &mut Core, id: FolioId) {
+    fn lru_add(&mut self, core: &mut Core, id: FolioId) {
         if !self.enabled() {
-            return self.classic.folio_add_lru(core, id);
+            return self.classic.lru_add(core, id);
         }
         self.lru_gen_add_folio(core, id, false);
         core.trace_lru_insertion(id, Self::trace_lru(core, id));
@@ -1063,7 +1063,7 @@ mod tests {
         p.lruvec_init(0);
         let ids: Vec<FolioId> = (0..10).map(|_| file_folio(&mut c)).collect();
         for &id in &ids {
-            p.folio_add_lru(&mut c, id);
+            p.lru_add(&mut c, id);
         }
         p.check_invariants(&c).unwrap();
         // Plain file folios go to the oldest generation (min_seq 0).
