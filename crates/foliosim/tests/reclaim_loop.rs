@@ -65,7 +65,8 @@ fn classic_swaps_more_and_refaults_less_file_as_swappiness_rises() {
         )
     };
     let (lo, hi) = (run(35), run(175));
-    assert!(lo.0 > 0, "the proxy swaps at swappiness 35: {lo:?}");
+    // At 35 the classic LRU may keep all anon and reclaim only file.
+    assert!(lo.1 > 0, "the proxy is under pressure at 35: {lo:?}");
     assert!(
         hi.0 > lo.0,
         "pswpout rises with swappiness: {lo:?} -> {hi:?}"

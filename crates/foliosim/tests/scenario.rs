@@ -204,7 +204,13 @@ fn barriers_hold_threads_until_the_last_arrival() {
                 "",
                 1,
                 vec![
-                    st(2, Op::Compute { ns: 5 * MS }),
+                    st(
+                        2,
+                        Op::Compute {
+                            ns: 5 * MS,
+                            sys: false,
+                        },
+                    ),
                     st(3, Op::Barrier { name: "x".into() }),
                 ],
             ),
@@ -237,7 +243,7 @@ fn barriers_hold_threads_until_the_last_arrival() {
                 count: Some(3),
                 duration_ns: None,
                 steps: vec![
-                    st(3, Op::Compute { ns }),
+                    st(3, Op::Compute { ns, sys: false }),
                     st(4, Op::Barrier { name: "y".into() }),
                 ],
             },
@@ -275,6 +281,33 @@ fn think_time_advances_the_clock() {
     // Same faults, same costs: the only difference is 400 pauses.
     assert_eq!(pb.elapsed_ns - pa.elapsed_ns, 400 * 50_000);
     assert_eq!(vm(&a, "pgfault"), vm(&b, "pgfault"));
+}
+
+#[test]
+fn kernel_compute_counts_in_stime_user_compute_does_not() {
+    let run = |sys: bool| {
+        let sc = Scenario {
+            file: "sys.toml".into(),
+            processes: vec![process(
+                "p",
+                "",
+                1,
+                vec![
+                    mmap(2, "m", 100 * 4096),
+                    touch(3, "m", Pattern::Seq, true, Amount::Passes(1), 0),
+                    st(4, Op::Compute { ns: 7 * MS, sys }),
+                ],
+            )],
+            ..Scenario::default()
+        };
+        run_scenario(cfg(128 * M, None), &sc).unwrap()
+    };
+    let (u, k) = (run(false), run(true));
+    let (pu, pk) = (proc_named(&u, "p[0]"), proc_named(&k, "p[0]"));
+    // Both take the CPU for 7 ms; only the kernel's counts as stime.
+    assert_eq!(pu.elapsed_ns, pk.elapsed_ns);
+    assert!(pu.stime_ns > 0, "the faults cost kernel time");
+    assert_eq!(pk.stime_ns - pu.stime_ns, 7 * MS);
 }
 
 #[test]

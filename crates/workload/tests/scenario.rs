@@ -341,6 +341,27 @@ fn nonsense_values_are_refused() {
         "t.toml:5: size: size must be more than 0",
     );
     err(
+        &step("{ op = \"compute\", time = \"1ms\", sys = \"yes\" }"),
+        "t.toml:5: sys:",
+    );
+    err(
+        &step("{ op = \"sleep\", time = \"1ms\", sys = true }"),
+        "t.toml:5: sys: unknown key",
+    );
+    let sc = ok(&step("{ op = \"compute\", time = \"1ms\", sys = true }"));
+    assert!(matches!(
+        sc.processes[0].threads[0].steps[1].op,
+        Op::Compute {
+            ns: 1_000_000,
+            sys: true
+        }
+    ));
+    let sc = ok(&step("{ op = \"compute\", time = \"1ms\" }"));
+    assert!(matches!(
+        sc.processes[0].threads[0].steps[1].op,
+        Op::Compute { sys: false, .. }
+    ));
+    err(
         &step("{ op = \"touch\", map = \"m\", pattern = \"stride:0\" }"),
         "t.toml:5: pattern: stride must be 1 page or more",
     );

@@ -1047,11 +1047,12 @@ impl<'a> Driver<'a> {
                 k.core.cpu(k.core.cost.syscall);
                 k.truncate_setsize(self.files[fi].mapping, *size);
             }
-            Op::Sleep { ns } | Op::Compute { ns } => {
+            Op::Sleep { ns } | Op::Compute { ns, sys: false } => {
                 // Each thread has its own CPU: sleeping and computing
                 // both just move its clock.
                 k.core.now += ns;
             }
+            Op::Compute { ns, sys: true } => k.core.cpu(*ns),
             Op::Barrier { name } => {
                 let bi = self
                     .bar_names

@@ -934,7 +934,22 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
         }
         Op::Fio { .. } => return Err("fio steps are not run by the oracle's executor".into()),
         Op::Sleep { ns } => think(*ns),
-        Op::Compute { ns } => {
+        Op::Compute { ns, sys: true } => {
+            // Kernel time: reads of /dev/zero, whose cost is the kernel's
+            // clearing of the buffer (a bare system call such as getppid()
+            // spends most of its time in user space on entry and exit).
+            let mut zero =
+                std::fs::File::open("/dev/zero").map_err(|e| format!("open /dev/zero: {e}"))?;
+            let mut buf = vec![0u8; 64 << 10];
+            let until = Instant::now() + Duration::from_nanos(*ns);
+            while Instant::now() < until {
+                for _ in 0..4 {
+                    std::io::Read::read(&mut zero, &mut buf)
+                        .map_err(|e| format!("read /dev/zero: {e}"))?;
+                }
+            }
+        }
+        Op::Compute { ns, sys: false } => {
             let until = Instant::now() + Duration::from_nanos(*ns);
             let mut x = 0u64;
             while Instant::now() < until {

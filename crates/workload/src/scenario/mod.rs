@@ -307,9 +307,13 @@ pub enum Op {
     Sleep {
         ns: u64,
     },
-    /// Spin on the CPU (computation between memory phases).
+    /// Spin on the CPU (computation between memory phases). With `sys`,
+    /// the time is spent in the kernel: work of system calls the model does
+    /// not simulate (exec, path lookups, the VFS), counted in the task's
+    /// stime.
     Compute {
         ns: u64,
+        sys: bool,
     },
     /// Wait at a named barrier.
     Barrier {

@@ -1030,7 +1030,8 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "fadvise" => &["op", "file", "advice", "offset", "len"],
         "truncate" => &["op", "file", "size"],
         "fio" => &["op", "job"],
-        "sleep" | "compute" => &["op", "time"],
+        "sleep" => &["op", "time"],
+        "compute" => &["op", "time", "sys"],
         "barrier" => &["op", "name"],
         "loop" => &["op", "count", "duration", "steps|step"],
         "fork" => &["op", "count", "wait", "steps|step"],
@@ -1280,7 +1281,11 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if op_name == "sleep" {
                 Op::Sleep { ns }
             } else {
-                Op::Compute { ns }
+                let mut sys = false;
+                if let Some((k, v)) = t.take1(&["sys"])? {
+                    sys = boolean(cx, k, v)?;
+                }
+                Op::Compute { ns, sys }
             }
         }
         "barrier" => {
