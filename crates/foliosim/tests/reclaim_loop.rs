@@ -299,9 +299,10 @@ fn large_folio_dd_ooms_7_0_mglru_only() {
 }
 
 /// Seed 003's kernel-build row with 8 make jobs in a 32M memcg: rows with
-/// the seed's system times, the build swaps, and each compiler's stime
+/// the seed's system times, the build swaps, each compiler's stime
 /// (kernel-path CPU time) is positive and within its elapsed time (every
-/// process here is one thread).
+/// process here is one thread), and the rework moves the build's system
+/// time by less than the 5%.
 #[test]
 fn kernel_build_row_sums_system_time() {
     use foliosim::reproduce::reclaim_loop::{
@@ -354,6 +355,11 @@ fn kernel_build_row_sums_system_time() {
         get("reclaim-rework", "system_time_s").value,
     );
     assert!((get("change", "system_time_s").value - (a - b) / b * 100.0).abs() < 1e-9);
+    // The no-regression band, at this size too.
+    assert!(
+        get("change", "system_time_s").value.abs() < 5.0,
+        "system time {b} -> {a}"
+    );
 }
 
 /// Seed 003's MySQL row with a 2 s query loop: the pool (3G in 256M)
