@@ -551,7 +551,7 @@ fn a_failing_policy_stops_the_run_with_its_error() {
 /// reproduction's spec is the scaled one.
 #[test]
 fn get_scan_threshold_is_a_key() {
-    const MIX: &str = "[global]\ntime_based\nruntime=1s\nbs=4k\ninvalidate=0\n\
+    const MIX: &str = "[global]\ntime_based\nruntime=250ms\nbs=4k\ninvalidate=0\n\
                        [g]\nfilename=hot\nsize=4m\nrw=randread\n\
                        [r]\nfilename=big\nsize=64m\nrw=read\n";
     let get_ios = |p: &str| {
