@@ -62,6 +62,10 @@ fn bad_options_exit_2() {
     let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--memcg-limit=12Q"]);
     assert_eq!(code, 2);
     assert!(err.contains("--memcg-limit"), "{err}");
+    // Refused before any run.
+    let (code, _, err) = foliosim(&["reproduce", "reclaim-loop", "--seeds", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim(), "foliosim: --seeds: 0 is not between 1 and 1000");
     let (code, _, err) = foliosim(&["replay", "/nonexistent/trace.csv"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("/nonexistent/trace.csv"), "{err}");

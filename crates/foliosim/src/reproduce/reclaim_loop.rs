@@ -106,6 +106,8 @@ const CGROUP: &str = "kbuild";
 pub const SCALE_NOTE: &str = "memory scaled 1/8 (1G memcg -> 128M; counters are not rescaled)";
 
 pub const SWAPPINESS: [u32; 5] = [35, 70, 105, 140, 175];
+/// The seeds whose runs each cell averages: the kernel-build row's, and
+/// the sweep's unless `reproduce reclaim-loop --seeds N` asks for 1..=N.
 pub const SEEDS: [u64; 3] = [1, 2, 3];
 
 /// The kernels of the dispute: name in the JSON, LRU, variants.
@@ -200,7 +202,7 @@ pub struct Row {
     pub seed_value: Option<f64>,
 }
 
-/// One cell's figures, averaged over SEEDS.
+/// One cell's figures, averaged over the sweep's seeds.
 #[derive(Clone, Debug, Default)]
 struct Cell {
     metrics: [f64; 6],
@@ -209,9 +211,16 @@ struct Cell {
     rounds: [f64; 4],
 }
 
-fn run_cell(base: &SimConfig, sc: &Scenario, lru: LruKind, variants: &str, swp: u32) -> Cell {
+fn run_cell(
+    base: &SimConfig,
+    sc: &Scenario,
+    lru: LruKind,
+    variants: &str,
+    swp: u32,
+    seeds: &[u64],
+) -> Cell {
     let mut cell = Cell::default();
-    for seed in SEEDS {
+    for &seed in seeds {
         let mut cfg = base.clone();
         cfg.lru = lru;
         cfg.seed = seed;
@@ -234,7 +243,7 @@ fn run_cell(base: &SimConfig, sc: &Scenario, lru: LruKind, variants: &str, swp: 
             *m.get("workingset_refault_anon").unwrap_or(&0) as f64,
         ];
         for (a, b) in cell.metrics.iter_mut().zip(vals) {
-            *a += b / SEEDS.len() as f64;
+            *a += b / seeds.len() as f64;
         }
         if let Some(g) = r.cgroup_lru_gen.get(CGROUP) {
             let st = &g["stats"];
@@ -246,7 +255,7 @@ fn run_cell(base: &SimConfig, sc: &Scenario, lru: LruKind, variants: &str, swp: 
                 n("type_fallback", 1),
             ];
             for (a, b) in cell.rounds.iter_mut().zip(rounds) {
-                *a += b / SEEDS.len() as f64;
+                *a += b / seeds.len() as f64;
             }
         }
     }
@@ -255,13 +264,18 @@ fn run_cell(base: &SimConfig, sc: &Scenario, lru: LruKind, variants: &str, swp: 
 
 /// The whole sweep: every kernel at every swappiness. `base` is the
 /// proxy's machine (memory, swap) as `foliosim run` builds it.
-pub fn swappiness_sweep(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
+pub fn swappiness_sweep(
+    base: &SimConfig,
+    sc: &Scenario,
+    threads: usize,
+    seeds: &[u64],
+) -> Vec<Row> {
     let cells: Vec<(usize, usize)> = (0..KERNELS.len())
         .flat_map(|k| (0..SWAPPINESS.len()).map(move |s| (k, s)))
         .collect();
     let out = super::run_parallel(&cells, threads, |&(k, s)| {
         let (_, lru, v) = KERNELS[k];
-        run_cell(base, sc, lru, v, SWAPPINESS[s])
+        run_cell(base, sc, lru, v, SWAPPINESS[s], seeds)
     });
     let mut rows = Vec::new();
     for (&(k, s), cell) in cells.iter().zip(&out) {
@@ -772,7 +786,7 @@ fn render_group(
 
 /// The tables for people: per kernel, the seed's metrics by swappiness,
 /// model beside seed, each series' trend, and MGLRU's type choices.
-pub fn render(rows: &[Row]) -> String {
+pub fn render(rows: &[Row], seeds: &[u64]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     render_group(
@@ -815,7 +829,7 @@ pub fn render(rows: &[Row]) -> String {
     let _ = writeln!(
         s,
         "seed 003 swappiness dispute: kernel build proxy (examples/kernel-build.toml), {SCALE_NOTE}; \
-         each cell the mean of seeds {SEEDS:?}; seed = Barry Song's tables"
+         each cell the mean of seeds {seeds:?}; seed = Barry Song's tables"
     );
     for (name, lru, _) in KERNELS {
         let _ = writeln!(s, "\n{name}:");
