@@ -7,18 +7,12 @@ use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::vmscan::classic::{ClassicLru, LRU_ACTIVE_FILE, LRU_INACTIVE_FILE};
 use foliosim::mm::vmscan::lru_gen::LruGen;
 use foliosim::mm::vmscan::ReclaimPolicy;
-use foliosim::mm::{Kernel, MmConfig, Variants, FOLIO_BATCH_SIZE, PAGE_SIZE};
+use foliosim::mm::{Kernel, MmConfig, FOLIO_BATCH_SIZE, PAGE_SIZE};
+
+mod common;
 
 fn config(variants: &str) -> MmConfig {
-    let mut cfg = MmConfig {
-        ram_bytes: 64 << 20,
-        reserved_bytes: 0,
-        check_invariants: true,
-        ..MmConfig::default()
-    };
-    cfg.variants = Variants::newest();
-    cfg.variants.apply(variants).unwrap();
-    cfg
+    common::variants_cfg(64 << 20, variants)
 }
 
 /// A file opened with POSIX_FADV_RANDOM: each read adds the one folio it

@@ -8,16 +8,10 @@ use foliosim::mm::vmscan::ReclaimPolicy;
 use foliosim::mm::vmstat::Item;
 use foliosim::mm::{Kernel, MmConfig, Variants, PAGE_SIZE};
 
+mod common;
+
 fn config(variants: &str) -> MmConfig {
-    let mut cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 0,
-        check_invariants: true,
-        ..MmConfig::default()
-    };
-    cfg.variants = Variants::newest();
-    cfg.variants.apply(variants).unwrap();
-    cfg
+    common::variants_cfg(256 << 20, variants)
 }
 
 fn open(k: &mut Kernel<LruGen>, pages: u64, memcg: u16) -> OpenFile {

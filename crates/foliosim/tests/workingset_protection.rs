@@ -2,6 +2,8 @@
 //! the JSON rows' fields, the change rows against their before/after
 //! rows, determinism, and the fold-fix variant's one behaviour change.
 
+mod common;
+
 use foliosim::reproduce::workingset_protection::{
     change_pct, reproduces, workingset_protection, Base, Row, Size, AFTER, BEFORE, LULESH_METRICS,
     REWORK_V2, SEED_LULESH, SEED_TPCC, TPCC_METRICS,
@@ -131,15 +133,8 @@ fn mapped_loop_activations(variants: &str) -> u64 {
     use foliosim::mm::readahead::FileRaState;
     use foliosim::mm::vmscan::lru_gen::LruGen;
     use foliosim::mm::vmstat::Item;
-    use foliosim::mm::{Kernel, MmConfig, Variants, PAGE_SIZE};
-    let mut cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 0,
-        check_invariants: true,
-        ..MmConfig::default()
-    };
-    cfg.variants = Variants::newest();
-    cfg.variants.apply(variants).unwrap();
+    use foliosim::mm::{Kernel, PAGE_SIZE};
+    let cfg = common::variants_cfg(256 << 20, variants);
     let mut policy = LruGen::new();
     policy.set_sysctl("lru_gen.enabled", "0x1").unwrap();
     let mut k = Kernel::new(cfg, policy);
@@ -182,15 +177,8 @@ fn shadow_nodes_two_passes(variants: &str) -> (u64, u64) {
     use foliosim::mm::readahead::FileRaState;
     use foliosim::mm::vmscan::lru_gen::LruGen;
     use foliosim::mm::vmstat::Item;
-    use foliosim::mm::{Kernel, MmConfig, Variants, PAGE_SIZE};
-    let mut cfg = MmConfig {
-        ram_bytes: 256 << 20,
-        reserved_bytes: 0,
-        check_invariants: true,
-        ..MmConfig::default()
-    };
-    cfg.variants = Variants::newest();
-    cfg.variants.apply(variants).unwrap();
+    use foliosim::mm::{Kernel, PAGE_SIZE};
+    let cfg = common::variants_cfg(256 << 20, variants);
     let mut k = Kernel::new(cfg, LruGen::new());
     let memcg = k.add_memcg("shadows", Some(4096));
     let mapping = k.core.add_file(24576 * PAGE_SIZE);

@@ -1,11 +1,13 @@
-//! What the large-folio tests (large_folios.rs, mthp.rs, tmpfs_huge.rs)
-//! share: the machine they start from and the folio counts they read.
+//! What the model's integration tests share: the large-folio tests'
+//! (large_folios.rs, mthp.rs, tmpfs_huge.rs) machine and folio counts, and
+//! the machine of the LRU tests (mglru.rs, lru_add.rs,
+//! workingset_protection.rs) with seed variants on top of the newest.
 #![allow(dead_code)]
 
 use foliosim::mm::folio::{pg, Folio, FolioId};
 use foliosim::mm::huge_memory::MthpStat;
 use foliosim::mm::vmscan::ReclaimPolicy;
-use foliosim::mm::{Kernel, MmConfig};
+use foliosim::mm::{Kernel, MmConfig, Variants};
 use std::collections::BTreeMap;
 
 /// 256 MiB (8 reserved), 64 MiB of swap space when a test picks a swap
@@ -18,6 +20,20 @@ pub fn cfg() -> MmConfig {
         check_invariants: true,
         ..MmConfig::default()
     }
+}
+
+/// `ram_bytes` with no reserve, the newest variants with `variants`
+/// applied, the invariants checked after each operation.
+pub fn variants_cfg(ram_bytes: u64, variants: &str) -> MmConfig {
+    let mut cfg = MmConfig {
+        ram_bytes,
+        reserved_bytes: 0,
+        check_invariants: true,
+        ..MmConfig::default()
+    };
+    cfg.variants = Variants::newest();
+    cfg.variants.apply(variants).unwrap();
+    cfg
 }
 
 /// Live folios of `mapping` that `keep` accepts, by order.
