@@ -29,7 +29,11 @@ fn cfg(swap: SwapKind, lru: LruKind) -> SimConfig {
 /// and then sweeping it three more times: 128M in a 96M machine, global
 /// reclaim only (no memcg limit), the LULESH shape of seed 004.
 fn sweepers() -> Scenario {
-    let step = |line, op| Step { line, op };
+    let step = |line: usize, op| Step {
+        line,
+        id: line as u64,
+        op,
+    };
     let touch = |line| {
         step(
             line,

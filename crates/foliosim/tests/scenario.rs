@@ -30,7 +30,11 @@ fn cfg(ram: u64, swap: Option<u64>) -> SimConfig {
 }
 
 fn st(line: usize, op: Op) -> Step {
-    Step { line, op }
+    Step {
+        line,
+        id: line as u64,
+        op,
+    }
 }
 
 fn process(name: &str, cgroup: &str, count: u32, steps: Vec<Step>) -> Process {
@@ -479,6 +483,53 @@ fn same_seed_same_json_other_seed_other_json() {
     c.seed = 2;
     let d = serde_json::to_string(&run_scenario(c, &sc).unwrap()).unwrap();
     assert_ne!(a, d);
+}
+
+/// A scenario's random streams follow its steps, not its lines: comments
+/// and blank lines change nothing, and two random steps written on one
+/// line draw different pages.
+#[test]
+fn comments_move_no_stream_and_steps_on_one_line_differ() {
+    let body = |gap: &str| {
+        format!(
+            "[machine]\nmemory = \"256M\"\n\n[[file]]\nname = \"f\"\nsize = \"8M\"\n\n\
+             [[process]]\nname = \"p\"\n{gap}steps = [\n\
+             {{ op = \"mmap_anon\", map = \"a\", size = \"4M\" }},\n{gap}\
+             {{ op = \"touch\", map = \"a\", pattern = \"random\", accesses = 300 }},\n\
+             {{ op = \"read\", file = \"f\", pattern = \"random\", bs = \"4k\", accesses = 40 }},\n\
+             {{ op = \"fork\", steps = [ {{ op = \"read\", file = \"f\", pattern = \"random\", bs = \"4k\", accesses = 40 }} ] }},\n\
+             ]\n"
+        )
+    };
+    let run = |text: &str| {
+        let sc = parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        serde_json::to_value(run_scenario(cfg(256 * M, None), &sc).unwrap()).unwrap()
+    };
+    let plain = run(&body(""));
+    let commented = run(&body("# a comment\n\n"));
+    // The fork child's name gives its step's line, which moved by four.
+    let strip = |mut v: serde_json::Value| {
+        for p in v["processes"].as_array_mut().unwrap() {
+            p["name"] = serde_json::Value::Null;
+        }
+        v
+    };
+    assert_ne!(plain["processes"], commented["processes"]);
+    assert_eq!(strip(plain.clone()), strip(commented));
+    assert_eq!(plain["vmstat"], run(&body("\n\n\n"))["vmstat"]);
+
+    // Two identical random-read steps on one line: the second reads pages
+    // of its own (it missed as often as the first, a different set).
+    let one_line = "[machine]\nmemory = \"256M\"\n\n[[file]]\nname = \"f\"\nsize = \"64M\"\n\n\
+        [[process]]\nname = \"p\"\nsteps = [ \
+        { op = \"read\", file = \"f\", pattern = \"random\", bs = \"4k\", accesses = 200 }, \
+        { op = \"read\", file = \"f\", pattern = \"random\", bs = \"4k\", accesses = 200 } ]\n";
+    let v = run(one_line);
+    let p = &v["processes"][0];
+    // Same stream twice would hit the cache on every second read (page
+    // cache is 256M, file 64M): the second step's misses show it did not.
+    let misses = v["vmstat"]["foliosim_ra_sync"].as_u64().unwrap();
+    assert!(misses > 300, "ra_sync {misses}: the two steps read the same pages; {p}");
 }
 
 /// Two cgroups, threads sharing a map, random patterns, a file, swap.

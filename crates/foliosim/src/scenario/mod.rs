@@ -801,7 +801,7 @@ impl<'a> Driver<'a> {
                 let seq = self.threads[id].forks;
                 self.threads[id].forks += 1;
                 let mut ident = self.threads[id].ident.clone();
-                ident.extend([step.line as u64, seq]);
+                ident.extend([step.id, seq]);
                 let (memcg, adj) = (self.procs[proc].memcg, self.procs[proc].oom_score_adj);
                 let cgroup = self.procs[proc].cgroup.clone();
                 for j in 0..count {
@@ -1097,7 +1097,7 @@ impl<'a> Driver<'a> {
         let seed = {
             let th = &self.threads[id];
             let mut ident = th.ident.clone();
-            ident.push(step.line as u64);
+            ident.push(step.id);
             stream_seed(self.seed, &ident)
         };
         let th = &mut self.threads[id];

@@ -16,8 +16,10 @@ struct B {
 impl B {
     fn s(&mut self, op: Op) -> Step {
         self.line += 1;
+        // The pseudo line numbers steps too (unique, in build order).
         Step {
             line: self.line,
+            id: self.line as u64,
             op,
         }
     }

@@ -152,11 +152,11 @@ fn access_gen<'a>(
     n: u64,
 ) -> Result<&'a mut AccessGen, String> {
     let mut ident = t.ident.clone();
-    ident.push(step.line as u64);
+    ident.push(step.id);
     let seed = stream_seed(t.p.seed, &ident);
     // The same step again (a loop): the stream goes on, a sequential pass
     // starts over; a region of another size gets a new stream.
-    Ok(match t.gens.entry(step.line) {
+    Ok(match t.gens.entry(step.id) {
         std::collections::hash_map::Entry::Occupied(e) if e.get().len() == n => {
             let g = e.into_mut();
             g.restart();
@@ -286,10 +286,12 @@ pub(crate) fn monotonic_ns() -> u64 {
 fn report_name(sc: &Scenario, a: &ChildArgs) -> String {
     let mut n = format!("{}[{}]", sc.processes[a.process].name, a.instance);
     // A fork child's ident: its parent thread's four numbers, then
-    // (line, fork sequence, child) for each fork on the way.
+    // (fork step's id, fork sequence, child) for each fork on the way;
+    // the name gives the fork step's line, as the model's does.
     if !a.fork.is_empty() {
         for t in a.ident.get(4..).unwrap_or(&[]).chunks(3) {
-            if let [line, _, j] = t {
+            if let [id, _, j] = t {
+                let line = sc.step_line(a.process, *id).unwrap_or(0);
                 n.push_str(&format!("/fork@{line}[{j}]"));
             }
         }
@@ -348,7 +350,7 @@ struct ThreadCtx<'a> {
     p: &'a Proc,
     /// Who the thread is, for its streams' seeds (as the model's driver).
     ident: Vec<u64>,
-    gens: HashMap<usize, AccessGen>,
+    gens: HashMap<u64, AccessGen>,
     /// Forks this thread made so far.
     forks: u64,
     /// Connection to the oracle's barrier coordinator, opened on first use.
@@ -999,7 +1001,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             a.start_fd = Some(gate.read);
             for j in 0..*count {
                 a.ident = t.ident.clone();
-                a.ident.extend([st.line as u64, seq, j as u64]);
+                a.ident.extend([st.id, seq, j as u64]);
                 // The same program, in this process's cgroup (inherited),
                 // on the CPUs after this process's.
                 let mut c = Command::new(&exe);
@@ -1232,31 +1234,33 @@ mod tests {
 
     #[test]
     fn report_names_are_the_model_reports() {
-        let mut sc = Scenario::default();
-        for n in ["resident", "forker"] {
-            sc.processes.push(foliosim_workload::scenario::Process {
-                name: n.into(),
-                count: 2,
-                ..Default::default()
-            });
-        }
+        // Fork steps on lines 13 and 14; the children's idents carry the
+        // steps' numbers (1 and 2), their names the lines.
+        let text = "[[file]]\nname = \"f\"\nsize = \"1M\"\n\n\
+                    [[process]]\nname = \"resident\"\ncount = 2\n\
+                    steps = [ { op = \"compute\", time = \"1ms\" } ]\n\
+                    [[process]]\nname = \"forker\"\ncount = 2\nsteps = [\n\
+                    { op = \"fork\", count = 2, steps = [\n\
+                    { op = \"fork\", steps = [ { op = \"compute\", time = \"1ms\" } ] },\n\
+                    ] },\n]\n";
+        let sc = foliosim_workload::scenario::parse(text, "s.toml").unwrap();
         let mut a =
             ChildArgs::parse(&["--spec".into(), "x".into(), "--sock".into(), "y".into()]).unwrap();
         (a.process, a.instance) = (1, 1);
         assert_eq!(report_name(&sc, &a), "forker[1]");
-        // A child of a fork step on line 26 (its second), then a child of
-        // a fork on line 30 inside it.
-        a.fork = vec![0, 2];
-        a.ident = vec![1, 1, 0, 0, 26, 0, 1];
-        assert_eq!(report_name(&sc, &a), "forker[1]/fork@26[1]");
-        a.ident.extend([30, 0, 0]);
-        assert_eq!(report_name(&sc, &a), "forker[1]/fork@26[1]/fork@30[0]");
+        // The second child of the outer fork, then the first of the inner.
+        a.fork = vec![0, 0];
+        a.ident = vec![1, 1, 0, 0, 1, 0, 1];
+        assert_eq!(report_name(&sc, &a), "forker[1]/fork@13[1]");
+        a.fork = vec![0, 0, 0];
+        a.ident.extend([2, 0, 0]);
+        assert_eq!(report_name(&sc, &a), "forker[1]/fork@13[1]/fork@14[0]");
     }
 
     #[test]
     fn streams_are_the_model_drivers() {
         // The driver's seed for thread (process 0, instance 0, thread 0,
-        // copy 0) and a step on line 5.
+        // copy 0) and the step numbered 5 (whatever its line).
         let seed = stream_seed(1, &[0, 0, 0, 0, 5]);
         let mut a = AccessGen::new(&Pattern::Random, 1000, seed).unwrap();
         let want: Vec<u64> = (0..9).map(|_| a.next_index()).collect();
@@ -1283,7 +1287,8 @@ mod tests {
             path: vec![0],
         };
         let st = Step {
-            line: 5,
+            line: 9,
+            id: 5,
             op: Op::Exit,
         };
         let g = access_gen(&mut t, &st, &Pattern::Random, 1000).unwrap();
@@ -1295,7 +1300,8 @@ mod tests {
         let mut s = access_gen(
             &mut t,
             &Step {
-                line: 6,
+                line: 9,
+                id: 6,
                 op: Op::Exit,
             },
             &Pattern::Seq,

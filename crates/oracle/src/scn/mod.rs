@@ -1192,11 +1192,13 @@ mod tests {
                 count: 1,
                 steps: vec![Step {
                     line: 12,
+                    id: 0,
                     op: Op::Loop {
                         count: Some(1),
                         duration_ns: None,
                         steps: vec![Step {
                             line: 13,
+                            id: 1,
                             op: Op::Fsync { file: "-x".into() },
                         }],
                     },

@@ -154,6 +154,12 @@ pub struct Barrier {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub line: usize,
+    /// The step's number in its scenario (Scenario::number_steps()): its
+    /// random streams are seeded by it, not by the line, so that editing
+    /// comments or blank lines changes no result and two steps written on
+    /// one line draw streams of their own.
+    #[serde(default)]
+    pub id: u64,
     pub op: Op,
 }
 
@@ -338,6 +344,47 @@ pub enum Op {
     },
     /// exit(0) of this thread's process before its steps end.
     Exit,
+}
+
+impl Scenario {
+    /// Numbers every step: processes in file order, their threads, then
+    /// steps depth-first (a loop or fork before the steps inside it).
+    /// parse() does this; a scenario built in code calls it (or sets ids
+    /// of its own, unique within a process).
+    pub fn number_steps(&mut self) {
+        fn walk(next: &mut u64, steps: &mut [Step]) {
+            for s in steps {
+                s.id = *next;
+                *next += 1;
+                if let Op::Loop { steps, .. } | Op::Fork { steps, .. } = &mut s.op {
+                    walk(next, steps);
+                }
+            }
+        }
+        let mut next = 0;
+        for p in &mut self.processes {
+            for t in &mut p.threads {
+                walk(&mut next, &mut t.steps);
+            }
+        }
+    }
+
+    /// The line of the step numbered `id` in process `process`.
+    pub fn step_line(&self, process: usize, id: u64) -> Option<usize> {
+        fn find(steps: &[Step], id: u64) -> Option<usize> {
+            steps.iter().find_map(|s| {
+                if s.id == id {
+                    return Some(s.line);
+                }
+                match &s.op {
+                    Op::Loop { steps, .. } | Op::Fork { steps, .. } => find(steps, id),
+                    _ => None,
+                }
+            })
+        }
+        let p = self.processes.get(process)?;
+        p.threads.iter().find_map(|t| find(&t.steps, id))
+    }
 }
 
 mod check;

@@ -88,6 +88,7 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ParseError> {
         }
     }
     root.finish()?;
+    sc.number_steps();
     super::check::check(&cx, &mut sc)?;
     if sc.processes.is_empty() {
         return Err(cx.error_at(
@@ -1339,5 +1340,6 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
         _ => unreachable!("op_keys knows every op"),
     };
     t.finish()?;
-    Ok(Step { line, op })
+    // Numbered once the whole file is read (Scenario::number_steps).
+    Ok(Step { line, id: 0, op })
 }
