@@ -529,7 +529,10 @@ fn comments_move_no_stream_and_steps_on_one_line_differ() {
     // Same stream twice would hit the cache on every second read (page
     // cache is 256M, file 64M): the second step's misses show it did not.
     let misses = v["vmstat"]["foliosim_ra_sync"].as_u64().unwrap();
-    assert!(misses > 300, "ra_sync {misses}: the two steps read the same pages; {p}");
+    assert!(
+        misses > 300,
+        "ra_sync {misses}: the two steps read the same pages; {p}"
+    );
 }
 
 /// Two cgroups, threads sharing a map, random patterns, a file, swap.
