@@ -213,9 +213,64 @@ fn a_policy_that_meets_the_request_replaces_the_kernel_loop() {
     let s = stats(&r);
     assert_eq!(s.fallthrough, 0);
     assert_eq!(s.evict_aborted, 0);
-    // All file reclaim went through the policy.
-    assert_eq!(s.candidates_reclaimed, memcg(&r, "pgsteal_file"));
+    // All file reclaim went through the policy, by cache_ext's
+    // reclaim_pages() path, which counts no pgscan or pgsteal.
+    assert!(s.candidates_reclaimed > 0);
+    assert_eq!(s.candidates_reclaimed, s.folio_evicted);
+    assert_eq!(memcg(&r, "pgsteal_file"), 0);
+    assert_eq!(memcg(&r, "pgscan_file"), 0);
     assert_eq!(s.folio_added, memcg(&r, "pgpgin") / 4);
+}
+
+/// cache_ext's shrink_lruvec() asks for min(32, request) in each of
+/// ceil(request / 32) evict_folios() calls: never more than 32, and
+/// every call of one request the same size.
+#[test]
+fn each_call_of_a_request_asks_for_the_same_batch() {
+    struct Sizes {
+        list: Option<ListId>,
+        asked: Rc<RefCell<Vec<u64>>>,
+    }
+    impl CacheExtOps for Sizes {
+        fn name(&self) -> &str {
+            "sizes"
+        }
+        fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String> {
+            self.list = Some(cx.list_create().map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
+            cx.list_add_tail(self.list.unwrap(), id).unwrap();
+        }
+        fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
+            self.asked.borrow_mut().push(ev.request_nr_folios);
+            cx.list_iterate(self.list.unwrap(), ev, |_, _| IterAction::Evict)
+                .unwrap();
+        }
+    }
+    let asked = Rc::new(RefCell::new(Vec::new()));
+    // A memcg large enough for get_scan_count()'s target to pass 32
+    // (a 1 GiB one: its inactive list >> DEF_PRIORITY is about 64).
+    let mut c = cfg(None);
+    c.mm.ram_bytes = 2 << 30;
+    c.memcg_limit = Some(1 << 30);
+    c.mm.check_invariants = false;
+    let mut sim = Sim::new(c);
+    sim.attach_policy(Box::new(Sizes {
+        list: None,
+        asked: asked.clone(),
+    }))
+    .unwrap();
+    let r = run(
+        sim,
+        "[r]\nfilename=f\nsize=1400m\nrw=read\nbs=1m\ninvalidate=0\n",
+    );
+    let asked = asked.borrow();
+    assert!(!asked.is_empty());
+    assert!(asked.iter().all(|&n| (1..=32).contains(&n)), "{asked:?}");
+    // Requests above 32 come as runs of 32s (the last call too).
+    assert!(asked.contains(&32), "{asked:?}");
+    assert_eq!(stats(&r).evict_calls, asked.len() as u64);
 }
 
 #[test]

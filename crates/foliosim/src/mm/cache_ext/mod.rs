@@ -595,7 +595,8 @@ impl CacheExt {
     /// candidates that are valid and isolatable (on the kernel LRU, not
     /// isolated, not unevictable), written into `out`; an aborted call
     /// (more than CACHE_EXT_EVICT_BATCH proposed) returns none. The second
-    /// value is the number proposed (0 ends the caller's loop).
+    /// value is the number proposed, None for an aborted call or a policy
+    /// that failed (either ends the caller's loop).
     pub fn evict_folios(
         &mut self,
         folios: &FolioTable,
@@ -603,9 +604,9 @@ impl CacheExt {
         request: u64,
         now: u64,
         out: &mut [FolioId; CACHE_EXT_EVICT_BATCH],
-    ) -> (usize, usize) {
+    ) -> (usize, Option<usize>) {
         if !self.active(memcg) {
-            return (0, 0);
+            return (0, None);
         }
         let mut ev = EvictionCtx::new(request);
         self.stats_mut(memcg).evict_calls += 1;
@@ -613,11 +614,11 @@ impl CacheExt {
             .call(folios, memcg, now, |op, cx| op.evict_folios(cx, &mut ev))
             .is_none()
         {
-            return (0, 0);
+            return (0, None);
         }
         if ev.aborted() {
             self.stats_mut(memcg).evict_aborted += 1;
-            return (0, 0);
+            return (0, None);
         }
         let proposed = ev.nr_proposed();
         self.stats_mut(memcg).candidates += proposed as u64;
@@ -640,7 +641,7 @@ impl CacheExt {
                 self.stats_mut(memcg).candidates_invalid += 1;
             }
         }
-        (n, proposed)
+        (n, Some(proposed))
     }
 
     pub fn check(&self) -> Result<(), String> {

@@ -410,11 +410,12 @@ impl ClassicLru {
         nr
     }
 
-    /// cache_ext's eviction: evict_folios() calls of at most
-    /// CACHE_EXT_EVICT_BATCH candidates until `request` folios were
-    /// proposed, a call proposes fewer than asked, or one aborts; the valid, isolatable
-    /// candidates go through shrink_folio_list() like an isolated batch.
-    /// Returns the folios reclaimed.
+    /// cache_ext's eviction (__page_cache_ext_isolate_and_reclaim()): one
+    /// evict_folios() call per CACHE_EXT_EVICT_BATCH of `request`, each
+    /// asking for min(32, request) (the last one too, so a request of 40
+    /// asks twice for 32), whatever the earlier calls proposed; a call
+    /// proposing more than 32 ends it. The valid, isolatable candidates
+    /// are reclaimed as reclaim_pages() does. Returns the folios reclaimed.
     fn cache_ext_shrink(
         &mut self,
         core: &mut Core,
@@ -423,30 +424,27 @@ impl ClassicLru {
         sc: &mut ScanControl,
     ) -> u64 {
         let mut buf = [0 as FolioId; crate::mm::cache_ext::CACHE_EXT_EVICT_BATCH];
-        let (mut left, mut reclaimed) = (request, 0);
-        while left > 0 {
-            let ask = left.min(SWAP_CLUSTER_MAX);
+        let batch = request.min(SWAP_CLUSTER_MAX);
+        let mut reclaimed = 0;
+        for _ in 0..request.div_ceil(SWAP_CLUSTER_MAX) {
             let (n, proposed) =
                 core.cache_ext
-                    .evict_folios(&core.folios, memcg, ask, core.now, &mut buf);
-            if proposed == 0 {
+                    .evict_folios(&core.folios, memcg, batch, core.now, &mut buf);
+            if proposed.is_none() {
                 break;
             }
-            left -= (proposed as u64).min(left);
-            // A call proposing less than asked has nothing more to offer.
-            let exhausted = (proposed as u64) < ask;
             if n > 0 {
                 reclaimed += self.cache_ext_reclaim(core, memcg, &buf[..n], sc);
-            }
-            if exhausted {
-                break;
             }
         }
         reclaimed
     }
 
     /// Isolates cache_ext's valid candidates and reclaims them as
-    /// shrink_inactive_list() does an isolated batch.
+    /// reclaim_pages() does (the DAMON entry cache_ext borrows):
+    /// shrink_folio_list(), the rest put back; unlike
+    /// shrink_inactive_list() it counts no pgscan or pgsteal. (It also
+    /// clears PG_active first, so the rest go back inactive: not modelled.)
     fn cache_ext_reclaim(
         &mut self,
         core: &mut Core,
@@ -463,14 +461,9 @@ impl ClassicLru {
             core.folios.get_mut(id).set(pg::ISOLATED);
             list.push(id);
         }
-        // pgscan and nr_scanned count pages, the scan's cost folios.
-        let pages: u64 = cand.iter().map(|&id| core.folios.get(id).nr_pages()).sum();
-        sc.nr_scanned += pages;
-        core.count_pgscan(memcg, true, pages, sc);
         core.cpu_or_kswapd(core.cost.scan_folio * n as u64);
         let got = shrink_folio_list(core, self, &mut list, sc);
         self.move_folios_to_lru(core, &list);
-        core.count_pgsteal(memcg, true, got, sc);
         core.cache_ext.stats_mut(memcg).candidates_reclaimed += got;
         list.clear();
         self.scratch = list;
@@ -480,20 +473,32 @@ impl ClassicLru {
     /// shrink_lruvec().
     fn shrink_lruvec(&mut self, core: &mut Core, memcg: MemcgId, sc: &mut ScanControl) {
         let mut nr = self.get_scan_count(core, memcg, sc);
-        // cache_ext: the memcg's policy is asked for the inactive-file
-        // target first; if it gets 80% of it the kernel's loop is skipped.
-        let request = nr[LRU_INACTIVE_FILE];
-        if request > 0 && core.cache_ext.active(memcg) {
-            let got = self.cache_ext_shrink(core, memcg, request, sc);
+        let targets = nr;
+        // cache_ext's shrink_lruvec(): the memcg's policy is asked for the
+        // inactive-file target first. More than 80% of it reclaimed, or a
+        // target of 0, skips the kernel's loop; otherwise the loop runs on
+        // the rest, its own count starting with the policy's, which is
+        // thus added to sc twice, as that kernel does. (That kernel returns
+        // on a target of 0 for a memcg without a policy too: not modelled.)
+        let mut policy_reclaimed = 0;
+        if core.cache_ext.active(memcg) {
+            let request = nr[LRU_INACTIVE_FILE];
+            let got = if request > 0 {
+                self.cache_ext_shrink(core, memcg, request, sc)
+            } else {
+                0
+            };
+            nr[LRU_INACTIVE_FILE] -= got.min(request);
             sc.nr_reclaimed += got;
-            if got * 5 >= request * 4 {
+            sc.nr_scanned += got;
+            if request == 0 || got * 100 / request > 80 {
                 return;
             }
             core.cache_ext.stats_mut(memcg).fallthrough += 1;
+            policy_reclaimed = got;
         }
-        let targets = nr;
         let nr_to_reclaim = sc.nr_to_reclaim;
-        let start = sc.nr_reclaimed;
+        let start = sc.nr_reclaimed - policy_reclaimed;
         // Global direct reclaim at DEF_PRIORITY scans its whole target.
         let proportional =
             !sc.cgroup_reclaim() && !sc.is_kswapd && sc.priority == crate::mm::DEF_PRIORITY;
@@ -547,6 +552,7 @@ impl ClassicLru {
                 nr[lru] -= nr[lru].min(scanned);
             }
         }
+        sc.nr_reclaimed += policy_reclaimed;
         // Age the active anon list even without anon scanning.
         if core.mem_cgroup_get_nr_swap_pages(memcg) > 0
             && self.inactive_is_low(core, memcg, LRU_INACTIVE_ANON)
