@@ -1,7 +1,7 @@
 //! LHD and cache_ext's MGLRU port through the cache_ext interface: which
 //! folios each proposes for eviction after a known history.
 
-use foliosim::mm::cache_ext::{CacheExt, CACHE_EXT_EVICT_BATCH};
+use foliosim::mm::cache_ext::{CacheExt, Folios, CACHE_EXT_EVICT_BATCH};
 use foliosim::mm::folio::{pg, FolioId, FolioTable};
 use foliosim::policy::new_policy;
 
@@ -17,8 +17,14 @@ impl Rig {
     fn new(policy: &str, n: usize) -> Rig {
         let folios = FolioTable::new(n);
         let mut cx = CacheExt::default();
-        cx.attach(&folios, 4, MEMCG, new_policy(policy).unwrap().unwrap(), 0)
-            .unwrap();
+        cx.attach(
+            Folios::table(&folios),
+            4,
+            MEMCG,
+            new_policy(policy).unwrap().unwrap(),
+            0,
+        )
+        .unwrap();
         Rig { folios, cx, now: 0 }
     }
 
@@ -31,25 +37,28 @@ impl Rig {
         f.mapping = 7;
         f.index = index;
         self.now += 1;
-        self.cx.folio_added(&self.folios, id, self.now);
+        self.cx
+            .folio_added(Folios::table(&self.folios), id, self.now);
         id
     }
 
     fn access(&mut self, id: FolioId) {
         self.now += 1;
-        self.cx.folio_accessed(&self.folios, id, self.now);
+        self.cx
+            .folio_accessed(Folios::table(&self.folios), id, self.now);
     }
 
     fn evict(&mut self, id: FolioId) {
-        self.cx.folio_evicted(&self.folios, id, self.now);
+        self.cx
+            .folio_evicted(Folios::table(&self.folios), id, self.now);
         self.folios.free(id);
     }
 
     fn propose(&mut self, n: u64) -> Vec<FolioId> {
         let mut out = [0; CACHE_EXT_EVICT_BATCH];
-        let (k, _) = self
-            .cx
-            .evict_folios(&self.folios, MEMCG, n, self.now, &mut out);
+        let (k, _) =
+            self.cx
+                .evict_folios(Folios::table(&self.folios), MEMCG, n, self.now, &mut out);
         out[..k].to_vec()
     }
 }

@@ -164,6 +164,8 @@ struct InflightRead {
     done: u64,
 }
 
+/// Reads a file's tracker holds before it first grows: more are in flight
+/// only with many readers on one file (it grows then, never forgets one).
 const INFLIGHT_RING: usize = 8;
 
 /// struct address_space: one per simulated file. Its slots (the i_pages
@@ -175,8 +177,9 @@ pub struct AddressSpace {
     slots: XArray,
     pub nrpages: u64,
     pub nrshadows: u64,
-    inflight: [InflightRead; INFLIGHT_RING],
-    inflight_next: usize,
+    /// The file's reads in flight (and completed ones whose slot was not
+    /// reused yet): PG_locked and !PG_uptodate of the folios they bring in.
+    inflight: Vec<InflightRead>,
     /// The latest completion time in `inflight`: past it, nothing is.
     inflight_until: u64,
     /// The pages `inflight` covers lie in [inflight_lo, inflight_hi): a
@@ -211,8 +214,7 @@ impl AddressSpace {
             slots: XArray::new(n),
             nrpages: 0,
             nrshadows: 0,
-            inflight: [InflightRead::default(); INFLIGHT_RING],
-            inflight_next: 0,
+            inflight: Vec::new(),
             inflight_until: 0,
             inflight_lo: u32::MAX,
             inflight_hi: 0,
@@ -496,20 +498,30 @@ impl AddressSpace {
         i
     }
 
+    /// A read of pages [start, end) submitted at `now`, completing at
+    /// `done`. It takes the slot of a read already complete; with none (as
+    /// many reads in flight as slots) the tracker grows: a read it forgot
+    /// would let reclaim evict its folios and readers skip the wait.
     #[inline]
-    fn note_inflight(&mut self, start: u64, end: u64, done: u64) {
+    fn note_inflight(&mut self, start: u64, end: u64, done: u64, now: u64) {
         let (start, end) = (start as u32, end as u32);
-        let old = std::mem::replace(
-            &mut self.inflight[self.inflight_next],
-            InflightRead { start, end, done },
-        );
-        self.inflight_next = (self.inflight_next + 1) % INFLIGHT_RING;
+        let new = InflightRead { start, end, done };
         self.inflight_until = self.inflight_until.max(done);
-        if old.done > 0 && (old.start == self.inflight_lo || old.end == self.inflight_hi) {
-            // The read leaving the ring may have set a bound: recompute
-            // (slots never used, done 0, match no query).
+        let Some(slot) = self.inflight.iter().position(|r| r.done <= now) else {
+            if self.inflight.capacity() == 0 {
+                self.inflight.reserve_exact(INFLIGHT_RING);
+            }
+            self.inflight.push(new);
+            self.inflight_lo = self.inflight_lo.min(start);
+            self.inflight_hi = self.inflight_hi.max(end);
+            return;
+        };
+        let old = std::mem::replace(&mut self.inflight[slot], new);
+        if old.start == self.inflight_lo || old.end == self.inflight_hi {
+            // The completed read may have set a bound: recompute over the
+            // reads still in flight.
             let (mut lo, mut hi) = (u32::MAX, 0);
-            for r in self.inflight.iter().filter(|r| r.done > 0) {
+            for r in self.inflight.iter().filter(|r| r.done > now) {
                 lo = lo.min(r.start);
                 hi = hi.max(r.end);
             }
@@ -672,9 +684,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
         // cache_ext's hook in __filemap_add_folio() (before the LRU add).
-        self.core
-            .cache_ext
-            .folio_added(&self.core.folios, id, self.core.now);
+        self.core.cache_ext.folio_added(
+            super::cache_ext::Folios::new(&self.core.folios, &self.core.files),
+            id,
+            self.core.now,
+        );
         self.folio_add_lru(id);
         let f = self.core.folios.get_mut(id);
         f.set(pg::UPTODATE);
@@ -688,9 +702,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
     #[inline]
     pub fn folio_mark_accessed(&mut self, id: FolioId) {
         self.policy.folio_mark_accessed(&mut self.core, id);
-        self.core
-            .cache_ext
-            .folio_accessed(&self.core.folios, id, self.core.now);
+        self.core.cache_ext.folio_accessed(
+            super::cache_ext::Folios::new(&self.core.folios, &self.core.files),
+            id,
+            self.core.now,
+        );
     }
 
     /// Submits the read of pages [start, end) of a file (read_pages /
@@ -701,9 +717,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.core
             .count(memcg, Item::PGPGIN, nr * (PAGE_SIZE / 1024));
         let done = self.core.dev.submit(self.core.now, nr * PAGE_SIZE, false);
-        self.core.files[mapping as usize].note_inflight(start, end, done);
+        let now = self.core.now;
+        self.core.files[mapping as usize].note_inflight(start, end, done, now);
         self.core.file_reads_until = self.core.file_reads_until.max(done);
-        self.core.cache_ext.note_read(mapping, start, end, done);
         done
     }
 
@@ -763,7 +779,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     nr_pages: last_index - index,
                 };
                 if self.core.cache_ext.admit_folio(
-                    &self.core.folios,
+                    super::cache_ext::Folios::new(&self.core.folios, &self.core.files),
                     file.memcg,
                     req,
                     self.core.now,

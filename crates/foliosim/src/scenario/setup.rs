@@ -3,6 +3,7 @@
 use foliosim_workload::scenario::Scenario;
 
 use super::err;
+use crate::mm::cache_ext::Folios;
 use crate::mm::memcontrol::{MemcgId, MemcgKnobs};
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::{Kernel, PAGE_SIZE};
@@ -24,7 +25,13 @@ pub fn attach_policy<P: ReclaimPolicy>(
     }
     let n = k.core.memcgs.len();
     let now = k.core.now;
-    k.core.cache_ext.attach(&k.core.folios, n, memcg, ops, now)
+    k.core.cache_ext.attach(
+        Folios::new(&k.core.folios, &k.core.files),
+        n,
+        memcg,
+        ops,
+        now,
+    )
 }
 
 /// Creates the scenario's cgroups under its root memcg and returns their

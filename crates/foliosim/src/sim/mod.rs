@@ -17,6 +17,7 @@ use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
 use crate::fs::ext4::{Ext4, NameSpec};
+use crate::mm::cache_ext::Folios;
 use crate::mm::filemap::OpenFile;
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::readahead::FileRaState;
@@ -164,7 +165,7 @@ impl Sim {
                     Ok(Some(ops)) => {
                         let n = k.core.memcgs.len();
                         let now = k.core.now;
-                        if let Err(e) = k.core.cache_ext.attach(&k.core.folios, n, memcg, ops, now) {
+                        if let Err(e) = k.core.cache_ext.attach(Folios::new(&k.core.folios, &k.core.files), n, memcg, ops, now) {
                             k.core.cache_ext.error.get_or_insert(e);
                         }
                     }
@@ -205,7 +206,7 @@ impl Sim {
         with_kernel!(&mut self.k, k => {
             let n = k.core.memcgs.len();
             let now = k.core.now;
-            k.core.cache_ext.attach(&k.core.folios, n, memcg, ops, now)
+            k.core.cache_ext.attach(Folios::new(&k.core.folios, &k.core.files), n, memcg, ops, now)
         })
     }
 

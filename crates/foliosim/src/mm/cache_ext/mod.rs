@@ -22,6 +22,8 @@
 
 pub mod list;
 
+use crate::mm::filemap::AddressSpace;
+
 use crate::mm::folio::{pg, Folio, FolioId, FolioTable};
 pub use list::{ListError, ListId, ListSpace, CACHE_EXT_ITERATE_MAX, CACHE_EXT_MAX_LISTS};
 
@@ -100,6 +102,32 @@ impl EvictionCtx {
     }
 }
 
+/// The folio table and the files, as the hooks' callers pass them: a
+/// policy sees a file folio whose read is in flight locked and !uptodate,
+/// as the file's own tracker (the one reclaim and readers use) has it.
+#[derive(Clone, Copy)]
+pub struct Folios<'a> {
+    pub table: &'a FolioTable,
+    pub files: &'a [AddressSpace],
+}
+
+impl<'a> Folios<'a> {
+    pub fn new(table: &'a FolioTable, files: &'a [AddressSpace]) -> Self {
+        Folios { table, files }
+    }
+    /// Folios without files: no read is ever in flight (unit tests).
+    pub fn table(table: &'a FolioTable) -> Self {
+        Folios { table, files: &[] }
+    }
+}
+
+impl std::ops::Deref for Folios<'_> {
+    type Target = FolioTable;
+    fn deref(&self) -> &FolioTable {
+        self.table
+    }
+}
+
 /// What a list_iterate() callback does with the node it was given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IterAction {
@@ -118,7 +146,7 @@ pub enum IterAction {
 pub struct CacheExtCtx<'a> {
     lists: &'a mut ListSpace,
     folios: &'a FolioTable,
-    reads: &'a ReadsInFlight,
+    files: &'a [AddressSpace],
     memcg: u16,
     task: &'a TaskInfo,
     now: u64,
@@ -152,7 +180,17 @@ impl<'a> CacheExtCtx<'a> {
     /// uptodate (folio_end_read() flips both at completion).
     #[inline]
     pub fn folio(&self, id: FolioId) -> Folio {
-        self.reads.view(self.folios.get(id), self.now)
+        let mut v = *self.folios.get(id);
+        if v.is_file_lru() {
+            let busy = self
+                .files
+                .get(v.mapping as usize)
+                .is_some_and(|a| a.io_done_at(v.index as u64, self.now).is_some());
+            if busy {
+                v.flags = (v.flags & !pg::UPTODATE) | pg::LOCKED;
+            }
+        }
+        v
     }
     pub fn folio_test(&self, id: FolioId, flag: u32) -> bool {
         self.folio(id).test(flag)
@@ -322,49 +360,6 @@ pub struct CacheExt {
     /// Some memcg has a policy: the hooks test this first, so a run
     /// without cache_ext pays one predictable branch per hook.
     enabled: bool,
-    /// File reads in flight, for the policies' view of PG_locked and
-    /// PG_uptodate (kept only while a policy is attached).
-    reads: ReadsInFlight,
-}
-
-/// The most recent file reads (mapping, pages [start, end), completion
-/// time): the folios they bring in are locked and !uptodate until then.
-/// A ring: reads older than READS_TRACKED are taken as complete, which
-/// they are unless the device queues that many reads.
-#[derive(Default)]
-pub struct ReadsInFlight {
-    ring: Vec<(u32, u64, u64, u64)>,
-    next: usize,
-}
-
-const READS_TRACKED: usize = 64;
-
-impl ReadsInFlight {
-    fn note(&mut self, mapping: u32, start: u64, end: u64, done: u64) {
-        if self.ring.len() < READS_TRACKED {
-            self.ring.push((mapping, start, end, done));
-        } else {
-            self.ring[self.next] = (mapping, start, end, done);
-            self.next = (self.next + 1) % READS_TRACKED;
-        }
-    }
-
-    /// `f` as the kernel would show it at `now`.
-    #[inline]
-    fn view(&self, f: &Folio, now: u64) -> Folio {
-        let mut v = *f;
-        if f.is_file_lru() {
-            let i = f.index as u64;
-            if self
-                .ring
-                .iter()
-                .any(|&(m, s, e, d)| d > now && m == f.mapping && i >= s && i < e)
-            {
-                v.flags = (v.flags & !pg::UPTODATE) | pg::LOCKED;
-            }
-        }
-        v
-    }
 }
 
 impl CacheExt {
@@ -377,15 +372,6 @@ impl CacheExt {
     #[inline]
     pub fn any_active(&self) -> bool {
         self.enabled
-    }
-
-    /// A file read was submitted (filemap's submit_read): its folios are
-    /// locked and !uptodate until `done`, as policies see them.
-    #[inline]
-    pub fn note_read(&mut self, mapping: u32, start: u64, end: u64, done: u64) {
-        if self.enabled {
-            self.reads.note(mapping, start, end, done);
-        }
     }
 
     /// `memcg`'s counts (zero where it never had a policy).
@@ -432,7 +418,7 @@ impl CacheExt {
     /// Attaches `ops` to `memcg` and runs its init().
     pub fn attach(
         &mut self,
-        folios: &FolioTable,
+        folios: Folios<'_>,
         nr_memcgs: usize,
         memcg: u16,
         mut ops: Box<dyn CacheExtOps>,
@@ -452,8 +438,8 @@ impl CacheExt {
         }
         let mut cx = CacheExtCtx {
             lists: &mut self.lists,
-            folios,
-            reads: &self.reads,
+            folios: folios.table,
+            files: folios.files,
             memcg,
             task: &self.tasks[self.current],
             now,
@@ -470,7 +456,7 @@ impl CacheExt {
     #[inline]
     fn call<R>(
         &mut self,
-        folios: &FolioTable,
+        folios: Folios<'_>,
         memcg: u16,
         now: u64,
         f: impl FnOnce(&mut dyn CacheExtOps, &mut CacheExtCtx) -> R,
@@ -481,7 +467,6 @@ impl CacheExt {
             tasks,
             current,
             error,
-            reads,
             ..
         } = self;
         // A failed policy is called no more: the kernel's LRU goes on alone
@@ -492,8 +477,8 @@ impl CacheExt {
         let op = ops.get_mut(memcg as usize)?.as_deref_mut()?;
         let mut cx = CacheExtCtx {
             lists,
-            folios,
-            reads,
+            folios: folios.table,
+            files: folios.files,
             memcg,
             task: &tasks[*current],
             now,
@@ -505,14 +490,14 @@ impl CacheExt {
     /// __filemap_add_folio(): the folio joins the valid set and the
     /// policy's folio_added() runs.
     #[inline(always)]
-    pub fn folio_added(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+    pub fn folio_added(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         if self.enabled {
             self.folio_added_slow(folios, id, now);
         }
     }
 
     #[inline(never)]
-    fn folio_added_slow(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+    fn folio_added_slow(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         let memcg = folios.get(id).memcg;
         if !self.active(memcg) {
             return;
@@ -524,14 +509,14 @@ impl CacheExt {
 
     /// folio_mark_accessed().
     #[inline(always)]
-    pub fn folio_accessed(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+    pub fn folio_accessed(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         if self.enabled {
             self.folio_accessed_slow(folios, id, now);
         }
     }
 
     #[inline(never)]
-    fn folio_accessed_slow(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+    fn folio_accessed_slow(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         let memcg = folios.get(id).memcg;
         if !self.lists.is_valid(memcg, id) {
             return;
@@ -543,14 +528,14 @@ impl CacheExt {
     /// Any removal from the page cache: folio_evicted(), then the folio
     /// leaves the lists and the valid set.
     #[inline(always)]
-    pub fn folio_evicted(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+    pub fn folio_evicted(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         if self.enabled {
             self.folio_evicted_slow(folios, id, now);
         }
     }
 
     #[inline(never)]
-    fn folio_evicted_slow(&mut self, folios: &FolioTable, id: FolioId, now: u64) {
+    fn folio_evicted_slow(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         let memcg = folios.get(id).memcg;
         if !self.lists.is_valid(memcg, id) {
             return;
@@ -564,7 +549,7 @@ impl CacheExt {
     #[inline(always)]
     pub fn admit_folio(
         &mut self,
-        folios: &FolioTable,
+        folios: Folios<'_>,
         memcg: u16,
         req: AdmissionCtx,
         now: u64,
@@ -575,7 +560,7 @@ impl CacheExt {
     #[inline(never)]
     fn admit_folio_slow(
         &mut self,
-        folios: &FolioTable,
+        folios: Folios<'_>,
         memcg: u16,
         req: AdmissionCtx,
         now: u64,
@@ -599,7 +584,7 @@ impl CacheExt {
     /// that failed (either ends the caller's loop).
     pub fn evict_folios(
         &mut self,
-        folios: &FolioTable,
+        folios: Folios<'_>,
         memcg: u16,
         request: u64,
         now: u64,

@@ -2,6 +2,7 @@
 //! mm/swap.c folio_mark_accessed / folio_add_lru, include/linux/mm_inline.h).
 
 use super::{shrink_folio_list, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE};
+use crate::mm::cache_ext::Folios;
 use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
@@ -427,9 +428,13 @@ impl ClassicLru {
         let batch = request.min(SWAP_CLUSTER_MAX);
         let mut reclaimed = 0;
         for _ in 0..request.div_ceil(SWAP_CLUSTER_MAX) {
-            let (n, proposed) =
-                core.cache_ext
-                    .evict_folios(&core.folios, memcg, batch, core.now, &mut buf);
+            let (n, proposed) = core.cache_ext.evict_folios(
+                Folios::new(&core.folios, &core.files),
+                memcg,
+                batch,
+                core.now,
+                &mut buf,
+            );
             if proposed.is_none() {
                 break;
             }
@@ -441,10 +446,10 @@ impl ClassicLru {
     }
 
     /// Isolates cache_ext's valid candidates and reclaims them as
-    /// reclaim_pages() does (the DAMON entry cache_ext borrows):
-    /// shrink_folio_list(), the rest put back; unlike
-    /// shrink_inactive_list() it counts no pgscan or pgsteal. (It also
-    /// clears PG_active first, so the rest go back inactive: not modelled.)
+    /// reclaim_pages() does (the DAMON entry cache_ext borrows): PG_active
+    /// cleared, shrink_folio_list(), the rest put back (so on the inactive
+    /// list unless shrink_folio_list() activated them); unlike
+    /// shrink_inactive_list() it counts no pgscan or pgsteal.
     fn cache_ext_reclaim(
         &mut self,
         core: &mut Core,
@@ -458,7 +463,9 @@ impl ClassicLru {
         list.clear();
         for &id in cand {
             self.lruvec_del_folio(core, id);
-            core.folios.get_mut(id).set(pg::ISOLATED);
+            let f = core.folios.get_mut(id);
+            f.set(pg::ISOLATED);
+            f.clear(pg::ACTIVE);
             list.push(id);
         }
         core.cpu_or_kswapd(core.cost.scan_folio * n as u64);
