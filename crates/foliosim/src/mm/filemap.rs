@@ -3,6 +3,7 @@
 //! (filemap_fault, filemap_map_pages, do_sync_mmap_readahead,
 //! do_async_mmap_readahead).
 
+use super::cache_ext::Folios;
 use super::folio::{pg, FolioId};
 use super::memcontrol::MemcgId;
 use super::readahead::FileRaState;
@@ -685,7 +686,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         // cache_ext's hook in __filemap_add_folio() (before the LRU add).
         self.core.cache_ext.folio_added(
-            super::cache_ext::Folios::new(&self.core.folios, &self.core.files),
+            Folios::new(&self.core.folios, &self.core.files),
             id,
             self.core.now,
         );
@@ -703,7 +704,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn folio_mark_accessed(&mut self, id: FolioId) {
         self.policy.folio_mark_accessed(&mut self.core, id);
         self.core.cache_ext.folio_accessed(
-            super::cache_ext::Folios::new(&self.core.folios, &self.core.files),
+            Folios::new(&self.core.folios, &self.core.files),
             id,
             self.core.now,
         );
@@ -779,7 +780,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     nr_pages: last_index - index,
                 };
                 if self.core.cache_ext.admit_folio(
-                    super::cache_ext::Folios::new(&self.core.folios, &self.core.files),
+                    Folios::new(&self.core.folios, &self.core.files),
                     file.memcg,
                     req,
                     self.core.now,
@@ -1380,5 +1381,32 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AddressSpace;
+
+    /// More reads in flight than the tracker's first slots: none is
+    /// forgotten (the eight-slot ring overwrote the oldest, so readers
+    /// skipped its wait and reclaim could evict its folios), and a
+    /// completed read's slot is reused rather than grown into.
+    #[test]
+    fn reads_in_flight_are_all_remembered() {
+        let mut a = AddressSpace::new(0, 1 << 30);
+        for i in 0..20u64 {
+            a.note_inflight(i * 10, i * 10 + 2, 1_000 + i, 0);
+        }
+        for i in 0..20u64 {
+            assert_eq!(a.io_done_at(i * 10 + 1, 500), Some(1_000 + i), "read {i}");
+            assert_eq!(a.io_done_at(i * 10 + 2, 500), None);
+        }
+        // At 1,005 reads 0-5 are complete: a new one takes a slot of theirs.
+        a.note_inflight(500, 501, 2_000, 1_005);
+        assert_eq!(a.inflight.len(), 20);
+        assert_eq!(a.io_done_at(500, 1_005), Some(2_000));
+        assert_eq!(a.io_done_at(1, 1_005), None);
+        assert_eq!(a.io_done_at(191, 1_005), Some(1_019));
     }
 }
