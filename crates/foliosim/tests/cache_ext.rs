@@ -227,8 +227,9 @@ fn a_policy_that_meets_the_request_replaces_the_kernel_loop() {
 /// every call of one request the same size.
 #[test]
 fn each_call_of_a_request_asks_for_the_same_batch() {
+    // The shipped FIFO policy, recording each call's request.
     struct Sizes {
-        list: Option<ListId>,
+        fifo: Box<dyn CacheExtOps>,
         asked: Rc<RefCell<Vec<u64>>>,
     }
     impl CacheExtOps for Sizes {
@@ -236,16 +237,17 @@ fn each_call_of_a_request_asks_for_the_same_batch() {
             "sizes"
         }
         fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String> {
-            self.list = Some(cx.list_create().map_err(|e| e.to_string())?);
-            Ok(())
+            self.fifo.init(cx)
         }
         fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
-            cx.list_add_tail(self.list.unwrap(), id).unwrap();
+            self.fifo.folio_added(cx, id)
+        }
+        fn folio_evicted(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
+            self.fifo.folio_evicted(cx, id)
         }
         fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
             self.asked.borrow_mut().push(ev.request_nr_folios);
-            cx.list_iterate(self.list.unwrap(), ev, |_, _| IterAction::Evict)
-                .unwrap();
+            self.fifo.evict_folios(cx, ev)
         }
     }
     let asked = Rc::new(RefCell::new(Vec::new()));
@@ -257,7 +259,7 @@ fn each_call_of_a_request_asks_for_the_same_batch() {
     c.mm.check_invariants = false;
     let mut sim = Sim::new(c);
     sim.attach_policy(Box::new(Sizes {
-        list: None,
+        fifo: foliosim::policy::new_policy("fifo").unwrap().unwrap(),
         asked: asked.clone(),
     }))
     .unwrap();
