@@ -654,8 +654,10 @@ impl<'a> Driver<'a> {
     }
 
     fn run<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>) -> Result<(), String> {
-        while let Some(Reverse((_, id))) = self.heap.pop() {
+        let mut next = self.heap.pop();
+        while let Some(Reverse((_, id))) = next.take() {
             if self.threads[id].st != St::Run {
+                next = self.heap.pop();
                 continue;
             }
             loop {
@@ -673,16 +675,22 @@ impl<'a> Driver<'a> {
                         if self.threads[id].st != St::Run {
                             break;
                         }
-                        // Keep running while still the furthest behind.
+                        // Keep running while still the furthest behind;
+                        // else swap places with the thread that is (one
+                        // sift instead of a push and a pop: keys are
+                        // unique, so the order threads run in is the same).
                         let me = (self.threads[id].t, id);
-                        if let Some(&Reverse(top)) = self.heap.peek() {
-                            if me > top {
-                                self.heap.push(Reverse(me));
+                        if let Some(mut top) = self.heap.peek_mut() {
+                            if me > top.0 {
+                                next = Some(std::mem::replace(&mut *top, Reverse(me)));
                                 break;
                             }
                         }
                     }
                 }
+            }
+            if next.is_none() {
+                next = self.heap.pop();
             }
         }
         if let Some(th) = self.threads.iter().find(|t| t.st != St::Done) {
