@@ -1725,3 +1725,41 @@ fn rmap_walks_and_tlb_flushes_are_charged_for_mapped_folios_only() {
         vm(&base2, "pswpout")
     );
 }
+
+/// `--timeline` samples the scenario's own group and its cgroups: its
+/// memcg events per second add up as /proc/vmstat's do (all I/O here is
+/// the cgroup's), and are not the root memcg's zeros.
+#[test]
+fn timeline_samples_the_scenario_cgroups() {
+    let text = "[machine]\nmemory = \"1G\"\n\n[[cgroup]]\npath = \"a\"\nmemory.max = \"64M\"\n\n\
+        [[file]]\nname = \"f\"\nsize = \"256M\"\n\n\
+        [[process]]\nname = \"r\"\ncgroup = \"a\"\nsteps = [ \
+        { op = \"read\", file = \"f\", pattern = \"random\", bs = \"4k\", duration = \"3s\" } ]\n";
+    let sc = parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut c = cfg(1024 * M, None);
+    c.timeline = true;
+    let r = run_scenario(c, &sc).unwrap();
+    let tl = r.run.timeline.as_ref().expect("timeline asked for");
+    assert_eq!(
+        tl.iter().map(|s| s.second).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    for s in tl {
+        assert!(s.memcg["pgpgin"] > 0, "second {}: {:?}", s.second, s.memcg);
+        assert_eq!(s.memcg["pgpgin"], s.vmstat["pgpgin"], "second {}", s.second);
+        assert_eq!(
+            s.memcg["workingset_refault_file"], s.vmstat["workingset_refault_file"],
+            "second {}",
+            s.second
+        );
+        assert!(
+            s.memcg["usage_in_bytes"] > 32 * M,
+            "second {}: the group's usage",
+            s.second
+        );
+    }
+    assert!(
+        tl[2].memcg["workingset_refault_file"] > 0,
+        "a 256M file through 64M refaults"
+    );
+}

@@ -986,14 +986,25 @@ impl Core {
     #[cold]
     fn tick(&mut self) {
         while self.now >= self.next_tick {
-            if let Some(tl) = self.timeline.as_mut() {
-                let mc = &self.memcgs[self.timeline_memcg as usize];
-                tl.push((
+            if self.timeline.is_some() {
+                // memory.stat's events are hierarchical: the memcg's and
+                // its descendants' (a scenario's cgroups sit below it).
+                let root = self.timeline_memcg;
+                let mut stat = Counters::default();
+                for &c in self.memcg_subtree_ids(root) {
+                    for (a, b) in stat.0.iter_mut().zip(self.memcgs[c as usize].stat.0.iter()) {
+                        *a += b;
+                    }
+                }
+                let sample = (
                     self.next_tick / 1_000_000_000,
                     self.vm.clone(),
-                    mc.stat.clone(),
-                    mc.usage,
-                ));
+                    stat,
+                    self.memcgs[root as usize].usage,
+                );
+                if let Some(tl) = self.timeline.as_mut() {
+                    tl.push(sample);
+                }
             }
             self.next_tick += 1_000_000_000;
         }

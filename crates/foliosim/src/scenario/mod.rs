@@ -43,6 +43,9 @@ pub fn run_scenario(cfg: SimConfig, sc: &Scenario) -> Result<ScenarioReport, Str
     if sim.memcg == 0 && !sc.cgroups.is_empty() {
         sim.memcg =
             with_kernel!(&mut sim.k, k => k.add_memcg_child(0, "foliosim", MemcgKnobs::default()));
+        // --timeline samples the group the report prints.
+        let memcg = sim.memcg;
+        with_kernel!(&mut sim.k, k => k.core.timeline_memcg = memcg);
     }
     let root = sim.memcg;
     let seed = sim.cfg.seed;
