@@ -19,7 +19,7 @@ GENERATORS = [
     (
         "gen_kernel_build.py",
         ["data/compiles-6.12-defconfig.csv"],
-        ["kernel-build.toml"],
+        ["kernel-build.toml", "seed003-kernel-build-tmpfs.toml"],
     ),
     (
         "cache_ext/gen_filesearch.py",
