@@ -20,6 +20,22 @@ impl LruGenFolio {
     }
 }
 
+impl LruGenFolio {
+    /// should_run_aging() as seed 003's series has it (it takes `sc`):
+    /// age when no evictable generation is left; when aging would only be
+    /// better, not below DEF_PRIORITY's gentle first pass.
+    pub(super) fn should_run_aging_sc(&self, swappiness: u32, priority: i32) -> bool {
+        let ems = evictable_min_seq(&self.min_seq, swappiness);
+        if ems + MIN_NR_GENS > self.max_seq {
+            return true;
+        }
+        if priority == DEF_PRIORITY {
+            return false;
+        }
+        ems + MIN_NR_GENS == self.max_seq
+    }
+}
+
 impl LruGen {
     /// folio_update_gen(): promote a folio found young by a page-table walk
     /// to `gen`. Returns the old generation, None if not moved.

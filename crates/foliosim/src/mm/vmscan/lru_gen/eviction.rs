@@ -405,7 +405,7 @@ impl LruGen {
             let mut aged = false;
             while budget > 0 {
                 let max_seq = self.lrugen[m].max_seq;
-                if self.lrugen[m].should_run_aging(swappiness).0 {
+                if self.lrugen[m].should_run_aging_sc(swappiness, sc.priority) {
                     aged |= self.try_to_inc_max_seq(core, m, max_seq, swappiness, false);
                 }
                 let delta = self.evict_folios(core, m, budget.min(MIN_LRU_BATCH), sc, swappiness);

@@ -1037,6 +1037,27 @@ mod tests {
         assert_eq!(lv.get_type_to_scan(200), LRU_GEN_ANON);
     }
 
+    /// Seed 003's series: "better to age" waits for a priority below
+    /// DEF_PRIORITY; "have to age" (MIN_NR_GENS left) does not.
+    #[test]
+    fn rework_ages_at_def_priority_only_when_it_has_to() {
+        let mut lv = LruGenFolio::new(0);
+        lv.max_seq = 3; // min_seq 0: MIN_NR_GENS + 2 generations
+        assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY));
+        assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY - 1));
+        lv.max_seq = 2; // MIN_NR_GENS + 1: better to age
+        assert!(lv.should_run_aging(60).0, "the legacy predicate ages");
+        assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY));
+        assert!(lv.should_run_aging_sc(60, DEF_PRIORITY - 1));
+        lv.min_seq = [1, 1]; // MIN_NR_GENS left: have to
+        assert!(lv.should_run_aging_sc(60, DEF_PRIORITY));
+        // Without swap only file counts: anon's old generations do not
+        // make aging optional.
+        lv.min_seq = [0, 1];
+        assert!(lv.should_run_aging_sc(0, DEF_PRIORITY));
+        assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY));
+    }
+
     #[test]
     fn sysctl_parsing() {
         let mut p = LruGen::new();
