@@ -27,24 +27,26 @@ fn open(k: &mut Kernel<LruGen>, pages: u64, memcg: u16) -> OpenFile {
 }
 
 /// Seed 000's workload scaled down: a file of `file_pages` read 4K every
-/// 64K through mmap in a memcg of `limit` pages. Returns the file refaults
-/// and the pages read per simulated second over the passes after `warmup`.
+/// 64K through mmap in a memcg of `limit` pages. Returns, over the passes
+/// after `warmup`, the file refaults, the share of reads that were major
+/// faults and the pages read per simulated second.
 fn strided_mmap(
     variants: &str,
     file_pages: u64,
     limit: u64,
     warmup: usize,
     passes: usize,
-) -> (u64, f64) {
+) -> (u64, f64, f64) {
     let mut k = Kernel::new(config(variants), LruGen::new());
     let memcg = k.add_memcg("strided", Some(limit));
     let mut f = open(&mut k, file_pages, memcg);
-    let (mut base, mut t0, mut reads) = (0, 0, 0u64);
+    let (mut base, mut maj0, mut t0, mut reads) = (0, 0, 0, 0u64);
     for pass in 0..warmup + passes {
         if pass == warmup {
             base = k.core.memcgs[memcg as usize]
                 .stat
                 .get(Item::WORKINGSET_REFAULT_FILE);
+            maj0 = k.core.vm.get(Item::PGMAJFAULT);
             t0 = k.core.now;
         }
         for idx in (0..file_pages).step_by(16) {
@@ -58,15 +60,16 @@ fn strided_mmap(
         .stat
         .get(Item::WORKINGSET_REFAULT_FILE)
         - base;
+    let maj = (k.core.vm.get(Item::PGMAJFAULT) - maj0) as f64 / reads as f64;
     let secs = (k.core.now - t0) as f64 / 1e9;
     k.check_invariants().unwrap();
-    (refaults, reads as f64 / secs)
+    (refaults, maj, reads as f64 / secs)
 }
 
 #[test]
 fn seed_000_fault_path_mark_accessed_stops_refaults_on_arm64() {
-    let (before, bw_before) = strided_mmap("arm64,pf-set-active", 6144, 4096, 3, 6);
-    let (after, bw_after) = strided_mmap("arm64,pf-mark-accessed", 6144, 4096, 3, 6);
+    let (before, _, bw_before) = strided_mmap("arm64,pf-set-active", 6144, 4096, 3, 6);
+    let (after, _, bw_after) = strided_mmap("arm64,pf-mark-accessed", 6144, 4096, 3, 6);
     eprintln!("arm64: before {before} refaults {bw_before:.0} reads/s; after {after} refaults {bw_after:.0} reads/s");
     assert!(
         before > 1000,
@@ -79,14 +82,21 @@ fn seed_000_fault_path_mark_accessed_stops_refaults_on_arm64() {
     );
 }
 
+/// At the seed's size (a 400M group: reclaim's budget at DEF_PRIORITY is
+/// about 25 folios). In a 16M group that budget is 0 (seed 003's series
+/// dropped its SWAP_CLUSTER_MAX floor), reclaim runs at lower priorities,
+/// ages more often and the hot set escapes: no real run was measured there.
+/// Under MGLRU the group's shadow nodes are reclaimed early, so thrashing
+/// shows in major faults, not refaults.
 #[test]
 fn seed_000_makes_no_material_difference_with_young_prefaulted_ptes() {
-    let (before, bw_before) = strided_mmap("x86,pf-set-active", 6144, 4096, 3, 6);
-    let (after, bw_after) = strided_mmap("x86,pf-mark-accessed", 6144, 4096, 3, 6);
-    eprintln!("x86: before {before} refaults {bw_before:.0} reads/s; after {after} refaults {bw_after:.0} reads/s");
+    let (_, maj_before, bw_before) = strided_mmap("x86,pf-set-active", 153600, 102400, 3, 6);
+    let (_, maj_after, bw_after) = strided_mmap("x86,pf-mark-accessed", 153600, 102400, 3, 6);
+    eprintln!("x86: before {maj_before:.2} of reads major, {bw_before:.0} reads/s; after {maj_after:.2}, {bw_after:.0} reads/s");
     // With young prefaulted PTEs every mapped folio looks referenced either
     // way: the patch does not end the thrashing as it does on arm64.
-    assert!(before > 1000, "x86 before {before}");
+    assert!(maj_before > 0.5, "x86 before: {maj_before} of reads major");
+    assert!(maj_after > 0.5, "x86 after: {maj_after} of reads major");
     assert!(
         bw_after < 2.0 * bw_before,
         "x86 reads/s: before {bw_before} after {bw_after}"

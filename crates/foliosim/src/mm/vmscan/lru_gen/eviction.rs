@@ -399,9 +399,11 @@ impl LruGen {
         if core.cfg.variants.mglru_reclaim_rework {
             // Seed 003: the scan budget is computed once; aging happens in
             // the loop without ending it; batches are smaller; dirty folios
-            // wake the flusher from inside the loop.
+            // wake the flusher from inside the loop. The budget has no
+            // SWAP_CLUSTER_MAX floor (v2 added one, v3 dropped it): a small
+            // lruvec gets nothing at DEF_PRIORITY.
             let size = self.lrugen[m].evictable_size(swappiness);
-            let mut budget = (size >> sc.priority).max(size.min(SWAP_CLUSTER_MAX));
+            let mut budget = size >> sc.priority;
             let mut aged = false;
             while budget > 0 {
                 let max_seq = self.lrugen[m].max_seq;

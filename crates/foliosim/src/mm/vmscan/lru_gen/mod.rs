@@ -48,7 +48,7 @@ use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
 use crate::mm::workingset::{pack_shadow, unpack_shadow, LruSizes, Shadow, EVICTION_MASK};
-use crate::mm::{Core, PfActivation, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::{Core, PfActivation, DEF_PRIORITY};
 
 pub const MIN_NR_GENS: u64 = 2;
 pub const MAX_NR_GENS: u64 = 4;
