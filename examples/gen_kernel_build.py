@@ -103,6 +103,33 @@ def compile_steps(p, c, indent):
     p(f"{i}] }},")
 
 
+def tree_files(p, fs):
+    """The compiler, headers, sources and objects, on `fs` when given."""
+    for name, size in [("cc1", "4M"), ("hdr", "32M"), ("src", "160M"), ("obj", "96M")]:
+        p("")
+        p("[[file]]")
+        p(f'name = "{name}"')
+        p(f'size = "{size}"')
+        if fs:
+            p(f'fs = "{fs}"')
+
+
+def make_processes(p, jobs, first_step):
+    """The make jobs: each a process in kbuild forking its compiles one
+    after the other, after `first_step` when given."""
+    for j, js in enumerate(jobs):
+        p("")
+        p("[[process]]")
+        p(f'name = "make-{j:02}"')
+        p('cgroup = "kbuild"')
+        p("steps = [")
+        if first_step:
+            p(f"  {first_step}")
+        for c in js:
+            compile_steps(p, c, 2)
+        p("]")
+
+
 jobs = make_j(JOBS, len(compiles))
 
 w = []
@@ -158,20 +185,8 @@ p("")
 p("[[cgroup]]")
 p('path = "kbuild"')
 p('memory.limit_in_bytes = "128M"')
-for name, size in [("cc1", "4M"), ("hdr", "32M"), ("src", "160M"), ("obj", "96M")]:
-    p("")
-    p("[[file]]")
-    p(f'name = "{name}"')
-    p(f'size = "{size}"')
-for j, js in enumerate(jobs):
-    p("")
-    p("[[process]]")
-    p(f'name = "make-{j:02}"')
-    p('cgroup = "kbuild"')
-    p("steps = [")
-    for c in js:
-        compile_steps(p, c, 2)
-    p("]")
+tree_files(p, None)
+make_processes(p, jobs, None)
 open(os.path.join(HERE, "kernel-build.toml"), "w").write("\n".join(w) + "\n")
 
 # Kairui Song's row: make -j96 on tmpfs in a 3G memcg with zram, 1/8.
@@ -211,12 +226,7 @@ p("")
 p("[[cgroup]]")
 p('path = "kbuild"')
 p('max = "384M"')
-for name, size in [("cc1", "4M"), ("hdr", "32M"), ("src", "160M"), ("obj", "96M")]:
-    p("")
-    p("[[file]]")
-    p(f'name = "{name}"')
-    p(f'size = "{size}"')
-    p('fs = "tmpfs"')
+tree_files(p, "tmpfs")
 p("")
 p("[[process]]")
 p('name = "setup"')
@@ -225,14 +235,5 @@ for name in ["cc1", "hdr", "src"]:
     p(f'  {{ op = "write", file = "{name}", bs = "1M", pattern = "seq", passes = 1 }},')
 p('  { op = "barrier", name = "tree" },')
 p("]")
-for j, js in enumerate(make_j(TMPFS_JOBS, TMPFS_COMPILES)):
-    p("")
-    p("[[process]]")
-    p(f'name = "make-{j:02}"')
-    p('cgroup = "kbuild"')
-    p("steps = [")
-    p('  { op = "barrier", name = "tree" },')
-    for c in js:
-        compile_steps(p, c, 2)
-    p("]")
+make_processes(p, make_j(TMPFS_JOBS, TMPFS_COMPILES), '{ op = "barrier", name = "tree" },')
 open(os.path.join(HERE, "seed003-kernel-build-tmpfs.toml"), "w").write("\n".join(w) + "\n")
