@@ -405,10 +405,13 @@ impl LruGen {
             let size = self.lrugen[m].evictable_size(swappiness);
             let mut budget = size >> sc.priority;
             let mut aged = false;
+            let mut should_age = false;
+            let root_reclaim = !matches!(sc.target_memcg, Some(t) if t != 0);
             while budget > 0 {
                 let max_seq = self.lrugen[m].max_seq;
                 if self.lrugen[m].should_run_aging_sc(swappiness, sc.priority) {
                     aged |= self.try_to_inc_max_seq(core, m, max_seq, swappiness, false);
+                    should_age = true;
                 }
                 let delta = self.evict_folios(core, m, budget.min(MIN_LRU_BATCH), sc, swappiness);
                 if delta == 0 {
@@ -417,6 +420,12 @@ impl LruGen {
                 budget = budget.saturating_sub(delta);
                 self.maybe_wakeup_flusher(core);
                 if Self::should_abort_scan(core, sc) {
+                    break;
+                }
+                // "don't abort scan immediately right after aging": memcg
+                // reclaim goes on; root reclaim moves to the next memcg
+                // once it was low on cold folios (fairness by rotation).
+                if root_reclaim && should_age {
                     break;
                 }
             }
