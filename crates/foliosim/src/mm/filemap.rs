@@ -3,7 +3,6 @@
 //! (filemap_fault, filemap_map_pages, do_sync_mmap_readahead,
 //! do_async_mmap_readahead).
 
-use super::cache_ext::Folios;
 use super::folio::{pg, FolioId};
 use super::memcontrol::MemcgId;
 use super::readahead::FileRaState;
@@ -685,11 +684,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
         // cache_ext's hook in __filemap_add_folio() (before the LRU add).
-        self.core.cache_ext.folio_added(
-            Folios::new(&self.core.folios, &self.core.files),
-            id,
-            self.core.now,
-        );
+        self.core.cache_ext_folio_added(id);
         self.folio_add_lru(id);
         let f = self.core.folios.get_mut(id);
         f.set(pg::UPTODATE);
@@ -703,11 +698,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     #[inline]
     pub fn folio_mark_accessed(&mut self, id: FolioId) {
         self.policy.folio_mark_accessed(&mut self.core, id);
-        self.core.cache_ext.folio_accessed(
-            Folios::new(&self.core.folios, &self.core.files),
-            id,
-            self.core.now,
-        );
+        self.core.cache_ext_folio_accessed(id);
     }
 
     /// Submits the read of pages [start, end) of a file (read_pages /
@@ -779,12 +770,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     index,
                     nr_pages: last_index - index,
                 };
-                if self.core.cache_ext.admit_folio(
-                    Folios::new(&self.core.folios, &self.core.files),
-                    file.memcg,
-                    req,
-                    self.core.now,
-                ) {
+                if self.core.cache_ext_admit_folio(file.memcg, req) {
                     let bytes = (last_index - index) * PAGE_SIZE;
                     self.core.count(file.memcg, Item::PGPGIN, bytes / 1024);
                     let done = self.core.dev.submit(self.core.now, bytes, false);

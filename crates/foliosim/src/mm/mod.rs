@@ -992,9 +992,7 @@ impl Core {
                 let root = self.timeline_memcg;
                 let mut stat = Counters::default();
                 for &c in self.memcg_subtree_ids(root) {
-                    for (a, b) in stat.0.iter_mut().zip(self.memcgs[c as usize].stat.0.iter()) {
-                        *a += b;
-                    }
+                    stat.add_all(&self.memcgs[c as usize].stat);
                 }
                 let sample = (
                     self.next_tick / 1_000_000_000,

@@ -95,6 +95,12 @@ impl Counters {
     pub fn get(&self, i: Item) -> u64 {
         self.0[i as usize]
     }
+    /// Adds `other`'s counts to these (a memcg and its descendants).
+    pub fn add_all(&mut self, other: &Counters) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a += b;
+        }
+    }
     pub fn delta(&self, base: &Counters) -> Counters {
         let mut d = Counters::default();
         for k in 0..NR_ITEMS {

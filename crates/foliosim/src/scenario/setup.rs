@@ -3,7 +3,6 @@
 use foliosim_workload::scenario::Scenario;
 
 use super::err;
-use crate::mm::cache_ext::Folios;
 use crate::mm::memcontrol::{MemcgId, MemcgKnobs};
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::{Kernel, PAGE_SIZE};
@@ -23,15 +22,7 @@ pub fn attach_policy<P: ReclaimPolicy>(
             ops.name()
         ));
     }
-    let n = k.core.memcgs.len();
-    let now = k.core.now;
-    k.core.cache_ext.attach(
-        Folios::new(&k.core.folios, &k.core.files),
-        n,
-        memcg,
-        ops,
-        now,
-    )
+    k.core.cache_ext_attach(memcg, ops)
 }
 
 /// Creates the scenario's cgroups under its root memcg and returns their

@@ -17,7 +17,6 @@ use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 
 use crate::fs::ext4::{Ext4, NameSpec};
-use crate::mm::cache_ext::Folios;
 use crate::mm::filemap::OpenFile;
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::readahead::FileRaState;
@@ -163,9 +162,7 @@ impl Sim {
                 // stops at once with that error (RunReport::policy_error).
                 match crate::policy::new_policy(spec) {
                     Ok(Some(ops)) => {
-                        let n = k.core.memcgs.len();
-                        let now = k.core.now;
-                        if let Err(e) = k.core.cache_ext.attach(Folios::new(&k.core.folios, &k.core.files), n, memcg, ops, now) {
+                        if let Err(e) = k.core.cache_ext_attach(memcg, ops) {
                             k.core.cache_ext.error.get_or_insert(e);
                         }
                     }
@@ -203,11 +200,7 @@ impl Sim {
             ));
         }
         let memcg = self.memcg;
-        with_kernel!(&mut self.k, k => {
-            let n = k.core.memcgs.len();
-            let now = k.core.now;
-            k.core.cache_ext.attach(Folios::new(&k.core.folios, &k.core.files), n, memcg, ops, now)
-        })
+        with_kernel!(&mut self.k, k => k.core.cache_ext_attach(memcg, ops))
     }
 
     pub(crate) fn report(&self, jobs: Vec<JobReport>) -> RunReport {

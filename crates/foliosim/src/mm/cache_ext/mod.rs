@@ -362,6 +362,57 @@ pub struct CacheExt {
     enabled: bool,
 }
 
+impl crate::mm::Core {
+    /// Attaches `ops` as `memcg`'s policy and runs its init(), the policy
+    /// seeing this machine's folios and files.
+    pub fn cache_ext_attach(
+        &mut self,
+        memcg: u16,
+        ops: Box<dyn CacheExtOps>,
+    ) -> Result<(), String> {
+        let n = self.memcgs.len();
+        let folios = Folios::new(&self.folios, &self.files);
+        self.cache_ext.attach(folios, n, memcg, ops, self.now)
+    }
+
+    /// The hooks with this machine's folios and files (the policy's view
+    /// of reads in flight comes from the files' trackers).
+    #[inline(always)]
+    pub fn cache_ext_folio_added(&mut self, id: FolioId) {
+        let folios = Folios::new(&self.folios, &self.files);
+        self.cache_ext.folio_added(folios, id, self.now);
+    }
+
+    #[inline(always)]
+    pub fn cache_ext_folio_accessed(&mut self, id: FolioId) {
+        let folios = Folios::new(&self.folios, &self.files);
+        self.cache_ext.folio_accessed(folios, id, self.now);
+    }
+
+    #[inline(always)]
+    pub fn cache_ext_folio_evicted(&mut self, id: FolioId) {
+        let folios = Folios::new(&self.folios, &self.files);
+        self.cache_ext.folio_evicted(folios, id, self.now);
+    }
+
+    #[inline(always)]
+    pub fn cache_ext_admit_folio(&mut self, memcg: u16, req: AdmissionCtx) -> bool {
+        let folios = Folios::new(&self.folios, &self.files);
+        self.cache_ext.admit_folio(folios, memcg, req, self.now)
+    }
+
+    pub fn cache_ext_evict_folios(
+        &mut self,
+        memcg: u16,
+        request: u64,
+        out: &mut [FolioId; CACHE_EXT_EVICT_BATCH],
+    ) -> (usize, Option<usize>) {
+        let folios = Folios::new(&self.folios, &self.files);
+        self.cache_ext
+            .evict_folios(folios, memcg, request, self.now, out)
+    }
+}
+
 impl CacheExt {
     /// Whether `memcg` has a policy (cheap; on every hook).
     #[inline]

@@ -2,7 +2,6 @@
 //! mm/swap.c folio_mark_accessed / folio_add_lru, include/linux/mm_inline.h).
 
 use super::{shrink_folio_list, ReclaimPolicy, ScanControl, DEACTIVATE_ANON, DEACTIVATE_FILE};
-use crate::mm::cache_ext::Folios;
 use crate::mm::folio::{pg, FolioId, ListHead, NIL};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmstat::Item;
@@ -428,13 +427,7 @@ impl ClassicLru {
         let batch = request.min(SWAP_CLUSTER_MAX);
         let mut reclaimed = 0;
         for _ in 0..request.div_ceil(SWAP_CLUSTER_MAX) {
-            let (n, proposed) = core.cache_ext.evict_folios(
-                Folios::new(&core.folios, &core.files),
-                memcg,
-                batch,
-                core.now,
-                &mut buf,
-            );
+            let (n, proposed) = core.cache_ext_evict_folios(memcg, batch, &mut buf);
             if proposed.is_none() {
                 break;
             }

@@ -6,7 +6,6 @@
 pub mod classic;
 pub mod lru_gen;
 
-use super::cache_ext::Folios;
 use super::folio::{pg, Folio, FolioId};
 use super::memcontrol::{MemcgId, MAX_RECLAIM_RETRIES};
 use super::vmstat::Item;
@@ -381,8 +380,7 @@ impl Core {
     pub fn free_folio(&mut self, id: FolioId) {
         // Every page-cache removal ends here (reclaim, truncation,
         // invalidation): cache_ext's folio_evicted() and the valid set.
-        self.cache_ext
-            .folio_evicted(Folios::new(&self.folios, &self.files), id, self.now);
+        self.cache_ext_folio_evicted(id);
         let f = self.folios.get(id);
         let (memcg, nr) = (f.memcg, f.nr_pages());
         if f.test(pg::LRU_CACHED) {
