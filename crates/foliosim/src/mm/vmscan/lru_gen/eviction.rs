@@ -222,8 +222,19 @@ impl LruGen {
         let merged = core.cfg.variants.pf_activation == PfActivation::Merged;
         let memcg = m as MemcgId;
         self.scratch.clear();
+        // Seed 003's series ("scan and count the exact number of folios"):
+        // empty old generations are flushed before isolating (folio
+        // deletion may have left some) and after a scan, and no longer
+        // count as progress; before it, a min_seq bump counted as one.
+        if reclaim_rework {
+            self.try_to_inc_min_seq(m, swappiness);
+        }
         let (mut scanned, type_) = self.isolate_folios(core, m, nr_to_scan, sc, swappiness);
-        scanned += self.try_to_inc_min_seq(m, swappiness) as u64;
+        if !reclaim_rework {
+            scanned += self.try_to_inc_min_seq(m, swappiness) as u64;
+        } else if scanned > 0 {
+            self.try_to_inc_min_seq(m, swappiness);
+        }
         let lv = &self.lrugen[m];
         if !reclaim_rework && evictable_min_seq(&lv.min_seq, swappiness) + MIN_NR_GENS > lv.max_seq
         {
