@@ -4,13 +4,17 @@
 # series, i.e. the model's `reclaim-legacy`), MGLRU and the classic LRU
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
-#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios,ycsb] [--lru y,n] [--quick]
+#   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios,ycsb,kbuild] [--lru y,n] [--quick]
 #                      [--kernel 6.12|7.0|7.1|7.2|7.3]   (the release the guest boots, 6.12)
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
 #                      IOPS limits of the scratch disk, 0 = unthrottled; 0,10)
 #                      [--secs N]   (ycsb's measured seconds, 30)
+#                      [--swappiness N,...] [--repeat N]   (kbuild: the values
+#                      swept, 35,70,105,140,175; real runs each, 1)
+#                      [--scenario FILE]   (kbuild: the scenario the oracle
+#                      runs, examples/kernel-build.toml)
 #
 # Fetches the kernel with `apt-get download`, builds an initramfs (busybox +
 # mixpress.c, static + init-seed003 + the kernel modules the experiments
@@ -39,6 +43,9 @@ DD_MB=512
 IOPS=0,10
 KERNEL=6.12
 YCSB_SECS=30
+KB_SWAPPINESS=35,70,105,140,175
+KB_REPEAT=1
+KB_SCENARIO=$(cd "$HERE/../.." && pwd)/examples/kernel-build.toml
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) OUT=$2; shift 2 ;;
@@ -54,15 +61,20 @@ while [ $# -gt 0 ]; do
 	--iops) IOPS=$2; shift 2 ;;
 	--kernel) KERNEL=$2; shift 2 ;;
 	--secs) YCSB_SECS=$2; shift 2 ;;
+	--swappiness) KB_SWAPPINESS=$2; shift 2 ;;
+	--repeat) KB_REPEAT=$2; shift 2 ;;
+	--scenario) KB_SCENARIO=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
-for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios|ycsb) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios, ycsb)" >&2; exit 2 ;; esac; done
+for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios|ycsb|kbuild) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios, ycsb, kbuild)" >&2; exit 2 ;; esac; done
 case $KERNEL in 6.12|7.[0-9]) ;; *) echo "run.sh: --kernel: '$KERNEL' is not 6.12 or 7.N (7.0 to 7.3 are packaged)" >&2; exit 2 ;; esac
 [[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
+[[ $KB_SWAPPINESS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --swappiness: '$KB_SWAPPINESS' is not N[,N...]" >&2; exit 2; }
+[ -f "$KB_SCENARIO" ] || { echo "run.sh: --scenario: '$KB_SCENARIO' is not a file" >&2; exit 2; }
 for l in ${LRUS//,/ }; do case $l in y|n) ;; *) echo "run.sh: --lru: '$l' is not y or n" >&2; exit 2 ;; esac; done
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "run.sh: --think: '$THINK' is not A_US,F_US" >&2; exit 2; }
-for o in "secs:$YCSB_SECS:3600" "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "threads:$THREADS:64" "readers:$READERS:256"; do
+for o in "secs:$YCSB_SECS:3600" "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "rounds:${ROUNDS:-1}:1000" "repeat:$KB_REPEAT:10" "threads:$THREADS:64" "readers:$READERS:256"; do
 	IFS=: read -r name v max <<< "$o"
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le "$max" ] || { echo "run.sh: --$name: '$v' is not 1..$max" >&2; exit 2; }
 done
@@ -95,6 +107,17 @@ QEMU=$(command -v "$QEMU") || skip "no $QEMU after installing qemu-system-x86"
 BUSYBOX=$(command -v busybox) || skip "no busybox"
 is_static "$BUSYBOX" || skip "$BUSYBOX is not static (busybox-static)"
 for t in gcc mkfs.ext4 xz gzip; do command -v $t >/dev/null || skip "no $t"; done
+# kbuild runs foliosim's oracle in the guest: this checkout's release build
+# (FSIM_FOLIOSIM names another), with the shared libraries it links.
+FOLIOSIM=
+if [[ ,$EXPS, == *,kbuild,* ]]; then
+	FOLIOSIM=${FSIM_FOLIOSIM:-$(cd "$HERE/../.." && pwd)/target/release/foliosim}
+	if [ -z "${FSIM_FOLIOSIM:-}" ]; then
+		command -v cargo >/dev/null || skip "no cargo to build foliosim for kbuild"
+		(cd "$HERE/../.." && cargo build --release -q -p foliosim-cli) >&2 || skip "cargo build of foliosim failed"
+	fi
+	[ -x "$FOLIOSIM" ] || skip "no foliosim binary at $FOLIOSIM"
+fi
 
 # ---- kernel: Debian's packaged 6.12 (bookworm) or 7.N (trixie-backports) ----
 mkdir -p "$WORK"
@@ -194,6 +217,14 @@ cp "$BUSYBOX" initramfs/bin/busybox
 cp "$HERE/init-seed003" initramfs/init && chmod +x initramfs/init
 gcc -O2 -Wall -static -pthread -o initramfs/mixpress "$HERE/mixpress.c" -lm
 gcc -O2 -Wall -static -o initramfs/folioprobe "$HERE/folioprobe.c"
+if [ -n "$FOLIOSIM" ]; then
+	cp "$FOLIOSIM" initramfs/foliosim
+	cp "$KB_SCENARIO" initramfs/kbuild.toml
+	# The dynamic loader and libraries, at the paths the binary asks for.
+	for lib in $(ldd "$FOLIOSIM" | grep -o '/[^ ]*'); do
+		mkdir -p "initramfs$(dirname "$lib")" && cp -L "$lib" "initramfs$lib"
+	done
+fi
 : > initramfs/modules.order
 for m in "${order[@]}"; do
 	b=$(basename "$m"); b=${b%.xz}; b=${b%.zst}
@@ -241,6 +272,12 @@ boot() { # exp lru args...
 		local thr=""; [ "$iops" -gt 0 ] && thr=",throttling.iops-write=$iops"
 		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw$thr")
 	fi
+	if [ "$exp" = kbuild ]; then
+		# The scenario's files (292M for kernel-build.toml) and room.
+		rm -f scratch.img
+		mkfs.ext4 -q -F scratch.img 1024M
+		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw")
+	fi
 	if [ "$exp" = folios ]; then
 		scratch_img
 		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw")
@@ -268,6 +305,9 @@ for e in ${EXPS//,/ }; do
 		# its size, reads only: 72M cache + the 256M file in a 160M memcg.
 		ycsb) boot ycsb $l fsim_limit_mb=160 fsim_anon_mb=72 fsim_threads=8 fsim_secs=$YCSB_SECS \
 			fsim_read_kb=32 fsim_cpu_us=400 ;;
+		# The oracle runs the scenario at each swappiness; its model side
+		# runs too (the host's latencies as the oracle measures them).
+		kbuild) boot kbuild $l fsim_swappiness=$KB_SWAPPINESS fsim_repeat=$KB_REPEAT ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac
@@ -275,7 +315,7 @@ for e in ${EXPS//,/ }; do
 done
 # summary.json: every result line, as one JSON array.
 {
-	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)","ddoom":"examples/seed003-dd-throttle-oom.toml: dd of '"$DD_MB"'M in 1M writes into a 64M memcg, cgroup v2","ycsb":"1/2 of examples/seed003-mongodb-ycsb.toml without its writes (72M anon + 256M file, 160M memcg, 8 threads, 32K preads, 400 us CPU each)"},"results":[' "$PKG" "$ACCEL"
+	printf '{"kernel_package":"%s","accel":"%s","scale":{"aging":"1/32 of seed 003 (448M anon + 256M file, 512M memcg)","swapmix":"1/2 of examples/swappiness-mix.toml (256M anon + 256M file, 384M memcg, zram 512M)","ddoom":"examples/seed003-dd-throttle-oom.toml: dd of '"$DD_MB"'M in 1M writes into a 64M memcg, cgroup v2","ycsb":"1/2 of examples/seed003-mongodb-ycsb.toml without its writes (72M anon + 256M file, 160M memcg, 8 threads, 32K preads, 400 us CPU each)","kbuild":"'"$(basename "$KB_SCENARIO")"' as written (its own scale), run by foliosim oracle run --repeat '"$KB_REPEAT"'"},"results":[' "$PKG" "$ACCEL"
 	sep=
 	for f in "$OUT"/*-lru_*.json; do
 		while IFS= read -r line; do printf '%s%s' "$sep" "$line"; sep=,; done < "$f"

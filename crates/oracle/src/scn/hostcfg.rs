@@ -14,6 +14,15 @@ pub const ZRAM_NODE: &str = "/dev/zram0";
 /// zram's default compressor on 6.x kernels.
 pub const ZRAM_COMP: &str = "lzo-rle";
 
+/// What to write to comp_algorithm, given what it reads ("lzo [lzo-rle]
+/// lz4"): ZRAM_COMP where the kernel offers it and it is not already the
+/// current one; None to keep the kernel's default otherwise (Debian's 7.x
+/// builds only lz4 and zstd).
+pub fn zram_comp_to_set(listing: &str) -> Option<&'static str> {
+    let offered = listing.split_whitespace().any(|a| a == ZRAM_COMP);
+    offered.then_some(ZRAM_COMP)
+}
+
 fn read_trim(p: &Path) -> Result<String, String> {
     fs::read_to_string(p)
         .map(|s| s.trim().to_string())
@@ -93,7 +102,10 @@ impl ZramSwap {
             swap: None,
         };
         // The compressor can only be chosen before disksize is set.
-        write(&d.join("comp_algorithm"), ZRAM_COMP)?;
+        let listing = read_trim(&d.join("comp_algorithm"))?;
+        if let Some(a) = zram_comp_to_set(&listing) {
+            write(&d.join("comp_algorithm"), a)?;
+        }
         write(&d.join("disksize"), &size.to_string())?;
         let mut f = OpenOptions::new()
             .write(true)
@@ -433,6 +445,14 @@ impl Drop for ValueGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zram_compressor_is_lzo_rle_where_offered() {
+        assert_eq!(zram_comp_to_set("lzo [lzo-rle] lz4 zstd"), None, "current");
+        assert_eq!(zram_comp_to_set("lzo lzo-rle [lz4] zstd"), Some("lzo-rle"));
+        // Debian 7.x: no lzo-rle built; the default stays.
+        assert_eq!(zram_comp_to_set("[lz4] zstd"), None);
+    }
 
     #[test]
     fn swap_header_layout() {

@@ -1,17 +1,19 @@
-//! Scenarios on the real host: the scenario's cgroup hierarchy (v1 knobs)
-//! under a fresh oracle group, its swap (zram0), its files (on the scratch
-//! disk, or on a tmpfs mounted in scratch), its sysctls; then one child per
+//! Scenarios on the real host: the scenario's cgroup hierarchy (v1 or v2
+//! knobs, whichever the host mounts; on v2 `[machine] swappiness` is
+//! vm.swappiness) under a fresh oracle group, its swap (zram0), its files
+//! (on the scratch disk, or on a tmpfs mounted in scratch), its sysctls;
+//! then one child per
 //! process instance (`foliosim oracle __scenario-proc`, [`exec`]) started
 //! inside its cgroup, barriers coordinated here, and the counters read:
-//! /proc/vmstat deltas, each cgroup's memory.stat and oom_control, and
+//! /proc/vmstat deltas, each cgroup's memory.stat and OOM kills, and
 //! which instances the kernel killed. Every host change is journaled before
 //! it is made and undone on drop (see [`hostcfg`]).
 //!
 //! Counter names (besides the crate-level contract): the scenario's root
 //! group's hierarchical memory.stat under the plain v2 names (`anon`,
 //! `file`, `swap`, `shmem`, `pgmajfault`, ...); each declared cgroup's as
-//! `memcg[PATH].NAME`; `memcg[PATH].oom_kill` (v1 oom_control, local to
-//! the group) and `oom_kill` (their sum); `killed[PROCESS]`: instances of
+//! `memcg[PATH].NAME`; `memcg[PATH].oom_kill` (v1 oom_control, v2
+//! memory.events.local: local to the group) and `oom_kill` (their sum); `killed[PROCESS]`: instances of
 //! the process that ended by SIGKILL; `ops[PROCESS]`: kv_get operations of
 //! its instances and forked children; `start_s[NAME]`, `end_s[NAME]`: when
 //! each instance or child that finished started and ended, in seconds from
@@ -235,28 +237,53 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
     if !host.is_root {
         return Some("needs root (cgroups, zram, swapon, drop_caches)".into());
     }
-    let CgroupFlavor::V1 { mount } = &host.cgroup else {
-        return Some(match &host.cgroup {
-            CgroupFlavor::None { reason } => reason.clone(),
-            _ => "scenario cases run on a cgroup v1 host only (the v2 setup is not written)".into(),
-        });
+    let (mount, v2) = match &host.cgroup {
+        CgroupFlavor::V1 { mount } => (mount, false),
+        CgroupFlavor::V2 { mount } => (mount, true),
+        CgroupFlavor::None { reason } => return Some(reason.clone()),
     };
     for c in &sc.cgroups {
-        let v2 = [
-            ("memory.high", c.high.is_some()),
-            ("memory.low", c.low.is_some()),
-            ("memory.min", c.min.is_some()),
-            ("memory.swap.max", c.swap_max.is_some()),
-            ("memory.oom.group", c.oom_group),
-        ];
-        if let Some((k, _)) = v2.iter().find(|(_, set)| *set) {
+        // Knobs of the other cgroup version, which the run would lack.
+        let other = if v2 {
+            vec![
+                ("memory.memsw.limit_in_bytes", c.memsw_limit.is_some()),
+                ("memory.swappiness", c.swappiness.is_some()),
+                ("memory.oom_control", c.oom_kill_disable),
+            ]
+        } else {
+            vec![
+                ("memory.high", c.high.is_some()),
+                ("memory.low", c.low.is_some()),
+                ("memory.min", c.min.is_some()),
+                ("memory.swap.max", c.swap_max.is_some()),
+                ("memory.oom.group", c.oom_group),
+            ]
+        };
+        if let Some((k, _)) = other.iter().find(|(_, set)| *set) {
+            let (is, has) = if v2 { ("v1", "v2") } else { ("v2", "v1") };
             return Some(format!(
-                "{}:{}: cgroup '{}': {k} is cgroup v2 only; this host has v1",
+                "{}:{}: cgroup '{}': {k} is cgroup {is} only; this host has {has}",
                 sc.file, c.line, c.path
             ));
         }
         if c.memsw_limit.is_some() && !mount.join("memory.memsw.limit_in_bytes").exists() {
             return Some("memsw_limit: this kernel has no memsw accounting (swapaccount=1)".into());
+        }
+    }
+    if v2 {
+        // v2 lets a group with controllers for its children hold no
+        // processes of its own.
+        for p in &sc.processes {
+            let inner = sc
+                .cgroups
+                .iter()
+                .find(|c| p.cgroup.is_empty() || c.path.starts_with(&format!("{}/", p.cgroup)));
+            if let Some(c) = inner {
+                return Some(format!(
+                    "{}:{}: process '{}' runs in cgroup '{}', which has the child group '{}': cgroup v2 puts processes in leaf groups only",
+                    sc.file, p.line, p.name, p.cgroup, c.path
+                ));
+            }
         }
     }
     // [machine] memory, device and zram_ratio describe the model's machine:
@@ -319,6 +346,8 @@ struct Groups {
     /// (scenario path, directory), root first ("").
     dirs: Vec<(String, PathBuf)>,
     made: Vec<(PathBuf, Token)>,
+    /// A cgroup v2 hierarchy (v1 otherwise).
+    v2: bool,
 }
 
 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -328,8 +357,23 @@ fn write_knob(dir: &Path, f: &str, v: &str) -> Result<(), String> {
     fs::write(&p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
 }
 
+/// Has `dir`'s children the memory controller (v2: the parent delegates it
+/// in cgroup.subtree_control)?
+fn delegate_memory(dir: &Path) -> Result<(), String> {
+    let on = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+    if on.split_whitespace().any(|c| c == "memory") {
+        return Ok(());
+    }
+    write_knob(dir, "cgroup.subtree_control", "+memory")
+}
+
 impl Groups {
-    fn create(mount: &Path, sc: &Scenario) -> Result<Groups, String> {
+    fn create(flavor: &CgroupFlavor, sc: &Scenario) -> Result<Groups, String> {
+        let (mount, v2) = match flavor {
+            CgroupFlavor::V1 { mount } => (mount, false),
+            CgroupFlavor::V2 { mount } => (mount, true),
+            CgroupFlavor::None { reason } => return Err(reason.clone()),
+        };
         sweep_stale(mount);
         let root = mount.join(format!(
             "{PREFIX}{}-scn{}",
@@ -340,16 +384,49 @@ impl Groups {
             root: root.clone(),
             dirs: vec![(String::new(), root.clone())],
             made: vec![],
+            v2,
         };
+        if v2 {
+            delegate_memory(mount)?;
+        }
         g.made.push(make_group(&root)?);
-        // Children take their parent's swappiness when created (v1).
-        if let Some(s) = sc.machine.swappiness {
+        // v1: children take their parent's swappiness when created. v2 has
+        // no per-group swappiness: run_real sets vm.swappiness instead.
+        if let (Some(s), false) = (sc.machine.swappiness, v2) {
             write_knob(&root, "memory.swappiness", &s.to_string())?;
+        }
+        let has_children = |path: &str| {
+            sc.cgroups
+                .iter()
+                .any(|c| path.is_empty() || c.path.starts_with(&format!("{path}/")))
+        };
+        if v2 && has_children("") {
+            delegate_memory(&root)?;
         }
         for c in &sc.cgroups {
             let d = root.join(&c.path);
             g.made.push(make_group(&d)?);
             g.dirs.push((c.path.clone(), d.clone()));
+            if v2 {
+                if has_children(&c.path) {
+                    delegate_memory(&d)?;
+                }
+                for (f, v) in [
+                    ("memory.max", c.max),
+                    ("memory.high", c.high),
+                    ("memory.low", c.low),
+                    ("memory.min", c.min),
+                    ("memory.swap.max", c.swap_max),
+                ] {
+                    if let Some(v) = v {
+                        write_knob(&d, f, &v.to_string())?;
+                    }
+                }
+                if c.oom_group {
+                    write_knob(&d, "memory.oom.group", "1")?;
+                }
+                continue;
+            }
             // memsw may not go below the memory limit: the limit first.
             if let Some(m) = c.max {
                 write_knob(&d, "memory.limit_in_bytes", &m.to_string())?;
@@ -375,16 +452,24 @@ impl Groups {
             .ok_or_else(|| format!("cgroup '{path}' is not declared"))
     }
 
-    /// memory.failcnt summed over the scenario's groups.
+    /// How often a charge met a group's limit, summed over the scenario's
+    /// groups (v1 memory.failcnt, v2 memory.events' `max`).
     fn failcnt(&self) -> u64 {
+        let (f, key) = if self.v2 {
+            ("memory.events.local", Some("max "))
+        } else {
+            ("memory.failcnt", None)
+        };
         self.dirs
             .iter()
             .skip(1)
             .map(|(_, d)| {
-                fs::read_to_string(d.join("memory.failcnt"))
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .unwrap_or(0)
+                let text = fs::read_to_string(d.join(f)).unwrap_or_default();
+                let v = match key {
+                    Some(k) => text.lines().find_map(|l| l.strip_prefix(k)).unwrap_or(""),
+                    None => text.as_str(),
+                };
+                v.trim().parse::<u64>().unwrap_or(0)
             })
             .sum()
     }
@@ -411,25 +496,45 @@ impl Groups {
         // flushes its subtree's pending stats into it, so a parent read
         // first shows stale totals (measured: the root's total_pgmajfault
         // 91891 against its only child's 196660 in scn-anon-seq-zram).
+        // v2: each group's hierarchical events as read, by path, for the
+        // parents' sums.
+        let mut read_v2: Vec<(String, BTreeMap<String, u64>)> = Vec::new();
         for (path, d) in self.dirs.iter().rev() {
             let p = d.join("memory.stat");
             let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let mut stat = parse_total_stat(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-            let local = local_events(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-            locals.push((path.clone(), local));
-            subtree_events(path, &locals, &mut stat);
-            let oc = fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default();
+            let mut stat = if self.v2 {
+                let mut stat = crate::cgroup::parse_memory_stat(&text, false)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                children_events(path, &read_v2, &mut stat);
+                read_v2.push((path.clone(), stat.clone()));
+                stat
+            } else {
+                let mut stat =
+                    parse_total_stat(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+                let local = local_events(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+                locals.push((path.clone(), local));
+                subtree_events(path, &locals, &mut stat);
+                stat
+            };
+            // The group's own OOM kills (v1 oom_control's count is local).
+            let (f, key) = if self.v2 {
+                ("memory.events.local", "oom_kill ")
+            } else {
+                ("memory.oom_control", "oom_kill ")
+            };
+            let oc = fs::read_to_string(d.join(f)).unwrap_or_default();
             let oom = oc
                 .lines()
-                .find_map(|l| l.strip_prefix("oom_kill "))
+                .find_map(|l| l.strip_prefix(key))
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .unwrap_or(0.0);
             ooms += oom;
-            // Peak usage (v2's memory.peak; memsw: memory + swap), since
-            // the sizes above are read after the processes exited.
+            // Peak usage (memsw: memory + swap, v1 only), since the sizes
+            // above are read after the processes exited.
             for (f, k) in [
                 ("memory.max_usage_in_bytes", "peak"),
                 ("memory.memsw.max_usage_in_bytes", "memsw_peak"),
+                ("memory.peak", "peak"),
             ] {
                 if let Some(v) = fs::read_to_string(d.join(f))
                     .ok()
@@ -504,6 +609,35 @@ fn subtree_events(
             .sum();
         if locals.iter().any(|(p, l)| under(p) && l.contains_key(*k)) {
             stat.insert(k.to_string(), sum);
+        }
+    }
+}
+
+/// v2's memory.stat is hierarchical but flushed lazily as v1's is (see
+/// SUMMED_EVENTS): a group's SUMMED_EVENTS become at least the sum of its
+/// direct children's, read before it (v2 groups with children hold no
+/// processes, so the sum is the whole figure when it is fresh).
+fn children_events(
+    path: &str,
+    read: &[(String, BTreeMap<String, u64>)],
+    stat: &mut BTreeMap<String, u64>,
+) {
+    let is_child = |p: &str| {
+        let rest = if path.is_empty() {
+            Some(p).filter(|p| !p.is_empty())
+        } else {
+            p.strip_prefix(path).and_then(|r| r.strip_prefix('/'))
+        };
+        rest.is_some_and(|r| !r.contains('/'))
+    };
+    for k in SUMMED_EVENTS {
+        let sum: u64 = read
+            .iter()
+            .filter(|(p, _)| is_child(p))
+            .filter_map(|(_, s)| s.get(*k))
+            .sum();
+        if let Some(v) = stat.get_mut(*k) {
+            *v = (*v).max(sum);
         }
     }
 }
@@ -664,9 +798,6 @@ pub fn run_real(
     if let Some(why) = skip_reason(sc, host) {
         return Err(why);
     }
-    let CgroupFlavor::V1 { mount } = &host.cgroup else {
-        unreachable!("skip_reason")
-    };
     let _host = hostcfg::hold_host()?;
     let exe = opts
         .probe_cmd
@@ -705,6 +836,11 @@ pub fn run_real(
         None
     };
     let mut _values = Vec::new();
+    // cgroup v2 has no memory.swappiness: every group follows vm.swappiness.
+    if let (Some(s), CgroupFlavor::V2 { .. }) = (sc.machine.swappiness, &host.cgroup) {
+        let p = hostcfg::sysctl_path("vm.swappiness").expect("a sysctl the oracle sets");
+        _values.push(ValueGuard::set(&p, &s.to_string())?);
+    }
     for (k, v) in &sc.machine.sysctl {
         let p = hostcfg::sysctl_path(k).expect("checked by skip_reason");
         _values.push(ValueGuard::set(&p, v)?);
@@ -751,7 +887,7 @@ pub fn run_real(
         // may share an inode-table window with the laid-out files (see
         // run::run_once); after the drop that would read it back outside
         // the groups.
-        let g = Groups::create(mount, sc)?;
+        let g = Groups::create(&host.cgroup, sc)?;
         drop_caches()?;
         warm_executable(Path::new(&exe));
         // The device's latency drifts over minutes on a shared host: each
@@ -1244,6 +1380,86 @@ mod tests {
         let mut h2 = h.clone();
         h2.is_root = false;
         assert!(skip_reason(&sc, &h2).unwrap().starts_with("needs root"));
+    }
+
+    #[test]
+    fn v2_hosts_take_v2_knobs_and_skip_v1_ones() {
+        let mut h = crate::cases::fake_host();
+        h.cgroup = CgroupFlavor::V2 {
+            mount: "/sys/fs/cgroup".into(),
+        };
+        let mut sc = Scenario {
+            file: "s.toml".into(),
+            ..Default::default()
+        };
+        sc.cgroups.push(Cgroup {
+            path: "db".into(),
+            line: 4,
+            high: Some(1 << 20),
+            swap_max: Some(0),
+            oom_group: true,
+            ..Default::default()
+        });
+        assert_eq!(skip_reason(&sc, &h), None);
+        sc.cgroups[0].swappiness = Some(10);
+        assert_eq!(
+            skip_reason(&sc, &h).unwrap(),
+            "s.toml:4: cgroup 'db': memory.swappiness is cgroup v1 only; this host has v2"
+        );
+        sc.cgroups[0].swappiness = None;
+        // The machine's swappiness is vm.swappiness there: no skip.
+        sc.machine.swappiness = Some(140);
+        assert_eq!(skip_reason(&sc, &h), None);
+        // A process beside child groups: v2 has no internal processes.
+        sc.cgroups.push(Cgroup {
+            path: "db/shard".into(),
+            line: 9,
+            ..Default::default()
+        });
+        sc.processes.push(Process {
+            name: "app".into(),
+            line: 12,
+            cgroup: "db".into(),
+            count: 1,
+            ..Default::default()
+        });
+        assert_eq!(
+            skip_reason(&sc, &h).unwrap(),
+            "s.toml:12: process 'app' runs in cgroup 'db', which has the child group 'db/shard': cgroup v2 puts processes in leaf groups only"
+        );
+        sc.processes[0].cgroup = "db/shard".into();
+        assert_eq!(skip_reason(&sc, &h), None);
+    }
+
+    #[test]
+    fn v2_parents_sum_their_childrens_fresher_events() {
+        let mut read = vec![
+            (
+                "a/x".to_string(),
+                BTreeMap::from([("pgmajfault".to_string(), 70u64)]),
+            ),
+            (
+                "a/y".to_string(),
+                BTreeMap::from([("pgmajfault".to_string(), 50u64)]),
+            ),
+        ];
+        // A stale parent: the children's sum.
+        let mut a = BTreeMap::from([
+            ("pgmajfault".to_string(), 90u64),
+            ("anon".to_string(), 4096u64),
+        ]);
+        children_events("a", &read, &mut a);
+        assert_eq!(a["pgmajfault"], 120);
+        assert_eq!(a["anon"], 4096, "sizes are not summed");
+        // The root: only direct children count (a, not a's children again).
+        read.push(("a".to_string(), a));
+        let mut root = BTreeMap::from([("pgmajfault".to_string(), 100u64)]);
+        children_events("", &read, &mut root);
+        assert_eq!(root["pgmajfault"], 120);
+        // A fresher parent keeps its own.
+        let mut root = BTreeMap::from([("pgmajfault".to_string(), 130u64)]);
+        children_events("", &read, &mut root);
+        assert_eq!(root["pgmajfault"], 130);
     }
 
     #[test]
