@@ -73,6 +73,15 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
             vec!["--exp", "ycsb,nope"],
             "--exp: unknown experiment 'nope'",
         ),
+        (
+            vec!["--swappiness", "35,x"],
+            "--swappiness: '35,x' is not N[,N...]",
+        ),
+        (vec!["--repeat", "0"], "--repeat: '0' is not 1..10"),
+        (
+            vec!["--scenario", "/nonexistent.toml"],
+            "--scenario: '/nonexistent.toml' is not a file",
+        ),
     ] {
         let r = Command::new("bash")
             .arg(qemu_dir().join("run.sh"))
