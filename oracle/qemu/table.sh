@@ -3,14 +3,18 @@
 # guest's (run.sh's DIR/*.json) and the model's (model.sh's output), both one
 # JSON object per line.
 #
-#   oracle/qemu/table.sh aging|swapmix FILE...
+#   oracle/qemu/table.sh aging|swapmix|kbuild FILE...
+#
+# kbuild's lines carry the oracle's report: each cell is the real run's
+# median, then the oracle's model side (the guest's release preset and
+# latencies) after a slash.
 set -euo pipefail
 command -v jq >/dev/null || { echo "table.sh: needs jq" >&2; exit 2; }
 exp=${1:-}
 shift || true
-[ $# -gt 0 ] || { echo "usage: table.sh aging|swapmix FILE..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: table.sh aging|swapmix|kbuild FILE..." >&2; exit 2; }
 # Who ran it: the guest's kernel with its lru_gen mask, or the model's cell.
-who='if .model then "model \(.kernel) \(.lru)" else "guest \(.kernel | sub("\\+deb12-amd64"; "")) \(if .lru_gen == "0x0000" then "classic" else "mglru" end)" end'
+who='if .model then "model \(.kernel) \(.lru)" else "guest \(.kernel | sub("\\+deb1[23]-amd64"; "")) \(if .lru_gen == "0x0000" then "classic" else "mglru" end)" end'
 case $exp in
 aging)
 	echo "| run | threads x readers | rounds done | pressure OOM-killed | readers OOM-killed | oom_kill | workingset_refault_file | pgsteal (file) | workingset_nodereclaim |"
@@ -22,5 +26,11 @@ swapmix)
 	echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	cat "$@" | jq -r "select(.exp == \"swapmix\") | \"| \($who) | \(.anon_mb // 256) | \(if .model then .think_us // \"20,50\" else \"\(.anon_think_us // 20),\(.file_think_us // 50)\" end) | \(.swappiness) | \(.vmstat_delta.pswpout // .memory_stat.pswpout) | \(.vmstat_delta.pswpin // .memory_stat.pswpin) | \(.memory_stat.workingset_refault_anon) | \(.memory_stat.workingset_refault_file) | \(.memory_stat.pgsteal // (.memory_stat.pgsteal_anon + .memory_stat.pgsteal_file)) | \(.memory_stat.workingset_nodereclaim // \"-\") |\""
 	;;
-*) echo "usage: table.sh aging|swapmix FILE..." >&2; exit 2 ;;
+kbuild)
+	echo "| run | swappiness | pswpout | pswpin | pgpgin | pgpgout | workingset_refault_file | workingset_refault_anon | oom_kill | elapsed s |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	cell='(.[$k] // {}) | "\(.real_median // "-" | if type == "number" then round else . end) / \(.model // "-" | if type == "number" then round else . end)"'
+	cat "$@" | jq -r "select(.exp == \"kbuild\") | (.oracle.case.outcome.rows // [] | map({(.counter): .}) | add // {}) as \$r | \"| \($who) | \(.swappiness) | \([\"vmstat.pswpout\", \"vmstat.pswpin\", \"vmstat.pgpgin\", \"vmstat.pgpgout\", \"workingset_refault_file\", \"workingset_refault_anon\", \"oom_kill\", \"elapsed_s\"] | map(. as \$k | \$r | $cell) | join(\" | \")) |\""
+	;;
+*) echo "usage: table.sh aging|swapmix|kbuild FILE..." >&2; exit 2 ;;
 esac
