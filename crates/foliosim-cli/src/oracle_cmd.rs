@@ -29,6 +29,10 @@ pub struct RealArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Seconds a scenario's real run may take before it is killed and
+    /// reported failed.
+    #[arg(long, default_value_t = foliosim_oracle::scn::RUN_TIMEOUT.as_secs())]
+    pub timeout: u64,
 }
 
 #[derive(clap::Subcommand, Clone, Debug)]
@@ -151,6 +155,9 @@ fn run_opts(real: &RealArgs) -> Result<RunOpts, String> {
     if real.repeat == 0 {
         return Err("--repeat: must be at least 1".into());
     }
+    if real.timeout == 0 {
+        return Err("--timeout: must be at least 1 (seconds)".into());
+    }
     let exe = std::env::current_exe().map_err(|e| format!("finding the foliosim binary: {e}"))?;
     Ok(RunOpts {
         dir: real.dir.clone(),
@@ -158,6 +165,7 @@ fn run_opts(real: &RealArgs) -> Result<RunOpts, String> {
         keep: real.keep,
         probe_cmd: vec![exe.into(), "oracle".into(), "__probe".into()],
         verbose: !real.quiet,
+        run_timeout: std::time::Duration::from_secs(real.timeout),
     })
 }
 

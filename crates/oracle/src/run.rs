@@ -42,6 +42,9 @@ pub struct RunOpts {
     pub probe_cmd: Vec<OsString>,
     /// Progress lines on stderr.
     pub verbose: bool,
+    /// A scenario run still going after this long is killed and reported
+    /// failed (scn::RUN_TIMEOUT unless told; a slow guest needs more).
+    pub run_timeout: std::time::Duration,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -1422,6 +1425,7 @@ mod tests {
             keep: false,
             probe_cmd: vec![],
             verbose: false,
+            run_timeout: crate::scn::RUN_TIMEOUT,
         };
         let called = std::cell::Cell::new(false);
         let model = |_: &HostInfo, _: &Case| {

@@ -51,6 +51,7 @@ fn real_probe_and_fio_cases() {
         keep: false,
         probe_cmd: vec![env!("CARGO_BIN_EXE_foliosim-oracle-probe").into()],
         verbose: true,
+        run_timeout: foliosim_oracle::scn::RUN_TIMEOUT,
     };
     let ra_before = fs::read_to_string(&host.read_ahead_path).unwrap();
     let mut scratch = Scratch::new(&dir, false).unwrap();

@@ -2,9 +2,9 @@
 //! knobs, whichever the host mounts; on v2 `[machine] swappiness` is
 //! vm.swappiness) under a fresh oracle group, its swap (zram0), its files
 //! (on the scratch disk, or on a tmpfs mounted in scratch), its sysctls;
-//! then one child per
-//! process instance (`foliosim oracle __scenario-proc`, [`exec`]) started
-//! inside its cgroup, barriers coordinated here, and the counters read:
+//! then one child per process instance (`foliosim oracle __scenario-proc`,
+//! [`exec`]) started inside its cgroup, barriers coordinated here, and the
+//! counters read:
 //! /proc/vmstat deltas, each cgroup's memory.stat and OOM kills, and
 //! which instances the kernel killed. Every host change is journaled before
 //! it is made and undone on drop (see [`hostcfg`]).
@@ -13,8 +13,8 @@
 //! group's hierarchical memory.stat under the plain v2 names (`anon`,
 //! `file`, `swap`, `shmem`, `pgmajfault`, ...); each declared cgroup's as
 //! `memcg[PATH].NAME`; `memcg[PATH].oom_kill` (v1 oom_control, v2
-//! memory.events.local: local to the group) and `oom_kill` (their sum); `killed[PROCESS]`: instances of
-//! the process that ended by SIGKILL; `ops[PROCESS]`: kv_get operations of
+//! memory.events.local: local to the group) and `oom_kill` (their sum);
+//! `killed[PROCESS]`: instances of the process that ended by SIGKILL; `ops[PROCESS]`: kv_get operations of
 //! its instances and forked children; `start_s[NAME]`, `end_s[NAME]`: when
 //! each instance or child that finished started and ended, in seconds from
 //! the run's start, under the model report's names (`app[0]`,
@@ -44,7 +44,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// A run that takes longer is killed and reported failed (a barrier that
-/// never fills, a group with oom_kill_disable stuck under OOM).
+/// never fills, a group with oom_kill_disable stuck under OOM); the
+/// default of RunOpts::run_timeout (`oracle run --timeout`).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// /proc/vmstat events a scenario run reports (as `vmstat.NAME` deltas).
@@ -279,9 +280,14 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
                 .iter()
                 .find(|c| p.cgroup.is_empty() || c.path.starts_with(&format!("{}/", p.cgroup)));
             if let Some(c) = inner {
+                let group = if p.cgroup.is_empty() {
+                    "the scenario's root cgroup".to_string()
+                } else {
+                    format!("cgroup '{}'", p.cgroup)
+                };
                 return Some(format!(
-                    "{}:{}: process '{}' runs in cgroup '{}', which has the child group '{}': cgroup v2 puts processes in leaf groups only",
-                    sc.file, p.line, p.name, p.cgroup, c.path
+                    "{}:{}: process '{}' runs in {group}, which has the child group '{}': cgroup v2 puts processes in leaf groups only",
+                    sc.file, p.line, p.name, c.path
                 ));
             }
         }
@@ -357,8 +363,8 @@ fn write_knob(dir: &Path, f: &str, v: &str) -> Result<(), String> {
     fs::write(&p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
 }
 
-/// Has `dir`'s children the memory controller (v2: the parent delegates it
-/// in cgroup.subtree_control)?
+/// Gives `dir`'s children the memory controller (v2: a parent delegates it
+/// in its cgroup.subtree_control).
 fn delegate_memory(dir: &Path) -> Result<(), String> {
     let on = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
     if on.split_whitespace().any(|c| c == "memory") {
@@ -907,7 +913,7 @@ pub fn run_real(
         // the flusher's period (the setup before a run takes about 2.4 s
         // here, which would otherwise step the phase down by 0.4 s a run).
         let aim = watch.as_ref().map(|w| (w, i, opts.repeat));
-        let r = run_instances(sc, &g, &bar, &l, &exe, aim);
+        let r = run_instances(sc, &g, &bar, &l, &exe, aim, opts.run_timeout);
         let after = read_vmstat()?;
         let wall = t0.elapsed().as_secs_f64();
         drop(bar);
@@ -1000,6 +1006,7 @@ fn run_instances(
     l: &Layout,
     exe: &std::ffi::OsStr,
     aim: Option<(&crate::statsflush::FlushWatch, u32, u32)>,
+    timeout: Duration,
 ) -> Result<(BTreeMap<String, f64>, u64), String> {
     let mut kids: Vec<(usize, Child, std::thread::JoinHandle<String>)> = Vec::new();
     let mut m = BTreeMap::new();
@@ -1064,7 +1071,7 @@ fn run_instances(
     }
     drop(gate);
     let t0 = exec::monotonic_ns();
-    let deadline = Instant::now() + RUN_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let mut errors = Vec::new();
     let mut left: Vec<_> = kids.into_iter().map(Some).collect();
     let mut first_limit: Option<u64> = None;
@@ -1074,8 +1081,8 @@ fn run_instances(
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "the scenario ran past {}s; killed",
-                RUN_TIMEOUT.as_secs()
+                "the scenario ran past {}s (--timeout); killed",
+                timeout.as_secs()
             ));
         }
         for slot in left.iter_mut() {
@@ -1112,8 +1119,8 @@ fn run_instances(
     while g.procs_left() > 0 {
         if Instant::now() > deadline {
             return Err(format!(
-                "forked workers ran past {}s; killed",
-                RUN_TIMEOUT.as_secs()
+                "forked workers ran past {}s (--timeout); killed",
+                timeout.as_secs()
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
