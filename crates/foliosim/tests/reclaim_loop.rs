@@ -80,6 +80,43 @@ fn classic_swaps_more_and_refaults_less_file_as_swappiness_rises() {
     assert!(hi.2 > lo.2, "anon refaults rise: {lo:?} -> {hi:?}");
 }
 
+/// Mainline MGLRU as the thread ran it (the fault path's
+/// folio_set_active(), before seed 000's patch) moves with swappiness as
+/// Barry Song's mainline table does, and as Debian's 7.0 did in the QEMU
+/// guest (docs/fidelity/seed003.md): more swap, fewer file refaults.
+#[test]
+fn mainline_mglru_of_the_thread_follows_swappiness() {
+    let sc = proxy();
+    let run = |s, seed| {
+        let mut c = cfg(LruKind::Mglru, s);
+        c.seed = seed;
+        c.mm.variants
+            .apply(foliosim::reproduce::reclaim_loop::SEED_TREE)
+            .unwrap();
+        c.mm.variants.apply("reclaim-legacy").unwrap();
+        assert_eq!(
+            c.mm.variants.pf_activation,
+            foliosim::mm::PfActivation::SetActive
+        );
+        let r = run_scenario(c, &sc).unwrap();
+        (
+            r.run.vmstat["pswpout"],
+            r.cgroups["kbuild"]["workingset_refault_file"],
+        )
+    };
+    let sum = |s| {
+        (1..=3)
+            .map(|seed| run(s, seed))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+    let (lo, hi) = (sum(35), sum(175));
+    assert!(
+        hi.0 > lo.0,
+        "pswpout rises with swappiness: {lo:?} -> {hi:?}"
+    );
+    assert!(hi.1 < lo.1, "file refaults fall: {lo:?} -> {hi:?}");
+}
+
 #[test]
 fn mglru_report_counts_type_choices_and_fallbacks_per_cgroup() {
     let sc = proxy();
