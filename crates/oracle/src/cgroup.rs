@@ -2,7 +2,7 @@
 //! process moved into it before exec, its memory.stat read, and removed on
 //! drop (after killing whatever is still inside), also on error or panic.
 
-use crate::host::{CgroupFlavor, HostInfo, IoAccounting};
+use crate::host::{HostInfo, IoAccounting};
 use crate::journal::{self, Kind, Token};
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -46,6 +46,17 @@ pub(crate) fn make_group(p: &Path) -> Result<(PathBuf, Token), String> {
     }
 }
 
+/// Gives `dir`'s child groups the `controller` (cgroup v2: a parent
+/// delegates it in its cgroup.subtree_control), unless it already does.
+pub(crate) fn delegate(dir: &Path, controller: &str) -> Result<(), String> {
+    let sc = dir.join("cgroup.subtree_control");
+    let on = fs::read_to_string(&sc).unwrap_or_default();
+    if on.split_whitespace().any(|x| x == controller) {
+        return Ok(());
+    }
+    write_file(&sc, &format!("+{controller}"))
+}
+
 /// A throttle limit no workload reaches (1 TiB/s): blk-throttle only counts
 /// the bios of groups that have a limit.
 const NEVER_BINDING_BPS: u64 = 1 << 40;
@@ -58,24 +69,13 @@ impl MemCgroup {
     /// Creates `<mount>/foliosim-oracle-<pid>-<n>` with `limit` bytes (and
     /// its block I/O accounting group where the host has one).
     pub fn create(host: &HostInfo, limit: u64) -> Result<Self, String> {
-        let (mount, version) = match &host.cgroup {
-            CgroupFlavor::V1 { mount } => (mount, Version::V1),
-            CgroupFlavor::V2 { mount } => (mount, Version::V2),
-            CgroupFlavor::None { reason } => return Err(reason.clone()),
-        };
+        let (mount, v2) = host.cgroup.memory_mount()?;
+        let version = if v2 { Version::V2 } else { Version::V1 };
         sweep_stale(mount);
-        if version == Version::V2 {
-            // Children get a controller only if the parent delegates it.
-            let sc = mount.join("cgroup.subtree_control");
-            let on = fs::read_to_string(&sc).unwrap_or_default();
-            let mut want = vec!["memory"];
+        if v2 {
+            delegate(mount, "memory")?;
             if host.io_accounting == IoAccounting::Io {
-                want.push("io");
-            }
-            for c in want {
-                if !on.split_whitespace().any(|x| x == c) {
-                    write_file(&sc, &format!("+{c}"))?;
-                }
+                delegate(mount, "io")?;
             }
         }
         let name = format!(

@@ -20,6 +20,18 @@ pub enum CgroupFlavor {
     None { reason: String },
 }
 
+impl CgroupFlavor {
+    /// The memory controller's mount and whether it is cgroup v2; why not,
+    /// where there is none.
+    pub fn memory_mount(&self) -> Result<(&std::path::Path, bool), &str> {
+        match self {
+            CgroupFlavor::V1 { mount } => Ok((mount, false)),
+            CgroupFlavor::V2 { mount } => Ok((mount, true)),
+            CgroupFlavor::None { reason } => Err(reason),
+        }
+    }
+}
+
 /// Per-cgroup block I/O accounting, so that a run's reads are told apart
 /// from whatever else the host reads meanwhile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

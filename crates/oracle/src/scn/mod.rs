@@ -25,11 +25,11 @@ pub mod builtin;
 pub mod exec;
 pub mod hostcfg;
 
-use crate::cgroup::{make_group, read_vmstat, sweep_stale, PREFIX};
+use crate::cgroup::{delegate, make_group, read_vmstat, sweep_stale, PREFIX};
 use crate::host::{CgroupFlavor, HostInfo};
 use crate::journal::{self, Token};
 use crate::run::{drop_caches, warm_executable, RunOpts, Scratch};
-use foliosim_workload::scenario::{FileFs, Op, Scenario, Step};
+use foliosim_workload::scenario::{Cgroup, FileFs, Op, Scenario, Step};
 use foliosim_workload::units::parse_size;
 use hostcfg::{ScratchMount, SwapFile, ValueGuard, ZramSwap};
 use std::collections::{BTreeMap, HashMap};
@@ -238,10 +238,9 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
     if !host.is_root {
         return Some("needs root (cgroups, zram, swapon, drop_caches)".into());
     }
-    let (mount, v2) = match &host.cgroup {
-        CgroupFlavor::V1 { mount } => (mount, false),
-        CgroupFlavor::V2 { mount } => (mount, true),
-        CgroupFlavor::None { reason } => return Some(reason.clone()),
+    let (mount, v2) = match host.cgroup.memory_mount() {
+        Ok(m) => m,
+        Err(reason) => return Some(reason.to_string()),
     };
     for c in &sc.cgroups {
         // Knobs of the other cgroup version, which the run would lack.
@@ -275,11 +274,7 @@ pub fn skip_reason(sc: &Scenario, host: &HostInfo) -> Option<String> {
         // v2 lets a group with controllers for its children hold no
         // processes of its own.
         for p in &sc.processes {
-            let inner = sc
-                .cgroups
-                .iter()
-                .find(|c| p.cgroup.is_empty() || c.path.starts_with(&format!("{}/", p.cgroup)));
-            if let Some(c) = inner {
+            if let Some(c) = child_group(sc, &p.cgroup) {
                 let group = if p.cgroup.is_empty() {
                     "the scenario's root cgroup".to_string()
                 } else {
@@ -363,23 +358,23 @@ fn write_knob(dir: &Path, f: &str, v: &str) -> Result<(), String> {
     fs::write(&p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))
 }
 
-/// Gives `dir`'s children the memory controller (v2: a parent delegates it
-/// in its cgroup.subtree_control).
-fn delegate_memory(dir: &Path) -> Result<(), String> {
-    let on = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-    if on.split_whitespace().any(|c| c == "memory") {
-        return Ok(());
-    }
-    write_knob(dir, "cgroup.subtree_control", "+memory")
+/// A declared group under `path` ("" = the scenario's root), if any.
+fn child_group<'a>(sc: &'a Scenario, path: &str) -> Option<&'a Cgroup> {
+    sc.cgroups
+        .iter()
+        .find(|c| path.is_empty() || c.path.starts_with(&format!("{path}/")))
+}
+
+/// The value of `key` in a flat-keyed cgroup file ("max 3\noom 0\n").
+fn flat_key(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 impl Groups {
     fn create(flavor: &CgroupFlavor, sc: &Scenario) -> Result<Groups, String> {
-        let (mount, v2) = match flavor {
-            CgroupFlavor::V1 { mount } => (mount, false),
-            CgroupFlavor::V2 { mount } => (mount, true),
-            CgroupFlavor::None { reason } => return Err(reason.clone()),
-        };
+        let (mount, v2) = flavor.memory_mount()?;
         sweep_stale(mount);
         let root = mount.join(format!(
             "{PREFIX}{}-scn{}",
@@ -393,7 +388,7 @@ impl Groups {
             v2,
         };
         if v2 {
-            delegate_memory(mount)?;
+            delegate(mount, "memory")?;
         }
         g.made.push(make_group(&root)?);
         // v1: children take their parent's swappiness when created. v2 has
@@ -401,21 +396,16 @@ impl Groups {
         if let (Some(s), false) = (sc.machine.swappiness, v2) {
             write_knob(&root, "memory.swappiness", &s.to_string())?;
         }
-        let has_children = |path: &str| {
-            sc.cgroups
-                .iter()
-                .any(|c| path.is_empty() || c.path.starts_with(&format!("{path}/")))
-        };
-        if v2 && has_children("") {
-            delegate_memory(&root)?;
+        if v2 && child_group(sc, "").is_some() {
+            delegate(&root, "memory")?;
         }
         for c in &sc.cgroups {
             let d = root.join(&c.path);
             g.made.push(make_group(&d)?);
             g.dirs.push((c.path.clone(), d.clone()));
             if v2 {
-                if has_children(&c.path) {
-                    delegate_memory(&d)?;
+                if child_group(sc, &c.path).is_some() {
+                    delegate(&d, "memory")?;
                 }
                 for (f, v) in [
                     ("memory.max", c.max),
@@ -461,21 +451,22 @@ impl Groups {
     /// How often a charge met a group's limit, summed over the scenario's
     /// groups (v1 memory.failcnt, v2 memory.events' `max`).
     fn failcnt(&self) -> u64 {
-        let (f, key) = if self.v2 {
-            ("memory.events.local", Some("max "))
+        let f = if self.v2 {
+            "memory.events.local"
         } else {
-            ("memory.failcnt", None)
+            "memory.failcnt"
         };
         self.dirs
             .iter()
             .skip(1)
             .map(|(_, d)| {
                 let text = fs::read_to_string(d.join(f)).unwrap_or_default();
-                let v = match key {
-                    Some(k) => text.lines().find_map(|l| l.strip_prefix(k)).unwrap_or(""),
-                    None => text.as_str(),
-                };
-                v.trim().parse::<u64>().unwrap_or(0)
+                if self.v2 {
+                    flat_key(&text, "max")
+                } else {
+                    text.trim().parse().ok()
+                }
+                .unwrap_or(0)
             })
             .sum()
     }
@@ -523,17 +514,13 @@ impl Groups {
                 stat
             };
             // The group's own OOM kills (v1 oom_control's count is local).
-            let (f, key) = if self.v2 {
-                ("memory.events.local", "oom_kill ")
+            let f = if self.v2 {
+                "memory.events.local"
             } else {
-                ("memory.oom_control", "oom_kill ")
+                "memory.oom_control"
             };
             let oc = fs::read_to_string(d.join(f)).unwrap_or_default();
-            let oom = oc
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .unwrap_or(0.0);
+            let oom = flat_key(&oc, "oom_kill").unwrap_or(0) as f64;
             ooms += oom;
             // Peak usage (memsw: memory + swap, v1 only), since the sizes
             // above are read after the processes exited.
@@ -1353,14 +1340,27 @@ mod tests {
         assert!(e.starts_with("s.toml:13: file '-x': a leading '-'"), "{e}");
     }
 
+    /// A scenario file "s.toml" declaring `cg`.
+    fn scenario_with(cg: Cgroup) -> Scenario {
+        Scenario {
+            file: "s.toml".into(),
+            cgroups: vec![cg],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn flat_keyed_files_read_by_whole_key() {
+        let oc = "oom_kill_disable 1\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(flat_key(oc, "oom_kill"), Some(3));
+        assert_eq!(flat_key("low 0\nhigh 0\nmax 17\n", "max"), Some(17));
+        assert_eq!(flat_key("low 0\n", "max"), None);
+    }
+
     #[test]
     fn v2_knobs_and_other_hosts_skip_with_a_reason() {
         let h = crate::cases::fake_host();
-        let mut sc = Scenario {
-            file: "s.toml".into(),
-            ..Default::default()
-        };
-        sc.cgroups.push(Cgroup {
+        let mut sc = scenario_with(Cgroup {
             path: "db".into(),
             line: 4,
             high: Some(1 << 20),
@@ -1395,11 +1395,7 @@ mod tests {
         h.cgroup = CgroupFlavor::V2 {
             mount: "/sys/fs/cgroup".into(),
         };
-        let mut sc = Scenario {
-            file: "s.toml".into(),
-            ..Default::default()
-        };
-        sc.cgroups.push(Cgroup {
+        let mut sc = scenario_with(Cgroup {
             path: "db".into(),
             line: 4,
             high: Some(1 << 20),
