@@ -171,3 +171,47 @@ fn global_reclaim_activates_folios_under_writeback() {
         "writeback folios activated"
     );
 }
+
+/// Fills `g` with `n` pages of a clean file and `n` dirty pages of
+/// another, alternating page by page (`interleave`) or the dirty ones
+/// first, then runs one limit reclaim of 32 pages. Returns whether it
+/// woke the flusher and how many dirty folios it met.
+fn reclaim_beside_dirty(interleave: bool) -> (bool, u64) {
+    let mut k = Kernel::new(cfg(256, SwapKind::None, "nvme"), ClassicLru::new());
+    let g = k.add_memcg_child(0, "g", MemcgKnobs::default());
+    let n = 4096;
+    let mut clean = open(&mut k, n, g);
+    let mut log = open(&mut k, n, g);
+    if interleave {
+        for i in 0..n {
+            k.filemap_read(&mut clean, i * PAGE_SIZE, PAGE_SIZE)
+                .unwrap();
+            k.filemap_write(&mut log, i * PAGE_SIZE, PAGE_SIZE).unwrap();
+        }
+    } else {
+        k.filemap_write(&mut log, 0, n * PAGE_SIZE).unwrap();
+        k.filemap_read(&mut clean, 0, n * PAGE_SIZE).unwrap();
+    }
+    assert_eq!(k.core.wb.nr_dirty, n, "nothing written back yet");
+    k.core.wb_wakeup_flusher = false;
+    k.try_to_free_mem_cgroup_pages(g, 32);
+    check(&k);
+    (
+        k.core.wb_wakeup_flusher,
+        k.core.vm.get(Item::NR_VMSCAN_IMMEDIATE),
+    )
+}
+
+#[test]
+fn only_a_batch_of_unqueued_dirty_folios_wakes_the_flusher() {
+    // shrink_inactive_list(): the flushers are nudged when every folio
+    // taken was dirty and not queued for writeback; dirty folios met among
+    // clean ones are marked PG_reclaim and activated, and the flusher is
+    // left to its own schedule.
+    let (woke, met) = reclaim_beside_dirty(true);
+    assert!(met > 0, "reclaim met dirty folios");
+    assert!(!woke, "clean folios were taken beside them: no wakeup");
+    let (woke, met) = reclaim_beside_dirty(false);
+    assert!(met > 0);
+    assert!(woke, "the tail was all dirty: the flusher is woken");
+}

@@ -165,7 +165,7 @@ fn mongodb_proxy_rows_and_the_models_account() {
     let text = MONGODB_TOML.replace("duration = \"20s\"", "duration = \"4s\"");
     assert_eq!(
         text.matches("duration = \"4s\"").count(),
-        2,
+        3,
         "the proxy's loops moved"
     );
     let sc = parse(&text, "seed003-mongodb-ycsb.toml").expect("the shipped proxy parses");

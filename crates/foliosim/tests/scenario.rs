@@ -535,6 +535,35 @@ fn comments_move_no_stream_and_steps_on_one_line_differ() {
     );
 }
 
+/// `append` writes go to the file's shared end: four writers of two
+/// processes fill distinct blocks and wrap at the file's size, where `seq`
+/// has every writer start over at its first block on each loop run.
+#[test]
+fn append_writers_share_the_end_of_the_file() {
+    let text = |pattern: &str, rounds: u32| {
+        format!(
+            "[machine]\nmemory = \"256M\"\n\n[[file]]\nname = \"log\"\nsize = \"64k\"\nprefill = false\n\n\
+             [[process]]\nname = \"w\"\ncount = 2\n\n[[process.thread]]\ncount = 2\nsteps = [\n\
+             {{ op = \"loop\", count = {rounds}, steps = [ {{ op = \"write\", file = \"log\", pattern = \"{pattern}\", bs = \"4k\", accesses = 1 }} ] }},\n\
+             {{ op = \"fsync\", file = \"log\" }},\n]\n"
+        )
+    };
+    let written = |pattern: &str, rounds: u32| {
+        let sc = parse(&text(pattern, rounds), "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let r = run_scenario(cfg(256 * M, None), &sc).unwrap();
+        (
+            vm(&r, "pgpgout"),
+            r.run.memcg.get("file").copied().unwrap_or(0),
+        )
+    };
+    // 4 writers x 4 rounds of 4 KiB: the 64 KiB file once, every page.
+    assert_eq!(written("append", 4), (64, 64 * 1024));
+    // 8 rounds wrap onto the same 16 pages.
+    assert_eq!(written("append", 8).1, 64 * 1024);
+    // seq: every writer rewrites block 0 each round.
+    assert_eq!(written("seq", 4), (4, 4 * 1024));
+}
+
 /// Two cgroups, threads sharing a map, random patterns, a file, swap.
 fn mixed() -> Scenario {
     Scenario {

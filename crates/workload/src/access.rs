@@ -114,6 +114,7 @@ impl YcsbZipfian {
 #[derive(Clone, Debug)]
 enum Kind {
     Seq,
+    Append,
     Random,
     Zipf(Box<Zipf>),
     Ycsb(YcsbZipfian),
@@ -143,6 +144,7 @@ impl AccessGen {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
         let kind = match *pattern {
             Pattern::Seq => Kind::Seq,
+            Pattern::Append => Kind::Append,
             Pattern::Random => Kind::Random,
             Pattern::Zipf { theta } => {
                 if !(theta > 0.0 && theta.is_finite()) || theta == 1.0 {
@@ -199,10 +201,12 @@ impl AccessGen {
         self.n == 0
     }
 
-    /// The step runs again (a loop): sequential patterns start over from
-    /// the first page; random streams go on where they were.
+    /// The step runs again (a loop): `seq` starts over from the first
+    /// page; `append` and the random streams go on where they were.
     pub fn restart(&mut self) {
-        self.i = 0;
+        if !matches!(self.kind, Kind::Append) {
+            self.i = 0;
+        }
     }
 
     /// The next index, in [0, n).
@@ -212,7 +216,7 @@ impl AccessGen {
         let i = self.i;
         self.i += 1;
         match &mut self.kind {
-            Kind::Seq => i % n,
+            Kind::Seq | Kind::Append => i % n,
             Kind::Random => self.rng.gen_range(0..n),
             Kind::Zipf(z) => z.next_zipf(),
             Kind::Ycsb(z) => {
@@ -271,6 +275,23 @@ mod tests {
         let mut sorted = draw(&Pattern::Stride { stride: 4 }, 1000, 1, 1000);
         sorted.sort();
         assert_eq!(sorted, (0..1000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn append_goes_on_across_restarts_where_seq_starts_over() {
+        let mut seq = AccessGen::new(&Pattern::Seq, 5, 1).unwrap();
+        let mut app = AccessGen::new(&Pattern::Append, 5, 1).unwrap();
+        let mut run = |g: &mut AccessGen| {
+            let mut v = Vec::new();
+            for _ in 0..3 {
+                g.restart();
+                v.push(g.next_index());
+                v.push(g.next_index());
+            }
+            v
+        };
+        assert_eq!(run(&mut seq), vec![0, 1, 0, 1, 0, 1]);
+        assert_eq!(run(&mut app), vec![0, 1, 2, 3, 4, 0]);
     }
 
     #[test]

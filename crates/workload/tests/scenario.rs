@@ -381,6 +381,11 @@ fn nonsense_values_are_refused() {
         &step("{ op = \"touch\", map = \"m\", pattern = \"lru\" }"),
         "t.toml:5: pattern: unknown pattern 'lru'",
     );
+    // append is O_APPEND's shared end of file: writes only.
+    err(
+        &step("{ op = \"touch\", map = \"m\", pattern = \"append\" }"),
+        "t.toml:5: pattern: pattern 'append' is for write steps",
+    );
     err(
         &step("{ op = \"touch\", map = \"m\", passes = 0 }"),
         "t.toml:5: passes: 0 is out of range",

@@ -247,8 +247,14 @@ enum Left {
 enum Target {
     /// A mapping of the process (its id in `Proc::maps`).
     Map(u32),
-    /// I/O of `bs` bytes per block to a scenario file.
-    Io { file: usize, bs: u64, direct: bool },
+    /// I/O of `bs` bytes per block to a scenario file; `append` writes
+    /// go to the file's shared end instead of the thread's stream.
+    Io {
+        file: usize,
+        bs: u64,
+        direct: bool,
+        append: bool,
+    },
     /// GETs or SCANs of `records` records in a file of sorted tables
     /// (laid out as the thread's `kv` slot of the step says).
     Kv { file: usize, records: u64 },
@@ -337,6 +343,9 @@ struct FileRt {
     mapping: u32,
     /// Processes' mappings of it: the last munmap frees its page tables.
     mappers: u32,
+    /// Where the next `append` write goes (bytes): O_APPEND's end of
+    /// file, shared by every writer, wrapping at the file's size.
+    append_at: u64,
 }
 
 struct Bar {
@@ -419,6 +428,7 @@ impl<'a> Driver<'a> {
             d.files.push(FileRt {
                 mapping,
                 mappers: 0,
+                append_at: 0,
             });
         }
         for (pi, p) in sc.processes.iter().enumerate() {
@@ -968,6 +978,7 @@ impl<'a> Driver<'a> {
                     file: fi,
                     bs: *bs,
                     direct: *direct,
+                    append: *pattern == Pattern::Append,
                 };
                 self.start_access(
                     id, step, gen, pattern, blocks, amount, *write, *think_ns, target,
@@ -1218,7 +1229,21 @@ impl<'a> Driver<'a> {
                     }
                 }
             }
-            Target::Io { file, bs, direct } => {
+            Target::Io {
+                file,
+                bs,
+                direct,
+                append,
+            } => {
+                let idx = if append {
+                    let blocks = self.sc.files[file].size.div_ceil(bs);
+                    let f = &mut self.files[file];
+                    let i = (f.append_at / bs) % blocks;
+                    f.append_at = (i + 1) * bs;
+                    i
+                } else {
+                    idx
+                };
                 let p = &mut self.procs[proc];
                 p.ios += 1;
                 p.io_bytes += bs;

@@ -201,6 +201,8 @@ struct Proc {
     failcnt: Vec<PathBuf>,
     /// Set once a charge met one of their limits: misses stop counting.
     pressure: std::sync::atomic::AtomicBool,
+    /// Files' `append` cursors mapped so far (append_cursor), by name.
+    append: Mutex<HashMap<String, &'static std::sync::atomic::AtomicU64>>,
 }
 
 pub use foliosim_workload::scenario::READ_MISS_FLOOR_NS;
@@ -411,6 +413,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
             _ => Vec::new(),
         },
         pressure: std::sync::atomic::AtomicBool::new(false),
+        append: Mutex::new(HashMap::new()),
     };
     if let Some(fd) = a.start_fd {
         wait_for_start(fd);
@@ -559,6 +562,56 @@ impl Budget {
             (None, None) => false,
         }
     }
+}
+
+/// Where the scenario's `append` cursors live: `append/NAME` beside the
+/// spec, 8 zero bytes each, laid out before every run.
+pub fn append_dir(spec: &Path) -> PathBuf {
+    spec.parent().unwrap_or(Path::new("/")).join("append")
+}
+
+/// The shared end of file `name` for `append` writes (O_APPEND's offset,
+/// kept inside the file's size): a counter every writer process maps from
+/// scratch, as the model's driver keeps one per file.
+fn append_cursor(
+    t: &ThreadCtx,
+    name: &str,
+) -> Result<&'static std::sync::atomic::AtomicU64, String> {
+    let mut m = t.p.append.lock().unwrap();
+    if let Some(c) = m.get(name) {
+        return Ok(c);
+    }
+    let path = append_dir(&t.p.args.spec).join(name);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: a fresh shared mapping of the 8-byte file; it is never
+    // unmapped, so the reference lives as long as the process.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(format!(
+            "{}: mmap: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: page-aligned, 8 bytes, only ever accessed atomically.
+    let c: &'static std::sync::atomic::AtomicU64 =
+        unsafe { &*(ptr as *const std::sync::atomic::AtomicU64) };
+    m.insert(name.to_string(), c);
+    Ok(c)
 }
 
 fn think(ns: u64) {
@@ -806,6 +859,11 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let bs = (*bs).max(1);
             let n = (size / bs).max(1);
             let pr = t.p;
+            let cursor = if *write && *pattern == Pattern::Append {
+                Some(append_cursor(t, file)?)
+            } else {
+                None
+            };
             let g = access_gen(t, st, pattern, n)?;
             let mut buf = AlignedBuf::new(bs as usize)?;
             let mut b = Budget::new(amount, n);
@@ -817,7 +875,14 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let mut pressured = (0u64, 0u64);
             let mut seen = 0usize;
             while b.take(i) {
-                let off = g.next_index() * bs;
+                let off = match cursor {
+                    Some(c) => {
+                        let at = c.fetch_add(bs, std::sync::atomic::Ordering::Relaxed);
+                        g.next_index();
+                        (at / bs % n) * bs
+                    }
+                    None => g.next_index() * bs,
+                };
                 let r = if *write {
                     f.write_all_at(buf.slice(bs as usize), off)
                 } else if timed {
@@ -1277,6 +1342,7 @@ mod tests {
             pressure_misses: Mutex::new((0, 0)),
             failcnt: Vec::new(),
             pressure: std::sync::atomic::AtomicBool::new(false),
+            append: Mutex::new(HashMap::new()),
         };
         let mut t = ThreadCtx {
             p: &p,
@@ -1318,6 +1384,55 @@ mod tests {
             ],
             [0, 1, 2, 0]
         );
+    }
+
+    #[test]
+    fn append_cursors_are_shared_through_scratch() {
+        // Two processes' Procs map the same 8-byte file: an append by one
+        // moves the other's end of file (O_APPEND's shared offset).
+        let d = std::env::temp_dir().join(format!("fs-append-{}", std::process::id()));
+        let spec = d.join("scenario.json");
+        std::fs::create_dir_all(append_dir(&spec)).unwrap();
+        std::fs::write(append_dir(&spec).join("log"), [0u8; 8]).unwrap();
+        let proc_ = || Proc {
+            sc: Scenario::default(),
+            args: ChildArgs::parse(&[
+                "--spec".into(),
+                spec.display().to_string(),
+                "--sock".into(),
+                "y".into(),
+            ])
+            .unwrap(),
+            maps: Mutex::new(HashMap::new()),
+            seed: 1,
+            ops: std::sync::atomic::AtomicU64::new(0),
+            read_misses: Mutex::new(Vec::new()),
+            pressure_misses: Mutex::new((0, 0)),
+            failcnt: Vec::new(),
+            pressure: std::sync::atomic::AtomicBool::new(false),
+            append: Mutex::new(HashMap::new()),
+        };
+        let (p1, p2) = (proc_(), proc_());
+        let t = |p| ThreadCtx {
+            p,
+            ident: vec![0, 0, 0, 0],
+            gens: HashMap::new(),
+            forks: 0,
+            sock: None,
+            path: vec![0],
+        };
+        let (t1, t2) = (t(&p1), t(&p2));
+        use std::sync::atomic::Ordering::Relaxed;
+        let c1 = append_cursor(&t1, "log").unwrap();
+        assert_eq!(c1.fetch_add(4096, Relaxed), 0);
+        let c2 = append_cursor(&t2, "log").unwrap();
+        assert_eq!(c2.fetch_add(4096, Relaxed), 4096);
+        assert_eq!(c1.load(Relaxed), 8192);
+        // The same process maps it once.
+        assert!(std::ptr::eq(c1, append_cursor(&t1, "log").unwrap()));
+        let e = append_cursor(&t1, "nope").unwrap_err();
+        assert!(e.contains("append/nope"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

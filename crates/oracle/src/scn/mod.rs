@@ -759,6 +759,14 @@ struct Layout {
 }
 
 fn lay_out_files(sc: &Scenario, l: &Layout) -> Result<(), String> {
+    // Every run's `append` writes start at the files' beginning.
+    let ad = exec::append_dir(&l.spec);
+    fs::create_dir_all(&ad).map_err(|e| format!("{}: {e}", ad.display()))?;
+    for f in &sc.files {
+        let p = ad.join(&f.name);
+        let _ = fs::remove_file(&p);
+        fs::write(&p, [0u8; 8]).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
     for f in &sc.files {
         let (dir, fresh) = match f.fs {
             FileFs::Disk => (&l.files, !f.prefill),

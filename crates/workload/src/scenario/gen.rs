@@ -141,7 +141,12 @@ fn plain(g: &mut G, out: &mut String, ind: &str, files: &[(String, bool)]) {
             let (f, _) = &files[g.rng.gen_range(0..files.len())];
             let op = if g.rng.gen_bool(0.5) { "read" } else { "write" };
             let bs = [4096u64, 8192, 65536][g.rng.gen_range(0..3)];
-            let (p, t) = (g.pattern(), g.think());
+            let (mut p, t) = (g.pattern(), g.think());
+            // Some sequential writes append (writes only), without a draw
+            // of their own so that the other generated files stay as they were.
+            if op == "write" && p == "seq" && bs == 8192 {
+                p = "append";
+            }
             let amount = match g.rng.gen_range(0..3) {
                 0 => format!(", accesses = {}", g.rng.gen_range(1..=500)),
                 1 => format!(", amount = \"{}k\"", bs / 1024 * g.rng.gen_range(1..=64)),

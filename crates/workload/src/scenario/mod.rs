@@ -169,6 +169,10 @@ pub struct Step {
 pub enum Pattern {
     /// Every page in order (or every `bs` block for I/O).
     Seq,
+    /// In order, going on after the step's previous access when a loop
+    /// runs the step again (a log or journal appended to), wrapping at
+    /// the region's end; `seq` starts over instead.
+    Append,
     /// Uniform random pages, with replacement.
     Random,
     /// Zipf with exponent theta over the pages (hottest first, then

@@ -439,6 +439,25 @@ fn nonzero_time(cx: &Cx, k: &str, v: &Val) -> Result<u64, ParseError> {
     Ok(n)
 }
 
+/// `append` is O_APPEND's end of file, shared by the file's writers: a
+/// write step's pattern only.
+fn append_for_writes(
+    cx: &Cx,
+    k: &str,
+    v: &Val,
+    pat: &Pattern,
+    write: bool,
+) -> Result<(), ParseError> {
+    if *pat == Pattern::Append && !write {
+        return Err(cx.error(
+            &v.span(),
+            k,
+            "pattern 'append' is for write steps (each write goes after the last one any writer appended to the file)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
 /// The pattern names of docs/scenarios.md.
 pub(crate) fn parse_pattern(s: &str) -> Result<Pattern, String> {
     let (name, arg) = match s.split_once(':') {
@@ -465,6 +484,7 @@ pub(crate) fn parse_pattern(s: &str) -> Result<Pattern, String> {
     };
     match name {
         "seq" | "sequential" => no_arg(Pattern::Seq),
+        "append" => no_arg(Pattern::Append),
         "random" | "rand" => no_arg(Pattern::Random),
         "zipf" => {
             let theta = num(arg)?;
@@ -515,7 +535,7 @@ pub(crate) fn parse_pattern(s: &str) -> Result<Pattern, String> {
             Ok(Pattern::Stride { stride })
         }
         _ => Err(format!(
-            "unknown pattern '{s}' (seq, random, zipf:THETA, ycsb[:THETA], nurand:A, hotcold:HOT/SIZE, stride:PAGES)"
+            "unknown pattern '{s}' (seq, append, random, zipf:THETA, ycsb[:THETA], nurand:A, hotcold:HOT/SIZE, stride:PAGES)"
         )),
     }
 }
@@ -1093,6 +1113,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             let mut pat = Pattern::Seq;
             if let Some((k, v)) = t.take1(&["pattern"])? {
                 pat = pattern(cx, k, v)?;
+                append_for_writes(cx, k, v, &pat, false)?;
             }
             let mut write = false;
             if let Some((k, v)) = t.take1(&["write"])? {
@@ -1141,6 +1162,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             let mut pat = Pattern::Seq;
             if let Some((k, v)) = t.take1(&["pattern"])? {
                 pat = pattern(cx, k, v)?;
+                append_for_writes(cx, k, v, &pat, op_name == "write")?;
             }
             let mut direct = false;
             if let Some((k, v)) = t.take1(&["direct"])? {
@@ -1200,6 +1222,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             let mut pat = Pattern::Ycsb { theta: 0.99 };
             if let Some((k, v)) = t.take1(&["pattern"])? {
                 pat = pattern(cx, k, v)?;
+                append_for_writes(cx, k, v, &pat, false)?;
             }
             crate::lsm::SstLayout::new(keys, record, 4096, table_size, level_base).map_err(
                 |e| match &level_base_span {

@@ -325,6 +325,11 @@ impl ClassicLru {
         );
         core.count_pgscan(memcg, file, nr_scanned, sc);
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
+        // Every folio taken was dirty and not queued for writeback: the
+        // flushers are behind, nudge them.
+        if sc.nr_unqueued_dirty == nr_scanned {
+            core.wb_wakeup_flusher = true;
+        }
         sc.nr.taken += nr_scanned;
         sc.nr.writeback += sc.nr_writeback;
         sc.nr.immediate += sc.nr_immediate;

@@ -498,6 +498,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     let mut nr_reclaimed = 0u64;
     let mut keep = 0usize;
     sc.nr_dirty = 0;
+    sc.nr_unqueued_dirty = 0;
     sc.nr_writeback = 0;
     sc.nr_immediate = 0;
     sc.nr_pageout = 0;
@@ -622,8 +623,9 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             }
         } else if dirty {
             // Only kswapd may write file folios from reclaim, and only after
-            // the flusher had its chance: mark PG_reclaim and activate;
-            // the flusher is woken.
+            // the flusher had its chance: mark PG_reclaim and activate.
+            // Whether the flusher is woken is the caller's decision, from
+            // nr_unqueued_dirty against what it isolated.
             sc.nr_dirty += nr;
             sc.nr_unqueued_dirty += nr;
             let f = core.folios.get_mut(id);
@@ -631,7 +633,6 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             core.count(memcg, Item::NR_VMSCAN_IMMEDIATE, nr);
             sc.nr_activate[1] += nr;
             core.count(memcg, Item::PGACTIVATE, nr);
-            core.wb_wakeup_flusher = true;
             folios[keep] = id;
             keep += 1;
             continue;

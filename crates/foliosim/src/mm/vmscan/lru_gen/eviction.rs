@@ -49,7 +49,7 @@ impl LruGen {
         }
         let dirty = f.test(pg::DIRTY);
         let writeback = f.test(pg::WRITEBACK);
-        if type_ == LRU_GEN_FILE && dirty {
+        if !reclaim_rework && type_ == LRU_GEN_FILE && dirty {
             self.file_taken += delta;
             if !writeback {
                 self.unqueued_dirty += delta;
@@ -246,12 +246,18 @@ impl LruGen {
         let mut list = std::mem::take(&mut self.scratch);
         let mut skip_retry = false;
         loop {
-            sc.nr_scanned += list
-                .iter()
-                .map(|&id| core.folios.get(id).nr_pages())
-                .sum::<u64>();
+            let isolated: u64 = list.iter().map(|&id| core.folios.get(id).nr_pages()).sum();
+            sc.nr_scanned += isolated;
             let reclaimed = shrink_folio_list(core, self, &mut list, sc);
             sc.nr_reclaimed += reclaimed;
+            if !reclaim_rework {
+                self.unqueued_dirty += sc.nr_unqueued_dirty;
+            } else if !skip_retry && sc.nr_unqueued_dirty == isolated {
+                // The rework wakes the flusher per batch, when every folio
+                // it isolated was dirty and unqueued ("simplify and improve
+                // dirty writeback handling"); before it, once per loop.
+                core.wb_wakeup_flusher = true;
+            }
             core.count_pgsteal(memcg, type_ == LRU_GEN_FILE, reclaimed, sc);
             if core.trace.is_some() {
                 let file = type_ == LRU_GEN_FILE;
@@ -429,7 +435,6 @@ impl LruGen {
                     break;
                 }
                 budget = budget.saturating_sub(delta);
-                self.maybe_wakeup_flusher(core);
                 if Self::should_abort_scan(core, sc) {
                     break;
                 }
