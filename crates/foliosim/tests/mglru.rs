@@ -552,3 +552,26 @@ fn mglru_wakes_the_flusher_for_dirty_folios_alone_per_loop_or_per_batch() {
         assert!(mglru_reclaim_beside_dirty(v, false), "{v}: all dirty");
     }
 }
+
+#[test]
+fn the_page_table_walk_promotes_by_generation_bits_and_eviction_sorts() {
+    // folio_update_gen() changes a young folio's generation bits and the
+    // generations' sizes; the folio stays on its list until eviction finds
+    // it at the tail of the oldest generation and sort_folio() moves it
+    // ("promoted"). Moving it at the walk would leave sort_folio() nothing
+    // to find. A mapped file read in order, over and over, in a group
+    // that holds about two thirds of it: the aging walks find the pages
+    // read since the last walk young.
+    let mut k = Kernel::new(config("x86"), LruGen::new());
+    let memcg = k.add_memcg("walk", Some(4096));
+    let mut f = open(&mut k, 6144, memcg);
+    for _ in 0..4 {
+        for idx in 0..6144 {
+            assert!(k.mmap_access(&mut f, idx), "OOM");
+        }
+    }
+    k.check_invariants().unwrap();
+    let st = &k.policy.lrugen[memcg as usize].stats;
+    assert!(st.nr_aging > 0 && st.mm_leaf_young > 0, "{st:?}");
+    assert!(st.sort_promoted > 0, "no promoted folio was sorted: {st:?}");
+}

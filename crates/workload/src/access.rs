@@ -281,7 +281,7 @@ mod tests {
     fn append_goes_on_across_restarts_where_seq_starts_over() {
         let mut seq = AccessGen::new(&Pattern::Seq, 5, 1).unwrap();
         let mut app = AccessGen::new(&Pattern::Append, 5, 1).unwrap();
-        let mut run = |g: &mut AccessGen| {
+        let run = |g: &mut AccessGen| {
             let mut v = Vec::new();
             for _ in 0..3 {
                 g.restart();

@@ -49,6 +49,14 @@ pub mod pg {
     /// has not run yet (mm/swap.c), so the folio is on no LRU list and
     /// its generation or list is chosen by its flags at the drain.
     pub const LRU_CACHED: u32 = 1 << 20;
+    /// MGLRU: the generation bits say a generation other than the list the
+    /// folio sits on. folio_update_gen() (the page-table walk) changes only
+    /// the bits and the generations' sizes; sort_folio() or inc_min_seq()
+    /// moves the folio when eviction reaches it. The generation is in the
+    /// two bits at PENDING_GEN_SHIFT.
+    pub const GEN_PENDING: u32 = 1 << 21;
+    pub const PENDING_GEN_SHIFT: u32 = 22;
+    pub const PENDING_GEN_MASK: u32 = 0x3 << PENDING_GEN_SHIFT;
     /// folio_order(): bits 24..28 hold the order (the kernel keeps it in
     /// the first tail page; the model has no tail pages). Not a flag:
     /// read it with Folio::order().

@@ -59,7 +59,7 @@ impl LruGen {
             }
             return None;
         }
-        let old = f.lru as usize - 1;
+        let old = folio_lru_gen(f);
         f.refs = 0;
         f.clear(pg::REFERENCED);
         if rework {
@@ -68,7 +68,7 @@ impl LruGen {
             f.clear(pg::WORKINGSET);
         }
         if old != gen {
-            self.move_folio(core, id, gen, false);
+            self.set_gen_lazily(core, id, gen);
         }
         Some(old)
     }
@@ -86,7 +86,7 @@ impl LruGen {
         let f = core.folios.get_mut(id);
         let type_ = f.is_file_lru() as usize;
         let old_gen = lru_gen_from_seq(lv.min_seq[type_]);
-        let cur = f.lru as usize - 1;
+        let cur = folio_lru_gen(f);
         if cur != old_gen {
             return cur;
         }
@@ -127,13 +127,16 @@ impl LruGen {
         if walk {
             return matches!(self.folio_update_gen(core, id, new_gen), Some(old) if old != new_gen);
         }
-        let lru = core.folios.get(id).lru;
+        let f = core.folios.get(id);
+        let lru = f.lru;
+        // folio_lru_gen(): the generation bits.
+        let gen = if lru == 0 || lru == LRU_UNEVICTABLE {
+            None
+        } else {
+            Some(folio_lru_gen(f))
+        };
         if rework {
-            if Self::lru_gen_set_refs(core, id)
-                && lru != 0
-                && lru != LRU_UNEVICTABLE
-                && lru as usize - 1 != new_gen
-            {
+            if Self::lru_gen_set_refs(core, id) && gen.is_some_and(|g| g != new_gen) {
                 self.folio_activate(core, id);
                 return true;
             }
@@ -142,7 +145,7 @@ impl LruGen {
         if lru == 0 {
             core.folios.get_mut(id).set(pg::REFERENCED);
             false
-        } else if lru != LRU_UNEVICTABLE && lru as usize - 1 != new_gen {
+        } else if gen.is_some_and(|g| g != new_gen) {
             let f = core.folios.get_mut(id);
             f.refs = 0;
             f.clear(pg::REFERENCED | pg::WORKINGSET);

@@ -19,7 +19,7 @@ impl LruGen {
         let reclaim_rework = core.cfg.variants.mglru_reclaim_rework;
         let f = *core.folios.get(id);
         let delta = f.nr_pages();
-        let gen = f.lru as usize - 1;
+        let gen = folio_lru_gen(&f);
         let type_ = f.is_file_lru() as usize;
         let refs = Self::folio_lru_refs(f.flags, f.refs, rework);
         let ws = f.test(pg::WORKINGSET);

@@ -52,6 +52,28 @@ use crate::mm::{Core, PfActivation, DEF_PRIORITY};
 
 pub const MIN_NR_GENS: u64 = 2;
 pub const MAX_NR_GENS: u64 = 4;
+const _: () = assert!(MAX_NR_GENS <= 4, "the pending generation has two bits");
+
+/// folio_lru_gen() of a listed, evictable folio: its generation bits,
+/// which folio_update_gen() may have moved ahead of the list it sits on
+/// (`lru` is the list).
+#[inline]
+pub(super) fn folio_lru_gen(f: &crate::mm::folio::Folio) -> usize {
+    if f.test(pg::GEN_PENDING) {
+        ((f.flags & pg::PENDING_GEN_MASK) >> pg::PENDING_GEN_SHIFT) as usize
+    } else {
+        f.lru as usize - 1
+    }
+}
+
+/// Sets the generation bits of a folio listed on gen `f.lru - 1`.
+#[inline]
+fn set_folio_gen(f: &mut crate::mm::folio::Folio, gen: usize) {
+    f.clear(pg::GEN_PENDING | pg::PENDING_GEN_MASK);
+    if gen + 1 != f.lru as usize {
+        f.set(pg::GEN_PENDING | ((gen as u32) << pg::PENDING_GEN_SHIFT));
+    }
+}
 pub const MAX_NR_TIERS: usize = 4;
 pub const LRU_REFS_WIDTH: u32 = 2;
 /// LRU_REFS_MASK as a value of `Folio::refs`.
@@ -483,15 +505,16 @@ impl LruGen {
         if f.lru == LRU_UNEVICTABLE {
             lv.unevictable.del(&mut core.folios, id);
         } else {
-            let gen = f.lru as usize - 1;
+            let list = f.lru as usize - 1;
+            let gen = folio_lru_gen(f);
             let type_ = f.is_file_lru() as usize;
             let nr = f.nr_pages();
-            lv.folios[gen][type_].del(&mut core.folios, id);
+            lv.folios[list][type_].del(&mut core.folios, id);
             lv.nr_pages[gen][type_] -= nr;
         }
         let f = core.folios.get_mut(id);
         f.lru = 0;
-        f.clear(pg::LRU);
+        f.clear(pg::LRU | pg::GEN_PENDING | pg::PENDING_GEN_MASK);
     }
 
     /// Moves a listed folio to `gen`'s list, at the head (list_move) or the
@@ -500,10 +523,11 @@ impl LruGen {
         let f = core.folios.get(id);
         let m = f.memcg as usize;
         let type_ = f.is_file_lru() as usize;
-        let old = f.lru as usize - 1;
+        let list = f.lru as usize - 1;
+        let old = folio_lru_gen(f);
         let nr = f.nr_pages();
         let lv = &mut self.lrugen[m];
-        lv.folios[old][type_].del(&mut core.folios, id);
+        lv.folios[list][type_].del(&mut core.folios, id);
         lv.nr_pages[old][type_] -= nr;
         lv.nr_pages[gen][type_] += nr;
         if tail {
@@ -511,7 +535,25 @@ impl LruGen {
         } else {
             lv.folios[gen][type_].add(&mut core.folios, id);
         }
-        core.folios.get_mut(id).lru = gen as u8 + 1;
+        let f = core.folios.get_mut(id);
+        f.lru = gen as u8 + 1;
+        f.clear(pg::GEN_PENDING | pg::PENDING_GEN_MASK);
+    }
+
+    /// The page-table walk's promotion (folio_update_gen()): the generation
+    /// bits and the generations' sizes change, the folio stays where it is
+    /// on its list until eviction sorts it (update_batch_size() then
+    /// reset_batch_size()).
+    fn set_gen_lazily(&mut self, core: &mut Core, id: FolioId, gen: usize) {
+        let f = core.folios.get_mut(id);
+        let m = f.memcg as usize;
+        let type_ = f.is_file_lru() as usize;
+        let old = folio_lru_gen(f);
+        let nr = f.nr_pages();
+        set_folio_gen(f, gen);
+        let lv = &mut self.lrugen[m];
+        lv.nr_pages[old][type_] -= nr;
+        lv.nr_pages[gen][type_] += nr;
     }
 
     /// lru_gen_inc_refs(): folio_mark_accessed() under MGLRU.
@@ -844,6 +886,8 @@ impl ReclaimPolicy for LruGen {
                     ));
                 }
             }
+            // Sizes follow the generation bits, lists where folios sit.
+            let mut logical = [[0u64; 2]; MAX_NR_GENS as usize];
             for gen in 0..MAX_NR_GENS as usize {
                 for t in 0..2 {
                     let l = &lv.folios[gen][t];
@@ -860,9 +904,13 @@ impl ReclaimPolicy for LruGen {
                             return Err(format!("folio {}:{} on gen {gen} type {t} of memcg {m} has flags {:#x} lru {} memcg {}", f.mapping, f.index, f.flags, f.lru, f.memcg));
                         }
                         n += f.nr_pages();
+                        logical[folio_lru_gen(f)][t] += f.nr_pages();
                     }
-                    if n != l.len || n != lv.nr_pages[gen][t] {
-                        return Err(format!("memcg {m} gen {gen} type {t}: {n} pages listed, list length {}, nr_pages {}", l.len, lv.nr_pages[gen][t]));
+                    if n != l.len {
+                        return Err(format!(
+                            "memcg {m} gen {gen} type {t}: {n} pages listed, list length {}",
+                            l.len
+                        ));
                     }
                     let in_window =
                         (lv.min_seq[t]..=lv.max_seq).any(|s| lru_gen_from_seq(s) == gen);
@@ -870,6 +918,16 @@ impl ReclaimPolicy for LruGen {
                         return Err(format!("memcg {m} gen {gen} type {t}: {n} folios outside [min_seq {}, max_seq {}]", lv.min_seq[t], lv.max_seq));
                     }
                     listed += n;
+                }
+            }
+            for gen in 0..MAX_NR_GENS as usize {
+                for t in 0..2 {
+                    if logical[gen][t] != lv.nr_pages[gen][t] {
+                        return Err(format!(
+                            "memcg {m} gen {gen} type {t}: {} pages in the generation, nr_pages {}",
+                            logical[gen][t], lv.nr_pages[gen][t]
+                        ));
+                    }
                 }
             }
             for id in lv.unevictable.iter(&core.folios) {
