@@ -11,6 +11,8 @@ use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmstat::Item;
 use foliosim::mm::{blkdev::DeviceProfile, Kernel, MmConfig, SwapKind, PAGE_SIZE};
 
+mod common;
+
 fn cfg(ram_mb: u64, swap: SwapKind, device: &str) -> MmConfig {
     MmConfig {
         ram_bytes: ram_mb << 20,
@@ -172,27 +174,13 @@ fn global_reclaim_activates_folios_under_writeback() {
     );
 }
 
-/// Fills `g` with `n` pages of a clean file and `n` dirty pages of
-/// another, alternating page by page (`interleave`) or the dirty ones
-/// first, then runs one limit reclaim of 32 pages. Returns whether it
-/// woke the flusher and how many dirty folios it met.
+/// Limit reclaim of 32 pages in a group of clean and dirty file pages
+/// (common::clean_beside_dirty): whether it woke the flusher, and how
+/// many dirty folios it met.
 fn reclaim_beside_dirty(interleave: bool) -> (bool, u64) {
     let mut k = Kernel::new(cfg(256, SwapKind::None, "nvme"), ClassicLru::new());
     let g = k.add_memcg_child(0, "g", MemcgKnobs::default());
-    let n = 4096;
-    let mut clean = open(&mut k, n, g);
-    let mut log = open(&mut k, n, g);
-    if interleave {
-        for i in 0..n {
-            k.filemap_read(&mut clean, i * PAGE_SIZE, PAGE_SIZE)
-                .unwrap();
-            k.filemap_write(&mut log, i * PAGE_SIZE, PAGE_SIZE).unwrap();
-        }
-    } else {
-        k.filemap_write(&mut log, 0, n * PAGE_SIZE).unwrap();
-        k.filemap_read(&mut clean, 0, n * PAGE_SIZE).unwrap();
-    }
-    assert_eq!(k.core.wb.nr_dirty, n, "nothing written back yet");
+    common::clean_beside_dirty(&mut k, g, 4096, interleave);
     k.core.wb_wakeup_flusher = false;
     k.try_to_free_mem_cgroup_pages(g, 32);
     check(&k);

@@ -513,27 +513,13 @@ fn legacy_sorts_dirty_file_folios_the_rework_leaves_them_to_shrink_folio_list() 
     assert_eq!(sorted("reclaim-rework"), 0);
 }
 
-/// A memcg holding `n` clean file pages and `n` dirty ones, alternating
-/// page by page (`interleave`) or the dirty ones first, then one limit
-/// reclaim of 32 pages: whether it woke the flusher.
+/// Limit reclaim of 32 pages in a group of clean and dirty file pages
+/// (common::clean_beside_dirty): whether it woke the flusher.
 fn mglru_reclaim_beside_dirty(variants: &str, interleave: bool) -> bool {
     use foliosim::mm::memcontrol::MemcgKnobs;
     let mut k = Kernel::new(config(variants), LruGen::new());
     let g = k.add_memcg_child(0, "g", MemcgKnobs::default());
-    let n = 4096;
-    let mut clean = open(&mut k, n, g);
-    let mut log = open(&mut k, n, g);
-    if interleave {
-        for i in 0..n {
-            k.filemap_read(&mut clean, i * PAGE_SIZE, PAGE_SIZE)
-                .unwrap();
-            k.filemap_write(&mut log, i * PAGE_SIZE, PAGE_SIZE).unwrap();
-        }
-    } else {
-        k.filemap_write(&mut log, 0, n * PAGE_SIZE).unwrap();
-        k.filemap_read(&mut clean, 0, n * PAGE_SIZE).unwrap();
-    }
-    assert_eq!(k.core.wb.nr_dirty, n);
+    common::clean_beside_dirty(&mut k, g, 4096, interleave);
     k.core.wb_wakeup_flusher = false;
     k.try_to_free_mem_cgroup_pages(g, 32);
     k.check_invariants().unwrap();

@@ -1,7 +1,8 @@
 //! What the model's integration tests share: the large-folio tests'
 //! (large_folios.rs, mthp.rs, tmpfs_huge.rs) machine and folio counts, and
 //! the machine of the LRU tests (mglru.rs, lru_add.rs,
-//! workingset_protection.rs) with seed variants on top of the newest.
+//! workingset_protection.rs) with seed variants on top of the newest, and
+//! the page cache of the flusher-wakeup tests (classic_reclaim.rs, mglru.rs).
 #![allow(dead_code)]
 
 use foliosim::mm::folio::{pg, Folio, FolioId};
@@ -54,4 +55,39 @@ pub fn orders<P: ReclaimPolicy>(
 /// The sysfs mTHP stat `stat` of size `order`.
 pub fn mthp<P: ReclaimPolicy>(k: &Kernel<P>, order: u32, stat: MthpStat) -> u64 {
     k.core.mthp.0[order as usize][stat as usize]
+}
+
+/// A memcg's page cache of `n` clean pages of one file and `n` dirty pages
+/// of another, read and written alternately page by page (`interleave`) or
+/// the dirty ones first: what limit reclaim then takes decides whether it
+/// wakes the flusher. Returns with nothing written back yet.
+pub fn clean_beside_dirty<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    memcg: foliosim::mm::memcontrol::MemcgId,
+    n: u64,
+    interleave: bool,
+) {
+    use foliosim::mm::filemap::OpenFile;
+    use foliosim::mm::readahead::FileRaState;
+    use foliosim::mm::PAGE_SIZE;
+    let mut open = |k: &mut Kernel<P>| OpenFile {
+        mapping: k.core.add_file(n * PAGE_SIZE),
+        ra: FileRaState::new(k.core.cfg.read_ahead_kb),
+        fmode_random: false,
+        vm_rand_read: false,
+        vm_seq_read: false,
+        memcg,
+    };
+    let (mut clean, mut log) = (open(k), open(k));
+    if interleave {
+        for i in 0..n {
+            k.filemap_read(&mut clean, i * PAGE_SIZE, PAGE_SIZE)
+                .unwrap();
+            k.filemap_write(&mut log, i * PAGE_SIZE, PAGE_SIZE).unwrap();
+        }
+    } else {
+        k.filemap_write(&mut log, 0, n * PAGE_SIZE).unwrap();
+        k.filemap_read(&mut clean, 0, n * PAGE_SIZE).unwrap();
+    }
+    assert_eq!(k.core.wb.nr_dirty, n, "nothing written back yet");
 }

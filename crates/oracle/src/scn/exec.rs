@@ -1322,19 +1322,12 @@ mod tests {
         assert_eq!(report_name(&sc, &a), "forker[1]/fork@13[1]/fork@14[0]");
     }
 
-    #[test]
-    fn streams_are_the_model_drivers() {
-        // The driver's seed for thread (process 0, instance 0, thread 0,
-        // copy 0) and the step numbered 5 (whatever its line).
-        let seed = stream_seed(1, &[0, 0, 0, 0, 5]);
-        let mut a = AccessGen::new(&Pattern::Random, 1000, seed).unwrap();
-        let want: Vec<u64> = (0..9).map(|_| a.next_index()).collect();
-        let sc = Scenario::default();
-        let args =
-            ChildArgs::parse(&["--spec".into(), "x".into(), "--sock".into(), "y".into()]).unwrap();
-        let p = Proc {
-            sc,
-            args,
+    /// A process of an empty scenario whose spec is at `spec`, seed 1.
+    fn test_proc(spec: &str) -> Proc {
+        Proc {
+            sc: Scenario::default(),
+            args: ChildArgs::parse(&["--spec".into(), spec.into(), "--sock".into(), "y".into()])
+                .unwrap(),
             maps: Mutex::new(HashMap::new()),
             seed: 1,
             ops: std::sync::atomic::AtomicU64::new(0),
@@ -1343,7 +1336,17 @@ mod tests {
             failcnt: Vec::new(),
             pressure: std::sync::atomic::AtomicBool::new(false),
             append: Mutex::new(HashMap::new()),
-        };
+        }
+    }
+
+    #[test]
+    fn streams_are_the_model_drivers() {
+        // The driver's seed for thread (process 0, instance 0, thread 0,
+        // copy 0) and the step numbered 5 (whatever its line).
+        let seed = stream_seed(1, &[0, 0, 0, 0, 5]);
+        let mut a = AccessGen::new(&Pattern::Random, 1000, seed).unwrap();
+        let want: Vec<u64> = (0..9).map(|_| a.next_index()).collect();
+        let p = test_proc("x");
         let mut t = ThreadCtx {
             p: &p,
             ident: vec![0, 0, 0, 0],
@@ -1394,25 +1397,8 @@ mod tests {
         let spec = d.join("scenario.json");
         std::fs::create_dir_all(append_dir(&spec)).unwrap();
         std::fs::write(append_dir(&spec).join("log"), [0u8; 8]).unwrap();
-        let proc_ = || Proc {
-            sc: Scenario::default(),
-            args: ChildArgs::parse(&[
-                "--spec".into(),
-                spec.display().to_string(),
-                "--sock".into(),
-                "y".into(),
-            ])
-            .unwrap(),
-            maps: Mutex::new(HashMap::new()),
-            seed: 1,
-            ops: std::sync::atomic::AtomicU64::new(0),
-            read_misses: Mutex::new(Vec::new()),
-            pressure_misses: Mutex::new((0, 0)),
-            failcnt: Vec::new(),
-            pressure: std::sync::atomic::AtomicBool::new(false),
-            append: Mutex::new(HashMap::new()),
-        };
-        let (p1, p2) = (proc_(), proc_());
+        let spec = spec.display().to_string();
+        let (p1, p2) = (test_proc(&spec), test_proc(&spec));
         let t = |p| ThreadCtx {
             p,
             ident: vec![0, 0, 0, 0],
