@@ -70,7 +70,7 @@ pub fn clean_beside_dirty<P: ReclaimPolicy>(
     use foliosim::mm::filemap::OpenFile;
     use foliosim::mm::readahead::FileRaState;
     use foliosim::mm::PAGE_SIZE;
-    let mut open = |k: &mut Kernel<P>| OpenFile {
+    let open = |k: &mut Kernel<P>| OpenFile {
         mapping: k.core.add_file(n * PAGE_SIZE),
         ra: FileRaState::new(k.core.cfg.read_ahead_kb),
         fmode_random: false,
