@@ -564,10 +564,14 @@ impl Budget {
     }
 }
 
-/// Where the scenario's `append` cursors live: `append/NAME` beside the
-/// spec, 8 zero bytes each, laid out before every run.
-pub fn append_dir(spec: &Path) -> PathBuf {
-    spec.parent().unwrap_or(Path::new("/")).join("append")
+/// Where the scenario's `append` cursors live: `append/NAME` in the
+/// directory of the spec (the run's scratch base), 8 zero bytes each, laid
+/// out before every run.
+pub fn append_dir(spec: &Path) -> Result<PathBuf, String> {
+    spec.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| p.join("append"))
+        .ok_or_else(|| format!("{}: the spec has no directory", spec.display()))
 }
 
 /// The shared end of file `name` for `append` writes (O_APPEND's offset,
@@ -581,7 +585,7 @@ fn append_cursor(
     if let Some(c) = m.get(name) {
         return Ok(c);
     }
-    let path = append_dir(&t.p.args.spec).join(name);
+    let path = append_dir(&t.p.args.spec)?.join(name);
     let f = OpenOptions::new()
         .read(true)
         .write(true)
@@ -878,7 +882,6 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 let off = match cursor {
                     Some(c) => {
                         let at = c.fetch_add(bs, std::sync::atomic::Ordering::Relaxed);
-                        g.next_index();
                         (at / bs % n) * bs
                     }
                     None => g.next_index() * bs,
@@ -1395,8 +1398,8 @@ mod tests {
         // moves the other's end of file (O_APPEND's shared offset).
         let d = std::env::temp_dir().join(format!("fs-append-{}", std::process::id()));
         let spec = d.join("scenario.json");
-        std::fs::create_dir_all(append_dir(&spec)).unwrap();
-        std::fs::write(append_dir(&spec).join("log"), [0u8; 8]).unwrap();
+        std::fs::create_dir_all(append_dir(&spec).unwrap()).unwrap();
+        std::fs::write(append_dir(&spec).unwrap().join("log"), [0u8; 8]).unwrap();
         let spec = spec.display().to_string();
         let (p1, p2) = (test_proc(&spec), test_proc(&spec));
         let t = |p| ThreadCtx {

@@ -760,7 +760,7 @@ struct Layout {
 
 fn lay_out_files(sc: &Scenario, l: &Layout) -> Result<(), String> {
     // Every run's `append` writes start at the files' beginning.
-    let ad = exec::append_dir(&l.spec);
+    let ad = exec::append_dir(&l.spec)?;
     fs::create_dir_all(&ad).map_err(|e| format!("{}: {e}", ad.display()))?;
     for f in &sc.files {
         let p = ad.join(&f.name);

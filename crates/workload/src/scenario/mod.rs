@@ -169,9 +169,10 @@ pub struct Step {
 pub enum Pattern {
     /// Every page in order (or every `bs` block for I/O).
     Seq,
-    /// In order, going on after the step's previous access when a loop
-    /// runs the step again (a log or journal appended to), wrapping at
-    /// the region's end; `seq` starts over instead.
+    /// Write steps: each write goes after the last one any writer
+    /// appended to the file (O_APPEND's shared end of file), wrapping at
+    /// its size. The drivers keep that offset per file; a stream made of
+    /// this pattern alone goes on in order across a loop's runs.
     Append,
     /// Uniform random pages, with replacement.
     Random,

@@ -539,6 +539,18 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             keep += 1;
             continue;
         }
+        // folio_check_dirty_writeback(): file folios only (reclaim writes
+        // anon ones itself), counted before the writeback and reference
+        // checks, so a referenced dirty folio counts too: the callers
+        // compare nr_unqueued_dirty with what they took.
+        if file {
+            if dirty || writeback {
+                sc.nr_dirty += nr;
+            }
+            if dirty && !writeback {
+                sc.nr_unqueued_dirty += nr;
+            }
+        }
         if writeback {
             let f = core.folios.get(id);
             let reclaim = f.test(pg::RECLAIM);
@@ -626,8 +638,6 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             // the flusher had its chance: mark PG_reclaim and activate.
             // Whether the flusher is woken is the caller's decision, from
             // nr_unqueued_dirty against what it isolated.
-            sc.nr_dirty += nr;
-            sc.nr_unqueued_dirty += nr;
             let f = core.folios.get_mut(id);
             f.set(pg::RECLAIM | pg::ACTIVE);
             core.count(memcg, Item::NR_VMSCAN_IMMEDIATE, nr);

@@ -52,6 +52,26 @@ use crate::mm::{Core, PfActivation, DEF_PRIORITY};
 
 pub const MIN_NR_GENS: u64 = 2;
 pub const MAX_NR_GENS: u64 = 4;
+pub const MAX_NR_TIERS: usize = 4;
+pub const LRU_REFS_WIDTH: u32 = 2;
+/// LRU_REFS_MASK as a value of `Folio::refs`.
+const LRU_REFS_MASK: u8 = (1 << LRU_REFS_WIDTH) - 1;
+/// BIT(LRU_REFS_WIDTH): refs of a folio whose refs bits are all set.
+const REFS_FULL: u32 = 1 << LRU_REFS_WIDTH;
+pub const MIN_LRU_BATCH: u64 = 64;
+pub const MAX_LRU_BATCH: u64 = MIN_LRU_BATCH * 64;
+pub const MIN_SWAPPINESS: u32 = 0;
+pub const MAX_SWAPPINESS: u32 = 200;
+pub const SWAPPINESS_ANON_ONLY: u32 = MAX_SWAPPINESS + 1;
+pub const LRU_GEN_ANON: usize = 0;
+pub const LRU_GEN_FILE: usize = 1;
+/// `Folio::lru` of a folio on the unevictable list.
+const LRU_UNEVICTABLE: u8 = 0xff;
+/// PTRS_PER_PTE: the page-table granule of the walk and of look-around.
+const PTRS_PER_PTE: u64 = 512;
+/// cache_line_size() / sizeof(pte_t), clamped to [2, 8] in suitable_to_scan().
+const PTES_PER_CACHELINE: u64 = 8;
+
 const _: () = assert!(MAX_NR_GENS <= 4, "the pending generation has two bits");
 
 /// folio_lru_gen() of a listed, evictable folio: its generation bits,
@@ -74,25 +94,6 @@ fn set_folio_gen(f: &mut crate::mm::folio::Folio, gen: usize) {
         f.set(pg::GEN_PENDING | ((gen as u32) << pg::PENDING_GEN_SHIFT));
     }
 }
-pub const MAX_NR_TIERS: usize = 4;
-pub const LRU_REFS_WIDTH: u32 = 2;
-/// LRU_REFS_MASK as a value of `Folio::refs`.
-const LRU_REFS_MASK: u8 = (1 << LRU_REFS_WIDTH) - 1;
-/// BIT(LRU_REFS_WIDTH): refs of a folio whose refs bits are all set.
-const REFS_FULL: u32 = 1 << LRU_REFS_WIDTH;
-pub const MIN_LRU_BATCH: u64 = 64;
-pub const MAX_LRU_BATCH: u64 = MIN_LRU_BATCH * 64;
-pub const MIN_SWAPPINESS: u32 = 0;
-pub const MAX_SWAPPINESS: u32 = 200;
-pub const SWAPPINESS_ANON_ONLY: u32 = MAX_SWAPPINESS + 1;
-pub const LRU_GEN_ANON: usize = 0;
-pub const LRU_GEN_FILE: usize = 1;
-/// `Folio::lru` of a folio on the unevictable list.
-const LRU_UNEVICTABLE: u8 = 0xff;
-/// PTRS_PER_PTE: the page-table granule of the walk and of look-around.
-const PTRS_PER_PTE: u64 = 512;
-/// cache_line_size() / sizeof(pte_t), clamped to [2, 8] in suitable_to_scan().
-const PTES_PER_CACHELINE: u64 = 8;
 
 /// The caps of /sys/kernel/mm/lru_gen/enabled.
 pub const LRU_GEN_CORE: u32 = 1 << 0;
