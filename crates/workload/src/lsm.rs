@@ -178,6 +178,12 @@ impl SstLayout {
         })
     }
 
+    /// What LevelDB's block cache charges for one of its data blocks:
+    /// the block's contents (Block::size()), not the trailer.
+    pub fn block_charge(&self) -> u64 {
+        self.block_bytes - BLOCK_TRAILER_BYTES
+    }
+
     pub fn keys_per_table(&self) -> u64 {
         self.data_blocks * self.keys_per_block
     }
@@ -328,6 +334,139 @@ impl TableCache {
         }
         self.open.push(table);
         false
+    }
+}
+
+/// LevelDB's default block cache (DBImpl's SanitizeOptions: an 8 MiB
+/// LRU cache when Options::block_cache is unset).
+pub const BLOCK_CACHE_BYTES: u64 = 8 << 20;
+
+const NO_SLOT: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct BlockSlot {
+    key: u64,
+    charge: u64,
+    prev: u32,
+    next: u32,
+}
+
+/// LevelDB's block cache: the data blocks a Table's BlockReader read
+/// with pread() (heap-allocated, so cachable), kept in user memory and
+/// charged their contents' size; a hit reads nothing from the file. One
+/// LRU over the whole capacity (LevelDB shards it 16 ways by the key's
+/// hash, which acts as one LRU once each shard holds many blocks).
+/// Lookups allocate nothing once the cache has filled.
+#[derive(Clone, Debug)]
+pub struct BlockCache {
+    cap: u64,
+    used: u64,
+    map: std::collections::HashMap<u64, u32>,
+    slots: Vec<BlockSlot>,
+    free: Vec<u32>,
+    /// Least recently used end.
+    lru: u32,
+    /// Most recently used end.
+    mru: u32,
+}
+
+impl BlockCache {
+    /// `cap` bytes; 0 caches nothing (ReadOptions::fill_cache false).
+    pub fn new(cap: u64) -> Self {
+        BlockCache {
+            cap,
+            used: 0,
+            map: std::collections::HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            lru: NO_SLOT,
+            mru: NO_SLOT,
+        }
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.cap
+    }
+
+    /// Blocks held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let BlockSlot { prev, next, .. } = self.slots[i as usize];
+        match prev {
+            NO_SLOT => self.lru = next,
+            p => self.slots[p as usize].next = next,
+        }
+        match next {
+            NO_SLOT => self.mru = prev,
+            n => self.slots[n as usize].prev = prev,
+        }
+    }
+
+    fn push_mru(&mut self, i: u32) {
+        self.slots[i as usize].prev = self.mru;
+        self.slots[i as usize].next = NO_SLOT;
+        match self.mru {
+            NO_SLOT => self.lru = i,
+            m => self.slots[m as usize].next = i,
+        }
+        self.mru = i;
+    }
+
+    /// Looks the block at file offset `key` up: true on a hit (made most
+    /// recently used). On a miss the caller reads the block and inserts it
+    /// with `insert`.
+    pub fn lookup(&mut self, key: u64) -> bool {
+        match self.map.get(&key) {
+            Some(&i) => {
+                self.unlink(i);
+                self.push_mru(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Inserts a block just read, charged `charge` bytes, evicting least
+    /// recently used blocks while over capacity (LRUCache::Insert: a block
+    /// larger than the whole cache is not kept).
+    pub fn insert(&mut self, key: u64, charge: u64) {
+        if self.cap == 0 || charge > self.cap || self.map.contains_key(&key) {
+            return;
+        }
+        while self.used + charge > self.cap && self.lru != NO_SLOT {
+            let old = self.lru;
+            self.unlink(old);
+            let s = self.slots[old as usize];
+            self.map.remove(&s.key);
+            self.free.push(old);
+            self.used -= s.charge;
+        }
+        let slot = BlockSlot {
+            key,
+            charge,
+            prev: NO_SLOT,
+            next: NO_SLOT,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.push_mru(i);
+        self.map.insert(key, i);
+        self.used += charge;
     }
 }
 
@@ -541,6 +680,43 @@ mod tests {
         assert!(!c.get(3)); // evicts 2, not the just-used 1
         assert!(c.get(1));
         assert!(!c.get(2));
+    }
+
+    #[test]
+    fn block_cache_keeps_the_most_recent_blocks_its_bytes_hold() {
+        // Three 4,098-byte blocks fit 12,300 bytes, a fourth does not.
+        let mut c = BlockCache::new(12_300);
+        for b in 0..3 {
+            assert!(!c.lookup(b * 4103));
+            c.insert(b * 4103, 4098);
+        }
+        assert_eq!(c.len(), 3);
+        assert!(c.lookup(0)); // now the most recent
+        c.insert(3 * 4103, 4098); // evicts block 1, the least recent
+        assert_eq!(c.len(), 3);
+        assert!(!c.lookup(4103));
+        assert!(c.lookup(0) && c.lookup(2 * 4103) && c.lookup(3 * 4103));
+        // Inserting a block it holds changes nothing.
+        c.insert(0, 4098);
+        assert_eq!(c.len(), 3);
+        // Freed slots are reused: no growth past what the bytes hold.
+        for b in 10..100 {
+            c.insert(b * 4103, 4098);
+        }
+        assert_eq!(c.len(), 3);
+        assert!(c.slots.len() <= 4);
+        // A cache of 0 bytes, or smaller than a block, keeps nothing.
+        for cap in [0, 4097] {
+            let mut c = BlockCache::new(cap);
+            c.insert(0, 4098);
+            assert!(c.is_empty() && !c.lookup(0));
+        }
+    }
+
+    #[test]
+    fn block_charge_is_the_contents_without_the_trailer() {
+        let l = layout();
+        assert_eq!(l.block_charge() + BLOCK_TRAILER_BYTES, l.block_bytes);
     }
 
     #[test]

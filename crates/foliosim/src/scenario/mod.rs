@@ -14,7 +14,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use foliosim_workload::access::{stream_seed, AccessGen};
-use foliosim_workload::lsm::{SstLayout, TableCache};
+use foliosim_workload::lsm::{BlockCache, KvRead, SstLayout, TableCache};
 use foliosim_workload::scenario::{Amount, FileFs, Op, Pattern, Scenario, Step};
 
 use crate::mm::filemap::OpenFile;
@@ -337,6 +337,9 @@ struct Proc<'a> {
     stime: u64,
     /// ProcessReport::read_misses.
     read_misses: [(u64, u64); 2],
+    /// kv_get's LevelDB block cache per file, shared by the threads (one
+    /// DB instance per process and file).
+    block_caches: Vec<Option<BlockCache>>,
 }
 
 struct FileRt {
@@ -632,6 +635,7 @@ impl<'a> Driver<'a> {
             ops: 0,
             io_bytes: 0,
             read_misses: [(0, 0); 2],
+            block_caches: (0..self.files.len()).map(|_| None).collect(),
         });
         self.procs.len() - 1
     }
@@ -990,6 +994,7 @@ impl<'a> Driver<'a> {
                 record,
                 table_size,
                 table_cache,
+                block_cache,
                 level_base,
                 records,
                 pattern,
@@ -997,6 +1002,10 @@ impl<'a> Driver<'a> {
                 think_ns,
             } => {
                 let fi = self.file_index(file, line)?;
+                let bc = &mut self.procs[self.threads[id].proc].block_caches[fi];
+                if bc.as_ref().map(|c| c.capacity()) != Some(*block_cache) {
+                    *bc = Some(BlockCache::new(*block_cache));
+                }
                 let layout = SstLayout::in_file(
                     *keys,
                     *record,
@@ -1286,13 +1295,21 @@ impl<'a> Driver<'a> {
                 p.ops += 1;
                 let open = th.fds[file].as_mut().expect("opened at the step's start");
                 let (layout, cache) = th.kv[cur.gen].as_mut().expect("made at the step's start");
+                let blocks = p.block_caches[file]
+                    .as_mut()
+                    .expect("made at the step's start");
+                let charge = layout.block_charge();
                 let mut ok = true;
                 foliosim_workload::lsm::plan(layout, cache, idx, records, |r| {
                     let (off, len) = r.range();
-                    if ok {
+                    let data = matches!(r, KvRead::Data { .. });
+                    if ok && !(data && blocks.lookup(off)) {
                         p.ios += 1;
                         p.io_bytes += len;
                         ok = k.filemap_read(open, off, len).is_some();
+                        if ok && data {
+                            blocks.insert(off, charge);
+                        }
                     }
                 });
                 ok

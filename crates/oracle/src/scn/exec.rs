@@ -203,6 +203,9 @@ struct Proc {
     pressure: std::sync::atomic::AtomicBool,
     /// Files' `append` cursors mapped so far (append_cursor), by name.
     append: Mutex<HashMap<String, &'static std::sync::atomic::AtomicU64>>,
+    /// kv_get's LevelDB block cache per file, shared by the threads as
+    /// one DB instance's is (the model driver's Proc::block_caches).
+    block_caches: Mutex<HashMap<String, foliosim_workload::lsm::BlockCache>>,
 }
 
 pub use foliosim_workload::scenario::READ_MISS_FLOOR_NS;
@@ -359,6 +362,10 @@ struct ThreadCtx<'a> {
     sock: Option<(UnixStream, BufReader<UnixStream>)>,
     /// Where this thread's steps sit (thread index, step indices), for forks.
     path: Vec<usize>,
+    /// Files this thread has open, by name and O_DIRECT, kept across its
+    /// steps as the model driver's per-thread descriptors are: an open
+    /// file's readahead state and fadvise mode carry from step to step.
+    fds: HashMap<(String, bool), File>,
 }
 
 enum Flow {
@@ -414,6 +421,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         },
         pressure: std::sync::atomic::AtomicBool::new(false),
         append: Mutex::new(HashMap::new()),
+        block_caches: Mutex::new(HashMap::new()),
     };
     if let Some(fd) = a.start_fd {
         wait_for_start(fd);
@@ -449,6 +457,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
                         forks: 0,
                         sock: None,
                         path,
+                        fds: HashMap::new(),
                     };
                     let r = run_steps(&mut t, steps);
                     match r {
@@ -636,6 +645,21 @@ fn file_path(t: &ThreadCtx, name: &str) -> Result<(PathBuf, u64), String> {
         FileFs::Tmpfs => &t.p.args.tmpfs,
     };
     Ok((dir.join(&f.name), f.size))
+}
+
+/// The thread's open file `name` (opened on first use, then kept; see
+/// ThreadCtx::fds): a duplicate descriptor, which shares the open file.
+fn thread_file(t: &mut ThreadCtx, name: &str, direct: bool) -> Result<(File, u64), String> {
+    let (_, size) = file_path(t, name)?;
+    let key = (name.to_string(), direct);
+    if !t.fds.contains_key(&key) {
+        let (f, _) = open(t, name, direct)?;
+        t.fds.insert(key.clone(), f);
+    }
+    let f = t.fds[&key]
+        .try_clone()
+        .map_err(|e| format!("dup of '{name}': {e}"))?;
+    Ok((f, size))
 }
 
 fn open(t: &ThreadCtx, name: &str, direct: bool) -> Result<(File, u64), String> {
@@ -859,7 +883,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             direct,
             think_ns,
         } => {
-            let (f, size) = open(t, file, *direct)?;
+            let (f, size) = thread_file(t, file, *direct)?;
             let bs = (*bs).max(1);
             let n = (size / bs).max(1);
             let pr = t.p;
@@ -938,13 +962,23 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             record,
             table_size,
             table_cache,
+            block_cache,
             level_base,
             records,
             pattern,
             amount,
             think_ns,
         } => {
-            let (f, size) = open(t, file, false)?;
+            let (f, size) = thread_file(t, file, false)?;
+            {
+                let mut bcs = t.p.block_caches.lock().unwrap();
+                let bc = bcs
+                    .entry(file.clone())
+                    .or_insert_with(|| foliosim_workload::lsm::BlockCache::new(*block_cache));
+                if bc.capacity() != *block_cache {
+                    *bc = foliosim_workload::lsm::BlockCache::new(*block_cache);
+                }
+            }
             let l = foliosim_workload::lsm::SstLayout::in_file(
                 *keys,
                 *record,
@@ -956,6 +990,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             )
             .map_err(|e| format!("kv_get: {e}"))?;
             let ops = &t.p.ops;
+            let block_caches = &t.p.block_caches;
             let g = access_gen(t, st, pattern, *keys)?;
             let mut cache = foliosim_workload::lsm::TableCache::new(*table_cache as usize);
             let mut buf = AlignedBuf::new(l.index_bytes.max(l.block_bytes).max(4096) as usize)?;
@@ -965,8 +1000,21 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             while b.take(i) {
                 foliosim_workload::lsm::plan(&l, &mut cache, g.next_index(), *records, |r| {
                     let (off, len) = r.range();
-                    if res.is_ok() {
+                    let data = matches!(r, foliosim_workload::lsm::KvRead::Data { .. });
+                    // The lock is not held across the read: LevelDB's
+                    // readers look up and insert, and read in between.
+                    let cached = data && {
+                        let mut bcs = block_caches.lock().unwrap();
+                        bcs.get_mut(file).is_some_and(|bc| bc.lookup(off))
+                    };
+                    if res.is_ok() && !cached {
                         res = f.read_at(buf.slice(len as usize), off).map(|_| ());
+                        if res.is_ok() && data {
+                            let mut bcs = block_caches.lock().unwrap();
+                            if let Some(bc) = bcs.get_mut(file) {
+                                bc.insert(off, l.block_charge());
+                            }
+                        }
                     }
                 });
                 res.as_ref().map_err(|e| format!("pread '{file}': {e}"))?;
@@ -976,7 +1024,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             }
         }
         Op::Fsync { file } => {
-            let (f, _) = open(t, file, false)?;
+            let (f, _) = thread_file(t, file, false)?;
             f.sync_all().map_err(|e| format!("fsync '{file}': {e}"))?;
         }
         Op::Fadvise {
@@ -985,7 +1033,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             offset,
             len,
         } => {
-            let (f, _) = open(t, file, false)?;
+            let (f, _) = thread_file(t, file, false)?;
             // SAFETY: advice on an open descriptor.
             let r = unsafe {
                 libc::posix_fadvise(f.as_raw_fd(), *offset as i64, *len as i64, fadvice(*advice))
@@ -998,7 +1046,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             }
         }
         Op::Truncate { file, size } => {
-            let (f, _) = open(t, file, false)?;
+            let (f, _) = thread_file(t, file, false)?;
             f.set_len(*size)
                 .map_err(|e| format!("ftruncate '{file}': {e}"))?;
         }
@@ -1339,6 +1387,7 @@ mod tests {
             failcnt: Vec::new(),
             pressure: std::sync::atomic::AtomicBool::new(false),
             append: Mutex::new(HashMap::new()),
+            block_caches: Mutex::new(HashMap::new()),
         }
     }
 
@@ -1357,6 +1406,7 @@ mod tests {
             forks: 0,
             sock: None,
             path: vec![0],
+            fds: HashMap::new(),
         };
         let st = Step {
             line: 9,
@@ -1392,6 +1442,104 @@ mod tests {
         );
     }
 
+    /// Pages of `f`'s first `pages` resident in the page cache.
+    fn resident(f: &File, pages: usize) -> usize {
+        // SAFETY: a fresh read-only shared mapping of an open file, only
+        // passed to mincore and unmapped here.
+        unsafe {
+            let len = pages * 4096;
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            let mut v = vec![0u8; pages];
+            assert_eq!(libc::mincore(p, len, v.as_mut_ptr()), 0);
+            libc::munmap(p, len);
+            v.iter().filter(|&&b| b & 1 != 0).count()
+        }
+    }
+
+    #[test]
+    fn a_thread_keeps_its_files_open_across_steps() {
+        // The model driver keeps one open file per thread: its readahead
+        // state and fadvise mode outlive a step. Opening afresh per step
+        // lost POSIX_FADV_RANDOM before the next read.
+        let d = std::env::temp_dir().join(format!("fs-fds-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("data"), vec![0x5au8; 1 << 20]).unwrap();
+        let mut p = test_proc("x");
+        p.args.files = d.clone();
+        p.sc.files.push(foliosim_workload::scenario::FileSpec {
+            name: "data".into(),
+            line: 1,
+            size: 1 << 20,
+            fs: FileFs::Disk,
+            prefill: true,
+        });
+        let thread = |p| ThreadCtx {
+            p,
+            ident: vec![0, 0, 0, 0],
+            gens: HashMap::new(),
+            forks: 0,
+            sock: None,
+            path: vec![0],
+            fds: HashMap::new(),
+        };
+        let step = |id: u64, op| Step {
+            line: id as usize,
+            id,
+            op,
+        };
+        let advise = |advice| Op::Fadvise {
+            file: "data".into(),
+            advice,
+            offset: 0,
+            len: 0,
+        };
+        let read = Op::Io {
+            file: "data".into(),
+            pattern: Pattern::Seq,
+            write: false,
+            bs: 4096,
+            amount: Amount::Accesses(1),
+            direct: false,
+            think_ns: 0,
+        };
+        // Pages a 4 KiB read at offset 0 leaves cached, with or without
+        // POSIX_FADV_RANDOM given in an earlier step.
+        let cached_after_read = |random: bool| {
+            let mut t = thread(&p);
+            let (f, _) = thread_file(&mut t, "data", false).unwrap();
+            f.sync_all().unwrap();
+            run_step(&mut t, &step(2, advise(Advice::Dontneed))).unwrap();
+            let before = resident(&f, 64);
+            if random {
+                run_step(&mut t, &step(3, advise(Advice::Random))).unwrap();
+            }
+            run_step(&mut t, &step(4, read.clone())).unwrap();
+            // One open file behind every step's descriptor.
+            let (g, _) = thread_file(&mut t, "data", false).unwrap();
+            use std::io::Seek;
+            (&f).seek(std::io::SeekFrom::Start(12345)).unwrap();
+            assert_eq!((&g).stream_position().unwrap(), 12345);
+            (before, resident(&f, 64))
+        };
+        let (before, plain) = cached_after_read(false);
+        let (_, random) = cached_after_read(true);
+        let _ = std::fs::remove_dir_all(&d);
+        // Where the cache could not be dropped (tmpfs) there is nothing
+        // to tell apart.
+        if before == 0 {
+            assert!(plain > 1, "readahead without advice: {plain} pages");
+            assert_eq!(random, 1, "FADV_RANDOM given in an earlier step");
+        }
+    }
+
     #[test]
     fn append_cursors_are_shared_through_scratch() {
         // Two processes' Procs map the same 8-byte file: an append by one
@@ -1409,6 +1557,7 @@ mod tests {
             forks: 0,
             sock: None,
             path: vec![0],
+            fds: HashMap::new(),
         };
         let (t1, t2) = (t(&p1), t(&p2));
         use std::sync::atomic::Ordering::Relaxed;

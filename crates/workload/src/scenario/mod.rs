@@ -287,6 +287,9 @@ pub enum Op {
         record: u64,
         table_size: u64,
         table_cache: u64,
+        /// Bytes of LevelDB's block cache (crate::lsm::BlockCache), shared
+        /// by the process's threads; 0 keeps no blocks.
+        block_cache: u64,
         /// Bytes of level 1; each level below holds ten times more.
         level_base: u64,
         records: u64,

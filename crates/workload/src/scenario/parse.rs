@@ -1039,6 +1039,7 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
             "record",
             "table_size",
             "table_cache",
+            "block_cache",
             "level_base",
             "records",
             "pattern",
@@ -1208,6 +1209,11 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["table_cache"])? {
                 table_cache = count(cx, k, v)?;
             }
+            // LevelDB's block cache when Options::block_cache is unset.
+            let mut block_cache = crate::lsm::BLOCK_CACHE_BYTES;
+            if let Some((k, v)) = t.take1(&["block_cache"])? {
+                block_cache = size(cx, k, v)?;
+            }
             // LevelDB's MaxBytesForLevel(1).
             let mut level_base = crate::lsm::LEVEL_BASE;
             let mut level_base_span = None;
@@ -1238,6 +1244,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 record,
                 table_size,
                 table_cache,
+                block_cache,
                 level_base,
                 records,
                 pattern: pat,
