@@ -366,6 +366,9 @@ struct ThreadCtx<'a> {
     /// steps as the model driver's per-thread descriptors are: an open
     /// file's readahead state and fadvise mode carry from step to step.
     fds: HashMap<(String, bool), File>,
+    /// kv_get steps' table caches by step id, kept across a loop's runs of
+    /// the step as the model driver's per-thread `kv` slots are.
+    tables: HashMap<u64, foliosim_workload::lsm::TableCache>,
 }
 
 enum Flow {
@@ -458,6 +461,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
                         sock: None,
                         path,
                         fds: HashMap::new(),
+                        tables: HashMap::new(),
                     };
                     let r = run_steps(&mut t, steps);
                     match r {
@@ -989,10 +993,14 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 size,
             )
             .map_err(|e| format!("kv_get: {e}"))?;
+            let mut cache = t
+                .tables
+                .remove(&st.id)
+                .filter(|c| c.capacity() == *table_cache as usize)
+                .unwrap_or_else(|| foliosim_workload::lsm::TableCache::new(*table_cache as usize));
             let ops = &t.p.ops;
             let block_caches = &t.p.block_caches;
             let g = access_gen(t, st, pattern, *keys)?;
-            let mut cache = foliosim_workload::lsm::TableCache::new(*table_cache as usize);
             let mut buf = AlignedBuf::new(l.index_bytes.max(l.block_bytes).max(4096) as usize)?;
             let mut b = Budget::new(amount, *keys);
             let mut i = 0u64;
@@ -1022,6 +1030,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 i += 1;
                 think(*think_ns);
             }
+            t.tables.insert(st.id, cache);
         }
         Op::Fsync { file } => {
             let (f, _) = thread_file(t, file, false)?;
@@ -1407,6 +1416,7 @@ mod tests {
             sock: None,
             path: vec![0],
             fds: HashMap::new(),
+            tables: HashMap::new(),
         };
         let st = Step {
             line: 9,
@@ -1489,6 +1499,7 @@ mod tests {
             sock: None,
             path: vec![0],
             fds: HashMap::new(),
+            tables: HashMap::new(),
         };
         let step = |id: u64, op| Step {
             line: id as usize,
@@ -1541,6 +1552,60 @@ mod tests {
     }
 
     #[test]
+    fn a_kv_get_step_keeps_its_table_cache_across_runs() {
+        // As the model driver's per-thread `kv` slot: a loop's next run of
+        // the step finds its tables open (no footer and index reread).
+        let d = std::env::temp_dir().join(format!("fs-kv-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("db"), vec![0x5au8; 2 << 20]).unwrap();
+        let mut p = test_proc("x");
+        p.args.files = d.clone();
+        p.sc.files.push(foliosim_workload::scenario::FileSpec {
+            name: "db".into(),
+            line: 1,
+            size: 2 << 20,
+            fs: FileFs::Disk,
+            prefill: true,
+        });
+        let mut t = ThreadCtx {
+            p: &p,
+            ident: vec![0, 0, 0, 0],
+            gens: HashMap::new(),
+            forks: 0,
+            sock: None,
+            path: vec![0],
+            fds: HashMap::new(),
+            tables: HashMap::new(),
+        };
+        let get = |table_cache| Step {
+            line: 3,
+            id: 7,
+            op: Op::KvGet {
+                file: "db".into(),
+                keys: 600,
+                record: 227,
+                table_size: 2 << 20,
+                table_cache,
+                block_cache: 0,
+                level_base: 10 << 20,
+                records: 1,
+                pattern: Pattern::Random,
+                amount: Amount::Accesses(5),
+                think_ns: 0,
+            },
+        };
+        run_step(&mut t, &get(4)).unwrap();
+        // The one table was opened and is still open for the next run.
+        let c = t.tables.get_mut(&7).expect("kept after the step");
+        assert_eq!(c.capacity(), 4);
+        assert!(c.get(0), "table 0 open from the first run");
+        // Another capacity at the same step starts afresh.
+        run_step(&mut t, &get(2)).unwrap();
+        assert_eq!(t.tables[&7].capacity(), 2);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn append_cursors_are_shared_through_scratch() {
         // Two processes' Procs map the same 8-byte file: an append by one
         // moves the other's end of file (O_APPEND's shared offset).
@@ -1558,6 +1623,7 @@ mod tests {
             sock: None,
             path: vec![0],
             fds: HashMap::new(),
+            tables: HashMap::new(),
         };
         let (t1, t2) = (t(&p1), t(&p2));
         use std::sync::atomic::Ordering::Relaxed;
