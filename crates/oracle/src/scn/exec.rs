@@ -1408,16 +1408,7 @@ mod tests {
         let mut a = AccessGen::new(&Pattern::Random, 1000, seed).unwrap();
         let want: Vec<u64> = (0..9).map(|_| a.next_index()).collect();
         let p = test_proc("x");
-        let mut t = ThreadCtx {
-            p: &p,
-            ident: vec![0, 0, 0, 0],
-            gens: HashMap::new(),
-            forks: 0,
-            sock: None,
-            path: vec![0],
-            fds: HashMap::new(),
-            tables: HashMap::new(),
-        };
+        let mut t = test_thread(&p);
         let st = Step {
             line: 9,
             id: 5,
@@ -1452,6 +1443,38 @@ mod tests {
         );
     }
 
+    /// A process of a scenario with one prefilled disk file `name` of
+    /// `size` bytes, written in a fresh directory `dir` (tag: its name).
+    fn proc_with_file(tag: &str, name: &str, size: u64) -> (Proc, PathBuf) {
+        let d = std::env::temp_dir().join(format!("fs-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(name), vec![0x5au8; size as usize]).unwrap();
+        let mut p = test_proc("x");
+        p.args.files = d.clone();
+        p.sc.files.push(foliosim_workload::scenario::FileSpec {
+            name: name.into(),
+            line: 1,
+            size,
+            fs: FileFs::Disk,
+            prefill: true,
+        });
+        (p, d)
+    }
+
+    /// Thread 0 of `p`, nothing open yet.
+    fn test_thread(p: &Proc) -> ThreadCtx<'_> {
+        ThreadCtx {
+            p,
+            ident: vec![0, 0, 0, 0],
+            gens: HashMap::new(),
+            forks: 0,
+            sock: None,
+            path: vec![0],
+            fds: HashMap::new(),
+            tables: HashMap::new(),
+        }
+    }
+
     /// Pages of `f`'s first `pages` resident in the page cache.
     fn resident(f: &File, pages: usize) -> usize {
         // SAFETY: a fresh read-only shared mapping of an open file, only
@@ -1479,28 +1502,8 @@ mod tests {
         // The model driver keeps one open file per thread: its readahead
         // state and fadvise mode outlive a step. Opening afresh per step
         // lost POSIX_FADV_RANDOM before the next read.
-        let d = std::env::temp_dir().join(format!("fs-fds-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("data"), vec![0x5au8; 1 << 20]).unwrap();
-        let mut p = test_proc("x");
-        p.args.files = d.clone();
-        p.sc.files.push(foliosim_workload::scenario::FileSpec {
-            name: "data".into(),
-            line: 1,
-            size: 1 << 20,
-            fs: FileFs::Disk,
-            prefill: true,
-        });
-        let thread = |p| ThreadCtx {
-            p,
-            ident: vec![0, 0, 0, 0],
-            gens: HashMap::new(),
-            forks: 0,
-            sock: None,
-            path: vec![0],
-            fds: HashMap::new(),
-            tables: HashMap::new(),
-        };
+        let (p, d) = proc_with_file("fds", "data", 1 << 20);
+        let thread = test_thread;
         let step = |id: u64, op| Step {
             line: id as usize,
             id,
@@ -1555,28 +1558,8 @@ mod tests {
     fn a_kv_get_step_keeps_its_table_cache_across_runs() {
         // As the model driver's per-thread `kv` slot: a loop's next run of
         // the step finds its tables open (no footer and index reread).
-        let d = std::env::temp_dir().join(format!("fs-kv-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("db"), vec![0x5au8; 2 << 20]).unwrap();
-        let mut p = test_proc("x");
-        p.args.files = d.clone();
-        p.sc.files.push(foliosim_workload::scenario::FileSpec {
-            name: "db".into(),
-            line: 1,
-            size: 2 << 20,
-            fs: FileFs::Disk,
-            prefill: true,
-        });
-        let mut t = ThreadCtx {
-            p: &p,
-            ident: vec![0, 0, 0, 0],
-            gens: HashMap::new(),
-            forks: 0,
-            sock: None,
-            path: vec![0],
-            fds: HashMap::new(),
-            tables: HashMap::new(),
-        };
+        let (p, d) = proc_with_file("kv", "db", 2 << 20);
+        let mut t = test_thread(&p);
         let get = |table_cache| Step {
             line: 3,
             id: 7,
@@ -1615,16 +1598,7 @@ mod tests {
         std::fs::write(append_dir(&spec).unwrap().join("log"), [0u8; 8]).unwrap();
         let spec = spec.display().to_string();
         let (p1, p2) = (test_proc(&spec), test_proc(&spec));
-        let t = |p| ThreadCtx {
-            p,
-            ident: vec![0, 0, 0, 0],
-            gens: HashMap::new(),
-            forks: 0,
-            sock: None,
-            path: vec![0],
-            fds: HashMap::new(),
-            tables: HashMap::new(),
-        };
+        let t = test_thread;
         let (t1, t2) = (t(&p1), t(&p2));
         use std::sync::atomic::Ordering::Relaxed;
         let c1 = append_cursor(&t1, "log").unwrap();
