@@ -27,7 +27,8 @@
 # FSIM_QEMU_NO_INSTALL=1 forbids apt-get install, FSIM_QEMU_BIN names the
 # qemu binary (tests use both for the skip path). FSIM_QEMU_TRACE=1 has the
 # ddoom guest trace reclaim, writeback and the OOM kill (FSIM_TRACE lines in
-# its log). FSIM_QEMU_SMP sets the guest's vCPUs (2).
+# its log), and the kbuild guest sum the readahead tracepoints over each
+# oracle run (FSIM_TRACE_SUM lines in its log). FSIM_QEMU_SMP sets the guest's vCPUs (2).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=results/qemu-seed003
@@ -63,7 +64,7 @@ while [ $# -gt 0 ]; do
 	--secs) YCSB_SECS=$2; shift 2 ;;
 	--swappiness) KB_SWAPPINESS=$2; shift 2 ;;
 	--repeat) KB_REPEAT=$2; shift 2 ;;
-	--scenario) KB_SCENARIO=$2; shift 2 ;;
+	--scenario) KB_SCENARIO=$(realpath -m -- "$2"); shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -307,7 +308,7 @@ for e in ${EXPS//,/ }; do
 			fsim_read_kb=32 fsim_cpu_us=400 ;;
 		# The oracle runs the scenario at each swappiness; its model side
 		# runs too (the host's latencies as the oracle measures them).
-		kbuild) boot kbuild $l fsim_swappiness=$KB_SWAPPINESS fsim_repeat=$KB_REPEAT ;;
+		kbuild) boot kbuild $l fsim_swappiness=$KB_SWAPPINESS fsim_repeat=$KB_REPEAT fsim_trace=${FSIM_QEMU_TRACE:-0} ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac
