@@ -27,8 +27,10 @@
 # FSIM_QEMU_NO_INSTALL=1 forbids apt-get install, FSIM_QEMU_BIN names the
 # qemu binary (tests use both for the skip path). FSIM_QEMU_TRACE=1 has the
 # ddoom guest trace reclaim, writeback and the OOM kill (FSIM_TRACE lines in
-# its log), and the kbuild guest sum the readahead tracepoints over each
-# oracle run (FSIM_TRACE_SUM lines in its log). FSIM_QEMU_SMP sets the guest's vCPUs (2).
+# its log), and the kbuild guest sum the readahead tracepoints per file
+# over each oracle run (FSIM_TRACE_SUM and, for page counts, FSIM_TRACE_HIST
+# lines) and print MGLRU's lru_gen_full of the oracle's groups every 3 s
+# (FSIM_LRUGEN lines). FSIM_QEMU_SMP sets the guest's vCPUs (2).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=results/qemu-seed003
