@@ -488,6 +488,15 @@ fn strided_cell_dat_reads_in_trace_cmd() {
             "mm_vmscan_memcg_reclaim_begin" => {
                 assert_eq!(raw(fields, "gfp_flags"), 0xcc0, "GFP_KERNEL: {l}")
             }
+            "page_cache_ra_order" => {
+                // The window it is asked to read, before any folio order
+                // is chosen: inside the device's ra_pages.
+                assert_eq!(raw(fields, "s_dev"), 253 << 20, "{l}");
+                assert_eq!(raw(fields, "i_ino"), 1, "{l}");
+                let (size, ra_pages) = (raw(fields, "size"), raw(fields, "ra_pages"));
+                assert!(size > 0 && size <= ra_pages, "{l}");
+                assert!(raw(fields, "async_size") <= size, "{l}");
+            }
             _ => {}
         }
     }
@@ -498,6 +507,7 @@ fn strided_cell_dat_reads_in_trace_cmd() {
     assert_counts_match_counters(&n, &row, reclaimed);
     let c = |e: &str| n.get(e).copied().unwrap_or(0);
     assert!(c("page_cache_ra_unbounded") > 0, "{n:?}");
+    assert!(c("page_cache_ra_order") > 0, "{n:?}");
     assert_eq!(c("mm_lru_insertion"), 0, "pagemap was not asked for");
     // Same seed, same bytes.
     let again = tmp("again.dat");
@@ -508,11 +518,16 @@ fn strided_cell_dat_reads_in_trace_cmd() {
 }
 
 /// trace-cmd prints the .dat's events with the print fmts it carries as
-/// the text format prints them (the vmscan events of the first 2 simulated
-/// seconds, line by line); `--trace-format` overrides the extension.
+/// the text format prints them (the vmscan and readahead events of the
+/// first 2 simulated seconds, line by line); `--trace-format` overrides the extension.
 #[test]
 fn dat_prints_like_the_text_trace() {
-    let extra = ["--trace-events", "vmscan", "--trace-window", "0,2"];
+    let extra = [
+        "--trace-events",
+        "vmscan,readahead",
+        "--trace-window",
+        "0,2",
+    ];
     let dat = tmp("vmscan.bin");
     strided_to(&dat, &[&extra[..], &["--trace-format", "dat"]].concat());
     let txt = tmp("vmscan.dat");

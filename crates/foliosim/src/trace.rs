@@ -44,9 +44,10 @@ pub enum Ev {
     RaUnbounded,
     SyncRa,
     AsyncRa,
+    RaOrder,
 }
 
-pub const NR_EVENTS: usize = 19;
+pub const NR_EVENTS: usize = 20;
 
 /// The kernel's event names and their trace systems.
 pub const NAMES: [(&str, &str); NR_EVENTS] = [
@@ -69,6 +70,7 @@ pub const NAMES: [(&str, &str); NR_EVENTS] = [
     ("readahead", "page_cache_ra_unbounded"),
     ("readahead", "page_cache_sync_ra"),
     ("readahead", "page_cache_async_ra"),
+    ("readahead", "page_cache_ra_order"),
 ];
 
 /// Stand-in pfn of folio slot 0 (4 GiB into physical memory).
@@ -816,6 +818,46 @@ impl Tracer {
                 self.out,
                 "dev={maj}:{min} ino={:x} index={index} nr_to_read={nr_to_read} lookahead_size={lookahead}",
                 mapping + 1
+            );
+            self.note(r);
+        }
+    }
+
+    /// page_cache_ra_order, on entry before the large-folio check
+    /// ("dev=%d:%d ino=%lx index=%lu order=%u size=%u async_size=%u
+    /// ra_pages=%u").
+    #[cold]
+    #[inline(never)]
+    pub fn ra_order(
+        &mut self,
+        cx: Ctx,
+        memcg: MemcgId,
+        mapping: u32,
+        index: u64,
+        ra: &crate::mm::readahead::FileRaState,
+    ) {
+        if self.begin(Ev::RaOrder, cx, Some(memcg), Some(mapping)) {
+            let (maj, min) = dev(false, mapping);
+            let v = [
+                mapping as u64 + 1,
+                dat::dev_t(maj, min),
+                index,
+                ra.order as u64,
+                ra.size,
+                ra.async_size,
+                ra.ra_pages,
+            ];
+            if self.dat_fields(&v) {
+                return;
+            }
+            let r = writeln!(
+                self.out,
+                "dev={maj}:{min} ino={:x} index={index} order={} size={} async_size={} ra_pages={}",
+                mapping + 1,
+                ra.order,
+                ra.size,
+                ra.async_size,
+                ra.ra_pages
             );
             self.note(r);
         }

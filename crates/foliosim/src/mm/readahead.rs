@@ -159,6 +159,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// directly.
     pub fn page_cache_ra_order(&mut self, file: &mut OpenFile, start: u64) {
         let mapping = file.mapping;
+        if let Some((t, cx)) = self.core.tracer() {
+            t.ra_order(cx, file.memcg, mapping, start, &file.ra);
+        }
         let a = &self.core.files[mapping as usize];
         if !a.large_folio_support() {
             file.ra.order = 0;

@@ -239,6 +239,18 @@ const LAYOUTS: [Layout; NR_EVENTS] = [
         fields: RA_OP,
         fmt: RA_OP_FMT,
     },
+    Layout {
+        fields: &[
+            (UL, "i_ino", 8, 8, false),
+            ("dev_t", "s_dev", 16, 4, false),
+            (UL, "index", 24, 8, false),
+            (UI, "order", 32, 4, false),
+            (UI, "size", 36, 4, false),
+            (UI, "async_size", 40, 4, false),
+            (UI, "ra_pages", 44, 4, false),
+        ],
+        fmt: r#""dev=%u:%u ino=%lx index=%lu order=%u size=%u async_size=%u ra_pages=%u", REC->s_dev >> 20, REC->s_dev & 0xfffff, REC->i_ino, REC->index, REC->order, REC->size, REC->async_size, REC->ra_pages"#,
+    },
 ];
 
 /// The record size the kernel reserves: the struct's size, padded to its
