@@ -240,15 +240,9 @@ const LAYOUTS: [Layout; NR_EVENTS] = [
         fmt: RA_OP_FMT,
     },
     Layout {
-        fields: &[
-            (UL, "i_ino", 8, 8, false),
-            ("dev_t", "s_dev", 16, 4, false),
-            (UL, "index", 24, 8, false),
-            (UI, "order", 32, 4, false),
-            (UI, "size", 36, 4, false),
-            (UI, "async_size", 40, 4, false),
-            (UI, "ra_pages", 44, 4, false),
-        ],
+        // page_cache_ra_order's entry is page_cache_ra_op's first seven
+        // fields, at the same offsets.
+        fields: RA_OP.split_at(7).0,
         fmt: r#""dev=%u:%u ino=%lx index=%lu order=%u size=%u async_size=%u ra_pages=%u", REC->s_dev >> 20, REC->s_dev & 0xfffff, REC->i_ino, REC->index, REC->order, REC->size, REC->async_size, REC->ra_pages"#,
     },
 ];

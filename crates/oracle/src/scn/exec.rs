@@ -365,7 +365,7 @@ struct ThreadCtx<'a> {
     /// Files this thread has open, by name and O_DIRECT, kept across its
     /// steps as the model driver's per-thread descriptors are: an open
     /// file's readahead state and fadvise mode carry from step to step.
-    fds: HashMap<(String, bool), File>,
+    fds: HashMap<(String, bool), (File, u64)>,
     /// kv_get steps' table caches by step id, kept across a loop's runs of
     /// the step as the model driver's per-thread `kv` slots are.
     tables: HashMap<u64, foliosim_workload::lsm::TableCache>,
@@ -654,16 +654,14 @@ fn file_path(t: &ThreadCtx, name: &str) -> Result<(PathBuf, u64), String> {
 /// The thread's open file `name` (opened on first use, then kept; see
 /// ThreadCtx::fds): a duplicate descriptor, which shares the open file.
 fn thread_file(t: &mut ThreadCtx, name: &str, direct: bool) -> Result<(File, u64), String> {
-    let (_, size) = file_path(t, name)?;
     let key = (name.to_string(), direct);
     if !t.fds.contains_key(&key) {
-        let (f, _) = open(t, name, direct)?;
-        t.fds.insert(key.clone(), f);
+        let opened = open(t, name, direct)?;
+        t.fds.insert(key.clone(), opened);
     }
-    let f = t.fds[&key]
-        .try_clone()
-        .map_err(|e| format!("dup of '{name}': {e}"))?;
-    Ok((f, size))
+    let (f, size) = &t.fds[&key];
+    let f = f.try_clone().map_err(|e| format!("dup of '{name}': {e}"))?;
+    Ok((f, *size))
 }
 
 fn open(t: &ThreadCtx, name: &str, direct: bool) -> Result<(File, u64), String> {

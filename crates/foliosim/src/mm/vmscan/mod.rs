@@ -189,6 +189,13 @@ pub trait ReclaimPolicy {
     );
     /// shrink_node() for the memcgs `sc` targets.
     fn shrink_node(&mut self, core: &mut Core, sc: &mut ScanControl);
+    /// shrink_folio_list()'s "folio_update_gen() tried to promote this
+    /// page?" check, before the folio's dirty state is counted: MGLRU
+    /// before seed 004's rework keeps a mapped PG_referenced folio where
+    /// it is (keep_locked: no counter).
+    fn lru_gen_keep_promoted(&self, _core: &Core, _id: FolioId) -> bool {
+        false
+    }
     /// folio_check_references(): the classic decision by default.
     fn folio_check_references(
         &mut self,
@@ -535,6 +542,11 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         // folio whose read has not completed (the kernel unlocks it in
         // folio_end_read()).
         if f0.test(pg::LOCKED) || file_read_in_flight(core, &f0, file) {
+            folios[keep] = id;
+            keep += 1;
+            continue;
+        }
+        if policy.lru_gen_keep_promoted(core, id) {
             folios[keep] = id;
             keep += 1;
             continue;

@@ -744,11 +744,20 @@ impl ReclaimPolicy for LruGen {
         }
     }
 
+    /// Before seed 004's rework, shrink_folio_list() keeps a mapped folio
+    /// the walk or look-around marked referenced; the rework decides it in
+    /// folio_check_references() instead.
+    fn lru_gen_keep_promoted(&self, core: &Core, id: FolioId) -> bool {
+        let f = core.folios.get(id);
+        self.enabled() && !Self::rework(core) && f.test(pg::MAPPED) && f.test(pg::REFERENCED)
+    }
+
     /// lru_gen_folio_check_references() after seed 004 (with the LULESH
     /// fix: a first young PTE only sets PG_referenced and keeps the folio);
-    /// before it, the classic decision behind MGLRU's "folio_update_gen()
-    /// tried to promote" check. Both test the PTE through the rmap walk,
-    /// which runs lru_gen_look_around() on a young PTE.
+    /// before it, the classic decision behind shrink_folio_list()'s
+    /// "folio_update_gen() tried to promote" check (lru_gen_keep_promoted).
+    /// Both test the PTE through the rmap walk, which runs
+    /// lru_gen_look_around() on a young PTE.
     fn folio_check_references(
         &mut self,
         core: &mut Core,
@@ -759,10 +768,6 @@ impl ReclaimPolicy for LruGen {
             return self.classic.folio_check_references(core, id, sc);
         }
         let rework = Self::rework(core);
-        let f = core.folios.get(id);
-        if !rework && f.test(pg::MAPPED) && f.test(pg::REFERENCED) {
-            return FolioRef::Keep;
-        }
         let (referenced_ptes, exec) = super::folio_referenced(core, id);
         if referenced_ptes > 0 {
             self.lru_gen_look_around(core, id);
@@ -991,6 +996,32 @@ mod tests {
         let f = c.folios.get_mut(id);
         f.flags = pg::UPTODATE;
         id
+    }
+
+    #[test]
+    fn legacy_keeps_a_referenced_mapped_folio_before_counting_it_dirty() {
+        // shrink_folio_list()'s "folio_update_gen() tried to promote this
+        // page?" check comes before folio_check_dirty_writeback(): such a
+        // folio is kept uncounted, so it cannot make a batch look all
+        // unqueued dirty to the flusher-wakeup check.
+        let run = |mapped: bool| {
+            let mut c = core(false);
+            let id = file_folio(&mut c);
+            let f = c.folios.get_mut(id);
+            f.set(pg::DIRTY | pg::REFERENCED);
+            if mapped {
+                f.set(pg::MAPPED);
+            }
+            let mut policy = LruGen::new();
+            let mut sc = ScanControl::new(32, None, false);
+            let mut list = vec![id];
+            let reclaimed =
+                super::super::shrink_folio_list(&mut c, &mut policy, &mut list, &mut sc);
+            assert_eq!((reclaimed, list.len()), (0, 1), "kept");
+            (sc.nr_dirty, sc.nr_unqueued_dirty, sc.nr_ref_keep)
+        };
+        assert_eq!(run(true), (0, 0, 0));
+        assert_eq!(run(false), (1, 1, 0));
     }
 
     #[test]
