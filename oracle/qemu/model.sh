@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The model's side of oracle/qemu/run.sh: the same two experiments at the
 # guest's scale (model-aging.toml, model-swapmix.toml) through foliosim, on
-# the kernel the guest runs (Debian's 6.12: before seeds 000, 003 and 004,
-# so pf-set-active, wsprot-legacy, reclaim-legacy) and, for MGLRU, with seed
+# the kernel the guest runs (Debian's 6.12: before seeds 000, 003 and 004
+# and the rest of seed 004's series, with 6.1-7.0's shadow-node sizing, so
+# pf-set-active, wsprot-legacy, reclaim-legacy, feedback-legacy,
+# shadow-vmstat: the --kernel 6.12 preset) and, for MGLRU, with seed
 # 003's series applied (reclaim-rework, and without the isolate_folios
-# fallback fix of the swappiness dispute). One JSON object per line on stdout.
+# fallback fix of the swappiness dispute) on 6.14's feedback rework, which
+# that series builds on. One JSON object per line on stdout.
 #
 #   oracle/qemu/model.sh [FOLIOSIM] [SWAPPINESS,...] [ANON_US,FILE_US] [ANON_MB]
 #
@@ -35,12 +38,12 @@ IFS=, read -r A_THREADS A_READERS A_ROUNDS <<< "$AGING"
 [[ $THINK =~ ^[0-9]+,[0-9]+$ ]] || { echo "model.sh: think times: '$THINK' is not ANON_US,FILE_US" >&2; exit 2; }
 command -v jq >/dev/null || { echo "model.sh: needs jq" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "model.sh: $BIN: no foliosim binary (cargo build --release -p foliosim-cli)" >&2; exit 2; }
-K612=pf-set-active,wsprot-legacy,reclaim-legacy
+K612=pf-set-active,wsprot-legacy,reclaim-legacy,feedback-legacy,shadow-vmstat
 # lru, variant label, --variant value
 CELLS="classic 6.12 $K612
 mglru 6.12 $K612
-mglru 6.12+seed003 $K612,reclaim-rework
-mglru 6.12+seed003-nofix $K612,reclaim-rework,no-isolate-fallback-fix"
+mglru 6.12+seed003 $K612,feedback-rework,reclaim-rework
+mglru 6.12+seed003-nofix $K612,feedback-rework,reclaim-rework,no-isolate-fallback-fix"
 # The pressure process's touches per round: its threads' shares of 448M.
 ROUND_PAGES=$(((448 / A_THREADS) * A_THREADS << 8))
 tmp=$(mktemp)

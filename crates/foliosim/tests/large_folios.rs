@@ -277,8 +277,24 @@ fn kernel_release_presets() {
     assert!(KernelRelease::V6_18.ext4_large_folios());
     assert!(!KernelRelease::V7_0.variants().mglru_reclaim_rework);
     assert!(KernelRelease::MmNew.variants().mglru_reclaim_rework);
-    // Seed 004 since 6.14; seeds 000, 002 and 003 merged in 7.2.
-    assert!(!KernelRelease::V6_12.variants().mglru_wsprot_rework);
+    // Seed 004 since 6.14, with the rest of its series (the feedback
+    // rework); seeds 000, 002 and 003 merged in 7.2.
+    for k in [
+        KernelRelease::V6_1,
+        KernelRelease::V6_6,
+        KernelRelease::V6_12,
+    ] {
+        let v = k.variants();
+        assert!(!v.mglru_wsprot_rework && !v.mglru_feedback_rework, "{k:?}");
+    }
+    for k in [
+        KernelRelease::V6_18,
+        KernelRelease::V7_0,
+        KernelRelease::V7_2,
+        KernelRelease::MmNew,
+    ] {
+        assert!(k.variants().mglru_feedback_rework, "{k:?}");
+    }
     for k in [KernelRelease::V6_18, KernelRelease::V7_0] {
         let v = k.variants();
         assert!(v.mglru_wsprot_rework && v.mglru_wsprot_fold_fix, "{k:?}");

@@ -84,6 +84,16 @@ pub struct Variants {
     pub mglru_reclaim_rework: bool,
     /// Seed 003: the isolate_folios() type-fallback fix on top.
     pub mglru_isolate_fallback_fix: bool,
+    /// Patches 3-5 of Yu Zhao's "mm/mglru: performance optimizations"
+    /// (6.14; seed 004 is its patch 6): "rework aging feedback" (anon and
+    /// file min_seq move independently, should_run_aging() looks only at
+    /// the number of generations), "rework type selection" (all tiers of
+    /// each type compared, gains 2:3) and "rework refault detection"
+    /// (recent = within MAX_NR_GENS of max_seq). Off: the 6.1-6.13 code
+    /// (min_seq[anon] <= min_seq[file], the young/old distribution test,
+    /// first tiers compared, recent = evicted from the current min_seq).
+    /// They depend on each other, so one switch.
+    pub mglru_feedback_rework: bool,
 }
 
 /// Seed 000's fault-path activation under MGLRU, in its three published
@@ -107,6 +117,7 @@ pub enum PfActivation {
 pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | x86 (old or young prefaulted PTEs); \
 pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy, wsprot-fold-fix | no-wsprot-fold-fix (seed 004); \
 reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); \
+feedback-rework | feedback-legacy (MGLRU's aging feedback, type selection and refault detection of 6.14 or of 6.1-6.13); \
 shadow-lru-size | shadow-vmstat (count_shadow_nodes() of 7.1+ or of 6.1-7.0); baseline (none of the seed 002 patches)";
 
 impl Variants {
@@ -122,6 +133,7 @@ impl Variants {
             shadow_lru_size: true,
             mglru_reclaim_rework: true,
             mglru_isolate_fallback_fix: true,
+            mglru_feedback_rework: true,
         }
     }
 
@@ -154,6 +166,8 @@ impl Variants {
                 "reclaim-legacy" => self.mglru_reclaim_rework = false,
                 "isolate-fallback-fix" => self.mglru_isolate_fallback_fix = true,
                 "no-isolate-fallback-fix" => self.mglru_isolate_fallback_fix = false,
+                "feedback-rework" => self.mglru_feedback_rework = true,
+                "feedback-legacy" => self.mglru_feedback_rework = false,
                 _ => return Err(format!("unknown variant '{tok}' (known: {VARIANT_HELP})")),
             }
         }
@@ -267,7 +281,9 @@ impl KernelRelease {
     /// the isolate_folios() fix, seed 000 in its merged form, both of seed
     /// 002's mmap_miss patches and the lruvec_lru_size() sizing of shadow
     /// nodes. 7.1 takes the 7.0 preset and 6.14-6.17 the 6.12 one (their
-    /// sources were not read; 6.14+ has seed 004).
+    /// sources were not read; 6.14+ has seed 004). Seed 004 came with the
+    /// rest of its series, the feedback rework of patches 3-5: releases
+    /// before 6.14 have neither.
     pub fn variants(self) -> Variants {
         let before_seed_004 = Variants {
             pf_activation: PfActivation::SetActive,
@@ -276,6 +292,7 @@ impl KernelRelease {
             shadow_lru_size: false,
             mglru_reclaim_rework: false,
             mglru_isolate_fallback_fix: false,
+            mglru_feedback_rework: false,
             ..Variants::newest()
         };
         match self {
@@ -289,6 +306,7 @@ impl KernelRelease {
             KernelRelease::V6_18 | KernelRelease::V7_0 => Variants {
                 mglru_wsprot_rework: true,
                 mglru_wsprot_fold_fix: true,
+                mglru_feedback_rework: true,
                 ..before_seed_004
             },
             _ => before_seed_004,

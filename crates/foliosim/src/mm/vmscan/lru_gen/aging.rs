@@ -8,7 +8,10 @@ impl LruGenFolio {
     /// should_run_aging(): whether to age (have to: only MIN_NR_GENS left of
     /// the evictable types; better to: MIN_NR_GENS + 1 left) and the
     /// evictable size (0 when aging is unavoidable).
-    pub(super) fn should_run_aging(&self, swappiness: u32) -> (bool, u64) {
+    pub(super) fn should_run_aging(&self, swappiness: u32, feedback_rework: bool) -> (bool, u64) {
+        if !feedback_rework {
+            return self.should_run_aging_legacy(swappiness);
+        }
         let ems = evictable_min_seq(&self.min_seq, swappiness);
         if ems + MIN_NR_GENS > self.max_seq {
             return (true, 0);
@@ -16,6 +19,37 @@ impl LruGenFolio {
         (
             ems + MIN_NR_GENS == self.max_seq,
             self.evictable_size(swappiness),
+        )
+    }
+
+    /// should_run_aging() before the feedback rework (6.1-6.13): the
+    /// generations are counted from min_seq[anon] when anon is evictable
+    /// (it never passes min_seq[file]); with MIN_NR_GENS + 1 of them, age
+    /// only if the youngest holds over 1/MIN_NR_GENS of the pages or the
+    /// oldest under 1/(MIN_NR_GENS + 2), the spread the aging aims at.
+    fn should_run_aging_legacy(&self, swappiness: u32) -> (bool, u64) {
+        let lead = self.min_seq[(swappiness == 0) as usize];
+        if lead + MIN_NR_GENS > self.max_seq {
+            return (true, 0);
+        }
+        let (mut young, mut old, mut total) = (0, 0, 0);
+        for t in evictable_types(swappiness) {
+            for seq in self.min_seq[t]..=self.max_seq {
+                let size = self.nr_pages[lru_gen_from_seq(seq)][t];
+                total += size;
+                if seq == self.max_seq {
+                    young += size;
+                } else if seq + MIN_NR_GENS == self.max_seq {
+                    old += size;
+                }
+            }
+        }
+        if lead + MIN_NR_GENS < self.max_seq {
+            return (false, total);
+        }
+        (
+            young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total,
+            total,
         )
     }
 }
@@ -320,6 +354,7 @@ impl LruGen {
         swappiness: u32,
     ) -> bool {
         let rework = Self::rework(core);
+        let feedback_rework = core.cfg.variants.mglru_feedback_rework;
         let skip = (type_ == LRU_GEN_FILE && swappiness == SWAPPINESS_ANON_ONLY)
             || (type_ == LRU_GEN_ANON && swappiness == 0);
         if !skip {
@@ -337,7 +372,9 @@ impl LruGen {
                 let new_gen = Self::folio_inc_gen(&self.lrugen[m], core, id, false, rework);
                 self.move_folio(core, id, new_gen, true);
                 let lazily_promoted = rework && refs + ws as u32 == REFS_FULL + 1;
-                if !lazily_promoted {
+                // Before the feedback rework what the aging moves on is not
+                // counted as protected.
+                if feedback_rework && !lazily_promoted {
                     let tier = Self::lru_tier_from_refs(refs, ws, rework);
                     self.lrugen[m].protected[type_][tier] += delta;
                 }
@@ -357,7 +394,12 @@ impl LruGen {
     /// try_to_inc_min_seq(): retire empty oldest generations of the
     /// evictable types, keeping anon and file within MIN_NR_GENS of each
     /// other when both are evictable.
-    pub(super) fn try_to_inc_min_seq(&mut self, m: usize, swappiness: u32) -> bool {
+    pub(super) fn try_to_inc_min_seq(
+        &mut self,
+        m: usize,
+        swappiness: u32,
+        feedback_rework: bool,
+    ) -> bool {
         let lv = &mut self.lrugen[m];
         let mut min_seq = lv.min_seq;
         let mut inc = false;
@@ -374,7 +416,14 @@ impl LruGen {
         if !inc {
             return false;
         }
-        if swappiness > 0 && swappiness <= MAX_SWAPPINESS {
+        if !feedback_rework {
+            // 6.1-6.13: anon never passes file (file is always evictable,
+            // anon not), and file moves only as far as anon lets it.
+            if swappiness > 0 {
+                min_seq[LRU_GEN_ANON] = min_seq[LRU_GEN_ANON].min(min_seq[LRU_GEN_FILE]);
+                min_seq[LRU_GEN_FILE] = min_seq[LRU_GEN_ANON].max(lv.min_seq[LRU_GEN_FILE]);
+            }
+        } else if swappiness > 0 && swappiness <= MAX_SWAPPINESS {
             let seq = lv.max_seq - MIN_NR_GENS;
             if min_seq[LRU_GEN_ANON] > seq && min_seq[LRU_GEN_FILE] < seq {
                 min_seq[LRU_GEN_ANON] = seq;
@@ -398,7 +447,13 @@ impl LruGen {
     /// inc_max_seq(): make room (inc_min_seq on types at MAX_NR_GENS) and
     /// open a new youngest generation stamped with the current time.
     pub(super) fn inc_max_seq(&mut self, core: &mut Core, m: usize, swappiness: u32) {
-        for t in 0..2 {
+        // Before the feedback rework file went first.
+        let order = if core.cfg.variants.mglru_feedback_rework {
+            [LRU_GEN_ANON, LRU_GEN_FILE]
+        } else {
+            [LRU_GEN_FILE, LRU_GEN_ANON]
+        };
+        for t in order {
             if self.lrugen[m].get_nr_gens(t) != MAX_NR_GENS {
                 continue;
             }
@@ -442,7 +497,13 @@ impl LruGen {
         let reclaimable = self.lrugen.iter().enumerate().any(|(m, lv)| {
             let swappiness = Self::get_swappiness(core, m, sc);
             let sizable = (lv.evictable_size(swappiness) >> sc.priority) > 0;
-            let birth = lv.timestamps[lru_gen_from_seq(evictable_min_seq(&lv.min_seq, swappiness))];
+            // Before the feedback rework the file's oldest generation.
+            let oldest = if core.cfg.variants.mglru_feedback_rework {
+                evictable_min_seq(&lv.min_seq, swappiness)
+            } else {
+                lv.min_seq[LRU_GEN_FILE]
+            };
+            let birth = lv.timestamps[lru_gen_from_seq(oldest)];
             sizable && core.now.saturating_sub(birth) >= self.min_ttl_ns
         });
         if reclaimable {

@@ -175,7 +175,12 @@ impl LruGen {
     ) -> (u64, usize) {
         let rework = core.cfg.variants.mglru_reclaim_rework;
         let fix = core.cfg.variants.mglru_isolate_fallback_fix;
-        let chosen = self.lrugen[m].get_type_to_scan(swappiness);
+        let feedback_rework = core.cfg.variants.mglru_feedback_rework;
+        let (chosen, mut first_tier) = if feedback_rework {
+            (self.lrugen[m].get_type_to_scan(swappiness), None)
+        } else {
+            self.legacy_type_to_scan(m, swappiness)
+        };
         self.lrugen[m].stats.type_chosen[chosen] += 1;
         let mut type_ = chosen;
         let mut total = 0;
@@ -183,7 +188,10 @@ impl LruGen {
             if type_ != chosen {
                 self.lrugen[m].stats.type_fallback[type_] += 1;
             }
-            let tier = self.lrugen[m].get_tier_idx(type_);
+            let tier = match first_tier.take() {
+                Some(t) => t,
+                None => self.lrugen[m].get_tier_idx(type_, feedback_rework),
+            };
             let (scanned, isolated) = self.scan_folios(core, m, nr_to_scan, sc, type_, tier);
             total += scanned;
             if !rework {
@@ -206,6 +214,28 @@ impl LruGen {
         (total, type_)
     }
 
+    /// isolate_folios()'s choice before the type selection rework
+    /// (6.1-6.13): the obvious one first (anon when its oldest generation
+    /// is older than file's; file at swappiness 1; anon at MAX_SWAPPINESS;
+    /// file without __GFP_IO, which the model's reclaim always has), else
+    /// get_type_to_scan(), which also gives the first type's tier.
+    /// Returns (type, that tier if computed).
+    fn legacy_type_to_scan(&self, m: usize, swappiness: u32) -> (usize, Option<usize>) {
+        let lv = &self.lrugen[m];
+        if swappiness == 0 {
+            (LRU_GEN_FILE, None)
+        } else if lv.min_seq[LRU_GEN_ANON] < lv.min_seq[LRU_GEN_FILE] {
+            (LRU_GEN_ANON, None)
+        } else if swappiness == 1 {
+            (LRU_GEN_FILE, None)
+        } else if swappiness >= MAX_SWAPPINESS {
+            (LRU_GEN_ANON, None)
+        } else {
+            let (t, tier) = lv.get_type_to_scan_legacy(swappiness);
+            (t, Some(tier))
+        }
+    }
+
     /// evict_folios(): isolate a batch, run shrink_folio_list() on it, put
     /// back what was kept (retrying clean ones once). Returns the number
     /// scanned (0: no progress).
@@ -226,18 +256,25 @@ impl LruGen {
         // empty old generations are flushed before isolating (folio
         // deletion may have left some) and after a scan, and no longer
         // count as progress; before it, a min_seq bump counted as one.
+        let feedback_rework = core.cfg.variants.mglru_feedback_rework;
         if reclaim_rework {
-            self.try_to_inc_min_seq(m, swappiness);
+            self.try_to_inc_min_seq(m, swappiness, feedback_rework);
         }
         let (mut scanned, type_) = self.isolate_folios(core, m, nr_to_scan, sc, swappiness);
         if !reclaim_rework {
-            scanned += self.try_to_inc_min_seq(m, swappiness) as u64;
+            scanned += self.try_to_inc_min_seq(m, swappiness, feedback_rework) as u64;
         } else if scanned > 0 {
-            self.try_to_inc_min_seq(m, swappiness);
+            self.try_to_inc_min_seq(m, swappiness, feedback_rework);
         }
         let lv = &self.lrugen[m];
-        if !reclaim_rework && evictable_min_seq(&lv.min_seq, swappiness) + MIN_NR_GENS > lv.max_seq
-        {
+        // Out of evictable generations; before the feedback rework counted
+        // on the type min_seq[] leads with (anon when swappable).
+        let out = if feedback_rework {
+            evictable_min_seq(&lv.min_seq, swappiness) + MIN_NR_GENS > lv.max_seq
+        } else {
+            lv.get_nr_gens((swappiness == 0) as usize) == MIN_NR_GENS
+        };
+        if !reclaim_rework && out {
             scanned = 0;
         }
         if self.scratch.is_empty() {
@@ -384,7 +421,8 @@ impl LruGen {
         swappiness: u32,
     ) -> i64 {
         let max_seq = self.lrugen[m].max_seq;
-        let (need_aging, nr_to_scan) = self.lrugen[m].should_run_aging(swappiness);
+        let (need_aging, nr_to_scan) =
+            self.lrugen[m].should_run_aging(swappiness, core.cfg.variants.mglru_feedback_rework);
         if !need_aging || sc.priority == DEF_PRIORITY {
             return (nr_to_scan >> sc.priority) as i64;
         }

@@ -1115,16 +1115,86 @@ mod tests {
         lv.evicted[1][0] = 1000;
         lv.refaulted[1][1] = 600;
         lv.evicted[1][1] = 1000;
-        assert_eq!(lv.get_tier_idx(1), 0);
+        assert_eq!(lv.get_tier_idx(1, true), 0);
         // Tier 1 refaulting less than tier 0: no protection from tier 1.
         lv.refaulted[1][1] = 50;
-        assert!(lv.get_tier_idx(1) >= 1);
+        assert!(lv.get_tier_idx(1, true) >= 1);
         // Anon refaulting far more than file: scan file.
         lv.refaulted[0][0] = 900;
         lv.evicted[0][0] = 1000;
         assert_eq!(lv.get_type_to_scan(60), LRU_GEN_FILE);
         assert_eq!(lv.get_type_to_scan(0), LRU_GEN_FILE);
         assert_eq!(lv.get_type_to_scan(200), LRU_GEN_ANON);
+    }
+
+    /// Before the type selection rework only the first tiers decide the
+    /// type, and the selected type's tiers are measured against the other
+    /// type's first tier (gains swappiness : MAX_SWAPPINESS - swappiness).
+    #[test]
+    fn legacy_type_selection_compares_first_tiers() {
+        let mut lv = LruGenFolio::new(0);
+        // Anon's first tier refaults 10%, file's 50%: anon is cheaper.
+        lv.refaulted[0][0] = 100;
+        lv.evicted[0][0] = 1000;
+        lv.refaulted[1][0] = 500;
+        lv.evicted[1][0] = 1000;
+        // File's upper tier refaults a lot: all tiers summed (6.14) make
+        // file costlier still, but the legacy choice sees only tier 0.
+        lv.refaulted[1][2] = 5000;
+        lv.evicted[1][2] = 5000;
+        assert_eq!(
+            lv.get_type_to_scan_legacy(60),
+            (LRU_GEN_ANON, MAX_NR_TIERS - 1)
+        );
+        // File's first tier as cheap as anon's at swappiness 60 (gain 140
+        // against 60): file.
+        lv.refaulted[1][0] = 100;
+        let (t, tier) = lv.get_type_to_scan_legacy(60);
+        assert_eq!(t, LRU_GEN_FILE);
+        // File's tier 2 (100%) refaults more than anon's tier 0 (10%):
+        // protection starts there, tiers 0 and 1 are evictable.
+        assert_eq!(tier, 1);
+        // Gains 1:2 before the rework, 2:3 after: tier 1 at 1.5 times
+        // tier 0's refault rate is protected only by the 2:3 gains.
+        let mut lv = LruGenFolio::new(0);
+        lv.refaulted[1][0] = 100;
+        lv.evicted[1][0] = 1000;
+        lv.refaulted[1][1] = 150;
+        lv.evicted[1][1] = 1000;
+        assert_eq!(lv.get_tier_idx(1, true), 0);
+        assert!(lv.get_tier_idx(1, false) >= 1);
+    }
+
+    /// Before the aging feedback rework: with MIN_NR_GENS + 1 generations
+    /// the aging waits for a skewed spread (youngest over half, or oldest
+    /// under a quarter); with more it never ages; anon's min_seq leads.
+    #[test]
+    fn legacy_aging_feedback_waits_for_a_skewed_spread() {
+        let mut lv = LruGenFolio::new(0);
+        lv.max_seq = 2; // min_seq 0: MIN_NR_GENS + 1 generations
+        let g = |seq: u64| lru_gen_from_seq(seq);
+        lv.nr_pages[g(0)][1] = 100;
+        lv.nr_pages[g(1)][1] = 100;
+        lv.nr_pages[g(2)][1] = 100;
+        assert_eq!(lv.should_run_aging(60, false), (false, 300));
+        assert_eq!(lv.should_run_aging(60, true), (true, 300));
+        // The youngest holds over half: age.
+        lv.nr_pages[g(2)][1] = 400;
+        assert!(lv.should_run_aging(60, false).0);
+        // The oldest holds under a quarter: age.
+        lv.nr_pages[g(2)][1] = 100;
+        lv.nr_pages[g(0)][1] = 40;
+        assert!(lv.should_run_aging(60, false).0);
+        // MIN_NR_GENS + 2 generations: no aging either way.
+        lv.max_seq = 3;
+        assert!(!lv.should_run_aging(60, false).0);
+        // Anon's min_seq leads when swappable: file down to MIN_NR_GENS
+        // is not "have to" while anon has MIN_NR_GENS + 1 (its empty
+        // oldest generation then makes the spread skewed: age, with the
+        // evictable size); without swap file's is the count (have to, 0).
+        lv.min_seq = [1, 2];
+        assert_eq!(lv.should_run_aging(60, false), (true, 100));
+        assert_eq!(lv.should_run_aging(0, false), (true, 0));
     }
 
     /// Seed 003's series: "better to age" waits for a priority below
@@ -1136,7 +1206,7 @@ mod tests {
         assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY));
         assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY - 1));
         lv.max_seq = 2; // MIN_NR_GENS + 1: better to age
-        assert!(lv.should_run_aging(60).0, "the legacy predicate ages");
+        assert!(lv.should_run_aging(60, true).0, "the legacy predicate ages");
         assert!(!lv.should_run_aging_sc(60, DEF_PRIORITY));
         assert!(lv.should_run_aging_sc(60, DEF_PRIORITY - 1));
         lv.min_seq = [1, 1]; // MIN_NR_GENS left: have to
@@ -1165,6 +1235,55 @@ mod tests {
             .set_sysctl("lru_gen.bogus", "1")
             .unwrap_err()
             .contains("unknown sysctl 'lru_gen.bogus'"));
+    }
+
+    /// Before the aging feedback rework min_seq[anon] never passes
+    /// min_seq[file], and file moves on only as far as anon does; after
+    /// it each retires its own empty generations.
+    #[test]
+    fn legacy_min_seq_keeps_anon_behind_file() {
+        let run = |feedback_rework: bool| {
+            let mut c = core(true);
+            let mut p = LruGen::new();
+            p.lruvec_init(0);
+            p.lrugen[0].max_seq = 3;
+            let anon = file_folio(&mut c);
+            c.folios.get_mut(anon).set(pg::SWAPBACKED);
+            let file = file_folio(&mut c);
+            for (id, gen) in [(anon, 1), (file, 3)] {
+                p.lru_add(&mut c, id);
+                p.move_folio(&mut c, id, gen, false);
+            }
+            p.check_invariants(&c).unwrap();
+            assert!(p.try_to_inc_min_seq(0, 60, feedback_rework));
+            p.lrugen[0].min_seq
+        };
+        // File's empty generations retire as far as MIN_NR_GENS allows.
+        assert_eq!(run(true), [1, 2]);
+        assert_eq!(run(false), [1, 1]);
+    }
+
+    /// lru_gen_test_recent(): within MAX_NR_GENS of max_seq (6.14), or
+    /// evicted from the type's current min_seq (6.1-6.13).
+    #[test]
+    fn refault_recency_before_and_after_the_feedback_rework() {
+        let mut c = core(true);
+        let mut p = LruGen::new();
+        p.lruvec_init(0);
+        let lv = &mut p.lrugen[0];
+        lv.max_seq = 5;
+        lv.min_seq = [2, 3];
+        let token = |seq: u64| seq << LRU_REFS_WIDTH;
+        let recent = |p: &LruGen, c: &Core, type_: usize, seq: u64| {
+            p.lru_gen_test_recent(c, 0, type_, token(seq))
+        };
+        for t in [LRU_GEN_ANON, LRU_GEN_FILE] {
+            assert!(recent(&p, &c, t, 2) && recent(&p, &c, t, 3), "type {t}");
+            assert!(!recent(&p, &c, t, 1), "type {t}");
+        }
+        c.cfg.variants.mglru_feedback_rework = false;
+        assert!(recent(&p, &c, LRU_GEN_ANON, 2) && !recent(&p, &c, LRU_GEN_ANON, 3));
+        assert!(recent(&p, &c, LRU_GEN_FILE, 3) && !recent(&p, &c, LRU_GEN_FILE, 2));
     }
 
     #[test]

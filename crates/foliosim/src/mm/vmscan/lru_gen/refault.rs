@@ -41,11 +41,13 @@ impl LruGenFolio {
 
     /// get_tier_idx(): the first tier whose refault rate exceeds tier 0's
     /// (gains 2:3 leave a margin) is where protection starts.
-    pub(super) fn get_tier_idx(&self, type_: usize) -> usize {
-        let sp = self.read_ctrl_pos(type_, 0, 2);
+    pub(super) fn get_tier_idx(&self, type_: usize, feedback_rework: bool) -> usize {
+        // Gains 1:2 before the type selection rework.
+        let (sg, pg) = if feedback_rework { (2, 3) } else { (1, 2) };
+        let sp = self.read_ctrl_pos(type_, 0, sg);
         let mut tier = 1;
         while tier < MAX_NR_TIERS {
-            let pv = self.read_ctrl_pos(type_, tier, 3);
+            let pv = self.read_ctrl_pos(type_, tier, pg);
             if !positive_ctrl_err(&sp, &pv) {
                 break;
             }
@@ -70,6 +72,28 @@ impl LruGenFolio {
             (MAX_SWAPPINESS - swappiness) as u64,
         );
         positive_ctrl_err(&sp, &pv) as usize
+    }
+
+    /// get_type_to_scan() before the type selection rework (6.1-6.13):
+    /// the first tiers of anon and file compared (gains swappiness and
+    /// MAX_SWAPPINESS - swappiness), then the selected type's other tiers
+    /// against the other type's first to find where protection starts.
+    /// Returns (type, tier_idx).
+    pub(super) fn get_type_to_scan_legacy(&self, swappiness: u32) -> (usize, usize) {
+        let gain = [swappiness as u64, (MAX_SWAPPINESS - swappiness) as u64];
+        let sp = self.read_ctrl_pos(LRU_GEN_ANON, 0, gain[LRU_GEN_ANON]);
+        let pv = self.read_ctrl_pos(LRU_GEN_FILE, 0, gain[LRU_GEN_FILE]);
+        let type_ = positive_ctrl_err(&sp, &pv) as usize;
+        let sp = self.read_ctrl_pos(1 - type_, 0, gain[1 - type_]);
+        let mut tier = 1;
+        while tier < MAX_NR_TIERS {
+            let pv = self.read_ctrl_pos(type_, tier, gain[type_]);
+            if !positive_ctrl_err(&sp, &pv) {
+                break;
+            }
+            tier += 1;
+        }
+        (type_, tier - 1)
     }
 }
 
@@ -128,7 +152,7 @@ impl LruGen {
         let (refault_item, activate_item, restore_item) =
             crate::mm::workingset::workingset_items(type_ == LRU_GEN_FILE);
         core.count(memcg, refault_item, delta);
-        if !self.lru_gen_test_recent(evict_memcg, token) {
+        if !self.lru_gen_test_recent(core, evict_memcg, type_, token) {
             return;
         }
         let in_fault = core.in_lru_fault;
@@ -166,9 +190,20 @@ impl LruGen {
     }
 
     /// lru_gen_test_recent(): the eviction's min_seq is within MAX_NR_GENS of
-    /// the lruvec's max_seq now.
-    pub(super) fn lru_gen_test_recent(&self, memcg: MemcgId, token: u64) -> bool {
-        let max_seq = self.lrugen[memcg as usize].max_seq & (EVICTION_MASK >> LRU_REFS_WIDTH);
-        max_seq.abs_diff(token >> LRU_REFS_WIDTH) < MAX_NR_GENS
+    /// the lruvec's max_seq now; before the refault detection rework
+    /// (6.1-6.13), it is the type's min_seq now.
+    pub(super) fn lru_gen_test_recent(
+        &self,
+        core: &Core,
+        memcg: MemcgId,
+        type_: usize,
+        token: u64,
+    ) -> bool {
+        let lv = &self.lrugen[memcg as usize];
+        let mask = EVICTION_MASK >> LRU_REFS_WIDTH;
+        if !core.cfg.variants.mglru_feedback_rework {
+            return token >> LRU_REFS_WIDTH == lv.min_seq[type_] & mask;
+        }
+        (lv.max_seq & mask).abs_diff(token >> LRU_REFS_WIDTH) < MAX_NR_GENS
     }
 }
