@@ -5,7 +5,7 @@
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
 #   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios,ycsb,kbuild] [--lru y,n] [--quick]
-#                      [--kernel 6.12|7.0|7.1|7.2|7.3]   (the release the guest boots, 6.12)
+#                      [--kernel 6.1|6.12|7.0|7.1|7.2|7.3]   (the release the guest boots, 6.12)
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
@@ -71,7 +71,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios|ycsb|kbuild) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios, ycsb, kbuild)" >&2; exit 2 ;; esac; done
-case $KERNEL in 6.12|7.[0-9]) ;; *) echo "run.sh: --kernel: '$KERNEL' is not 6.12 or 7.N (7.0 to 7.3 are packaged)" >&2; exit 2 ;; esac
+case $KERNEL in 6.1|6.12|7.[0-9]) ;; *) echo "run.sh: --kernel: '$KERNEL' is not 6.1, 6.12 or 7.N (7.0 to 7.3 are packaged)" >&2; exit 2 ;; esac
 [[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
 [[ $KB_SWAPPINESS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --swappiness: '$KB_SWAPPINESS' is not N[,N...]" >&2; exit 2; }
 [ -f "$KB_SCENARIO" ] || { echo "run.sh: --scenario: '$KB_SCENARIO' is not a file" >&2; exit 2; }
@@ -122,12 +122,15 @@ if [[ ,$EXPS, == *,kbuild,* ]]; then
 	[ -x "$FOLIOSIM" ] || skip "no foliosim binary at $FOLIOSIM"
 fi
 
-# ---- kernel: Debian's packaged 6.12 (bookworm) or 7.N (trixie-backports) ----
+# ---- kernel: Debian's packaged 6.1 or 6.12 (bookworm) or 7.N (trixie-backports) ----
 mkdir -p "$WORK"
 cd "$WORK"
-if [ "$KERNEL" = 6.12 ]; then
-	PKG=${FSIM_QEMU_KERNEL_PKG:-$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' 2>/dev/null | awk '{print $1}' | sort -V | tail -1)}
-	[ -n "$PKG" ] || skip "no linux-image-6.12.*+deb12-amd64-unsigned in apt's lists (apt-get update?)"
+if [ "$KERNEL" = 6.1 ] || [ "$KERNEL" = 6.12 ]; then
+	# bookworm names 6.1 by its ABI (linux-image-6.1.0-N-amd64-unsigned),
+	# 6.12 (from its security updates) by version.
+	if [ "$KERNEL" = 6.1 ]; then pat='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$'; else pat='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$'; fi
+	PKG=${FSIM_QEMU_KERNEL_PKG:-$(apt-cache search --names-only "$pat" 2>/dev/null | awk '{print $1}' | sort -V | tail -1)}
+	[ -n "$PKG" ] || skip "no $pat package in apt's lists (apt-get update?)"
 	if [ ! -d "kernel-$PKG" ]; then
 		rm -f "$PKG"_*.deb
 		apt-get download "$PKG" >&2 2>/dev/null || skip "apt-get download $PKG failed"
