@@ -286,6 +286,12 @@ fn kernel_release_presets() {
     ] {
         let v = k.variants();
         assert!(!v.mglru_wsprot_rework && !v.mglru_feedback_rework, "{k:?}");
+        // MGLRU's refault accounting fixed in 6.5.
+        assert_eq!(
+            v.mglru_refault_accounting_fix,
+            k != KernelRelease::V6_1,
+            "{k:?}"
+        );
     }
     for k in [
         KernelRelease::V6_18,

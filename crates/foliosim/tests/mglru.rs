@@ -549,7 +549,17 @@ fn the_page_table_walk_promotes_by_generation_bits_and_eviction_sorts() {
 /// on the 6.12 preset, with or without `extra` variants; returns
 /// (pswpout, the memcg's nr_aging).
 fn tpcc_scan(extra: &str) -> (u64, u64) {
-    use foliosim::mm::{KernelRelease, SwapKind};
+    let (r, aging) = tpcc_scan_report(foliosim::mm::KernelRelease::V6_12, extra);
+    (r["pswpout"], aging)
+}
+
+/// The scan example on `kernel`'s preset plus `extra`: the vmstat
+/// counters and the memcg's nr_aging.
+fn tpcc_scan_report(
+    kernel: foliosim::mm::KernelRelease,
+    extra: &str,
+) -> (std::collections::BTreeMap<&'static str, u64>, u64) {
+    use foliosim::mm::SwapKind;
     use foliosim::scenario::run_scenario;
     use foliosim::sim::{LruKind, SimConfig};
     let path = concat!(
@@ -565,7 +575,7 @@ fn tpcc_scan(extra: &str) -> (u64, u64) {
         ..MmConfig::default()
     };
     mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
-    mm.variants = KernelRelease::V6_12.variants();
+    mm.variants = kernel.variants();
     mm.variants.apply(extra).unwrap();
     let cfg = SimConfig {
         mm,
@@ -577,7 +587,7 @@ fn tpcc_scan(extra: &str) -> (u64, u64) {
     let aging = r.cgroup_lru_gen["tpcc"]["stats"]["nr_aging"]
         .as_u64()
         .unwrap();
-    (r.run.vmstat["pswpout"], aging)
+    (r.run.vmstat, aging)
 }
 
 /// The 6.12 preset against real 6.12 (Debian's 6.12.117 in QEMU, three
@@ -602,5 +612,45 @@ fn feedback_legacy_keeps_the_rewritten_anon_of_6_12() {
     assert!(
         legacy_aging < rework_aging,
         "aging {legacy_aging} vs {rework_aging}"
+    );
+}
+
+/// 6.1 counts MGLRU's refaults as before Kalesh Singh's "Multi-gen LRU:
+/// Fix workingset accounting" (6.5): only recent refaults, and tier
+/// protection as activation. Counting only: the same run otherwise. Real
+/// 6.1.192 on the scan example (docs/fidelity/seed004.md): 145,705 file
+/// refaults and 96,391 activations where 6.12 counts 245,569 and 146,107.
+#[test]
+fn refault_accounting_of_6_1_counts_recent_refaults_only() {
+    use foliosim::mm::KernelRelease;
+    let (old, _) = tpcc_scan_report(KernelRelease::V6_1, "");
+    let (new, _) = tpcc_scan_report(KernelRelease::V6_12, "");
+    let (fixed, _) = tpcc_scan_report(KernelRelease::V6_1, "refault-accounting-fix");
+    eprintln!(
+        "6.1: refault {} activate {}; 6.12: refault {} activate {}",
+        old["workingset_refault_file"],
+        old["workingset_activate_file"],
+        new["workingset_refault_file"],
+        new["workingset_activate_file"]
+    );
+    // The same reclaim: only the counting differs.
+    assert_eq!(old["pgpgin"], new["pgpgin"]);
+    assert_eq!(old["pgsteal_file"], new["pgsteal_file"]);
+    assert_eq!(fixed, new, "with the fix 6.1's preset is 6.12's here");
+    // 6.1's refaults are 6.12's activations (the recent ones)...
+    assert_eq!(
+        old["workingset_refault_file"],
+        new["workingset_activate_file"]
+    );
+    assert!(old["workingset_refault_file"] < new["workingset_refault_file"]);
+    // ...and its activations the folios protected by tier, another count.
+    assert!(old["workingset_activate_file"] > 0);
+    assert_ne!(
+        old["workingset_activate_file"],
+        new["workingset_activate_file"]
+    );
+    assert_eq!(
+        old["workingset_restore_file"],
+        new["workingset_restore_file"]
     );
 }

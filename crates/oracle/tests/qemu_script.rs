@@ -67,7 +67,10 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
             vec!["--kernel", "6.6"],
             "--kernel: '6.6' is not 6.1, 6.12 or 7.N",
         ),
-        (vec!["--kernel", "7"], "--kernel: '7' is not 6.1, 6.12 or 7.N"),
+        (
+            vec!["--kernel", "7"],
+            "--kernel: '7' is not 6.1, 6.12 or 7.N",
+        ),
         (vec!["--secs", "0"], "--secs: '0' is not 1..3600"),
         (
             vec!["--exp", "ycsb,nope"],

@@ -94,6 +94,12 @@ pub struct Variants {
     /// first tiers compared, recent = evicted from the current min_seq).
     /// They depend on each other, so one switch.
     pub mglru_feedback_rework: bool,
+    /// Kalesh Singh, "Multi-gen LRU: Fix workingset accounting" (6.5):
+    /// every refault with a shadow counts in workingset_refault, the recent
+    /// ones in workingset_activate. Off (6.1): only recent refaults count
+    /// in workingset_refault, and workingset_activate counts the folios
+    /// sort_folio() protects by tier.
+    pub mglru_refault_accounting_fix: bool,
 }
 
 /// Seed 000's fault-path activation under MGLRU, in its three published
@@ -118,6 +124,7 @@ pub const VARIANT_HELP: &str = "p1, p2 (seed 002 mmap_miss accounting); arm64 | 
 pf-set-active | pf-mark-accessed | pf-merged (seed 000: before, the seed's v1, as merged in 7.2); wsprot-rework | wsprot-legacy, wsprot-fold-fix | no-wsprot-fold-fix (seed 004); \
 reclaim-rework | reclaim-legacy, isolate-fallback-fix | no-isolate-fallback-fix (seed 003); \
 feedback-rework | feedback-legacy (MGLRU's aging feedback, type selection and refault detection of 6.14 or of 6.1-6.13); \
+refault-accounting-fix | no-refault-accounting-fix (MGLRU's workingset_refault/activate counting of 6.5+ or of 6.1); \
 shadow-lru-size | shadow-vmstat (count_shadow_nodes() of 7.1+ or of 6.1-7.0); baseline (none of the seed 002 patches)";
 
 impl Variants {
@@ -134,6 +141,7 @@ impl Variants {
             mglru_reclaim_rework: true,
             mglru_isolate_fallback_fix: true,
             mglru_feedback_rework: true,
+            mglru_refault_accounting_fix: true,
         }
     }
 
@@ -168,6 +176,8 @@ impl Variants {
                 "no-isolate-fallback-fix" => self.mglru_isolate_fallback_fix = false,
                 "feedback-rework" => self.mglru_feedback_rework = true,
                 "feedback-legacy" => self.mglru_feedback_rework = false,
+                "refault-accounting-fix" => self.mglru_refault_accounting_fix = true,
+                "no-refault-accounting-fix" => self.mglru_refault_accounting_fix = false,
                 _ => return Err(format!("unknown variant '{tok}' (known: {VARIANT_HELP})")),
             }
         }
@@ -307,6 +317,11 @@ impl KernelRelease {
                 mglru_wsprot_rework: true,
                 mglru_wsprot_fold_fix: true,
                 mglru_feedback_rework: true,
+                ..before_seed_004
+            },
+            // 6.1 counts MGLRU's refaults as before Kalesh Singh's fix (6.5).
+            KernelRelease::V6_1 => Variants {
+                mglru_refault_accounting_fix: false,
                 ..before_seed_004
             },
             _ => before_seed_004,

@@ -45,6 +45,12 @@ impl LruGen {
                 lv.protected[type_][tier] += delta;
             }
             lv.stats.sort_protected += 1;
+            if !core.cfg.variants.mglru_refault_accounting_fix {
+                // Before 6.5 a tier's protection counted as an activation.
+                let (_, activate, _) =
+                    crate::mm::workingset::workingset_items(type_ == LRU_GEN_FILE);
+                core.count(m as MemcgId, activate, delta);
+            }
             return true;
         }
         let dirty = f.test(pg::DIRTY);

@@ -151,9 +151,17 @@ impl LruGen {
         }
         let (refault_item, activate_item, restore_item) =
             crate::mm::workingset::workingset_items(type_ == LRU_GEN_FILE);
-        core.count(memcg, refault_item, delta);
+        let accounting_fix = core.cfg.variants.mglru_refault_accounting_fix;
+        if accounting_fix {
+            core.count(memcg, refault_item, delta);
+        }
         if !self.lru_gen_test_recent(core, evict_memcg, type_, token) {
             return;
+        }
+        if !accounting_fix {
+            // Before 6.5 only a recent refault counted, and as no
+            // activation (sort_folio() counted those).
+            core.count(memcg, refault_item, delta);
         }
         let in_fault = core.in_lru_fault;
         let lv = &mut self.lrugen[memcg as usize];
@@ -179,7 +187,9 @@ impl LruGen {
             let refs = (token & mask) as u32 + workingset as u32;
             let tier = Self::lru_tier_from_refs(refs, false, false);
             lv.refaulted[type_][tier] += delta;
-            core.count(memcg, activate_item, delta);
+            if accounting_fix {
+                core.count(memcg, activate_item, delta);
+            }
             if in_fault || refs >= REFS_FULL - 1 {
                 let f = core.folios.get_mut(id);
                 f.refs = LRU_REFS_MASK;
