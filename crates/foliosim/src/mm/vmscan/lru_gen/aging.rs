@@ -23,12 +23,13 @@ impl LruGenFolio {
     }
 
     /// should_run_aging() before the feedback rework (6.1-6.13): the
-    /// generations are counted from min_seq[anon] when anon is evictable
-    /// (it never passes min_seq[file]); with MIN_NR_GENS + 1 of them, age
-    /// only if the youngest holds over 1/MIN_NR_GENS of the pages or the
-    /// oldest under 1/(MIN_NR_GENS + 2), the spread the aging aims at.
+    /// generations are counted from min_seq[!can_swap], which is
+    /// evictable_min_seq() there (min_seq[anon] never passes
+    /// min_seq[file]); with MIN_NR_GENS + 1 of them, age only if the
+    /// youngest holds over 1/MIN_NR_GENS of the pages or the oldest under
+    /// 1/(MIN_NR_GENS + 2), the spread the aging aims at.
     fn should_run_aging_legacy(&self, swappiness: u32) -> (bool, u64) {
-        let lead = self.min_seq[(swappiness == 0) as usize];
+        let lead = evictable_min_seq(&self.min_seq, swappiness);
         if lead + MIN_NR_GENS > self.max_seq {
             return (true, 0);
         }

@@ -272,15 +272,12 @@ impl LruGen {
         } else if scanned > 0 {
             self.try_to_inc_min_seq(m, swappiness, feedback_rework);
         }
+        // Out of evictable generations. Before the feedback rework the
+        // kernel tested get_nr_gens(!swappiness): the same generation, as
+        // min_seq[anon] cannot pass min_seq[file] there.
         let lv = &self.lrugen[m];
-        // Out of evictable generations; before the feedback rework counted
-        // on the type min_seq[] leads with (anon when swappable).
-        let out = if feedback_rework {
-            evictable_min_seq(&lv.min_seq, swappiness) + MIN_NR_GENS > lv.max_seq
-        } else {
-            lv.get_nr_gens((swappiness == 0) as usize) == MIN_NR_GENS
-        };
-        if !reclaim_rework && out {
+        if !reclaim_rework && evictable_min_seq(&lv.min_seq, swappiness) + MIN_NR_GENS > lv.max_seq
+        {
             scanned = 0;
         }
         if self.scratch.is_empty() {

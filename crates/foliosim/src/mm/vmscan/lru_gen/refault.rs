@@ -44,11 +44,17 @@ impl LruGenFolio {
     pub(super) fn get_tier_idx(&self, type_: usize, feedback_rework: bool) -> usize {
         // Gains 1:2 before the type selection rework.
         let (sg, pg) = if feedback_rework { (2, 3) } else { (1, 2) };
-        let sp = self.read_ctrl_pos(type_, 0, sg);
+        self.last_unprotected_tier(&self.read_ctrl_pos(type_, 0, sg), type_, pg)
+    }
+
+    /// The last tier of `type_` (from tier 1 up, at gain `gain`) whose
+    /// refault rate does not exceed the set point `sp`'s; protection
+    /// starts above it.
+    fn last_unprotected_tier(&self, sp: &CtrlPos, type_: usize, gain: u64) -> usize {
         let mut tier = 1;
         while tier < MAX_NR_TIERS {
-            let pv = self.read_ctrl_pos(type_, tier, pg);
-            if !positive_ctrl_err(&sp, &pv) {
+            let pv = self.read_ctrl_pos(type_, tier, gain);
+            if !positive_ctrl_err(sp, &pv) {
                 break;
             }
             tier += 1;
@@ -85,15 +91,7 @@ impl LruGenFolio {
         let pv = self.read_ctrl_pos(LRU_GEN_FILE, 0, gain[LRU_GEN_FILE]);
         let type_ = positive_ctrl_err(&sp, &pv) as usize;
         let sp = self.read_ctrl_pos(1 - type_, 0, gain[1 - type_]);
-        let mut tier = 1;
-        while tier < MAX_NR_TIERS {
-            let pv = self.read_ctrl_pos(type_, tier, gain[type_]);
-            if !positive_ctrl_err(&sp, &pv) {
-                break;
-            }
-            tier += 1;
-        }
-        (type_, tier - 1)
+        (type_, self.last_unprotected_tier(&sp, type_, gain[type_]))
     }
 }
 
