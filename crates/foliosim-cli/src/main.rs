@@ -91,8 +91,8 @@ struct MachineArgs {
     /// preset, btrfs in none).
     #[arg(long)]
     fs: Option<String>,
-    /// The kernel release the machine runs: 6.1, 6.6, 6.12, 6.18, 7.0, 7.2
-    /// or mm-new (the seeds' kernel). It sets the seeds' patches as that
+    /// The kernel release the machine runs: 6.1, 6.6, 6.12, 6.14, 6.16,
+    /// 6.18, 7.0, 7.2 or mm-new (the seeds' kernel). It sets the seeds' patches as that
     /// release has them (--variant applies on top) and large folios for
     /// the files (ext4 since 6.16). Default: the seeds' patches as in
     /// mm-new, order-0 page cache.

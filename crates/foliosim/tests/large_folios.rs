@@ -260,7 +260,12 @@ fn kernel_release_presets() {
         KernelRelease::parse("6.18.44-fc-v669").unwrap(),
         KernelRelease::V6_18
     );
-    assert_eq!(KernelRelease::parse("6.17").unwrap(), KernelRelease::V6_12);
+    assert_eq!(
+        KernelRelease::parse("6.13.2").unwrap(),
+        KernelRelease::V6_12
+    );
+    assert_eq!(KernelRelease::parse("6.15").unwrap(), KernelRelease::V6_14);
+    assert_eq!(KernelRelease::parse("6.17").unwrap(), KernelRelease::V6_16);
     assert_eq!(KernelRelease::parse("7.1.13").unwrap(), KernelRelease::V7_0);
     assert_eq!(KernelRelease::parse("7.3.1").unwrap(), KernelRelease::V7_2);
     assert_eq!(
@@ -274,7 +279,11 @@ fn kernel_release_presets() {
         .unwrap_err()
         .contains("unknown kernel release"));
     assert!(!KernelRelease::V6_12.ext4_large_folios());
+    assert!(!KernelRelease::V6_14.ext4_large_folios());
+    assert!(KernelRelease::V6_16.ext4_large_folios());
     assert!(KernelRelease::V6_18.ext4_large_folios());
+    assert!(!KernelRelease::V6_12.shmem_large_swapin());
+    assert!(KernelRelease::V6_14.shmem_large_swapin());
     assert!(!KernelRelease::V7_0.variants().mglru_reclaim_rework);
     assert!(KernelRelease::MmNew.variants().mglru_reclaim_rework);
     // Seed 004 since 6.14, with the rest of its series (the feedback
@@ -294,6 +303,8 @@ fn kernel_release_presets() {
         );
     }
     for k in [
+        KernelRelease::V6_14,
+        KernelRelease::V6_16,
         KernelRelease::V6_18,
         KernelRelease::V7_0,
         KernelRelease::V7_2,
@@ -301,7 +312,12 @@ fn kernel_release_presets() {
     ] {
         assert!(k.variants().mglru_feedback_rework, "{k:?}");
     }
-    for k in [KernelRelease::V6_18, KernelRelease::V7_0] {
+    for k in [
+        KernelRelease::V6_14,
+        KernelRelease::V6_16,
+        KernelRelease::V6_18,
+        KernelRelease::V7_0,
+    ] {
         let v = k.variants();
         assert!(v.mglru_wsprot_rework && v.mglru_wsprot_fold_fix, "{k:?}");
         assert!(!v.mglru_reclaim_rework && !v.shadow_lru_size, "{k:?}");

@@ -84,6 +84,49 @@ fn write_orders_follow_huge_and_the_release() {
         run(TmpfsHuge::Always, Some(KernelRelease::V6_12)),
         BTreeMap::from([(0, 64), (9, 2)])
     );
+    // 6.14 to 6.17 size the folio by the write: 128 KiB writes, 32 pages.
+    for k in [KernelRelease::V6_14, KernelRelease::V6_16] {
+        assert_eq!(
+            run(TmpfsHuge::Always, Some(k)),
+            BTreeMap::from([(5, 34)]),
+            "{k:?}"
+        );
+    }
+}
+
+/// 6.14's shmem_mapping_size_orders(): the order a write's remaining
+/// length fills, rounded down, no larger than the index's alignment. 12
+/// KiB writes: at page 0 an order-1 folio and an order-0 one; at page 3
+/// (odd) order 0, then order 1 at page 4; every six pages the same.
+#[test]
+fn writes_sized_by_their_length_on_6_14() {
+    let (mut k, m) = kernel(
+        ClassicLru::new(),
+        TmpfsHuge::Always,
+        SwapKind::None,
+        None,
+        Some(KernelRelease::V6_14),
+    );
+    let mut f = file(&mut k, 24, m);
+    write_all(&mut k, &mut f, 24, 12 << 10);
+    k.check_invariants().unwrap();
+    assert_eq!(orders(&k, f.mapping), BTreeMap::from([(0, 8), (1, 8)]));
+    // A write of 2 MiB less a page from page 0 fills order 8, not PMD.
+    let (mut k, m) = kernel(
+        ClassicLru::new(),
+        TmpfsHuge::Always,
+        SwapKind::None,
+        None,
+        Some(KernelRelease::V6_14),
+    );
+    let mut f = file(&mut k, 512, m);
+    assert_eq!(
+        k.filemap_write(&mut f, 0, 511 * PAGE_SIZE),
+        Some(511 * PAGE_SIZE)
+    );
+    let o = orders(&k, f.mapping);
+    assert_eq!(o.get(&8), Some(&1), "{o:?}");
+    assert!(!o.contains_key(&9), "{o:?}");
 }
 
 /// A fault in a shared mapping takes a PMD folio under huge=always, maps

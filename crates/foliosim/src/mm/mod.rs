@@ -207,6 +207,12 @@ pub enum KernelRelease {
     V6_6,
     #[serde(rename = "6.12")]
     V6_12,
+    /// 6.14 and 6.15: seed 004's series, ext4 still order 0.
+    #[serde(rename = "6.14")]
+    V6_14,
+    /// 6.16 and 6.17: as 6.14, with ext4's large folios.
+    #[serde(rename = "6.16")]
+    V6_16,
     #[serde(rename = "6.18")]
     V6_18,
     #[serde(rename = "7.0")]
@@ -217,7 +223,7 @@ pub enum KernelRelease {
     MmNew,
 }
 
-pub const KERNEL_RELEASES: &str = "6.1, 6.6, 6.12, 6.18, 7.0, 7.2, mm-new";
+pub const KERNEL_RELEASES: &str = "6.1, 6.6, 6.12, 6.14, 6.16, 6.18, 7.0, 7.2, mm-new";
 
 impl KernelRelease {
     /// "6.18", "6.18.44-fc-v669" (a host's osrelease: its major.minor
@@ -242,6 +248,10 @@ impl KernelRelease {
             KernelRelease::V7_0
         } else if v >= (6, 18) {
             KernelRelease::V6_18
+        } else if v >= (6, 16) {
+            KernelRelease::V6_16
+        } else if v >= (6, 14) {
+            KernelRelease::V6_14
         } else if v >= (6, 12) {
             KernelRelease::V6_12
         } else if v >= (6, 6) {
@@ -258,7 +268,7 @@ impl KernelRelease {
     /// mapping_large_folio_support() of an ext4 regular file: since 6.16
     /// (ext4_set_inode_mapping_order()).
     pub fn ext4_large_folios(self) -> bool {
-        self >= KernelRelease::V6_18
+        self >= KernelRelease::V6_16
     }
 
     /// Large anon folios swapped out whole (mTHP swap-out without a
@@ -271,29 +281,36 @@ impl KernelRelease {
         self >= KernelRelease::V6_12
     }
 
-    /// tmpfs `huge=always|within_size` writes take any order from PMD
-    /// down (6.18's "fix the strategy for the tmpfs huge= options";
-    /// 6.14-6.17 sized the order by the write, earlier releases PMD only).
-    pub fn tmpfs_all_orders(self) -> bool {
-        self >= KernelRelease::V6_18
+    /// The orders a tmpfs `huge=always|within_size` write may take: PMD
+    /// only before 6.14; 6.14 to 6.17 size them by the write
+    /// (shmem_mapping_size_orders(), Baolin Wang's tmpfs large folios);
+    /// 6.18's "fix the strategy for the tmpfs huge= options" tries every
+    /// order from PMD down.
+    pub fn tmpfs_write_orders(self) -> TmpfsWriteOrders {
+        if self >= KernelRelease::V6_18 {
+            TmpfsWriteOrders::FromPmd
+        } else if self >= KernelRelease::V6_14 {
+            TmpfsWriteOrders::WriteSize
+        } else {
+            TmpfsWriteOrders::Pmd
+        }
     }
 
     /// shmem_swap_alloc_folio(): a tmpfs swap entry read back whole from a
     /// synchronous device (6.14).
     pub fn shmem_large_swapin(self) -> bool {
-        self >= KernelRelease::V6_18
+        self >= KernelRelease::V6_14
     }
 
     /// The seeds' patches as the release has them (docs/large_folios.md,
     /// "Kernel releases"; 7.0 and 7.2 read in Debian's linux-source
     /// packages): seed 004's rework (v2 with the fix folded in) was merged
-    /// for 6.14, so 6.18 and 7.0 have it; 7.2 has seed 003's series with
+    /// for 6.14, so 6.14 to 7.0 have it; 7.2 has seed 003's series with
     /// the isolate_folios() fix, seed 000 in its merged form, both of seed
     /// 002's mmap_miss patches and the lruvec_lru_size() sizing of shadow
-    /// nodes. 7.1 takes the 7.0 preset and 6.14-6.17 the 6.12 one (their
-    /// sources were not read; 6.14+ has seed 004). Seed 004 came with the
-    /// rest of its series, the feedback rework of patches 3-5: releases
-    /// before 6.14 have neither.
+    /// nodes. 7.1 takes the 7.0 preset (its source was not read). Seed
+    /// 004 came with the rest of its series, the feedback rework of
+    /// patches 3-5: 6.14 and later have both, earlier releases neither.
     pub fn variants(self) -> Variants {
         let before_seed_004 = Variants {
             pf_activation: PfActivation::SetActive,
@@ -313,7 +330,10 @@ impl KernelRelease {
                 mmap_miss_p2: true,
                 ..Variants::newest()
             },
-            KernelRelease::V6_18 | KernelRelease::V7_0 => Variants {
+            KernelRelease::V6_14
+            | KernelRelease::V6_16
+            | KernelRelease::V6_18
+            | KernelRelease::V7_0 => Variants {
                 mglru_wsprot_rework: true,
                 mglru_wsprot_fold_fix: true,
                 mglru_feedback_rework: true,
@@ -327,6 +347,19 @@ impl KernelRelease {
             _ => before_seed_004,
         }
     }
+}
+
+/// KernelRelease::tmpfs_write_orders().
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TmpfsWriteOrders {
+    /// HPAGE_PMD_ORDER only.
+    Pmd,
+    /// shmem_mapping_size_orders(): the largest order the write's length
+    /// from the index fills, lowered to the index's alignment, and every
+    /// order below it.
+    WriteSize,
+    /// Every order from PMD down.
+    FromPmd,
 }
 
 /// transparent_hugepage/defrag, as vma_thp_gfp_mask() reads it for a
@@ -498,15 +531,19 @@ impl MmConfig {
         self.kernel.is_none_or(|k| k.large_anon_swap())
     }
 
-    /// The orders a tmpfs write may take under huge=always|within_size
-    /// (KernelRelease::tmpfs_all_orders(): every large order, or PMD
-    /// only), the newest release's without one.
-    pub fn tmpfs_write_orders(&self) -> u32 {
+    /// KernelRelease::tmpfs_write_orders(), the newest release's without
+    /// one.
+    pub fn tmpfs_write_orders(&self) -> TmpfsWriteOrders {
+        self.kernel
+            .map_or(TmpfsWriteOrders::FromPmd, |k| k.tmpfs_write_orders())
+    }
+
+    /// Every order a tmpfs write may take under huge=always|within_size.
+    fn tmpfs_write_order_mask(&self) -> u32 {
         let pmd = 1u32 << folio::HPAGE_PMD_ORDER;
-        if self.kernel.is_none_or(|k| k.tmpfs_all_orders()) {
-            (pmd << 1) - 2
-        } else {
-            pmd
+        match self.tmpfs_write_orders() {
+            TmpfsWriteOrders::Pmd => pmd,
+            TmpfsWriteOrders::WriteSize | TmpfsWriteOrders::FromPmd => (pmd << 1) - 2,
         }
     }
 
@@ -514,7 +551,7 @@ impl MmConfig {
     /// always or within_size.
     pub fn tmpfs_huge_orders(&self) -> u32 {
         match self.tmpfs_huge {
-            TmpfsHuge::Always | TmpfsHuge::WithinSize => self.tmpfs_write_orders(),
+            TmpfsHuge::Always | TmpfsHuge::WithinSize => self.tmpfs_write_order_mask(),
             TmpfsHuge::Never | TmpfsHuge::Advise => 0,
         }
     }

@@ -176,19 +176,34 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// shmem_allowable_huge_orders() -> shmem_huge_global_enabled() for a
     /// tmpfs file: the large orders `huge=` allows at `index`. A fault
     /// (through a VMA) may take PMD order only; a write any order from PMD
-    /// down (6.18; PMD only before 6.14). within_size keeps the orders
-    /// whose aligned block ends within max(write end, i_size); advise
-    /// needs MADV_HUGEPAGE, which the model's mappings never have.
+    /// down (6.18), orders sized by the write (6.14 to 6.17) or PMD only
+    /// (before 6.14). within_size keeps the orders whose aligned block
+    /// ends within max(write end, i_size); advise needs MADV_HUGEPAGE,
+    /// which the model's mappings never have.
     fn shmem_allowable_huge_orders(&self, mapping: u32, index: u64, sgp: Sgp) -> u32 {
-        use super::folio::HPAGE_PMD_ORDER;
-        use super::TmpfsHuge;
+        use super::folio::{HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER};
+        use super::{TmpfsHuge, TmpfsWriteOrders};
         let a = &self.core.files[mapping as usize];
         if a.max_order == 0 {
             return 0;
         }
-        let cands = match sgp {
-            Sgp::Fault => 1 << HPAGE_PMD_ORDER,
-            _ => self.core.cfg.tmpfs_write_orders(),
+        let pmd = 1u32 << HPAGE_PMD_ORDER;
+        let cands = match (sgp, self.core.cfg.tmpfs_write_orders()) {
+            (Sgp::Fault, _) | (_, TmpfsWriteOrders::Pmd) => pmd,
+            (_, TmpfsWriteOrders::FromPmd) => (pmd << 1) - 2,
+            // shmem_mapping_size_orders(): no write end (SGP_READ), none.
+            (Sgp::Read, TmpfsWriteOrders::WriteSize) => 0,
+            (Sgp::Write(end), TmpfsWriteOrders::WriteSize) => {
+                // filemap_get_order(): the order the write's length fills
+                // (rounded down), then no larger than the index's alignment.
+                let size = end.saturating_sub(index << PAGE_SHIFT);
+                let mut order = (size.max(1).ilog2()).saturating_sub(PAGE_SHIFT as u32);
+                if order > 0 && index & ((1u64 << order) - 1) != 0 {
+                    order = index.trailing_zeros();
+                }
+                let order = order.min(MAX_PAGECACHE_ORDER);
+                (2u32 << order) - 2
+            }
         };
         match self.core.cfg.tmpfs_huge {
             TmpfsHuge::Never | TmpfsHuge::Advise => 0,
