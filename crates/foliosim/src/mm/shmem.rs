@@ -197,7 +197,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 // filemap_get_order(): the order the write's length fills
                 // (rounded down), then no larger than the index's alignment.
                 let size = end.saturating_sub(index << PAGE_SHIFT);
-                let mut order = (size.max(1).ilog2()).saturating_sub(PAGE_SHIFT as u32);
+                let mut order = size.max(1).ilog2().saturating_sub(PAGE_SHIFT);
                 if order > 0 && index & ((1u64 << order) - 1) != 0 {
                     order = index.trailing_zeros();
                 }
