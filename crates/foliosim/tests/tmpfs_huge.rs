@@ -100,25 +100,22 @@ fn write_orders_follow_huge_and_the_release() {
 /// (odd) order 0, then order 1 at page 4; every six pages the same.
 #[test]
 fn writes_sized_by_their_length_on_6_14() {
-    let (mut k, m) = kernel(
-        ClassicLru::new(),
-        TmpfsHuge::Always,
-        SwapKind::None,
-        None,
-        Some(KernelRelease::V6_14),
-    );
+    let v6_14 = || {
+        kernel(
+            ClassicLru::new(),
+            TmpfsHuge::Always,
+            SwapKind::None,
+            None,
+            Some(KernelRelease::V6_14),
+        )
+    };
+    let (mut k, m) = v6_14();
     let mut f = file(&mut k, 24, m);
     write_all(&mut k, &mut f, 24, 12 << 10);
     k.check_invariants().unwrap();
     assert_eq!(orders(&k, f.mapping), BTreeMap::from([(0, 8), (1, 8)]));
     // A write of 2 MiB less a page from page 0 fills order 8, not PMD.
-    let (mut k, m) = kernel(
-        ClassicLru::new(),
-        TmpfsHuge::Always,
-        SwapKind::None,
-        None,
-        Some(KernelRelease::V6_14),
-    );
+    let (mut k, m) = v6_14();
     let mut f = file(&mut k, 512, m);
     assert_eq!(
         k.filemap_write(&mut f, 0, 511 * PAGE_SIZE),
