@@ -107,6 +107,13 @@ struct MachineArgs {
     /// fio's are; off (the default) gives fio's jobs no memory of their own.
     #[arg(long)]
     fio_memory: Option<String>,
+    /// Scenario processes' own memory: on charges each process's image
+    /// and heap (132 pages) and each thread's stack and I/O buffer (4
+    /// pages and its largest read or write block) to its memcg, as
+    /// measured for the oracle's executor; off (the default) gives a
+    /// process only the mappings its steps make.
+    #[arg(long)]
+    process_memory: Option<String>,
     /// The tmpfs mount's huge= option for the scenario's tmpfs files:
     /// never (the default), always, within_size or advise.
     #[arg(long)]
@@ -231,6 +238,11 @@ impl MachineArgs {
             None | Some("off") => false,
             Some("on") => true,
             Some(v) => return Err(format!("--fio-memory: '{v}' is not on or off")),
+        };
+        mm.process_memory = match self.process_memory.as_deref() {
+            None | Some("off") => false,
+            Some("on") => true,
+            Some(v) => return Err(format!("--process-memory: '{v}' is not on or off")),
         };
         let mut variants = mm.kernel.map_or_else(Variants::newest, |k| k.variants());
         for v in &self.variant {

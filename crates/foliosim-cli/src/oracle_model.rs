@@ -231,6 +231,8 @@ fn oracle_scenario(
         kernel: foliosim::mm::KernelRelease::parse(&host.kernel_release)
             .is_ok()
             .then(|| host.kernel_release.clone()),
+        // Each real process is the oracle's executor, charged to its group.
+        process_memory: Some("on".into()),
         ..MachineArgs::default()
     };
     let mut m = run_cmd::with_scenario_defaults(&cli, sc)?;

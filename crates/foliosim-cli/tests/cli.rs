@@ -371,6 +371,11 @@ fn kernel_releases_and_large_folios() {
         (code, err.trim()),
         (2, "foliosim: --fio-memory: '1' is not on or off")
     );
+    let (code, _, err) = foliosim(&["run", "--usemem", "-n 1 1M", "--process-memory", "yes"]);
+    assert_eq!(
+        (code, err.trim()),
+        (2, "foliosim: --process-memory: 'yes' is not on or off")
+    );
     let (code, _, err) = foliosim(&["fio", "--name=x", "--size=1M", "--fs", "zfs"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown file system 'zfs'"), "{err}");

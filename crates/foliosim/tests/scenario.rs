@@ -1792,3 +1792,47 @@ fn timeline_samples_the_scenario_cgroups() {
         "a 256M file through 64M refaults"
     );
 }
+
+/// MmConfig::process_memory: each process charges the executor's measured
+/// image (132 pages) and each thread 4 pages and its largest arena-sized
+/// read buffer (a 32 KiB block: 8 pages; 128 KiB and up: none), written
+/// at its start and never touched again, so reclaim takes them as cold
+/// anon; a forked worker has its own. Off: none.
+#[test]
+fn process_memory_charges_the_executors_own_pages() {
+    let text = "[machine]\nmemory = \"256M\"\n\n[[file]]\nname = \"f\"\nsize = \"1M\"\n\n\
+                [[process]]\nname = \"readers\"\n[[process.thread]]\ncount = 2\nsteps = [\n\
+                { op = \"read\", file = \"f\", bs = \"32k\", passes = 1 },\n\
+                { op = \"loop\", count = 2, steps = [ { op = \"read\", file = \"f\", bs = \"128k\", passes = 1 } ] },\n]\n\n\
+                [[process]]\nname = \"forker\"\nsteps = [\n\
+                { op = \"fork\", count = 2, steps = [ { op = \"sleep\", time = \"1ms\" } ] },\n]\n";
+    let sc = parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let run = |on: bool| {
+        let mut c = cfg(256 * M, None);
+        c.mm.process_memory = on;
+        run_scenario(c, &sc).unwrap()
+    };
+    let page = 4096;
+    let on = run(true);
+    assert_eq!(
+        proc_named(&on, "readers[0]").rss_anon,
+        (132 + 2 * (4 + 8)) * page
+    );
+    assert_eq!(proc_named(&on, "forker[0]").rss_anon, (132 + 4) * page);
+    let children: Vec<_> = on
+        .processes
+        .iter()
+        .filter(|p| p.name.starts_with("forker[0]/fork@"))
+        .collect();
+    assert_eq!(children.len(), 2);
+    for c in children {
+        assert_eq!(c.rss_anon, (132 + 4) * page, "{}", c.name);
+    }
+    // Every page was charged and freed at exit; nothing else is anon.
+    assert_eq!(vm(&on, "pgfault"), 132 * 4 + 2 * 12 + 3 * 4);
+    let off = run(false);
+    assert!(off.processes.iter().all(|p| p.rss_anon == 0));
+    assert_eq!(vm(&off, "pgfault"), 0);
+    // The file's reads are the same either way.
+    assert_eq!(vm(&on, "pgpgin"), vm(&off, "pgpgin"));
+}

@@ -472,6 +472,13 @@ pub struct MmConfig {
     /// its start and freed when fio exits (sim::fio_process_pages). Off:
     /// fio's jobs have no memory of their own.
     pub fio_process_memory: bool,
+    /// Scenario processes' own memory: on, each process (and each forked
+    /// worker) charges its image and heap, and each thread its stack and
+    /// I/O buffer, as anonymous pages touched at its start and freed at
+    /// its exit, sized as measured for the oracle's executor
+    /// (scenario::process_image_pages). Off: a process has only the
+    /// mappings its steps make.
+    pub process_memory: bool,
     pub swappiness: u32,
     pub swap: SwapKind,
     pub swap_bytes: u64,
@@ -572,6 +579,7 @@ impl Default for MmConfig {
             kernel: None,
             large_folios: false,
             fio_process_memory: false,
+            process_memory: false,
             thp_anon_orders: 0,
             thp_defrag: ThpDefrag::Madvise,
             tmpfs_huge: TmpfsHuge::Never,

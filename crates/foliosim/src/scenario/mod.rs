@@ -209,6 +209,44 @@ struct Body<'a> {
     /// Barriers this body's steps name (a thread running it is one of
     /// their parties while it lives).
     bars: Vec<usize>,
+    /// The anonymous pages a thread running it holds of its own
+    /// (thread_own_pages), charged with MmConfig::process_memory.
+    own_pages: u64,
+}
+
+/// The oracle's executor as measured in its memcg (memory.stat rss,
+/// cgroup v1, Linux 6.18, glibc 2.41): 540,672 bytes, 132 pages, for a
+/// process of one to eight threads before any step (the program, its
+/// heap, the scenario it parsed).
+const PROCESS_IMAGE_PAGES: u64 = 132;
+/// Each thread's touched stack and arena: 4 pages (4 threads of 4 KiB
+/// reads: 22 pages over the image, 32 KiB reads 50, 8 threads of 32 KiB
+/// reads 102: 4 to 5.5 a thread beyond the buffer).
+const THREAD_OWN_PAGES: u64 = 4;
+/// glibc's malloc serves a read or write step's buffer from the thread's
+/// arena below its mmap threshold (128 KiB), where it stays resident once
+/// freed; a larger one is mapped and unmapped around the step (4 threads
+/// of 128 KiB reads left 11 pages over the image).
+const ARENA_BUF_MAX: u64 = 128 << 10;
+
+/// The pages a thread running `steps` holds of its own: its stack and
+/// arena, and its largest read or write buffer kept in the arena (a
+/// `compute` with `sys` reads /dev/zero into 64 KiB). Forked workers are
+/// processes of their own.
+fn thread_own_pages(steps: &[Step]) -> u64 {
+    fn buf(steps: &[Step]) -> u64 {
+        steps
+            .iter()
+            .map(|s| match &s.op {
+                Op::Io { bs, .. } if *bs < ARENA_BUF_MAX => bs.div_ceil(PAGE_SIZE),
+                Op::Compute { sys: true, .. } => (64 << 10) / PAGE_SIZE,
+                Op::Loop { steps, .. } => buf(steps),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+    THREAD_OWN_PAGES + buf(steps)
 }
 
 #[derive(Clone, Copy, Default)]
@@ -475,6 +513,7 @@ impl<'a> Driver<'a> {
                 }
                 let mm = d.procs[proc].mm;
                 k.core.mms[mm as usize].nr_cpus = d.procs[proc].threads.len().max(1) as u32;
+                d.charge_own_memory(k, proc, 0);
                 if d.procs[proc].live == 0 {
                     d.finish_proc(k, proc, 0);
                 }
@@ -506,12 +545,14 @@ impl<'a> Driver<'a> {
             nloops: 0,
             ngens: 0,
             bars: Vec::new(),
+            own_pages: 0,
         });
         let mut b = Body {
             ins: Vec::new(),
             nloops: 0,
             ngens: 0,
             bars: Vec::new(),
+            own_pages: thread_own_pages(steps),
         };
         self.compile_into(steps, &mut b)?;
         self.bodies[idx] = b;
@@ -638,6 +679,35 @@ impl<'a> Driver<'a> {
             block_caches: (0..self.files.len()).map(|_| None).collect(),
         });
         self.procs.len() - 1
+    }
+
+    /// MmConfig::process_memory: the process's image and heap and its
+    /// threads' own pages, written at `t` into an anonymous mapping the
+    /// steps never touch again (so they age as the real executor's do),
+    /// freed with the mm at exit. A charge the memcg cannot take makes the
+    /// process's first access OOM-kill it, as exec would fail in the kernel.
+    fn charge_own_memory<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, proc: usize, t: u64) {
+        if !k.core.cfg.process_memory {
+            return;
+        }
+        let pr = &self.procs[proc];
+        let pages = PROCESS_IMAGE_PAGES
+            + pr.threads
+                .iter()
+                .map(|&th| self.bodies[self.threads[th].body].own_pages)
+                .sum::<u64>();
+        let (mm, memcg) = (pr.mm, pr.memcg);
+        let (saved_now, saved_mm) = (k.core.now, k.core.current);
+        k.core.now = t;
+        k.core.current = mm;
+        let space = k.mmap_anon(mm, pages * PAGE_SIZE);
+        for p in 0..pages {
+            if !k.anon_access(space, p, memcg, true) {
+                break;
+            }
+        }
+        k.core.current = saved_mm;
+        k.core.now = saved_now.max(t);
     }
 
     fn new_thread(&mut self, proc: usize, body: usize, t: u64, ident: Vec<u64>) -> usize {
@@ -836,6 +906,7 @@ impl<'a> Driver<'a> {
                     let mut ci = ident.clone();
                     ci.push(j as u64);
                     self.new_thread(c, child_body, t, ci);
+                    self.charge_own_memory(k, c, t);
                 }
                 let th = &mut self.threads[id];
                 th.pc += 1;
