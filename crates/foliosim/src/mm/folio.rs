@@ -63,6 +63,10 @@ pub mod pg {
     pub const ORDER_SHIFT: u32 = 24;
     pub const ORDER_MASK: u32 = 0xf << ORDER_SHIFT;
     /// The frame is on the free list (no folio).
+    /// Moved a generation on by MGLRU's sort_folio() (tier protection or
+    /// the rework's promotion of a saturated folio) and not accessed since
+    /// (for the explain counters: protection that bought nothing).
+    pub const PROT_UNUSED: u32 = 1 << 28;
     pub const FREE: u32 = 1 << 31;
 }
 

@@ -394,7 +394,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let f = self.core.folios.get_mut(id);
         f.mapping = mapping;
         f.index = start as u32;
-        f.clear(pg::RA_UNUSED);
+        f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
         f.set(pg::DIRTY);
         for i in 0..nr {
             self.core.files[mapping as usize].set_folio_pub(start + i, id);
@@ -532,6 +532,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         };
         let f = self.core.folios.get_mut(id);
         f.set(pg::PTE_YOUNG);
+        f.clear(pg::PROT_UNUSED);
         if !f.test(pg::MAPPED) {
             f.set(pg::MAPPED);
             let (m, order) = (f.memcg, f.order());

@@ -69,6 +69,10 @@ items! {
     // prefixed foliosim_ so no one mistakes them for one).
     RA_PAGES => "foliosim_ra_pages",
     RA_UNUSED_EVICTED => "foliosim_ra_unused_evicted",
+    // MGLRU's sort_folio() protection: pages moved a generation on, and
+    // those evicted later with no access in between.
+    PROTECTED => "foliosim_protected",
+    PROTECTED_UNUSED_EVICTED => "foliosim_protected_unused_evicted",
     RA_SYNC => "foliosim_ra_sync",
     RA_ASYNC => "foliosim_ra_async",
     FAULTAROUND_MAPPED => "foliosim_faultaround_mapped",

@@ -675,6 +675,9 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
         if f.test(pg::RA_UNUSED) {
             core.count(memcg, Item::RA_UNUSED_EVICTED, nr);
         }
+        if f.test(pg::PROT_UNUSED) {
+            core.count(memcg, Item::PROTECTED_UNUSED_EVICTED, nr);
+        }
         if file {
             core.trace_delete_from_page_cache(id);
             core.page_cache_delete(f.mapping, f.index as u64, nr, Some(shadow), memcg);

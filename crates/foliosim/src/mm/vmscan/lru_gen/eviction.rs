@@ -45,6 +45,8 @@ impl LruGen {
                 lv.protected[type_][tier] += delta;
             }
             lv.stats.sort_protected += 1;
+            core.folios.get_mut(id).set(pg::PROT_UNUSED);
+            core.count(m as MemcgId, Item::PROTECTED, delta);
             if !core.cfg.variants.mglru_refault_accounting_fix {
                 // Before 6.5 a tier's protection counted as an activation.
                 let (_, activate, _) =
