@@ -831,7 +831,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.folio_mark_accessed(id);
         }
         let f = self.core.folios.get_mut(id);
-        f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
+        f.clear(pg::UNUSED_MARKS);
         let fstart = (f.index as u64) << PAGE_SHIFT;
         let chunk_end = (fstart + (f.nr_pages() << PAGE_SHIFT)).min(end);
         let copied = chunk_end - pos.max(fstart);
@@ -1064,7 +1064,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let f = self.core.folios.get_mut(id);
             if f.test(pg::MAPPED) {
                 f.set(pg::PTE_YOUNG);
-                f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
+                f.clear(pg::UNUSED_MARKS);
                 self.core.cpu(self.core.cost.touch_mapped);
                 return true;
             }
@@ -1227,7 +1227,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 f.set(pg::PTE_YOUNG);
             }
             if has_fault {
-                f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
+                f.clear(pg::UNUSED_MARKS);
             }
             nr_mapped_pages += in_range;
             nr_charged += nr;

@@ -62,11 +62,13 @@ pub mod pg {
     /// read it with Folio::order().
     pub const ORDER_SHIFT: u32 = 24;
     pub const ORDER_MASK: u32 = 0xf << ORDER_SHIFT;
-    /// The frame is on the free list (no folio).
     /// Moved a generation on by MGLRU's sort_folio() (tier protection or
     /// the rework's promotion of a saturated folio) and not accessed since
     /// (for the explain counters: protection that bought nothing).
     pub const PROT_UNUSED: u32 = 1 << 28;
+    /// The explain marks an access clears.
+    pub const UNUSED_MARKS: u32 = RA_UNUSED | PROT_UNUSED;
+    /// The frame is on the free list (no folio).
     pub const FREE: u32 = 1 << 31;
 }
 
@@ -140,6 +142,9 @@ impl Folio {
 pub const MAX_PAGECACHE_ORDER: u32 = 9;
 /// HPAGE_PMD_ORDER on x86-64: a folio of this order is mapped by a PMD.
 pub const HPAGE_PMD_ORDER: u32 = 9;
+/// THP_ORDERS_ALL_FILE_DEFAULT: every large page-cache order, 1 to
+/// MAX_PAGECACHE_ORDER, as an order mask.
+pub const THP_ORDERS_ALL_FILE: u32 = (2 << MAX_PAGECACHE_ORDER) - 2;
 
 /// The large orders (1 to PMD) set in an order mask, highest first: the
 /// order the THP allocation paths try them in (highest_order/next_order).

@@ -182,7 +182,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             Slot::Folio(id) => {
                 let f = self.core.folios.get_mut(id);
                 f.set(pg::PTE_YOUNG);
-                f.clear(pg::PROT_UNUSED);
+                f.clear(pg::UNUSED_MARKS);
                 if write {
                     // The PTE's dirty bit; try_to_unmap() moves it to the
                     // folio, which the model keeps there directly.
@@ -397,7 +397,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let f = self.core.folios.get_mut(id);
             f.mapping = space;
             f.index = start as u32;
-            f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
+            f.clear(pg::UNUSED_MARKS);
             f.set(pg::MAPPED | pg::PTE_YOUNG);
             if write {
                 f.set(pg::DIRTY);

@@ -476,7 +476,7 @@ pub struct MmConfig {
     /// worker) charges its image and heap, and each thread its stack and
     /// I/O buffer, as anonymous pages touched at its start and freed at
     /// its exit, sized as measured for the oracle's executor
-    /// (scenario::process_image_pages). Off: a process has only the
+    /// (scenario's charge_own_memory()). Off: a process has only the
     /// mappings its steps make.
     pub process_memory: bool,
     pub swappiness: u32,
@@ -547,10 +547,9 @@ impl MmConfig {
 
     /// Every order a tmpfs write may take under huge=always|within_size.
     fn tmpfs_write_order_mask(&self) -> u32 {
-        let pmd = 1u32 << folio::HPAGE_PMD_ORDER;
         match self.tmpfs_write_orders() {
-            TmpfsWriteOrders::Pmd => pmd,
-            TmpfsWriteOrders::WriteSize | TmpfsWriteOrders::FromPmd => (pmd << 1) - 2,
+            TmpfsWriteOrders::Pmd => 1 << folio::HPAGE_PMD_ORDER,
+            TmpfsWriteOrders::WriteSize | TmpfsWriteOrders::FromPmd => folio::THP_ORDERS_ALL_FILE,
         }
     }
 

@@ -147,6 +147,19 @@ pub enum Sgp {
     Fault,
 }
 
+/// shmem_mapping_size_orders() (6.14 to 6.17): filemap_get_order() of the
+/// write's length from `index` (the order it fills, rounded down), no
+/// larger than the index's alignment nor MAX_PAGECACHE_ORDER; that order
+/// and every large one below it.
+fn shmem_mapping_size_orders(index: u64, write_end: u64) -> u32 {
+    let size = write_end.saturating_sub(index << PAGE_SHIFT);
+    let mut order = size.max(1).ilog2().saturating_sub(PAGE_SHIFT);
+    if order > 0 && index & ((1u64 << order) - 1) != 0 {
+        order = index.trailing_zeros();
+    }
+    (2u32 << order.min(super::folio::MAX_PAGECACHE_ORDER)) - 2
+}
+
 impl<P: ReclaimPolicy> Kernel<P> {
     /// shmem_get_folio_gfp(): the folio at `index`, swapped in if its slot
     /// holds a swap entry; for a hole, a new zeroed folio unless
@@ -181,29 +194,22 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// ends within max(write end, i_size); advise needs MADV_HUGEPAGE,
     /// which the model's mappings never have.
     fn shmem_allowable_huge_orders(&self, mapping: u32, index: u64, sgp: Sgp) -> u32 {
-        use super::folio::{HPAGE_PMD_ORDER, MAX_PAGECACHE_ORDER};
+        use super::folio::{HPAGE_PMD_ORDER, THP_ORDERS_ALL_FILE};
         use super::{TmpfsHuge, TmpfsWriteOrders};
         let a = &self.core.files[mapping as usize];
         if a.max_order == 0 {
             return 0;
         }
         let pmd = 1u32 << HPAGE_PMD_ORDER;
-        let cands = match (sgp, self.core.cfg.tmpfs_write_orders()) {
-            (Sgp::Fault, _) | (_, TmpfsWriteOrders::Pmd) => pmd,
-            (_, TmpfsWriteOrders::FromPmd) => (pmd << 1) - 2,
-            // shmem_mapping_size_orders(): no write end (SGP_READ), none.
-            (Sgp::Read, TmpfsWriteOrders::WriteSize) => 0,
-            (Sgp::Write(end), TmpfsWriteOrders::WriteSize) => {
-                // filemap_get_order(): the order the write's length fills
-                // (rounded down), then no larger than the index's alignment.
-                let size = end.saturating_sub(index << PAGE_SHIFT);
-                let mut order = size.max(1).ilog2().saturating_sub(PAGE_SHIFT);
-                if order > 0 && index & ((1u64 << order) - 1) != 0 {
-                    order = index.trailing_zeros();
-                }
-                let order = order.min(MAX_PAGECACHE_ORDER);
-                (2u32 << order) - 2
-            }
+        let cands = match sgp {
+            Sgp::Fault => pmd,
+            // SGP_READ leaves a hole a hole: nothing is allocated.
+            Sgp::Read => 0,
+            Sgp::Write(end) => match self.core.cfg.tmpfs_write_orders() {
+                TmpfsWriteOrders::Pmd => pmd,
+                TmpfsWriteOrders::FromPmd => THP_ORDERS_ALL_FILE,
+                TmpfsWriteOrders::WriteSize => shmem_mapping_size_orders(index, end),
+            },
         };
         match self.core.cfg.tmpfs_huge {
             TmpfsHuge::Never | TmpfsHuge::Advise => 0,
@@ -394,7 +400,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let f = self.core.folios.get_mut(id);
         f.mapping = mapping;
         f.index = start as u32;
-        f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
+        f.clear(pg::UNUSED_MARKS);
         f.set(pg::DIRTY);
         for i in 0..nr {
             self.core.files[mapping as usize].set_folio_pub(start + i, id);
@@ -532,7 +538,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         };
         let f = self.core.folios.get_mut(id);
         f.set(pg::PTE_YOUNG);
-        f.clear(pg::PROT_UNUSED);
+        f.clear(pg::UNUSED_MARKS);
         if !f.test(pg::MAPPED) {
             f.set(pg::MAPPED);
             let (m, order) = (f.memcg, f.order());

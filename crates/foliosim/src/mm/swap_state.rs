@@ -276,7 +276,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn swap_update_readahead(&mut self, id: FolioId, space: u32, index: u64) {
         let f = self.core.folios.get_mut(id);
         let readahead = f.test_clear(pg::READAHEAD);
-        f.clear(pg::RA_UNUSED | pg::PROT_UNUSED);
+        f.clear(pg::UNUSED_MARKS);
         let memcg = f.memcg;
         let vma_ra = self.swap_use_vma_readahead();
         if vma_ra {

@@ -684,8 +684,10 @@ impl<'a> Driver<'a> {
     /// MmConfig::process_memory: the process's image and heap and its
     /// threads' own pages, written at `t` into an anonymous mapping the
     /// steps never touch again (so they age as the real executor's do),
-    /// freed with the mm at exit. A charge the memcg cannot take makes the
-    /// process's first access OOM-kill it, as exec would fail in the kernel.
+    /// freed with the mm at exit. A charge that ends in an OOM kill stops
+    /// here; the driver carries the kill out after the next slice, as for
+    /// any access (a charge failing with no victim leaves the rest
+    /// uncharged).
     fn charge_own_memory<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, proc: usize, t: u64) {
         if !k.core.cfg.process_memory {
             return;
