@@ -13,7 +13,7 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, SwapKind, ThpDefrag, TmpfsHu
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-mod common;
+use crate::common;
 use common::mthp;
 
 fn kernel<P: ReclaimPolicy>(
