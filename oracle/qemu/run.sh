@@ -5,7 +5,15 @@
 # switched at boot through /sys/kernel/mm/lru_gen/enabled on the same guest.
 #
 #   oracle/qemu/run.sh [--out DIR] [--exp aging,swapmix,ddoom,folios,ycsb,kbuild] [--lru y,n] [--quick]
-#                      [--kernel 6.1|6.12|7.0|7.1|7.2|7.3]   (the release the guest boots, 6.12)
+#                      [--kernel 6.1|6.12|7.0|7.1|7.2|7.3|cache-ext]   (the release the guest boots, 6.12;
+#                      cache-ext: the cache_ext paper's kernel as build-cache-ext.sh left it
+#                      in $FSIM_QEMU_WORK/cache-ext)
+#                      [--policy NAME] [--policy-cgroup PATH] [--policy-file NAME]   (cache-ext
+#                      only, kbuild: cache_ext's loader cache_ext_NAME.out, from
+#                      build-cache-ext-policies.sh, attached to the scenario cgroup PATH
+#                      (ycsb) of each oracle run, watching the directory of the scenario's
+#                      file NAME (db); NAME one of fifo, mru, sampling, s3fifo, lhd,
+#                      get_scan, mglru; none: the kernel's own LRU)
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
@@ -49,6 +57,9 @@ YCSB_SECS=30
 KB_SWAPPINESS=35,70,105,140,175
 KB_REPEAT=1
 KB_SCENARIO=$(cd "$HERE/../.." && pwd)/examples/kernel-build.toml
+POLICY=none
+POLICY_CGROUP=ycsb
+POLICY_FILE=db
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) OUT=$2; shift 2 ;;
@@ -67,11 +78,18 @@ while [ $# -gt 0 ]; do
 	--swappiness) KB_SWAPPINESS=$2; shift 2 ;;
 	--repeat) KB_REPEAT=$2; shift 2 ;;
 	--scenario) KB_SCENARIO=$(realpath -m -- "$2"); shift 2 ;;
+	--policy) POLICY=$2; shift 2 ;;
+	--policy-cgroup) POLICY_CGROUP=$2; shift 2 ;;
+	--policy-file) POLICY_FILE=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 for e in ${EXPS//,/ }; do case $e in aging|swapmix|ddoom|folios|ycsb|kbuild) ;; *) echo "run.sh: --exp: unknown experiment '$e' (aging, swapmix, ddoom, folios, ycsb, kbuild)" >&2; exit 2 ;; esac; done
-case $KERNEL in 6.1|6.12|7.[0-9]) ;; *) echo "run.sh: --kernel: '$KERNEL' is not 6.1, 6.12 or 7.N (7.0 to 7.3 are packaged)" >&2; exit 2 ;; esac
+case $KERNEL in 6.1|6.12|7.[0-9]|cache-ext) ;; *) echo "run.sh: --kernel: '$KERNEL' is not 6.1, 6.12, 7.N (7.0 to 7.3 are packaged) or cache-ext" >&2; exit 2 ;; esac
+case $POLICY in none|fifo|mru|sampling|s3fifo|lhd|get_scan|mglru) ;; *) echo "run.sh: --policy: '$POLICY' is not none, fifo, mru, sampling, s3fifo, lhd, get_scan or mglru" >&2; exit 2 ;; esac
+[ "$POLICY" = none ] || [ "$KERNEL" = cache-ext ] || { echo "run.sh: --policy needs --kernel cache-ext" >&2; exit 2; }
+[[ $POLICY_CGROUP =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$ && /$POLICY_CGROUP/ != */../* && /$POLICY_CGROUP/ != */./* ]] || { echo "run.sh: --policy-cgroup: '$POLICY_CGROUP' is not a cgroup path (name[/name...])" >&2; exit 2; }
+[[ $POLICY_FILE =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "run.sh: --policy-file: '$POLICY_FILE' is not a file name" >&2; exit 2; }
 [[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
 [[ $KB_SWAPPINESS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --swappiness: '$KB_SWAPPINESS' is not N[,N...]" >&2; exit 2; }
 [ -f "$KB_SCENARIO" ] || { echo "run.sh: --scenario: '$KB_SCENARIO' is not a file" >&2; exit 2; }
@@ -125,7 +143,10 @@ fi
 # ---- kernel: Debian's packaged 6.1 or 6.12 (bookworm) or 7.N (trixie-backports) ----
 mkdir -p "$WORK"
 cd "$WORK"
-if [ "$KERNEL" = 6.1 ] || [ "$KERNEL" = 6.12 ]; then
+if [ "$KERNEL" = cache-ext ]; then
+	# Built here (build-cache-ext.sh): every driver built in, no modules.
+	PKG=linux-cache-ext
+elif [ "$KERNEL" = 6.1 ] || [ "$KERNEL" = 6.12 ]; then
 	# bookworm names 6.1 by its ABI (linux-image-6.1.0-N-amd64-unsigned),
 	# 6.12 (from its security updates) by version.
 	if [ "$KERNEL" = 6.1 ]; then pat='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$'; else pat='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$'; fi
@@ -168,15 +189,28 @@ else
 		mv "kernel-$PKG.tmp" "kernel-$PKG"
 	fi
 fi
-K=$WORK/kernel-$PKG
-# 6.12's .deb has /boot and /lib/modules; the split 7.N packages keep
-# vmlinuz and config beside the modules in /usr/lib/modules/VER (7.0's
-# linux-base still has /boot).
-MODDIR=$(ls -d "$K"/lib/modules/* "$K"/usr/lib/modules/* 2>/dev/null | head -1 || true)
-[ -n "$MODDIR" ] || skip "$PKG has no modules directory"
-KVER=$(basename "$MODDIR")
-VMLINUZ=$K/boot/vmlinuz-$KVER; [ -f "$VMLINUZ" ] || VMLINUZ=$MODDIR/vmlinuz
-CONFIG=$K/boot/config-$KVER; [ -f "$CONFIG" ] || CONFIG=$MODDIR/config
+if [ "$KERNEL" = cache-ext ]; then
+	CE=$WORK/cache-ext
+	VMLINUZ=$CE/bzImage
+	CONFIG=$CE/config
+	[ -f "$VMLINUZ" ] && [ -f "$CONFIG" ] || skip "no $CE/bzImage: build it with oracle/qemu/build-cache-ext.sh"
+	MODDIR=
+	KVER=6.6.8-cache-ext
+	if [ "$POLICY" != none ]; then
+		POLICY_BIN=$CE/policies/cache_ext_$POLICY.out
+		[ -x "$POLICY_BIN" ] || skip "no $POLICY_BIN: build it with oracle/qemu/build-cache-ext-policies.sh"
+	fi
+else
+	K=$WORK/kernel-$PKG
+	# 6.12's .deb has /boot and /lib/modules; the split 7.N packages keep
+	# vmlinuz and config beside the modules in /usr/lib/modules/VER (7.0's
+	# linux-base still has /boot).
+	MODDIR=$(ls -d "$K"/lib/modules/* "$K"/usr/lib/modules/* 2>/dev/null | head -1 || true)
+	[ -n "$MODDIR" ] || skip "$PKG has no modules directory"
+	KVER=$(basename "$MODDIR")
+	VMLINUZ=$K/boot/vmlinuz-$KVER; [ -f "$VMLINUZ" ] || VMLINUZ=$MODDIR/vmlinuz
+	CONFIG=$K/boot/config-$KVER; [ -f "$CONFIG" ] || CONFIG=$MODDIR/config
+fi
 [ -f "$VMLINUZ" ] && [ -f "$CONFIG" ] || skip "$PKG has no vmlinuz or config"
 grep -q '^CONFIG_LRU_GEN=y' "$CONFIG" || skip "$PKG has no CONFIG_LRU_GEN"
 grep -q '^CONFIG_MEMCG=y' "$CONFIG" || skip "$PKG has no CONFIG_MEMCG"
@@ -187,7 +221,7 @@ grep -q '^CONFIG_MEMCG=y' "$CONFIG" || skip "$PKG has no CONFIG_MEMCG"
 declare -A modpath=() seen=()
 while IFS= read -r f; do
 	b=$(basename "$f"); b=${b%%.ko*}; modpath[${b//-/_}]=$f
-done < <(cd "$MODDIR" && find kernel -name '*.ko*')
+done < <([ -z "$MODDIR" ] || { cd "$MODDIR" && find kernel -name '*.ko*'; })
 order=()
 modcat() { case $1 in *.xz) xz -dc "$1" ;; *.zst) zstd -dc "$1" ;; *) cat "$1" ;; esac; }
 add_mod() { # module name
@@ -226,6 +260,7 @@ gcc -O2 -Wall -static -o initramfs/folioprobe "$HERE/folioprobe.c"
 if [ -n "$FOLIOSIM" ]; then
 	cp "$FOLIOSIM" initramfs/foliosim
 	cp "$KB_SCENARIO" initramfs/kbuild.toml
+	[ "$POLICY" = none ] || cp "$POLICY_BIN" initramfs/policy
 	# The dynamic loader and libraries, at the paths the binary asks for.
 	for lib in $(ldd "$FOLIOSIM" | grep -o '/[^ ]*'); do
 		mkdir -p "initramfs$(dirname "$lib")" && cp -L "$lib" "initramfs$lib"
@@ -269,6 +304,7 @@ boot() { # exp lru args...
 	local exp=$1 lru=$2; shift 2
 	local log="$OUT/$exp-lru_$lru.log"
 	[ "$exp" = aging ] && log="$OUT/$exp-t${THREADS}r${READERS}-lru_$lru.log"
+	[ "$exp" = kbuild ] && [ "$POLICY" != none ] && log="$OUT/$exp-$POLICY-lru_$lru.log"
 	[ "$exp" = swapmix ] && log="$OUT/$exp-anon${ANON_MB}-think${THINK/,/-}-lru_$lru.log"
 	local extra=()
 	if [ "$exp" = ddoom ]; then
@@ -313,7 +349,8 @@ for e in ${EXPS//,/ }; do
 			fsim_read_kb=32 fsim_cpu_us=400 ;;
 		# The oracle runs the scenario at each swappiness; its model side
 		# runs too (the host's latencies as the oracle measures them).
-		kbuild) boot kbuild $l fsim_swappiness=$KB_SWAPPINESS fsim_repeat=$KB_REPEAT fsim_trace=${FSIM_QEMU_TRACE:-0} ;;
+		kbuild) boot kbuild $l fsim_swappiness=$KB_SWAPPINESS fsim_repeat=$KB_REPEAT fsim_trace=${FSIM_QEMU_TRACE:-0} \
+			fsim_policy=$POLICY fsim_policy_cgroup=$POLICY_CGROUP fsim_policy_file=$POLICY_FILE ;;
 		swapmix) boot swapmix $l fsim_limit_mb=384 fsim_anon_mb=$ANON_MB fsim_zram_mb=512 fsim_secs=$SECS \
 			fsim_anon_think_us=${THINK%,*} fsim_file_think_us=${THINK#*,} fsim_swappiness=$SWAPPINESS ;;
 		esac

@@ -65,11 +65,27 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         (vec!["--dd-mb", "0"], "--dd-mb: '0' is not 1..4096"),
         (
             vec!["--kernel", "6.6"],
-            "--kernel: '6.6' is not 6.1, 6.12 or 7.N",
+            "--kernel: '6.6' is not 6.1, 6.12, 7.N (7.0 to 7.3 are packaged) or cache-ext",
         ),
         (
             vec!["--kernel", "7"],
-            "--kernel: '7' is not 6.1, 6.12 or 7.N",
+            "--kernel: '7' is not 6.1, 6.12, 7.N",
+        ),
+        (
+            vec!["--policy", "lfu"],
+            "--policy: 'lfu' is not none, fifo, mru, sampling",
+        ),
+        (
+            vec!["--policy", "sampling"],
+            "--policy needs --kernel cache-ext",
+        ),
+        (
+            vec!["--kernel", "cache-ext", "--policy-cgroup", "../x"],
+            "--policy-cgroup: '../x' is not a cgroup path",
+        ),
+        (
+            vec!["--kernel", "cache-ext", "--policy-file", "a/b"],
+            "--policy-file: 'a/b' is not a file name",
         ),
         (vec!["--secs", "0"], "--secs: '0' is not 1..3600"),
         (
