@@ -71,11 +71,12 @@ if [ ! -f .config ]; then
 		--enable BPF --enable BPF_SYSCALL --enable BPF_JIT --enable CGROUP_BPF \
 		--enable DEBUG_INFO --enable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT \
 		--disable DEBUG_INFO_REDUCED --enable DEBUG_INFO_BTF \
-		--enable FTRACE --enable BLK_DEV_INITRD --enable DEVTMPFS \
+		--enable FTRACE --enable FUNCTION_TRACER --enable DYNAMIC_FTRACE \
+		--enable FPROBE --enable DEBUG_FS --enable BLK_DEV_INITRD --enable DEVTMPFS \
 		--set-str LOCALVERSION "-cache-ext" \
 		--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS ""
 	make -s olddefconfig
-	for o in LRU_GEN MEMCG BPF_SYSCALL DEBUG_INFO_BTF VIRTIO_BLK EXT4_FS ZRAM; do
+	for o in LRU_GEN MEMCG BPF_SYSCALL DEBUG_INFO_BTF VIRTIO_BLK EXT4_FS ZRAM FUNCTION_TRACER DYNAMIC_FTRACE DEBUG_FS; do
 		grep -q "^CONFIG_$o=y" .config || { echo "build-cache-ext.sh: CONFIG_$o did not stay on" >&2; exit 1; }
 	done
 fi
