@@ -33,24 +33,3 @@ mod scenario;
 mod stats_flush;
 mod tmpfs_huge;
 mod workingset_protection;
-
-/// With autotests off, a new tests/*.rs file not listed above would
-/// never build or run: fail until it is.
-#[test]
-fn every_test_file_is_a_module_here() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let me = std::fs::read_to_string(dir.join("model.rs")).unwrap();
-    let mut missing = Vec::new();
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let name = e.unwrap().file_name().into_string().unwrap();
-        let Some(stem) = name.strip_suffix(".rs") else { continue };
-        if stem != "model"
-            && !me.contains(&format!("\nmod {stem};"))
-            && !me.contains(&format!("#[path = \"{name}\"]"))
-        {
-            missing.push(name);
-        }
-    }
-    missing.sort();
-    assert!(missing.is_empty(), "tests/model.rs does not list {missing:?}");
-}
