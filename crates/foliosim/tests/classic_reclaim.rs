@@ -11,7 +11,7 @@ use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::vmstat::Item;
 use foliosim::mm::{blkdev::DeviceProfile, Kernel, MmConfig, SwapKind, PAGE_SIZE};
 
-use crate::common;
+mod common;
 
 fn cfg(ram_mb: u64, swap: SwapKind, device: &str) -> MmConfig {
     MmConfig {

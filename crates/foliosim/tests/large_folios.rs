@@ -11,7 +11,7 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, PAGE_SIZE};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-use crate::common;
+mod common;
 
 fn kernel<P: ReclaimPolicy>(policy: P, limit_pages: Option<u64>, large: bool) -> (Kernel<P>, u16) {
     let cfg = MmConfig {

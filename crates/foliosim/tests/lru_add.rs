@@ -9,7 +9,7 @@ use foliosim::mm::vmscan::lru_gen::LruGen;
 use foliosim::mm::vmscan::ReclaimPolicy;
 use foliosim::mm::{Kernel, MmConfig, FOLIO_BATCH_SIZE, PAGE_SIZE};
 
-use crate::common;
+mod common;
 
 fn config(variants: &str) -> MmConfig {
     common::variants_cfg(64 << 20, variants)

@@ -8,7 +8,7 @@ use foliosim::mm::vmscan::ReclaimPolicy;
 use foliosim::mm::vmstat::Item;
 use foliosim::mm::{Kernel, MmConfig, Variants, PAGE_SIZE};
 
-use crate::common;
+mod common;
 
 fn config(variants: &str) -> MmConfig {
     common::variants_cfg(256 << 20, variants)

@@ -12,7 +12,7 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, SwapKind, ThpDefrag, PAGE_SI
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-use crate::common;
+mod common;
 use common::mthp;
 
 fn kernel<P: ReclaimPolicy>(policy: P, limit: u64, orders: u32) -> (Kernel<P>, u16) {

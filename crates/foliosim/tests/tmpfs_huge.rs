@@ -13,7 +13,7 @@ use foliosim::mm::{Kernel, KernelRelease, MmConfig, SwapKind, ThpDefrag, TmpfsHu
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-use crate::common;
+mod common;
 use common::mthp;
 
 fn kernel<P: ReclaimPolicy>(

@@ -2,7 +2,7 @@
 //! the JSON rows' fields, the change rows against their before/after
 //! rows, determinism, and the fold-fix variant's one behaviour change.
 
-use crate::common;
+mod common;
 
 use foliosim::reproduce::workingset_protection::{
     change_pct, reproduces, workingset_protection, Base, Row, Size, AFTER, BEFORE, LULESH_METRICS,
