@@ -13,8 +13,10 @@
 #        /var/tmp/foliosim-qemu/cache-ext): its linux/vmlinux must exist.
 #        Results: DIR/policies/cache_ext_<name>.out.
 #
-# Needs clang, bpftool (Debian's: for `btf dump` and `gen skeleton`) and
-# the static libelf, zlib and zstd (libelf-dev, zlib1g-dev, libzstd-dev).
+# Needs clang (with llvm) and the static libelf, zlib and zstd (libelf-dev,
+# zlib1g-dev, libzstd-dev). bpftool is built from the same tree: the
+# skeletons need a libbpf that knows `.struct_ops.link` (1.2; Debian
+# bookworm's bpftool has 1.1 and leaves the policies' ops map out).
 # A missing one is named and the script exits 2.
 set -euo pipefail
 
@@ -29,8 +31,8 @@ while [ $# -gt 0 ]; do
 	*) echo "build-cache-ext-policies.sh: unknown argument '$1' (--src REPO, --out DIR)" >&2; exit 2 ;;
 	esac
 done
-for t in git clang bpftool make gcc; do
-	command -v $t >/dev/null || { echo "build-cache-ext-policies.sh: $t is missing (Debian: apt-get install clang bpftool)" >&2; exit 2; }
+for t in git clang llvm-strip make gcc; do
+	command -v $t >/dev/null || { echo "build-cache-ext-policies.sh: $t is missing (Debian: apt-get install clang llvm)" >&2; exit 2; }
 done
 LIBDIR=/usr/lib/x86_64-linux-gnu
 for a in libelf.a libz.a libzstd.a; do
@@ -45,6 +47,12 @@ if [ ! -f "$LIBBPF/usr/lib64/libbpf.a" ]; then
 	mkdir -p "$OUT/libbpf-build"
 	make -s -C "$TREE/tools/lib/bpf" BUILD_STATIC_ONLY=1 OUTPUT="$OUT/libbpf-build/" \
 		DESTDIR="$LIBBPF" prefix=/usr install >/dev/null
+fi
+
+BPFTOOL=$OUT/bpftool-build/bpftool
+if [ ! -x "$BPFTOOL" ]; then
+	mkdir -p "$OUT/bpftool-build"
+	make -s -C "$TREE/tools/bpf/bpftool" OUTPUT="$OUT/bpftool-build/" >/dev/null
 fi
 
 ART=$OUT/cache_ext
@@ -62,13 +70,13 @@ B=$OUT/policies
 mkdir -p "$B"
 cp "$ART"/policies/*.h "$ART"/policies/*.c "$B"/
 cd "$B"
-[ -s vmlinux.h ] || bpftool btf dump file "$TREE/vmlinux" format c > vmlinux.h
+[ -s vmlinux.h ] || "$BPFTOOL" btf dump file "$TREE/vmlinux" format c > vmlinux.h
 SYS=$(clang -v -E - </dev/null 2>&1 | sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 for p in fifo mru sampling s3fifo lhd get_scan mglru; do
 	n=cache_ext_$p
 	# shellcheck disable=SC2086
 	clang -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I"$LIBBPF/usr/include" $SYS -c $n.bpf.c -o $n.bpf.o
-	bpftool gen skeleton $n.bpf.o > $n.skel.h
+	"$BPFTOOL" gen skeleton $n.bpf.o > $n.skel.h
 	gcc -O2 -Wall -static -I"$LIBBPF/usr/include" $n.c -o $n.out \
 		"$LIBBPF/usr/lib64/libbpf.a" $LIBDIR/libelf.a $LIBDIR/libz.a $LIBDIR/libzstd.a -lpthread
 done
