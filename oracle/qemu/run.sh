@@ -11,9 +11,11 @@
 #                      [--policy NAME] [--policy-cgroup PATH] [--policy-file NAME]   (cache-ext
 #                      only, kbuild: cache_ext's loader cache_ext_NAME.out, from
 #                      build-cache-ext-policies.sh, attached to the scenario cgroup PATH
-#                      (ycsb) of each oracle run, watching the directory of the scenario's
+#                      (cache_ext_ycsb) of each oracle run, watching the directory of the scenario's
 #                      file NAME (db); NAME one of fifo, mru, sampling, s3fifo, lhd,
-#                      get_scan, mglru; none: the kernel's own LRU)
+#                      get_scan, mglru; none: the kernel's own LRU). linux-cache-ext sets a
+#                      memcg up for policies only when its name starts with cache_ext
+#                      (mem_cgroup_css_online()), so PATH's last name must too)
 #                      [--rounds N] [--threads N] [--readers N] [--think A_US,F_US]
 #                      [--anon-mb N]   (the swappiness mix's anon size, 256)
 #                      [--dd-mb N] [--iops N,...]   (ddoom: dd size, 512; write
@@ -58,7 +60,7 @@ KB_SWAPPINESS=35,70,105,140,175
 KB_REPEAT=1
 KB_SCENARIO=$(cd "$HERE/../.." && pwd)/examples/kernel-build.toml
 POLICY=none
-POLICY_CGROUP=ycsb
+POLICY_CGROUP=cache_ext_ycsb
 POLICY_FILE=db
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -89,6 +91,7 @@ case $KERNEL in 6.1|6.12|7.[0-9]|cache-ext) ;; *) echo "run.sh: --kernel: '$KERN
 case $POLICY in none|fifo|mru|sampling|s3fifo|lhd|get_scan|mglru) ;; *) echo "run.sh: --policy: '$POLICY' is not none, fifo, mru, sampling, s3fifo, lhd, get_scan or mglru" >&2; exit 2 ;; esac
 [ "$POLICY" = none ] || [ "$KERNEL" = cache-ext ] || { echo "run.sh: --policy needs --kernel cache-ext" >&2; exit 2; }
 [[ $POLICY_CGROUP =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$ && /$POLICY_CGROUP/ != */../* && /$POLICY_CGROUP/ != */./* ]] || { echo "run.sh: --policy-cgroup: '$POLICY_CGROUP' is not a cgroup path (name[/name...])" >&2; exit 2; }
+[[ ${POLICY_CGROUP##*/} == cache_ext* ]] || { echo "run.sh: --policy-cgroup: '$POLICY_CGROUP': linux-cache-ext runs policies only in cgroups named cache_ext*" >&2; exit 2; }
 [[ $POLICY_FILE =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "run.sh: --policy-file: '$POLICY_FILE' is not a file name" >&2; exit 2; }
 [[ $IOPS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --iops: '$IOPS' is not N[,N...]" >&2; exit 2; }
 [[ $KB_SWAPPINESS =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "run.sh: --swappiness: '$KB_SWAPPINESS' is not N[,N...]" >&2; exit 2; }

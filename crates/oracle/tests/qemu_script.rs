@@ -84,6 +84,10 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
             "--policy-cgroup: '../x' is not a cgroup path",
         ),
         (
+            vec!["--kernel", "cache-ext", "--policy-cgroup", "ycsb"],
+            "runs policies only in cgroups named cache_ext*",
+        ),
+        (
             vec!["--kernel", "cache-ext", "--policy-file", "a/b"],
             "--policy-file: 'a/b' is not a file name",
         ),
