@@ -19,6 +19,7 @@
 # bookworm's bpftool has 1.1 and leaves the policies' ops map out).
 # A missing one is named and the script exits 2.
 set -euo pipefail
+. "$(dirname "$0")/clone-at.sh"
 
 COMMIT=0d2eeca07cde3d4e5c323d0d4b1021204c7aa7e0
 URL=https://github.com/cache-ext/cache_ext.git
@@ -57,13 +58,7 @@ fi
 
 ART=$OUT/cache_ext
 if [ ! -d "$ART/policies" ]; then
-	rm -rf "$ART"
-	if [ -n "$SRC" ]; then
-		git clone -q --shared --no-checkout "$SRC" "$ART"
-	else
-		git clone -q --no-checkout "$URL" "$ART"
-	fi
-	git -C "$ART" -c advice.detachedHead=false checkout -q "$COMMIT"
+	clone_at "$SRC" "$URL" "$ART" "$COMMIT"
 fi
 
 B=$OUT/policies

@@ -20,6 +20,7 @@
 # pahole (Debian's dwarves) for BTF. About 1-2 hours on 2 cores. A missing
 # tool is named and the script exits 2 (it changes nothing on the host).
 set -euo pipefail
+. "$(dirname "$0")/clone-at.sh"
 
 # cache-ext/cache_ext at 0d2eeca ("Update to final version of paper")
 # pins linux-cache-ext at this commit.
@@ -46,13 +47,7 @@ done
 mkdir -p "$OUT"
 TREE=$OUT/linux
 if [ ! -e "$TREE/Makefile" ]; then
-	rm -rf "$TREE"
-	if [ -n "$SRC" ]; then
-		git clone -q --shared --no-checkout "$SRC" "$TREE"
-	else
-		git clone -q --no-checkout "$URL" "$TREE"
-	fi
-	git -C "$TREE" -c advice.detachedHead=false checkout -q "$COMMIT"
+	clone_at "$SRC" "$URL" "$TREE" "$COMMIT"
 fi
 [ "$(git -C "$TREE" rev-parse HEAD)" = "$COMMIT" ] || { echo "build-cache-ext.sh: $TREE is not at $COMMIT" >&2; exit 2; }
 
