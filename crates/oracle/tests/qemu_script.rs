@@ -67,10 +67,7 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
             vec!["--kernel", "6.6"],
             "--kernel: '6.6' is not 6.1, 6.12, 7.N (7.0 to 7.3 are packaged) or cache-ext",
         ),
-        (
-            vec!["--kernel", "7"],
-            "--kernel: '7' is not 6.1, 6.12, 7.N",
-        ),
+        (vec!["--kernel", "7"], "--kernel: '7' is not 6.1, 6.12, 7.N"),
         (
             vec!["--policy", "lfu"],
             "--policy: 'lfu' is not none, fifo, mru, sampling",
