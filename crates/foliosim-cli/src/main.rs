@@ -185,6 +185,15 @@ pub(crate) fn parse_device(spec: &str) -> Result<DeviceProfile, String> {
     Ok(d)
 }
 
+/// An on/off machine option: absent is off.
+fn on_off(flag: &str, v: Option<&str>) -> Result<bool, String> {
+    match v {
+        None | Some("off") => Ok(false),
+        Some("on") => Ok(true),
+        Some(v) => Err(format!("{flag}: '{v}' is not on or off")),
+    }
+}
+
 impl MachineArgs {
     fn config(&self) -> Result<SimConfig, String> {
         let mut mm = MmConfig::default();
@@ -225,25 +234,15 @@ impl MachineArgs {
         };
         mm.large_folios = match self.large_folios.as_deref() {
             None => mm.kernel.is_some_and(fs_large),
-            Some("on") => true,
-            Some("off") => false,
-            Some(v) => return Err(format!("--large-folios: '{v}' is not on or off")),
+            v => on_off("--large-folios", v)?,
         };
         if let Some(v) = self.tmpfs_huge.as_deref() {
             mm.tmpfs_huge = foliosim::mm::TmpfsHuge::parse(v).ok_or_else(|| {
                 format!("--tmpfs-huge: '{v}' is not never, always, within_size or advise")
             })?;
         }
-        mm.fio_process_memory = match self.fio_memory.as_deref() {
-            None | Some("off") => false,
-            Some("on") => true,
-            Some(v) => return Err(format!("--fio-memory: '{v}' is not on or off")),
-        };
-        mm.process_memory = match self.process_memory.as_deref() {
-            None | Some("off") => false,
-            Some("on") => true,
-            Some(v) => return Err(format!("--process-memory: '{v}' is not on or off")),
-        };
+        mm.fio_process_memory = on_off("--fio-memory", self.fio_memory.as_deref())?;
+        mm.process_memory = on_off("--process-memory", self.process_memory.as_deref())?;
         let mut variants = mm.kernel.map_or_else(Variants::newest, |k| k.variants());
         for v in &self.variant {
             variants.apply(v).map_err(|e| format!("--variant: {e}"))?;
