@@ -40,7 +40,9 @@
 # its log), and the kbuild guest sum the readahead tracepoints per file
 # over each oracle run (FSIM_TRACE_SUM and, for page counts, FSIM_TRACE_HIST
 # lines) and print MGLRU's lru_gen_full of the oracle's groups every 3 s
-# (FSIM_LRUGEN lines). FSIM_QEMU_SMP sets the guest's vCPUs (2).
+# (FSIM_LRUGEN lines). FSIM_QEMU_SMP sets the guest's vCPUs (2);
+# FSIM_QEMU_SCRATCH_MB the size of the kbuild experiment's scratch disk
+# (1024), which holds the scenario's files.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=results/qemu-seed003
@@ -104,6 +106,8 @@ for o in "secs:$YCSB_SECS:3600" "dd-mb:$DD_MB:4096" "anon-mb:$ANON_MB:512" "roun
 done
 SMP=${FSIM_QEMU_SMP:-2}
 [[ $SMP =~ ^[0-9]+$ ]] && [ "$SMP" -ge 1 ] && [ "$SMP" -le 64 ] || { echo "run.sh: FSIM_QEMU_SMP: '$SMP' is not 1..64" >&2; exit 2; }
+SCRATCH_MB=${FSIM_QEMU_SCRATCH_MB:-1024}
+[[ $SCRATCH_MB =~ ^[0-9]+$ ]] && [ "$SCRATCH_MB" -ge 256 ] && [ "$SCRATCH_MB" -le 65536 ] || { echo "run.sh: FSIM_QEMU_SCRATCH_MB: '$SCRATCH_MB' is not 256..65536" >&2; exit 2; }
 mkdir -p "$OUT"
 WORK=${FSIM_QEMU_WORK:-/var/tmp/foliosim-qemu}
 
@@ -320,7 +324,7 @@ boot() { # exp lru args...
 	if [ "$exp" = kbuild ]; then
 		# The scenario's files (292M for kernel-build.toml) and room.
 		rm -f scratch.img
-		mkfs.ext4 -q -F scratch.img 1024M
+		mkfs.ext4 -q -F scratch.img ${SCRATCH_MB}M
 		extra=(-drive "file=$WORK/scratch.img,if=virtio,format=raw")
 	fi
 	if [ "$exp" = folios ]; then

@@ -114,19 +114,27 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
         let err = String::from_utf8_lossy(&r.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
-    for smp in ["0", "8x", "65"] {
+    let env_cases = [
+        ("FSIM_QEMU_SMP", "0", "1..64"),
+        ("FSIM_QEMU_SMP", "8x", "1..64"),
+        ("FSIM_QEMU_SMP", "65", "1..64"),
+        ("FSIM_QEMU_SCRATCH_MB", "255", "256..65536"),
+        ("FSIM_QEMU_SCRATCH_MB", "1G", "256..65536"),
+        ("FSIM_QEMU_SCRATCH_MB", "65537", "256..65536"),
+    ];
+    for (var, v, range) in env_cases {
         let r = Command::new("bash")
             .arg(qemu_dir().join("run.sh"))
             .args(["--out", out.to_str().unwrap()])
             .env("FSIM_QEMU_NO_INSTALL", "1")
-            .env("FSIM_QEMU_SMP", smp)
+            .env(var, v)
             .output()
             .unwrap();
-        assert_eq!(r.status.code(), Some(2), "FSIM_QEMU_SMP={smp}");
+        assert_eq!(r.status.code(), Some(2), "{var}={v}");
         let err = String::from_utf8_lossy(&r.stderr);
         assert!(
-            err.contains(&format!("FSIM_QEMU_SMP: '{smp}' is not 1..64")),
-            "{smp}: {err}"
+            err.contains(&format!("{var}: '{v}' is not {range}")),
+            "{var}={v}: {err}"
         );
     }
     let _ = fs::remove_dir_all(&out);
