@@ -564,7 +564,7 @@ enum ReproduceCmd {
     /// isolation (examples/cache_ext/) under the kernel's LRUs and
     /// cache_ext's policies, beside the paper's figures.
     CacheExt {
-        /// text or json (rows: experiment, policy, metric, value, paper_value).
+        /// text or json (rows: experiment, policy, metric, value, paper_value, kernel_ratio).
         #[arg(long, default_value = "text")]
         format: String,
         /// Worker threads (cells run in parallel; output is the same).

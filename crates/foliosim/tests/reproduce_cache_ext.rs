@@ -130,9 +130,44 @@ fn rows_are_well_formed_and_deterministic() {
     assert!(
         json.starts_with(
             r#"{"experiment":"file-search","policy":"default","metric":"runtime_s","value":"#
-        ) && json.ends_with(r#","paper_value":49.99}"#),
+        ) && json.ends_with(r#","paper_value":49.99,"kernel_ratio":null}"#),
         "{json}"
     );
+    for r in &a {
+        assert_eq!(
+            r.kernel_ratio,
+            cache_ext::kernel_ratio(&r.experiment, &r.policy, &r.metric)
+        );
+    }
+}
+
+#[test]
+fn kernel_ratios_are_bytes_per_get_of_the_measured_ycsb_runs_only() {
+    // Measured: the YCSB proxies' bytes per GET, the default being 1.
+    assert_eq!(
+        cache_ext::kernel_ratio("ycsb-c", "default", "disk_read_bytes_per_op"),
+        Some(1.0)
+    );
+    assert_eq!(
+        cache_ext::kernel_ratio("ycsb-c", "lfu", "disk_read_bytes_per_op"),
+        Some(1.044)
+    );
+    assert_eq!(
+        cache_ext::kernel_ratio("ycsb-uniform", "s3fifo", "disk_read_bytes_per_op"),
+        Some(0.898)
+    );
+    // Never for what the guest cannot measure (throughput under TCG), a
+    // policy not run there, or another experiment.
+    for (e, p, m) in [
+        ("ycsb-c", "lfu", "throughput"),
+        ("ycsb-c", "lfu", "disk_read_bytes"),
+        ("ycsb-c", "lhd", "disk_read_bytes_per_op"),
+        ("ycsb-uniform", "mru", "disk_read_bytes_per_op"),
+        ("get-scan", "default", "disk_read_bytes_per_op"),
+        ("file-search", "default", "disk_read_bytes"),
+    ] {
+        assert_eq!(cache_ext::kernel_ratio(e, p, m), None, "{e} {p} {m}");
+    }
 }
 
 #[test]
@@ -143,6 +178,7 @@ fn targets_are_judged_from_the_rows() {
         metric: m.into(),
         value: v,
         paper_value: cache_ext::paper_value(e, p, m),
+        kernel_ratio: cache_ext::kernel_ratio(e, p, m),
     };
     let rows = vec![
         row("file-search", "default", "runtime_s", 10.0),
@@ -169,4 +205,27 @@ fn targets_are_judged_from_the_rows() {
     rows[1].value = 140.0; // S3-FIFO above LFU: not the paper's order
     let t = cache_ext::targets(&rows);
     assert!(!t[0].1 && t[1].1, "{t:?}");
+    // Bytes per GET against the paper's kernel measured here (S3-FIFO <
+    // default < LFU < FIFO < MRU): the order is judged, not the values.
+    let mut rows = Vec::new();
+    for (p, v) in [
+        ("default", 10_000.0),
+        ("lfu", 10_100.0),
+        ("s3fifo", 9_000.0),
+        ("fifo", 14_000.0),
+        ("mru", 60_000.0),
+    ] {
+        rows.push(row("ycsb-c", p, "disk_read_bytes_per_op", v));
+    }
+    let t = cache_ext::targets(&rows);
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert!(t[0].1, "{t:?}");
+    assert!(
+        t[0].0.contains("s3fifo < default < lfu < fifo < mru"),
+        "{}",
+        t[0].0
+    );
+    rows[1].value = 9_900.0; // LFU below the default: not the kernel's order
+    let t = cache_ext::targets(&rows);
+    assert!(!t[0].1, "{t:?}");
 }
