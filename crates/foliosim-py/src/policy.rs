@@ -74,7 +74,7 @@ fn list_id(l: u32) -> PyResult<ListId> {
 }
 
 /// A list_iterate() callback's return value as an [`IterAction`]:
-/// None/CONTINUE, STOP, EVICT, or ("head"|"tail", list).
+/// None/CONTINUE, STOP, EVICT, or ("head"|"tail"|"evict_head"|"evict_tail", list).
 fn iter_action(v: &Bound<'_, PyAny>) -> PyResult<IterAction> {
     if v.is_none() {
         return Ok(IterAction::Continue);
@@ -85,7 +85,7 @@ fn iter_action(v: &Bound<'_, PyAny>) -> PyResult<IterAction> {
             "stop" => Ok(IterAction::Stop),
             "evict" => Ok(IterAction::Evict),
             _ => Err(PyValueError::new_err(format!(
-                "list_iterate: unknown verdict {s:?} (continue, stop, evict, (\"head\", list), (\"tail\", list))"
+                "list_iterate: unknown verdict {s:?} (continue, stop, evict, (\"head\", list), (\"tail\", list), (\"evict_head\", list), (\"evict_tail\", list))"
             ))),
         };
     }
@@ -94,13 +94,15 @@ fn iter_action(v: &Bound<'_, PyAny>) -> PyResult<IterAction> {
         return match w.as_str() {
             "head" => Ok(IterAction::MoveHead(l)),
             "tail" => Ok(IterAction::MoveTail(l)),
+            "evict_head" => Ok(IterAction::EvictHead(l)),
+            "evict_tail" => Ok(IterAction::EvictTail(l)),
             _ => Err(PyValueError::new_err(format!(
-                "list_iterate: unknown move {w:?} (head or tail)"
+                "list_iterate: unknown move {w:?} (head, tail, evict_head or evict_tail)"
             ))),
         };
     }
     Err(PyValueError::new_err(
-        "list_iterate: a verdict is None, \"continue\", \"stop\", \"evict\", (\"head\", list) or (\"tail\", list)",
+        "list_iterate: a verdict is None, \"continue\", \"stop\", \"evict\", or (\"head\"|\"tail\"|\"evict_head\"|\"evict_tail\", list)",
     ))
 }
 
@@ -204,10 +206,12 @@ impl PolicyContext {
     fn nr_proposed(&mut self) -> PyResult<usize> {
         Ok(self.ev()?.nr_proposed())
     }
-    /// Walks `list` from its head (at most CACHE_EXT_ITERATE_MAX nodes),
-    /// calling `fn(folio)`; its verdict: None or "continue", "stop",
-    /// "evict" (propose it; it moves to the list's tail), ("head", list) or
-    /// ("tail", list). evict_folios() only. Returns the nodes visited.
+    /// Walks `list` from its head as cache_ext's iterate kfuncs do (until
+    /// 32 are proposed, whatever the request, or 4,097 nodes), calling
+    /// `fn(folio)`; its verdict: None or "continue", "stop", "evict"
+    /// (propose it, left in place), ("head", list) or ("tail", list) (move
+    /// it), ("evict_head", list) or ("evict_tail", list) (propose and
+    /// move it). evict_folios() only. Returns the nodes visited.
     fn list_iterate(&mut self, py: Python<'_>, list: u32, callback: Py<PyAny>) -> PyResult<usize> {
         let l = list_id(list)?;
         let ev = self.ev()? as *mut EvictionCtx;

@@ -123,14 +123,16 @@ impl CacheExtOps for Bad {
                 assert!(ev.aborted());
             }
             Mode::Twice => {
+                // Half the array, then each of them again: 32 proposals,
+                // 16 of them repeats (the walk does not stop at the
+                // request, so it is told where to stop).
                 let mut first = Vec::new();
                 cx.list_iterate(l, ev, |id, _| {
-                    first.push(id);
-                    if first.len() * 2 > CACHE_EXT_EVICT_BATCH {
-                        IterAction::Stop
-                    } else {
-                        IterAction::Evict
+                    if first.len() * 2 >= CACHE_EXT_EVICT_BATCH {
+                        return IterAction::Stop;
                     }
+                    first.push(id);
+                    IterAction::Evict
                 })
                 .unwrap();
                 for id in first {
@@ -444,7 +446,9 @@ mod lists {
                 let len = cx.list_len(l).unwrap() as usize;
                 let n = cx.list_iterate(l, ev, |_, _| IterAction::Continue).unwrap();
                 self.1.borrow_mut().push(n);
-                assert_eq!(n, len.min(CACHE_EXT_ITERATE_MAX));
+                // The kfunc tests `iter > max_iter` before each callback:
+                // max_iter + 1 nodes at most.
+                assert_eq!(n, len.min(CACHE_EXT_ITERATE_MAX + 1));
                 // Sampling with too large a sample proposes nothing.
                 assert_eq!(cx.list_sample(l, ev, 4096, |_, _| 0).unwrap(), 0);
                 assert_eq!(ev.nr_proposed(), 0);
@@ -465,10 +469,10 @@ mod lists {
         run(sim, JOB);
         let seen = seen.borrow();
         assert!(!seen.is_empty());
-        assert!(seen.iter().all(|&n| n <= CACHE_EXT_ITERATE_MAX));
+        assert!(seen.iter().all(|&n| n <= CACHE_EXT_ITERATE_MAX + 1));
         assert!(
-            seen.iter().any(|&n| n == CACHE_EXT_ITERATE_MAX),
-            "lists longer than 4096 were walked"
+            seen.iter().any(|&n| n == CACHE_EXT_ITERATE_MAX + 1),
+            "lists longer than 4097 were walked"
         );
     }
 }
@@ -660,4 +664,98 @@ fn fifo_passes_over_what_the_kernel_cannot_reclaim_and_get_scan_does_not() {
     ));
     assert!(gs.candidates > 1000, "{gs:?}");
     assert!(gs.candidates_reclaimed < gs.candidates, "{gs:?}");
+}
+
+/// Checks, at every evict_folios() call, cache_ext_list_iterate()'s
+/// semantics: a plain Evict leaves its node in place, EvictTail moves it,
+/// and the walk fills the eviction array whatever the request.
+struct IterSemantics {
+    list: Option<ListId>,
+    /// (request, proposed) of each call.
+    calls: Rc<RefCell<Vec<(u64, usize)>>>,
+    tail: bool,
+}
+
+fn head_of(cx: &mut CacheExtCtx, l: ListId) -> Option<FolioId> {
+    let mut head = None;
+    let mut ev = EvictionCtx::new(32);
+    cx.list_iterate(l, &mut ev, |id, _| {
+        head = Some(id);
+        IterAction::Stop
+    })
+    .unwrap();
+    head
+}
+
+impl CacheExtOps for IterSemantics {
+    fn name(&self) -> &str {
+        "iter-semantics"
+    }
+    fn init(&mut self, cx: &mut CacheExtCtx) -> Result<(), String> {
+        self.list = Some(cx.list_create().map_err(|e| e.to_string())?);
+        Ok(())
+    }
+    fn folio_added(&mut self, cx: &mut CacheExtCtx, id: FolioId) {
+        cx.list_add_tail(self.list.unwrap(), id).unwrap();
+    }
+    fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
+        let l = self.list.unwrap();
+        let before = head_of(cx, l);
+        let tail = self.tail;
+        cx.list_iterate(l, ev, |_, _| {
+            if tail {
+                IterAction::EvictTail(l)
+            } else {
+                IterAction::Evict
+            }
+        })
+        .unwrap();
+        let after = head_of(cx, l);
+        let len = cx.list_len(l).unwrap() as usize;
+        if tail && len > CACHE_EXT_EVICT_BATCH {
+            assert_ne!(before, after, "EvictTail moved the proposals to the tail");
+        } else if !tail {
+            assert_eq!(before, after, "Evict leaves the proposals in place");
+        }
+        self.calls
+            .borrow_mut()
+            .push((ev.request_nr_folios, ev.nr_proposed()));
+    }
+}
+
+#[test]
+fn iterate_fills_the_array_whatever_the_request_and_moves_only_when_told() {
+    for tail in [false, true] {
+        let calls = Rc::new(RefCell::new(Vec::new()));
+        let mut sim = Sim::new(cfg(None));
+        sim.attach_policy(Box::new(IterSemantics {
+            list: None,
+            calls: calls.clone(),
+            tail,
+        }))
+        .unwrap();
+        let r = run(sim, JOB);
+        let calls = calls.borrow();
+        // Every call proposed a full array (the list is long), the ones
+        // asking for fewer than 32 too.
+        assert!(
+            calls.iter().all(|&(_, n)| n == CACHE_EXT_EVICT_BATCH),
+            "{calls:?}"
+        );
+        assert!(
+            calls
+                .iter()
+                .any(|&(req, _)| req < CACHE_EXT_EVICT_BATCH as u64),
+            "some requests were under 32: {calls:?}"
+        );
+        // What was proposed was reclaimed: the kernel reclaims every
+        // candidate, not just the request.
+        let s = stats(&r);
+        assert_eq!(
+            s.candidates,
+            s.candidates_reclaimed + s.candidates_invalid,
+            "{s:?}"
+        );
+        assert!(s.candidates_reclaimed > 0, "{s:?}");
+    }
 }

@@ -31,7 +31,8 @@ impl CacheExtOps for Fifo {
 
     fn evict_folios(&mut self, cx: &mut CacheExtCtx, ev: &mut EvictionCtx) {
         let Some(l) = self.list else { return };
-        // list_iterate stops by itself once the request is met.
+        // fifo.bpf.c's plain iterate: up to 32 candidates whatever the
+        // request, each left in place.
         let _ = cx.list_iterate(l, ev, |_, f| {
             if super::evictable(f) {
                 IterAction::Evict

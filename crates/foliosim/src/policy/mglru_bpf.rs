@@ -27,7 +27,8 @@ impl MglruBpf {
             let busy = f.test(pg::LOCKED) || f.test(pg::WRITEBACK) || f.test(pg::DIRTY);
             match m.verdict(p, id as u64, busy) {
                 Verdict::Promote => IterAction::MoveTail(next),
-                Verdict::Evict => IterAction::Evict,
+                // evict_mode TAIL of the same list, as mglru.bpf.c asks.
+                Verdict::Evict => IterAction::EvictTail(list),
             }
         });
     }

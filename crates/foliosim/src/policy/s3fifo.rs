@@ -20,7 +20,7 @@ use crate::mm::folio::{Folio, FolioId};
 pub struct S3Fifo {
     small: Option<ListId>,
     main: Option<ListId>,
-    /// Per folio: access count (0..=3).
+    /// Per folio: access count (at most 3; eviction passes take it below 0).
     freq: Vec<i8>,
     in_main: Vec<bool>,
     small_size: i64,
@@ -65,16 +65,21 @@ impl S3Fifo {
         };
         let (freq, in_main) = (&self.freq, &mut self.in_main);
         let mut moved = 0i64;
+        // The extended iterate with continue_list = main: every folio the
+        // callback continues moves to main's tail (and counts as moved),
+        // those it cannot evict now too, which stay marked as small (the
+        // policy sets in_main only for folios accessed more than once).
         let _ = cx.list_iterate(small, ev, |id, f| {
             if !super::evictable(f) {
-                return IterAction::Continue;
+                moved += 1;
+                return IterAction::MoveTail(main);
             }
             if freq[id as usize] > 1 {
                 in_main[id as usize] = true;
                 moved += 1;
                 return IterAction::MoveTail(main);
             }
-            IterAction::Evict
+            IterAction::EvictTail(small)
         });
         self.small_size = (self.small_size - moved).max(0);
         self.main_size += moved;
@@ -87,14 +92,17 @@ impl S3Fifo {
                 return;
             }
             let freq = &mut self.freq;
+            // continue and evict both to main's tail; the count is
+            // decremented with no floor, as the callback's
+            // __sync_sub_and_fetch() (only accesses cap it, at 3).
             let _ = cx.list_iterate(main, ev, |id, f| {
                 if !super::evictable(f) {
-                    return IterAction::Continue;
+                    return IterAction::MoveTail(main);
                 }
                 let c = &mut freq[id as usize];
-                *c = (*c - 1).max(-1);
+                *c = c.saturating_sub(1);
                 if *c < pass {
-                    IterAction::Evict
+                    IterAction::EvictTail(main)
                 } else {
                     IterAction::MoveTail(main)
                 }

@@ -156,7 +156,10 @@ pub fn kernel_ratio(experiment: &str, policy: &str, metric: &str) -> Option<f64>
         ("ycsb-c", "lfu") => 1.044,
         ("ycsb-c", "s3fifo") => 0.904,
         ("ycsb-c", "fifo") => 1.482,
-        ("ycsb-c", "mru") => 6.91,
+        ("ycsb-c", "mru") => 8.97,
+        // The kernel's own MGLRU (lru_gen on, no policy) and cache_ext's port.
+        ("ycsb-c", "mglru") => 0.980,
+        ("ycsb-c", "mglru-bpf") => 1.788,
         ("ycsb-uniform", "lfu") => 1.033,
         ("ycsb-uniform", "s3fifo") => 0.898,
         _ => return None,

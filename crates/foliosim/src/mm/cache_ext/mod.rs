@@ -128,14 +128,22 @@ impl std::ops::Deref for Folios<'_> {
     }
 }
 
-/// What a list_iterate() callback does with the node it was given.
+/// What a list_iterate() callback does with the node it was given: the
+/// verdicts of cache_ext's iterate kfuncs. `bpf_cache_ext_list_iterate()`
+/// moves nothing (Continue, Stop, Evict); `..._iterate_extended()` moves
+/// continued and evicted nodes as its options say (MoveHead/MoveTail,
+/// EvictHead/EvictTail).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IterAction {
     Continue,
     Stop,
-    /// Propose the folio for eviction; it moves to its list's tail, so a
-    /// candidate the kernel cannot reclaim is not proposed again at once.
+    /// Propose the folio for eviction; it stays where it is, so one the
+    /// kernel fails to reclaim is met again first next time.
     Evict,
+    /// Propose it and move it to the head / tail of a list (the extended
+    /// kfunc's evict_mode).
+    EvictHead(ListId),
+    EvictTail(ListId),
     /// Move the folio to the head / tail of a list and go on.
     MoveHead(ListId),
     MoveTail(ListId),
@@ -232,10 +240,13 @@ impl<'a> CacheExtCtx<'a> {
         self.lists.is_valid(self.memcg, id)
     }
 
-    /// Walks `list` from its head, at most CACHE_EXT_ITERATE_MAX nodes,
-    /// applying `f`'s verdict to each. `Evict` proposes into `ev`; the walk
-    /// stops when `ev` holds the request.
-    /// Returns the nodes visited.
+    /// Walks `list` from its head, applying `f`'s verdict to each node, as
+    /// cache_ext_list_iterate() does: it stops when the eviction array is
+    /// full (CACHE_EXT_EVICT_BATCH proposals, whatever the call's
+    /// request: the kfunc does not look at it, and the artifact's
+    /// callbacks do not either) or after the node past
+    /// CACHE_EXT_ITERATE_MAX (its `iter > max_iter` test comes before the
+    /// callback, so 4,097 nodes). Returns the nodes visited.
     pub fn list_iterate(
         &mut self,
         list: ListId,
@@ -244,24 +255,30 @@ impl<'a> CacheExtCtx<'a> {
     ) -> Result<usize, ListError> {
         let mut id = self.lists.head(self.memcg, list)?;
         let mut visited = 0;
-        while id != crate::mm::folio::NIL && visited < CACHE_EXT_ITERATE_MAX {
+        if ev.nr_proposed() >= CACHE_EXT_EVICT_BATCH {
+            return Ok(0);
+        }
+        while id != crate::mm::folio::NIL && visited <= CACHE_EXT_ITERATE_MAX {
             let next = self.lists.next_of(id);
             visited += 1;
-            match f(id, &self.folio(id)) {
-                IterAction::Continue => {}
+            let verdict = f(id, &self.folio(id));
+            let moved = match verdict {
+                IterAction::Continue | IterAction::Evict => None,
                 IterAction::Stop => break,
-                IterAction::Evict => {
-                    if !ev.propose(id) {
-                        break;
-                    }
-                    self.lists.move_to(self.memcg, list, id, true)?;
-                    // The walk ends once the request is met.
-                    if ev.full() {
-                        break;
-                    }
-                }
-                IterAction::MoveHead(to) => self.lists.move_to(self.memcg, to, id, false)?,
-                IterAction::MoveTail(to) => self.lists.move_to(self.memcg, to, id, true)?,
+                IterAction::EvictHead(to) | IterAction::MoveHead(to) => Some((to, false)),
+                IterAction::EvictTail(to) | IterAction::MoveTail(to) => Some((to, true)),
+            };
+            if matches!(
+                verdict,
+                IterAction::Evict | IterAction::EvictHead(_) | IterAction::EvictTail(_)
+            ) {
+                ev.propose(id);
+            }
+            if let Some((to, tail)) = moved {
+                self.lists.move_to(self.memcg, to, id, tail)?;
+            }
+            if ev.nr_proposed() == CACHE_EXT_EVICT_BATCH {
+                break;
             }
             id = next;
         }
