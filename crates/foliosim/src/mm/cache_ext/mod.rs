@@ -261,17 +261,17 @@ impl<'a> CacheExtCtx<'a> {
         while id != crate::mm::folio::NIL && visited <= CACHE_EXT_ITERATE_MAX {
             let next = self.lists.next_of(id);
             visited += 1;
-            let verdict = f(id, &self.folio(id));
-            let moved = match verdict {
-                IterAction::Continue | IterAction::Evict => None,
+            // (propose it, move it to (list, tail?))
+            let (propose, moved) = match f(id, &self.folio(id)) {
+                IterAction::Continue => (false, None),
                 IterAction::Stop => break,
-                IterAction::EvictHead(to) | IterAction::MoveHead(to) => Some((to, false)),
-                IterAction::EvictTail(to) | IterAction::MoveTail(to) => Some((to, true)),
+                IterAction::Evict => (true, None),
+                IterAction::EvictHead(to) => (true, Some((to, false))),
+                IterAction::EvictTail(to) => (true, Some((to, true))),
+                IterAction::MoveHead(to) => (false, Some((to, false))),
+                IterAction::MoveTail(to) => (false, Some((to, true))),
             };
-            if matches!(
-                verdict,
-                IterAction::Evict | IterAction::EvictHead(_) | IterAction::EvictTail(_)
-            ) {
+            if propose {
                 ev.propose(id);
             }
             if let Some((to, tail)) = moved {
