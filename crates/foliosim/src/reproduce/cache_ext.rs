@@ -151,8 +151,8 @@ pub fn kernel_ratio(experiment: &str, policy: &str, metric: &str) -> Option<f64>
     if metric != "disk_read_bytes_per_op" {
         return None;
     }
-    let v = match (experiment, policy) {
-        (_, "default") => 1.0,
+    Some(match (experiment, policy) {
+        ("ycsb-c" | "ycsb-uniform", "default") => 1.0,
         ("ycsb-c", "lfu") => 1.044,
         ("ycsb-c", "s3fifo") => 0.904,
         ("ycsb-c", "fifo") => 1.482,
@@ -163,8 +163,7 @@ pub fn kernel_ratio(experiment: &str, policy: &str, metric: &str) -> Option<f64>
         ("ycsb-uniform", "lfu") => 1.033,
         ("ycsb-uniform", "s3fifo") => 0.898,
         _ => return None,
-    };
-    matches!(experiment, "ycsb-c" | "ycsb-uniform").then_some(v)
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
