@@ -63,8 +63,16 @@ pub enum OracleCmd {
     },
     /// Run the calibration suite and write the fidelity report.
     Suite {
+        /// The calibration half's cases.
         #[arg(long, default_value = "oracle/cases")]
         cases: PathBuf,
+        /// The held-out half's cases (nothing in the model is adjusted
+        /// against them; the report leads with them).
+        #[arg(long, default_value = "oracle/heldout")]
+        held_out: PathBuf,
+        /// Leave the held-out half out.
+        #[arg(long)]
+        calibration_only: bool,
         /// Directory for report.md and report.json.
         #[arg(long, default_value = "docs/fidelity")]
         out: PathBuf,
@@ -86,6 +94,9 @@ pub enum OracleCmd {
         /// source path each records).
         #[arg(long, default_value = "oracle/cases")]
         cases: PathBuf,
+        /// Where the held-out half's cases are looked up by name.
+        #[arg(long, default_value = "oracle/heldout")]
+        held_out: PathBuf,
         /// Directory for the new report.md and report.json.
         #[arg(long)]
         out: PathBuf,
@@ -103,6 +114,25 @@ pub enum OracleCmd {
         /// With --trace-dir: only these events (as --trace-events).
         #[arg(long, value_name = "EVENTS", requires = "trace_dir")]
         trace_events: Option<String>,
+    },
+    /// Measure this host as a machine profile for the model (root): the
+    /// oracle's probes, the disk's bandwidth and queue depth, a mapped
+    /// page's touch and copy, the real fio's mapped-hit I/O, ext4's
+    /// metadata calls; each value with its unit and method
+    /// (docs/calibration.md).
+    Calibrate {
+        /// Where the profile goes (TOML; default: stdout).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The machine's name in the profile.
+        #[arg(long, default_value = "this-host")]
+        name: String,
+        /// Scratch directory (on the disk to measure, not tmpfs).
+        #[arg(long, default_value = DEFAULT_DIR)]
+        dir: PathBuf,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Undo what a killed oracle left on the host (every other oracle
     /// command does this first): read_ahead_kb and other values written
@@ -247,6 +277,7 @@ fn one_case(
 fn remodel(
     report: &std::path::Path,
     cases_dir: &std::path::Path,
+    held_out_dir: &std::path::Path,
     out: &std::path::Path,
     only: &[String],
     verbose: bool,
@@ -276,7 +307,8 @@ fn remodel(
         }
     }
     let suite_cases = if cases_dir.is_dir() {
-        foliosim_oracle::cases::load_suite(cases_dir)?
+        let held = held_out_dir.is_dir().then_some(held_out_dir);
+        foliosim_oracle::cases::load_suite_halves(cases_dir, held)?
     } else {
         Vec::new()
     };
@@ -289,7 +321,10 @@ fn remodel(
         }
         let case = match suite_cases.iter().find(|k| k.name == name) {
             Some(k) => Ok(k.clone()),
-            None => recorded_source_case(c),
+            None => recorded_source_case(c).map(|mut k| {
+                k.held_out = c.get("held_out").and_then(|h| h.as_bool()) == Some(true);
+                k
+            }),
         };
         let r = case.and_then(|k| {
             foliosim_oracle::run::remodel_case(
@@ -382,6 +417,15 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
         OracleCmd::Probe { args } => foliosim_oracle::run::probe_child_main(args),
         OracleCmd::ScenarioProc { args } => foliosim_oracle::scn::exec::child_main(args),
         OracleCmd::Restore => restore(),
+        OracleCmd::Calibrate {
+            out,
+            name,
+            dir,
+            quiet,
+        } => {
+            restore_first();
+            crate::calibrate_cmd::calibrate(name, dir, out.as_deref(), *quiet)
+        }
         OracleCmd::Run {
             job,
             memcg_limit,
@@ -436,6 +480,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
         OracleCmd::Remodel {
             report,
             cases,
+            held_out,
             out,
             only,
             quiet,
@@ -443,7 +488,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             trace_events,
         } => {
             let Some(dir) = trace_dir else {
-                return remodel(report, cases, out, only, !quiet, model);
+                return remodel(report, cases, held_out, out, only, !quiet, model);
             };
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("--trace-dir: {}: {e}", dir.display()))?;
@@ -465,10 +510,12 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
                 crate::trace_args::finish(&spec, args.trace.as_deref())?;
                 r
             };
-            remodel(report, cases, out, only, !quiet, &traced)
+            remodel(report, cases, held_out, out, only, !quiet, &traced)
         }
         OracleCmd::Suite {
             cases,
+            held_out,
+            calibration_only,
             out,
             only,
             real,
@@ -478,6 +525,7 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
             let host = read_host(&opts.dir)?;
             let so = SuiteOpts {
                 cases_dir: cases.clone(),
+                held_out_dir: (!calibration_only).then(|| held_out.clone()),
                 out_dir: out.clone(),
                 only: only.clone(),
                 run: opts,

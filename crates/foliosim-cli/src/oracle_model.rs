@@ -129,7 +129,12 @@ fn host_device(host: &foliosim_oracle::HostInfo, c: &CpuCosts) -> Option<String>
 /// page (its scan and its reclaim) the host's measured limit reclaim, and
 /// zram's swap-out and swap-in the host's measured ones.
 fn host_costs(host: &foliosim_oracle::HostInfo) -> CpuCosts {
-    let mut c = CpuCosts::default();
+    host_costs_on(CpuCosts::default(), host)
+}
+
+/// host_costs() from `c` rather than the defaults (oracle calibrate's
+/// measured copy and touch).
+pub(crate) fn host_costs_on(mut c: CpuCosts, host: &foliosim_oracle::HostInfo) -> CpuCosts {
     if let Some(a) = host.anon_fault_ns {
         c.minor_fault = a.saturating_sub(c.page_alloc + c.copy_page).max(50);
     }
@@ -242,23 +247,10 @@ fn oracle_scenario(
         .insert(0, format!("vm.swappiness={}", host.swappiness));
     let mut cfg = m.config()?;
     cfg.mm.cpu_costs = Some(costs);
-    let pressure = host.pressure_read_ns;
+    // Predict, then score: nothing the real run measured configures the
+    // model beyond the flush phase (an initial condition, named in the
+    // report) and the read probe taken before it.
     over_flush_phases(cfg, host.stats_flush_phase_ns, |c| {
-        let Some(host_p) = pressure else {
-            let r = foliosim::scenario::run_scenario(c, sc)?;
-            return Ok(oracle_scenario_counters(sc, &r));
-        };
-        let r = foliosim::scenario::run_scenario(c.clone(), sc)?;
-        let m = oracle_scenario_counters(sc, &r);
-        // The run's own misses under pressure: the device's latency after
-        // the first limit is set so that the model's misses there cost
-        // what the host's did (one correction from the first run's).
-        let Some(model_p) = m.get(foliosim_oracle::scn::PRESSURE_READ_MISS).copied() else {
-            return Ok(m);
-        };
-        let mut c = c;
-        let lat = c.mm.device.latency_ns as f64 + host_p as f64 - model_p * 1e9;
-        c.mm.device.pressure_latency_ns = Some(lat.max(1_000.0) as u64);
         let r = foliosim::scenario::run_scenario(c, sc)?;
         Ok(oracle_scenario_counters(sc, &r))
     })
@@ -652,11 +644,11 @@ mod tests {
         assert_eq!(m["file"], m["io.rbytes"]);
     }
 
-    /// A real run's misses after its first limit set the model's device
-    /// latency there: the model's misses under pressure then cost the
-    /// host's, and those before the limit are as they were.
+    /// The model's side of a scenario is a prediction: the host's facts
+    /// and the probe before the run configure it, and a real run's own
+    /// read misses (before or under pressure) do not reach it.
     #[test]
-    fn a_runs_misses_under_pressure_set_the_latency_after_the_limit() {
+    fn only_the_probe_before_the_run_sets_the_models_misses() {
         use foliosim_oracle::scn::{PRESSURE_READ_MISS, READ_MISS};
         let text = "[[cgroup]]\npath = \"g\"\nmemory.limit_in_bytes = \"8M\"\n\n\
             [[file]]\nname = \"data\"\nsize = \"32M\"\n\n\
@@ -668,17 +660,12 @@ mod tests {
         h.buffered_read_ns = Some(60_000);
         h.stats_flush_phase_ns = Some(1_000_000_000);
         let m0 = oracle_model(&h, &case).unwrap();
-        let before = m0[PRESSURE_READ_MISS];
-        assert!(before > 0.0 && m0[READ_MISS] > 0.0, "{m0:?}");
-        let want = before + 25e-6;
-        h.pressure_read_ns = Some((want * 1e9) as u64);
+        assert!(m0[PRESSURE_READ_MISS] > 0.0 && m0[READ_MISS] > 0.0, "{m0:?}");
+        // The probe before the run does configure it: a slower device,
+        // slower misses.
+        h.buffered_read_ns = Some(90_000);
         let m1 = oracle_model(&h, &case).unwrap();
-        let got = m1[PRESSURE_READ_MISS];
-        assert!((got - want).abs() / want < 0.02, "{got} against {want}");
-        assert_eq!(m1[READ_MISS], m0[READ_MISS]);
-        // Later: more time, the same pages.
-        assert!(m1["end_s[r[0]]"] > m0["end_s[r[0]]"]);
-        assert_eq!(m1["pgmajfault"], m0["pgmajfault"]);
+        assert!(m1[READ_MISS] > m0[READ_MISS] * 1.3, "{m1:?}");
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub struct Case {
     /// `# repeat: N` comment): a case whose host runs spread widely needs
     /// more of them for its median.
     pub min_repeat: u32,
+    /// A case of the held-out half (`oracle/heldout/`): nothing in the
+    /// model was adjusted against it; the report scores it apart.
+    pub held_out: bool,
 }
 
 impl Case {
@@ -92,6 +95,7 @@ impl Case {
             about,
             source,
             min_repeat: 0,
+            held_out: false,
         }
     }
 
@@ -403,6 +407,26 @@ pub fn scenario_case(name: &str, about: &str, sc: foliosim_workload::scenario::S
 
 /// The suite in `dir`: every `*.fio` (by file name), then `probes.txt`,
 /// then every `*.toml` scenario (by file name).
+/// The calibration half from `calibration` and the held-out half from
+/// `held_out` (when given), marked; a name may not be in both.
+pub fn load_suite_halves(calibration: &Path, held_out: Option<&Path>) -> Result<Vec<Case>, String> {
+    let mut cases = load_suite(calibration)?;
+    let Some(dir) = held_out else {
+        return Ok(cases);
+    };
+    for mut c in load_suite(dir)? {
+        if let Some(k) = cases.iter().find(|k| k.name == c.name) {
+            return Err(format!(
+                "{}: case name '{}' is also a calibration case ({})",
+                c.source, c.name, k.source
+            ));
+        }
+        c.held_out = true;
+        cases.push(c);
+    }
+    Ok(cases)
+}
+
 pub fn load_suite(dir: &Path) -> Result<Vec<Case>, String> {
     let rd = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut jobs: Vec<PathBuf> = rd
@@ -544,6 +568,35 @@ mod tests {
             e("x: --memcg-limit 1G\nx: --memcg-limit 1G"),
             "p.txt:2: duplicate case name 'x'"
         );
+    }
+
+    /// The shipped halves: as many held-out cases as calibration cases,
+    /// each marked, with the kinds issue 51 asks for (anon+file mixes,
+    /// several mapped readers of one file beside anonymous memory), and a
+    /// name in both halves is refused.
+    #[test]
+    fn the_held_out_half_matches_the_calibration_half_in_size() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../oracle");
+        let cs = load_suite_halves(&root.join("cases"), Some(&root.join("heldout"))).unwrap();
+        let held: Vec<&Case> = cs.iter().filter(|c| c.held_out).collect();
+        assert!(held.len() >= 20, "{} held-out cases", held.len());
+        assert_eq!(held.len() * 2, cs.len(), "halves of one size");
+        let scn = |c: &&Case| match &c.kind {
+            CaseKind::Scenario { scenario } => Some(scenario.clone()),
+            _ => None,
+        };
+        let mixes = held.iter().filter_map(scn).filter(|s| {
+            let text = format!("{s:?}");
+            text.contains("MmapAnon") && !s.files.is_empty()
+        });
+        assert!(mixes.count() >= 8, "anon+file mixes");
+        let readers = held
+            .iter()
+            .filter_map(scn)
+            .filter(|s| s.processes.iter().any(|p| p.count > 1 && format!("{p:?}").contains("MmapFile")));
+        assert!(readers.count() >= 2, "several mapped readers");
+        let e = load_suite_halves(&root.join("cases"), Some(&root.join("cases"))).unwrap_err();
+        assert!(e.contains("is also a calibration case"), "{e}");
     }
 
     #[test]

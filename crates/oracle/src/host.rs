@@ -137,11 +137,6 @@ pub struct HostInfo {
     /// `layout`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats_flush_phase_ns: Option<u64>,
-    /// A real run's mean buffered read miss after its first limit (ns;
-    /// scn::PRESSURE_READ_MISS): set for the model's call only, as
-    /// `layout`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pressure_read_ns: Option<u64>,
 }
 
 impl HostInfo {
@@ -184,7 +179,6 @@ impl HostInfo {
             ext4: Err("example host".into()),
             layout: None,
             stats_flush_phase_ns: None,
-            pressure_read_ns: None,
         }
     }
 }
@@ -303,7 +297,6 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
         ext4,
         layout: None,
         stats_flush_phase_ns: None,
-        pressure_read_ns: None,
     })
 }
 

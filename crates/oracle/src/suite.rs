@@ -2,7 +2,7 @@
 //! the model, and the fidelity report (markdown and JSON) with the issue's
 //! pass criteria evaluated.
 
-use crate::cases::{load_suite, size_str, Case};
+use crate::cases::{load_suite_halves, size_str, Case};
 use crate::compare::{fmt_num, fmt_opt_pct, median, CounterRow};
 use crate::host::{CgroupFlavor, HostInfo};
 use crate::run::{run_case, CaseResult, Outcome, RunOpts, Scratch};
@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct SuiteOpts {
     pub cases_dir: PathBuf,
+    /// The held-out half's cases (`oracle/heldout`), when run.
+    pub held_out_dir: Option<PathBuf>,
     /// Where report.md and report.json go (e.g. docs/fidelity).
     pub out_dir: PathBuf,
     /// Run only the cases with these names (all when empty).
@@ -52,6 +54,21 @@ pub struct Paired {
     pub within: usize,
 }
 
+/// Issue 51's judgement of the held-out half: pgpgin and pgmajfault
+/// within 15%, workingset_refault_file, pswpout and pswpin within 25%
+/// (the last three where the real run has them), pooled over every
+/// (case, counter) judged; at least 80% within.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    pub judged: usize,
+    pub within: usize,
+    pub share: f64,
+    pub required_share: f64,
+    pub pass: bool,
+    /// "case: counter" of each judged pair outside its tolerance.
+    pub outside: Vec<String>,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct CounterSummary {
     pub counter: String,
@@ -67,7 +84,13 @@ pub struct Report {
     pub host: HostInfo,
     pub repeat: u32,
     pub cases: Vec<CaseResult>,
+    /// The pass criteria on the calibration half.
     pub criteria: Vec<Criterion>,
+    /// The same criteria on the held-out half (empty when none ran).
+    pub held_out_criteria: Vec<Criterion>,
+    /// The held-out half's verdict: its judged (case, counter) pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_verdict: Option<Verdict>,
     /// Median and worst |error| over every (case, counter) both sides have,
     /// `elapsed_s` excepted; None when nothing was compared.
     pub overall_median_abs_err_pct: Option<f64>,
@@ -155,12 +178,16 @@ pub fn shown_rows(rows: &[CounterRow]) -> Vec<&CounterRow> {
 
 /// Runs the suite and writes `report.md` and `report.json` into `out_dir`.
 pub fn run(host: &HostInfo, opts: &SuiteOpts, model: ModelFn) -> Result<Report, String> {
-    let mut cases = load_suite(&opts.cases_dir)?;
+    let mut cases = load_suite_halves(&opts.cases_dir, opts.held_out_dir.as_deref())?;
     if !opts.only.is_empty() {
         for n in &opts.only {
             if !cases.iter().any(|c| &c.name == n) {
+                let also = opts
+                    .held_out_dir
+                    .as_ref()
+                    .map_or(String::new(), |d| format!(" or {}", d.display()));
                 return Err(format!(
-                    "no case named '{n}' in {}",
+                    "no case named '{n}' in {}{also}",
                     opts.cases_dir.display()
                 ));
             }
@@ -199,54 +226,15 @@ pub fn run_cases(
 }
 
 pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Report {
-    // pgpgin (block input): the run's own reads from its block I/O group
-    // where the host counts them (io.rbytes; vmstat's pgpgin also has every
-    // other reader on the host in it), else vmstat's pgpgin in KiB. memcg v1's
-    // own `pgpgin` counts folio charges, not pages read: not used here.
-    let pgpgin = if cases
-        .iter()
-        .any(|c| c.row("io.rbytes").is_some_and(|r| r.real_median.is_some()))
-    {
-        "io.rbytes"
+    let (held, calib): (Vec<CaseResult>, Vec<CaseResult>) =
+        cases.iter().cloned().partition(|c| c.held_out);
+    let held_out_criteria = if held.is_empty() {
+        Vec::new()
     } else {
-        "vmstat.pgpgin"
+        criteria_of(&held)
     };
-    let criteria = vec![
-        // Issue 11: block input on every case.
-        criterion(&cases, "pgpgin", pgpgin, 15.0, false, 1.0),
-        criterion(&cases, "pgmajfault", "pgmajfault", 15.0, false, 0.8),
-        criterion(
-            &cases,
-            "workingset_refault_file",
-            "workingset_refault_file",
-            25.0,
-            true,
-            0.8,
-        ),
-        // Issue 11: memcg v1 charge events (one per folio, so they check
-        // the folio sizes) and the file LRU split.
-        events_criterion(&cases, "pgpgin"),
-        events_criterion(&cases, "pgpgout"),
-        size_criterion(&cases, "active_file"),
-        size_criterion(&cases, "inactive_file"),
-        folio_histogram_criterion(&cases),
-        // Issue 9 (scenarios): swap traffic, anon refaults, OOM outcomes.
-        // pswpin/pswpout have no per-group counter in v1's memory.stat
-        // (memcg1_stats): vmstat's. The refaults (like pgmajfault above)
-        // are the oracle group's own, hierarchical (total_*): vmstat's have
-        // the host's background in them (vmstat.* rows stay as extras).
-        criterion(&cases, "pswpout", "vmstat.pswpout", 15.0, true, 0.8),
-        criterion(&cases, "pswpin", "vmstat.pswpin", 15.0, true, 0.8),
-        criterion(
-            &cases,
-            "workingset_refault_anon",
-            "workingset_refault_anon",
-            25.0,
-            true,
-            0.8,
-        ),
-        oom_outcome(&cases),
-    ];
+    let held_out_verdict = (!held.is_empty()).then(|| verdict(&held));
+    let criteria = criteria_of(&calib);
     let mut all: Vec<(f64, String, String)> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for c in &cases {
@@ -285,9 +273,110 @@ pub fn build_report(host: HostInfo, repeat: u32, cases: Vec<CaseResult>) -> Repo
         per_counter,
         remodelled: false,
         criteria,
+        held_out_criteria,
+        held_out_verdict,
         cases,
     }
 }
+
+/// The pass criteria evaluated on `cases`.
+fn criteria_of(cases: &[CaseResult]) -> Vec<Criterion> {
+    let pgpgin = pgpgin_counter(cases);
+    vec![
+        // Issue 11: block input on every case.
+        criterion(cases, "pgpgin", pgpgin, 15.0, false, 1.0),
+        criterion(cases, "pgmajfault", "pgmajfault", 15.0, false, 0.8),
+        criterion(
+            cases,
+            "workingset_refault_file",
+            "workingset_refault_file",
+            25.0,
+            true,
+            0.8,
+        ),
+        // Issue 11: memcg v1 charge events (one per folio, so they check
+        // the folio sizes) and the file LRU split.
+        events_criterion(cases, "pgpgin"),
+        events_criterion(cases, "pgpgout"),
+        size_criterion(cases, "active_file"),
+        size_criterion(cases, "inactive_file"),
+        folio_histogram_criterion(cases),
+        // Issue 9 (scenarios): swap traffic, anon refaults, OOM outcomes.
+        // pswpin/pswpout have no per-group counter in v1's memory.stat
+        // (memcg1_stats): vmstat's. The refaults (like pgmajfault above)
+        // are the oracle group's own, hierarchical (total_*): vmstat's have
+        // the host's background in them (vmstat.* rows stay as extras).
+        criterion(cases, "pswpout", "vmstat.pswpout", 15.0, true, 0.8),
+        criterion(cases, "pswpin", "vmstat.pswpin", 15.0, true, 0.8),
+        criterion(
+            cases,
+            "workingset_refault_anon",
+            "workingset_refault_anon",
+            25.0,
+            true,
+            0.8,
+        ),
+        oom_outcome(cases),
+    ]
+}
+
+/// pgpgin (block input): the run's own reads from its block I/O group
+/// where the host counts them (io.rbytes; vmstat's pgpgin also has every
+/// other reader on the host in it), else vmstat's pgpgin in KiB. memcg v1's
+/// own `pgpgin` counts folio charges, not pages read: not used here.
+fn pgpgin_counter(cases: &[CaseResult]) -> &'static str {
+    if cases
+        .iter()
+        .any(|c| c.row("io.rbytes").is_some_and(|r| r.real_median.is_some()))
+    {
+        "io.rbytes"
+    } else {
+        "vmstat.pgpgin"
+    }
+}
+
+/// The held-out verdict: each case's pgpgin and pgmajfault (±15%) and its
+/// nonzero workingset_refault_file, pswpout and pswpin (±25%), pooled.
+fn verdict(cases: &[CaseResult]) -> Verdict {
+    let judged: [(&str, &str, f64, bool); 5] = [
+        // Per case: its block I/O group's reads, else vmstat's (scenarios).
+        ("pgpgin", "", 15.0, false),
+        ("pgmajfault", "pgmajfault", 15.0, false),
+        ("workingset_refault_file", "workingset_refault_file", 25.0, true),
+        ("pswpout", "vmstat.pswpout", 25.0, true),
+        ("pswpin", "vmstat.pswpin", 25.0, true),
+    ];
+    let (mut n, mut within, mut outside) = (0, 0, Vec::new());
+    for c in cases {
+        for &(name, counter, tol, nonzero) in &judged {
+            let counter = match counter {
+                "" => pgpgin_counter(std::slice::from_ref(c)),
+                k => k,
+            };
+            let Some(r) = c.row(counter) else { continue };
+            let Some(real) = r.real_median else { continue };
+            if nonzero && real <= 0.0 {
+                continue;
+            }
+            n += 1;
+            if r.err_pct.is_some_and(|e| e.abs() <= tol) {
+                within += 1;
+            } else {
+                outside.push(format!("{}: {name}", c.name));
+            }
+        }
+    }
+    let share = if n == 0 { 0.0 } else { within as f64 / n as f64 };
+    Verdict {
+        judged: n,
+        within,
+        share,
+        required_share: 0.8,
+        pass: n > 0 && share >= 0.8,
+        outside,
+    }
+}
+
 
 /// The first of the largest errors (ties go to the earlier case/counter).
 fn first_max<'a>(
@@ -632,6 +721,65 @@ pub fn render_host(h: &HostInfo) -> String {
     s
 }
 
+/// The criteria as a markdown table.
+fn render_criteria(criteria: &[Criterion]) -> String {
+    let mut s = String::from(
+        "| criterion | scored on | tolerance | cases | within | share | needed | result |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for c in criteria {
+        let scope = if c.only_nonzero_real {
+            " (cases that refault)"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "| {}{scope} | `{}` ({}) | ±{}% | {} | {} | {} | {:.0}% | {} |\n",
+            c.name,
+            c.counter,
+            crate::units::unit_of(&c.counter),
+            c.tolerance_pct,
+            c.considered.len(),
+            c.within.len(),
+            c.share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0)),
+            c.required_share * 100.0,
+            if c.pass { "PASS" } else { "FAIL" }
+        ));
+    }
+    s
+}
+
+/// The held-out half first: its verdict and its criteria.
+fn render_held_out(r: &Report) -> String {
+    let Some(v) = &r.held_out_verdict else {
+        return String::new();
+    };
+    let n = r.cases.iter().filter(|c| c.held_out).count();
+    let mut s = format!(
+        "\n## Held-out half: predictions on cases nothing was fitted to\n\n\
+         {n} cases of `oracle/heldout/` (written before the model was run on them; no \
+         constant or mechanism is adjusted against them) against {} of `oracle/cases/`, \
+         the calibration half. The model is configured from what the oracle measures \
+         before each run (the host's RAM, read-ahead, LRU, swappiness, costs, the \
+         device's read latency, the stats flush phase at the run's start); nothing \
+         measured during a scored run configures it.\n\n\
+         **Verdict: {} of {} judged counters within tolerance ({:.0}%, needed {:.0}%): {}.** \
+         Judged: pgpgin and pgmajfault within 15%, workingset_refault_file, pswpout and \
+         pswpin within 25% where the real run has them.\n\n",
+        r.cases.len() - n,
+        v.within,
+        v.judged,
+        v.share * 100.0,
+        v.required_share * 100.0,
+        if v.pass { "PASS" } else { "FAIL" }
+    );
+    if !v.outside.is_empty() {
+        s.push_str(&format!("Outside: {}.\n\n", v.outside.join("; ")));
+    }
+    s.push_str(&render_criteria(&r.held_out_criteria));
+    s
+}
+
 pub fn render_markdown(r: &Report) -> String {
     let mut s = String::new();
     s.push_str("# foliosim fidelity report\n\n");
@@ -674,30 +822,14 @@ pub fn render_markdown(r: &Report) -> String {
         r.repeat
     ));
     s.push_str(&render_host(&r.host));
-    s.push_str("\n## Pass criteria\n\n");
-    s.push_str(
-        "| criterion | scored on | tolerance | cases | within | share | needed | result |\n",
-    );
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
-    for c in &r.criteria {
-        let scope = if c.only_nonzero_real {
-            " (cases that refault)"
-        } else {
-            ""
-        };
-        s.push_str(&format!(
-            "| {}{scope} | `{}` ({}) | ±{}% | {} | {} | {} | {:.0}% | {} |\n",
-            c.name,
-            c.counter,
-            crate::units::unit_of(&c.counter),
-            c.tolerance_pct,
-            c.considered.len(),
-            c.within.len(),
-            c.share.map_or("-".into(), |x| format!("{:.0}%", x * 100.0)),
-            c.required_share * 100.0,
-            if c.pass { "PASS" } else { "FAIL" }
-        ));
-    }
+    s.push_str(&render_held_out(r));
+    let half = if r.held_out_verdict.is_some() {
+        " (calibration half)"
+    } else {
+        ""
+    };
+    s.push_str(&format!("\n## Pass criteria{half}\n\n"));
+    s.push_str(&render_criteria(&r.criteria));
     let paired: Vec<(&Criterion, &Paired)> = r
         .criteria
         .iter()
@@ -791,8 +923,9 @@ pub fn render_markdown(r: &Report) -> String {
     }
     for c in &r.cases {
         s.push_str(&format!(
-            "\n### {}\n\n`{}` in a {} memory cgroup, read_ahead_kb {} ({}).",
+            "\n### {}{}\n\n`{}` in a {} memory cgroup, read_ahead_kb {} ({}).",
             c.name,
+            if c.held_out { " (held out)" } else { "" },
             c.workload,
             size_str(c.memcg_limit),
             c.read_ahead_kb,
@@ -953,6 +1086,7 @@ mod tests {
             source: "p.txt:1".into(),
             memcg_limit: 512 << 20,
             read_ahead_kb: 128,
+            held_out: false,
             outcome: Outcome::Ran {
                 runs,
                 layouts: Vec::new(),
@@ -960,6 +1094,60 @@ mod tests {
                 rows,
             },
         }
+    }
+
+    /// The held-out half is scored apart from the calibration half: its
+    /// own criteria, and the verdict pooled over its judged counters (a
+    /// zero real refault or swap count is not judged), led with in the
+    /// markdown.
+    #[test]
+    fn the_held_out_half_is_scored_apart_and_reported_first() {
+        let held = |c: CaseResult| CaseResult {
+            held_out: true,
+            ..c
+        };
+        let cases = vec![
+            ran("cal", &[("io.rbytes", 1000.0)], &[("io.rbytes", 2000.0)]),
+            held(ran(
+                "h1",
+                &[
+                    ("io.rbytes", 1000.0),
+                    ("pgmajfault", 100.0),
+                    ("workingset_refault_file", 0.0),
+                    ("vmstat.pswpout", 400.0),
+                ],
+                &[
+                    ("io.rbytes", 1100.0),
+                    ("pgmajfault", 130.0),
+                    ("workingset_refault_file", 50.0),
+                    ("vmstat.pswpout", 480.0),
+                ],
+            )),
+            // A scenario: no io.rbytes, so vmstat's pgpgin is its pgpgin.
+            held(ran(
+                "h2",
+                &[("vmstat.pgpgin", 500.0), ("pgmajfault", 10.0)],
+                &[("vmstat.pgpgin", 520.0), ("pgmajfault", 10.0)],
+            )),
+        ];
+        let r = build_report(fake_host(), 3, cases);
+        assert_eq!(r.criteria[0].considered, ["cal"], "calibration only");
+        assert!(!r.criteria[0].pass);
+        assert_eq!(r.held_out_criteria[0].considered, ["h1"]);
+        let v = r.held_out_verdict.as_ref().unwrap();
+        // h1: pgpgin 10% in, pgmajfault 30% out, refault_file not judged
+        // (real 0), pswpout 20% in (25%); h2: pgpgin 4%, pgmajfault 0%.
+        assert_eq!((v.judged, v.within), (5, 4));
+        assert_eq!(v.outside, ["h1: pgmajfault"]);
+        assert!(v.pass, "4/5 = 80%");
+        let md = render_markdown(&r);
+        let held_at = md.find("## Held-out half").unwrap();
+        assert!(held_at < md.find("## Pass criteria (calibration half)").unwrap());
+        assert!(md.contains("### h1 (held out)") && md.contains("### cal\n"));
+        // Without held-out cases: no verdict, the report as before.
+        let r = build_report(fake_host(), 3, vec![ran("cal", &[], &[])]);
+        assert!(r.held_out_verdict.is_none() && r.held_out_criteria.is_empty());
+        assert!(!render_markdown(&r).contains("Held-out"));
     }
 
     /// A case whose model ran at each real run's inputs: the medians are
