@@ -53,7 +53,7 @@ pub const SCALE: &[(&str, &str)] = &[
     ("file-search", "Linux v6.6 tree ~80,000 files / 64 (1,250 files, 20 MiB), cgroup 70% of the tree (paper: 1 GiB), 10 searches, 8 reader threads"),
     ("ycsb-c", "LevelDB 100 GiB / 400 (1.34 M records of 227 B on six levels, 151 tables of 2 MiB), cgroup 10 GiB / 400, table cache 8, block cache 8 MiB / 400, warm-up 45 s and run 240 s / 24, 8 threads; reads only"),
     ("ycsb-uniform", "as ycsb-c with uniform keys"),
-    ("get-scan", "as ycsb-c; 4 GET threads, 1 scan thread (comm \"scan\"), scans of 10,000 records 5 ms apart"),
+    ("get-scan", "as ycsb-c; 3 GET threads and 1 scan thread (comm \"scan\"), closed-loop as My-YCSB's, in the warm-up too; scans of 10,000 records"),
     ("isolation", "ycsb-c and file-search at once in their own cgroups; 7 min / 24"),
 ];
 
