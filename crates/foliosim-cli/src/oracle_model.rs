@@ -692,7 +692,7 @@ mod tests {
         // The model counts no dirtied/written pages in vmstat and has no
         // zero-filled swap slots (swpin_zero/swpout_zero).
         let lacks = ["nr_dirtied", "nr_written", "swpin_zero", "swpout_zero"];
-        for n in foliosim_oracle::scn::VMSTAT_EVENTS {
+        for n in foliosim_oracle::cgroup::VMSTAT_EVENTS {
             let has = m.contains_key(&format!("vmstat.{n}"));
             assert_eq!(has, !lacks.contains(n), "vmstat.{n}");
         }

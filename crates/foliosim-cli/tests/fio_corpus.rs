@@ -1,4 +1,4 @@
-//! fio's own examples/ (the shared corpus, read in place): each job file
+//! fio's own examples/ (tests/corpora/fio-examples): each job file
 //! either runs in the model or is refused with exactly one line naming
 //! file, line and option, and exit code 2 — never a panic. The test prints
 //! the list, and how many of the examples whose engine reaches files or
@@ -12,15 +12,24 @@ use std::process::Command;
 use foliosim::sim::{run_fio, SimConfig};
 use foliosim_workload::fio::{parse_job_file, resolve_device_sizes};
 
-/// The corpus: ../shared/corpora/fio-examples from the worktree root, or
-/// $FOLIOSIM_FIO_EXAMPLES.
-fn corpus() -> Option<PathBuf> {
-    let p = std::env::var_os("FOLIOSIM_FIO_EXAMPLES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/fio-examples")
-        });
-    p.is_dir().then_some(p)
+#[path = "../../../tests/require.rs"]
+mod require;
+
+/// The corpus: $FOLIOSIM_FIO_EXAMPLES (another fio's examples/), else the
+/// repository's copy; either missing fails the test.
+fn corpus() -> PathBuf {
+    match std::env::var_os("FOLIOSIM_FIO_EXAMPLES") {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(
+                p.is_dir(),
+                "FOLIOSIM_FIO_EXAMPLES={}: no such directory",
+                p.display()
+            );
+            p
+        }
+        None => require::fio_examples(),
+    }
 }
 
 /// The capacity given to block-device jobs without size= (fio would use
@@ -94,10 +103,7 @@ fn engines_of(text: &str) -> Vec<String> {
 
 #[test]
 fn every_fio_example_runs_or_is_refused_in_one_line() {
-    let Some(dir) = corpus() else {
-        eprintln!("fio examples corpus not found: set FOLIOSIM_FIO_EXAMPLES");
-        return;
-    };
+    let dir = corpus();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -337,10 +343,7 @@ fn run_with_setup(p: &Path, env: &[(&str, &str)], opts: &[&str]) -> (bool, Strin
 /// directory="). Given both, all four run, as psync.
 #[test]
 fn gpu_engine_examples_run_with_their_environment() {
-    let Some(dir) = corpus() else {
-        eprintln!("fio examples corpus not found: set FOLIOSIM_FIO_EXAMPLES");
-        return;
-    };
+    let dir = corpus();
     for f in [
         "libcufile-cufile.fio",
         "libcufile-posix.fio",

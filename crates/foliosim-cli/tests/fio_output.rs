@@ -1,13 +1,17 @@
 //! `foliosim fio --output-format=normal|json|json+`: fio's own tools read
 //! our json+, our JSON has the keys fio 3.33 prints, group_reporting
 //! merges jobs, the text keeps fio's percentile order, output is
-//! deterministic.
+//! deterministic. The tests against fio's own tools skip without them,
+//! and fail under CI=true.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 fn foliosim(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
@@ -68,22 +72,20 @@ fn run_json(extra: &[&str]) -> (String, Value) {
 
 #[test]
 fn fio_jsonplus_clat2csv_reads_our_json_plus() {
-    let tool = Path::new("/usr/bin/fio_jsonplus_clat2csv");
-    if !tool.exists() {
-        eprintln!(
-            "skipped: {} is not installed (Debian's fio package)",
-            tool.display()
-        );
+    let Some(tool) = require::tool("fio_jsonplus_clat2csv", "fio") else {
         return;
-    }
+    };
+    let Some(python) = require::tool("python3", "python3") else {
+        return;
+    };
     let (out, v) = run_json(&["--output-format=json+"]);
     let dir = scratch("clat2csv");
     let src = dir.join("mix.json");
     std::fs::write(&src, &out).unwrap();
     let dest = dir.join("mix.csv");
     for extra in [&[][..], &["--validate"][..]] {
-        let st = Command::new("python3")
-            .arg(tool)
+        let st = Command::new(&python)
+            .arg(&tool)
             .arg(&src)
             .arg(&dest)
             .args(extra)
@@ -166,6 +168,9 @@ fn key_paths(v: &Value, path: &str, out: &mut BTreeSet<String>) {
 
 #[test]
 fn json_keys_are_fio_3_33s() {
+    if require::tool("fio", "fio").is_none() {
+        return;
+    }
     let have_fio = Command::new("fio")
         .arg("--version")
         .output()
@@ -173,7 +178,7 @@ fn json_keys_are_fio_3_33s() {
     let version = match have_fio {
         Ok(v) if v.starts_with("fio-3.") => v,
         other => {
-            eprintln!("skipped: no fio 3.x to compare with ({other:?})");
+            require::skip(&format!("no fio 3.x to compare with ({other:?})"));
             return;
         }
     };

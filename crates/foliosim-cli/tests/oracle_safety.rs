@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../../tests/require.rs"]
+mod require;
+
 const BIN: &str = env!("CARGO_BIN_EXE_foliosim");
 
 /// A per-test directory on the disk (not tmpfs): jobs, a watched directory
@@ -432,14 +435,15 @@ fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
     } else if matches!(host.cgroup, CgroupFlavor::None { .. }) {
         Some("no memory cgroup")
     } else if host.fio_version.is_none() {
-        Some("fio is not installed")
+        Some("fio is not installed (apt-get install -y fio; .ci/run does)")
     } else if host.read_ahead_path.as_os_str().is_empty() {
         Some("/var/tmp has no block device read_ahead_kb")
     } else {
         None
     };
+    // Skipped elsewhere; CI runs as root with a memory cgroup and fio.
     if let Some(why) = why {
-        eprintln!("SKIPPED a_killed_oracle_is_undone_by_restore_and_by_the_next_start: {why}");
+        require::skip(why);
         return;
     }
     let ra_old = fs::read_to_string(&host.read_ahead_path).unwrap();
@@ -502,11 +506,18 @@ fn a_killed_oracle_is_undone_by_restore_and_by_the_next_start() {
 fn a_second_oracle_waits_for_the_one_running() {
     let b = Base::new("lock");
     let host = read_host(&b.0).unwrap();
-    if !host.is_root
-        || matches!(host.cgroup, CgroupFlavor::None { .. })
-        || host.fio_version.is_none()
-    {
-        eprintln!("SKIPPED a_second_oracle_waits_for_the_one_running: needs root, a memory cgroup and fio");
+    let why = if !host.is_root {
+        Some("not root")
+    } else if matches!(host.cgroup, CgroupFlavor::None { .. }) {
+        Some("no memory cgroup")
+    } else if host.fio_version.is_none() {
+        Some("fio is not installed (apt-get install -y fio; .ci/run does)")
+    } else {
+        None
+    };
+    // Skipped elsewhere; CI runs as root with a memory cgroup and fio.
+    if let Some(why) = why {
+        require::skip(why);
         return;
     }
     let job = b.p("jobs/small.fio");

@@ -2,7 +2,8 @@
 //! scenario swaps for real and leaves zram0 reset and no swap on; a killed
 //! oracle's swap, zram, tmpfs and cgroups are undone by `oracle restore`;
 //! hostile arguments are refused in one line, exit 2. The real-kernel tests
-//! are skipped, saying why, without root or a free zram0.
+//! are skipped, saying why, without root or a free zram0; under CI=true
+//! (root, cgroup v1 memory with memsw, zram) they fail instead.
 
 use foliosim_oracle::journal;
 use foliosim_oracle::scn::hostcfg::{active_swaps, zram_unusable, ZRAM_NODE, ZRAM_SYSFS};
@@ -10,6 +11,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 const BIN: &str = env!("CARGO_BIN_EXE_foliosim");
 
@@ -78,7 +82,7 @@ fn zram_is_reset() -> bool {
 fn a_zram_scenario_swaps_and_leaves_the_host_as_it_was() {
     let _one = ZRAM.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = why_not_real() {
-        eprintln!("SKIPPED a_zram_scenario_swaps_and_leaves_the_host_as_it_was: {why}");
+        require::skip(&why);
         return;
     }
     let b = Base::new("smoke");
@@ -186,7 +190,7 @@ fn mounted(p: &std::path::Path) -> bool {
 fn a_killed_scenario_oracle_is_undone_by_restore() {
     let _one = ZRAM.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = why_not_real() {
-        eprintln!("SKIPPED a_killed_scenario_oracle_is_undone_by_restore: {why}");
+        require::skip(&why);
         return;
     }
     let b = Base::new("kill");

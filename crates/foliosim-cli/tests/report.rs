@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "../../../tests/require.rs"]
+mod require;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_foliosim")
 }
@@ -431,7 +434,7 @@ fn chromium_or_skip(test: &str) -> Option<PathBuf> {
         return Some(exe);
     }
     // In CI the test fails; a developer may skip it only by saying so.
-    let ci = std::env::var_os("CI").is_some();
+    let ci = require::in_ci();
     if !ci && std::env::var("FOLIOSIM_SKIP_CHROMIUM").as_deref() == Ok("1") {
         eprintln!("SKIPPED {test}: no chromium (FOLIOSIM_SKIP_CHROMIUM=1)");
         return None;

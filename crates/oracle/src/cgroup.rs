@@ -341,7 +341,8 @@ pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, String> {
     parse_memory_stat(text, false).map_err(|e| format!("/proc/vmstat: {e}"))
 }
 
-/// /proc/vmstat event counters the oracle reports (as `vmstat.<name>` deltas).
+/// /proc/vmstat event counters the oracle reports (as `vmstat.<name>`
+/// deltas), for fio jobs, probes and scenarios alike.
 pub const VMSTAT_EVENTS: &[&str] = &[
     "pgpgin",
     "pgpgout",
@@ -356,14 +357,27 @@ pub const VMSTAT_EVENTS: &[&str] = &[
     "pgscan_direct",
     "pgsteal_kswapd",
     "pgsteal_direct",
+    "pgscan_anon",
+    "pgscan_file",
+    "pgsteal_anon",
+    "pgsteal_file",
+    "workingset_refault_anon",
     "workingset_refault_file",
+    "workingset_activate_anon",
     "workingset_activate_file",
+    "workingset_restore_anon",
     "workingset_restore_file",
+    // Shadow-only xa_nodes the mm-shadow shrinker freed: refaults their
+    // shadows would have counted are lost.
+    "workingset_nodereclaim",
+    "oom_kill",
     "nr_dirtied",
     "nr_written",
     // PMD mappings of file folios (do_set_pmd): the one place the host
     // shows page-cache folios of PMD order.
     "thp_file_mapped",
+    "swpin_zero",
+    "swpout_zero",
 ];
 
 pub fn read_vmstat() -> Result<BTreeMap<String, u64>, String> {

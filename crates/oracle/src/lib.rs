@@ -67,6 +67,12 @@ pub mod statsflush;
 pub mod suite;
 pub mod units;
 
+/// The tests' rule for a missing tool or host feature: skip with the
+/// reason, or fail under CI=true (shared with the integration tests).
+#[cfg(test)]
+#[path = "../../../tests/require.rs"]
+mod require;
+
 pub use cases::{Case, CaseKind, Need};
 pub use compare::{compare, CounterRow};
 pub use host::{CgroupFlavor, HostInfo};

@@ -10,6 +10,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 use std::path::PathBuf;
 
+#[path = "../../../tests/require.rs"]
+mod require;
+
 fn runner() -> TestRunner {
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
     TestRunner::new(Config {
@@ -23,19 +26,18 @@ fn runner() -> TestRunner {
 fn corpus() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut v = Vec::new();
-    for dir in [
-        root.join("../shared/corpora/fio-examples"),
-        root.join("oracle/cases"),
-    ] {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
+    // Both are in the repository: one missing fails the test rather than
+    // fuzzing a smaller corpus.
+    for dir in [require::fio_examples(), root.join("oracle/cases")] {
+        let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         let mut p: Vec<_> = rd.flatten().map(|e| e.path()).collect();
         p.sort();
         v.extend(
             p.iter()
                 .filter(|p| p.extension().is_some_and(|e| e == "fio"))
-                .filter_map(|p| std::fs::read_to_string(p).ok()),
+                .map(|p| {
+                    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                }),
         );
     }
     assert!(!v.is_empty());

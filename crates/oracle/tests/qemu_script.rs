@@ -7,6 +7,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
+#[path = "../../../tests/require.rs"]
+mod require;
+
 fn qemu_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../oracle/qemu")
 }
@@ -141,10 +144,12 @@ fn run_sh_rejects_bad_arguments_with_exit_2() {
 }
 
 /// Builds mixpress.c for this host (dynamically: the test needs no static
-/// libc); None, said on stderr, where there is no C compiler.
+/// libc); None, said on stderr, where there is no C compiler (under CI it
+/// fails instead).
 fn build_mixpress(dir: &PathBuf) -> Option<PathBuf> {
+    let cc = require::tool("cc", "gcc")?;
     let bin = dir.join("mixpress");
-    let r = Command::new("cc")
+    let r = Command::new(cc)
         .args(["-O2", "-pthread", "-o"])
         .arg(&bin)
         .arg(qemu_dir().join("mixpress.c"))
@@ -156,10 +161,7 @@ fn build_mixpress(dir: &PathBuf) -> Option<PathBuf> {
             "mixpress.c does not build: {}",
             String::from_utf8_lossy(&r.stderr)
         ),
-        Err(e) => {
-            eprintln!("skipped: no C compiler ({e})");
-            None
-        }
+        Err(e) => panic!("cc does not run: {e}"),
     }
 }
 
@@ -296,8 +298,7 @@ fn mixpress_ycsb_counts_operations_and_their_latency() {
 /// naming the variable, exit 2.
 #[test]
 fn model_sh_rejects_bad_released_kernel_knobs() {
-    if Command::new("jq").arg("--version").output().is_err() {
-        eprintln!("skipped: no jq");
+    if require::tool("jq", "jq").is_none() {
         return;
     }
     for (var, val, needle) in [
@@ -331,8 +332,7 @@ fn model_sh_rejects_bad_released_kernel_knobs() {
 /// counters from the model) into the fidelity page's rows.
 #[test]
 fn table_sh_renders_guest_and_model_lines() {
-    if Command::new("jq").arg("--version").output().is_err() {
-        eprintln!("skipped: no jq");
+    if require::tool("jq", "jq").is_none() {
         return;
     }
     let dir = scratch("table");

@@ -1,5 +1,7 @@
 //! Runs small cases on the real host kernel. Skips (saying why, and without
-//! asserting anything) when the host cannot: not root, or no memory cgroup.
+//! asserting anything) when the host cannot: not root, or no memory cgroup;
+//! its fio and ext4 parts likewise without fio or ext4. Under CI=true, which
+//! runs as root with a memory cgroup and installs fio, each of those fails.
 
 use foliosim_oracle::cases::{fio_case, parse_probe_cases};
 use foliosim_oracle::host::{read_host, CgroupFlavor};
@@ -9,6 +11,9 @@ use foliosim_oracle::{Case, HostInfo};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 fn no_model(_: &HostInfo, _: &Case) -> Result<BTreeMap<String, f64>, String> {
     Ok(BTreeMap::from([("pgmajfault".to_string(), 0.0)]))
@@ -42,7 +47,7 @@ fn real_probe_and_fio_cases() {
     .unwrap()
     .remove(0);
     if let Some(why) = probe_case.skip_reason(&host) {
-        eprintln!("SKIPPED real_probe_and_fio_cases: {why}");
+        require::skip(&why);
         return;
     }
     let opts = RunOpts {
@@ -167,6 +172,8 @@ fn real_probe_and_fio_cases() {
             );
             assert!(leftover_groups(&host).is_empty());
             fs::remove_file(&job).unwrap();
+        } else if let Err(e) = &host.ext4 {
+            require::skip(&format!("its one-stat() fio part: no ext4 geometry ({e})"));
         }
 
         // A job that deletes its files: the second repeat must find them
@@ -196,7 +203,7 @@ fn real_probe_and_fio_cases() {
         assert!(leftover_groups(&host).is_empty());
         fs::remove_file(&job).unwrap();
     } else {
-        eprintln!("fio part SKIPPED: fio is not installed");
+        require::skip("its fio part: fio is not installed (apt-get install -y fio; .ci/run does)");
     }
     drop(scratch);
     assert!(!dir.exists(), "scratch files removed");

@@ -4,14 +4,17 @@
 //! job, named by fio's thread number, so numjobs clones stay apart); the
 //! test asserts `IoGen` yields exactly the same sequence.
 //!
-//! Skipped, with a printed reason, where fio is missing or is not 3.33:
-//! the sequences are 3.33's (io_u.c has changed since, e.g. how sequential
-//! writes wrap).
+//! Skipped, with a printed reason, where fio is missing or is not 3.33
+//! (the sequences are 3.33's: io_u.c has changed since, e.g. how
+//! sequential writes wrap); under CI=true that fails instead.
 
 use foliosim_workload::fio::parse_job_str;
 use foliosim_workload::iogen::{Dir, Io, IoGen};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 /// One job: its options (without filename), the I/Os compared, and the
 /// clone compared (fio thread number, 1-based).
@@ -339,10 +342,13 @@ fn check_case(
 
 #[test]
 fn iogen_matches_fio_3_33() {
+    if require::tool("fio", "fio").is_none() {
+        return;
+    }
     let version = match fio_version() {
         Ok(v) => v,
         Err(why) => {
-            eprintln!("skipping iogen_matches_fio_3_33: {why}");
+            require::skip(&why);
             return;
         }
     };

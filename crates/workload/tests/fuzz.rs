@@ -5,7 +5,7 @@
 //!
 //! Inputs come from three generators: a grammar of fio's own option names
 //! with hostile values, mutations of real job files (fio's examples corpus in
-//! ../shared and this repo's examples), and raw bytes. The property is the
+//! tests/corpora and this repo's examples), and raw bytes. The property is the
 //! same everywhere: no panic, and every rejection is one line naming what
 //! was wrong. Case counts: FOLIOSIM_FUZZ_CASES per target (default 3,000
 //! for the test suite; `scripts/fuzz` runs a million in all).
@@ -18,6 +18,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 const FIO_OPTIONS: &[&str] = &[
     "allow_file_create",
@@ -400,21 +403,21 @@ fn report(target: &str, n: &AtomicU64, rejected: &AtomicU64) {
 fn corpus() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut v = Vec::new();
+    // All three are in the repository: one missing fails the test rather
+    // than fuzzing a smaller corpus.
     for dir in [
-        root.join("../shared/corpora/fio-examples"),
+        require::fio_examples(),
         root.join("examples"),
         root.join("oracle/cases"),
     ] {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
+        let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();
         paths.sort();
         for p in paths {
             if p.extension().is_some_and(|e| e == "fio") {
-                if let Ok(t) = std::fs::read_to_string(&p) {
-                    v.push(t);
-                }
+                v.push(
+                    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+                );
             }
         }
     }

@@ -48,38 +48,6 @@ use std::time::{Duration, Instant};
 /// default of RunOpts::run_timeout (`oracle run --timeout`).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// /proc/vmstat events a scenario run reports (as `vmstat.NAME` deltas).
-pub const VMSTAT_EVENTS: &[&str] = &[
-    "pgpgin",
-    "pgpgout",
-    "pswpin",
-    "pswpout",
-    "pgfault",
-    "pgmajfault",
-    "pgactivate",
-    "pgdeactivate",
-    "pgscan_kswapd",
-    "pgscan_direct",
-    "pgsteal_kswapd",
-    "pgsteal_direct",
-    "pgscan_anon",
-    "pgscan_file",
-    "pgsteal_anon",
-    "pgsteal_file",
-    "workingset_refault_anon",
-    "workingset_refault_file",
-    "workingset_activate_anon",
-    "workingset_activate_file",
-    "workingset_restore_anon",
-    "workingset_restore_file",
-    "oom_kill",
-    "nr_dirtied",
-    "nr_written",
-    // PMD mappings of file folios (do_set_pmd).
-    "thp_file_mapped",
-    "swpin_zero",
-    "swpout_zero",
-];
 
 /// Parses a scenario file's text (`file:line: key: msg` errors) and
 /// refuses names that could reach outside scratch or the oracle's groups.
@@ -927,11 +895,7 @@ pub fn run_real(
             let _ = fs::remove_file(l.tmpfs.join(&f.name));
         }
         drop(g);
-        for k in VMSTAT_EVENTS {
-            if let (Some(a), Some(b)) = (after.get(*k), before.get(*k)) {
-                m.insert(format!("vmstat.{k}"), a.saturating_sub(*b) as f64);
-            }
-        }
+        m.extend(crate::cgroup::vmstat_delta(&before, &after));
         m.insert("elapsed_s".into(), wall);
         add_per_op(&mut m);
         if opts.verbose {
