@@ -4,6 +4,7 @@
 //! command line as the binary would, for the Python bindings and sweeps.
 
 mod bench_cmd;
+mod calibrate_cmd;
 mod oracle_cmd;
 mod oracle_model;
 use oracle_model::oracle_model;
@@ -71,6 +72,13 @@ struct MachineArgs {
     #[arg(long)]
     device: Option<String>,
     /// Swap: none, zram:SIZE or disk:SIZE.
+    /// A machine profile (TOML, as `foliosim oracle calibrate` writes
+    /// it): that machine's CPU costs, and its disk as the device unless
+    /// --device names one. Default: the reference machine's
+    /// (crates/foliosim/profiles/reference-vm.toml; docs/calibration.md).
+    /// Not --profile: that is fio's own option.
+    #[arg(long)]
+    machine_profile: Option<std::path::PathBuf>,
     #[arg(long)]
     swap: Option<String>,
     /// Capacity of the disk, for fio jobs on a block device
@@ -255,6 +263,12 @@ impl MachineArgs {
             let (kind, size) = match s.split_once(':') {
                 None if s == "none" => (SwapKind::None, 0),
                 Some(("zram", sz)) => (
+        if let Some(p) = &self.machine_profile {
+            let prof = foliosim::mm::profile::load(p)
+                .map_err(|e| format!("--machine-profile: {e}"))?;
+            mm.cpu_costs = Some(prof.cpu_costs());
+            mm.device = prof.device("profile");
+        }
                     SwapKind::Zram,
                     parse_size(sz).map_err(|e| format!("--swap: {e}"))?,
                 ),
@@ -669,6 +683,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "kernel",
         "large-folios",
         "fio-memory",
+        "machine-profile",
         "sysctl",
         "seed",
         "timeline",

@@ -265,22 +265,24 @@ fn disabled_core_cap_falls_back_to_the_classic_lru() {
 }
 
 /// Seed 000 at full scale (600M file, 400M memcg, 90 simulated seconds):
-/// MGLRU before the patch with arm64 PTEs refaults within a factor of 2 of
-/// the seed's 12,883,855 under 200 MiB/s; after it, under 1% of that and
-/// at least 20 times the bandwidth.
+/// MGLRU before the patch with arm64 PTEs refaults, per MiB read, within
+/// a factor of 2 of the seed's (its 12,883,855 refaults at 58.5 MiB/s: the
+/// window's count itself scales with the machine's speed, and the model
+/// runs on the reference machine's profile); after it, under 1% of the
+/// refaults and at least 20 times the bandwidth (hits against misses, on
+/// any machine).
 #[test]
 fn seed000_strided_mmap_arm64_matches_the_seed() {
     use foliosim::reproduce::strided_mmap_cell;
     use foliosim::sim::LruKind;
     let before = strided_mmap_cell(LruKind::Mglru, "pf-set-active", "arm64", 1);
     let after = strided_mmap_cell(LruKind::Mglru, "pf-mark-accessed", "arm64", 1);
-    let seed = before.seed_refaults.unwrap() as f64;
+    let seed = before.seed_refaults_per_mib.unwrap();
     assert!(
-        (before.refaults as f64) > seed / 2.0 && (before.refaults as f64) < seed * 2.0,
-        "before: {} refaults vs seed {seed}",
-        before.refaults
+        before.refaults_per_mib > seed / 2.0 && before.refaults_per_mib < seed * 2.0,
+        "before: {} refaults a MiB vs seed {seed}",
+        before.refaults_per_mib
     );
-    assert!(before.bw_mib_s < 200.0, "before: {} MiB/s", before.bw_mib_s);
     assert!(
         (after.refaults as f64) < before.refaults as f64 * 0.01,
         "after: {} refaults",
@@ -363,10 +365,11 @@ fn seed000_strided_mmap_x86_patch_makes_no_material_difference() {
             after.bw_mib_s, after.pgmajfault, after.refaults, after.workingset_nodereclaim,
             before.bw_mib_s, before.pgmajfault
         );
+        // Thrashing (a majfault every few reads), on any machine's profile.
         assert!(
-            before.bw_mib_s < 200.0,
-            "x86 before: {} MiB/s",
-            before.bw_mib_s
+            before.pgmajfault > 100_000,
+            "x86 before: {} majfaults",
+            before.pgmajfault
         );
         assert!(
             after.bw_mib_s < 2.0 * before.bw_mib_s,

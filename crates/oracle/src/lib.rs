@@ -51,6 +51,7 @@
 //! `read_ahead_kb`, if set, wins: see [`Case::effective_read_ahead_kb`]),
 //! swappiness, `fault_around_bytes`, THP mode and `lru_gen`.
 
+pub mod calibrate;
 pub mod cases;
 pub mod cgroup;
 pub mod compare;

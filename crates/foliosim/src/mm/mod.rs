@@ -13,6 +13,7 @@ pub mod oom_kill;
 pub mod page_counter;
 pub mod page_io;
 pub mod page_writeback;
+pub mod profile;
 pub mod readahead;
 pub mod shmem;
 pub mod swap_state;
@@ -622,8 +623,12 @@ fn first_stats_flush(cfg: &MmConfig) -> u64 {
 }
 
 /// CPU time charged to the task for kernel work, in ns (the model's clock
-/// advances by these and by I/O waits).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// advances by these and by I/O waits). The defaults are the reference
+/// machine's profile (mm::profile, crates/foliosim/profiles/reference-vm.toml):
+/// each value's source and the command that re-measures it are there and
+/// in docs/calibration.md.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CpuCosts {
     pub syscall: u64,
     pub copy_page: u64,
@@ -671,28 +676,29 @@ pub struct CpuCosts {
     pub range_entry: u64,
     /// Reclaiming one page once scanned (shrink_folio_list(): unmap checks,
     /// __remove_mapping() with its shadow entry, the free), beyond
-    /// scan_folio. 0 by default: the model's reclaim then costs its scan
-    /// and its call's share, where the oracle's probe of limit reclaim of
-    /// clean page cache measures 0.6-0.8 us a page on its 6.18 host (a
-    /// mix's own reclaim, traced, 0.61 us a file page besides the calls);
-    /// the oracle sets it from its probe (run::measure_limit_reclaim).
+    /// scan_folio: the oracle's probe of limit reclaim of clean page cache
+    /// (run::measure_limit_reclaim) less the scan and the isolation, on
+    /// the reference machine by `foliosim oracle calibrate` and on each
+    /// oracle host before its runs.
     pub reclaim_folio: u64,
     pub touch_mapped: u64,
     /// fio's own user-space work per I/O (io_u setup, completion,
-    /// accounting): calibrated on seed 000's 5078 MiB/s of 4K mmap reads
-    /// that all hit mapped pages (0.77 us per I/O).
+    /// accounting): the real fio's time per I/O on its null engine,
+    /// seed 000's job shape, measured by `foliosim oracle calibrate` (the
+    /// mmap engine's mapped hit less the copy is not measurable: the CPU
+    /// overlaps the two; docs/calibration.md).
     pub fio_io: u64,
     /// Metadata system calls of fio's file engines (open O_CREAT, stat,
-    /// unlink, mkdir, rmdir, fallocate, ftruncate): order-of-magnitude
-    /// figures for ext4 on a fast disk, not calibrated.
+    /// unlink, mkdir, rmdir, fallocate, ftruncate): each timed on the
+    /// reference machine's ext4 by `foliosim oracle calibrate`.
     pub create: u64,
     pub stat: u64,
     pub unlink: u64,
     pub fallocate: u64,
-    /// zram with lzo-rle: compressing / decompressing one 4 KiB page
-    /// (order of magnitude: lzo-rle runs at about 0.7 / 1.6 GB/s per core
-    /// on current x86 cores). The oracle sets both from its host's measured
-    /// swap-out and swap-in fault (run::measure_zram_swap), the swap-out's
+    /// zram with lzo-rle: compressing / decompressing one 4 KiB page, from
+    /// the host's measured swap-out and swap-in fault
+    /// (run::measure_zram_swap; `foliosim oracle calibrate` for the
+    /// reference machine, the oracle for its hosts), the swap-out's
     /// unmapping and the probe's share of its reclaim calls folded into
     /// zram_compress.
     pub zram_compress: u64,
@@ -700,31 +706,9 @@ pub struct CpuCosts {
 }
 
 impl Default for CpuCosts {
+    /// The reference machine's measured costs.
     fn default() -> Self {
-        CpuCosts {
-            syscall: 250,
-            copy_page: 300,
-            minor_fault: 600,
-            map_page: 25,
-            page_alloc: 120,
-            scan_folio: 40,
-            isolate_lru_folio: 180,
-            folio_referenced: 180,
-            shrink_inactive_list: 5_200,
-            shrink_active_list: 2_400,
-            tlb_flush: 5_000,
-            do_try_to_free_pages: 2_100,
-            range_entry: 5,
-            reclaim_folio: 0,
-            touch_mapped: 15,
-            fio_io: 440,
-            create: 12_000,
-            stat: 1_500,
-            unlink: 10_000,
-            fallocate: 6_000,
-            zram_compress: 6_000,
-            zram_decompress: 2_500,
-        }
+        profile::reference().cpu_costs()
     }
 }
 

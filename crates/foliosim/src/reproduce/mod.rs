@@ -1,5 +1,8 @@
 //! The seeds' experiments, each runnable with one command and printed
-//! beside the seed's own figures.
+//! beside the seed's own figures. Counter columns (the mechanism's) are
+//! compared with the seed's; timing columns come from the reference
+//! machine's measured profile (mm::profile), the seeds' machines being
+//! unknown, and are labelled so, never compared.
 
 pub mod cache_ext;
 pub mod reclaim_loop;
@@ -10,6 +13,15 @@ pub mod workingset_protection;
 
 use crate::mm::{MmConfig, Variants};
 use crate::sim::{run_probe, LruKind, RunReport, SimConfig};
+
+/// What a reproduction's timing columns are: the model on the reference
+/// machine's profile, not a prediction of the seed's own machine.
+pub fn timing_basis() -> String {
+    format!(
+        "on the reference machine's profile ({})",
+        crate::mm::profile::reference().describe()
+    )
+}
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
 
 /// Seed 002's published cells (pgpgin GiB, elapsed s), transcribed from
@@ -49,10 +61,15 @@ pub struct MmapMissRow {
     pub pattern: String,
     pub variant: String,
     pub pgpgin_gib: f64,
+    /// Simulated seconds on the reference machine's profile
+    /// (`timing`): not a prediction of the seed's machine.
     pub elapsed_s: f64,
+    /// What elapsed_s is (timing_basis()).
+    pub timing: String,
     pub seed_pgpgin_gib: Option<f64>,
-    /// Not in the field list but useful: the seed's elapsed time.
-    pub seed_elapsed_s: Option<f64>,
+    /// The seed's elapsed time on its own (unknown) machine: shown, not
+    /// compared.
+    pub seed_own_machine_elapsed_s: Option<f64>,
     pub pgmajfault: u64,
     pub ra_unused_evicted: u64,
 }
@@ -128,8 +145,9 @@ fn mmap_miss_row(file_gib: u64, pattern: &str, variant: &str, r: &RunReport) -> 
         variant: variant.to_string(),
         pgpgin_gib: r.vmstat["pgpgin"] as f64 / (1u64 << 20) as f64,
         elapsed_s: r.elapsed_ns as f64 / 1e9,
+        timing: timing_basis(),
         seed_pgpgin_gib: seedrow.map(|c| c.3),
-        seed_elapsed_s: seedrow.map(|c| c.4),
+        seed_own_machine_elapsed_s: seedrow.map(|c| c.4),
         pgmajfault: r.vmstat["pgmajfault"],
         ra_unused_evicted: r.vmstat["foliosim_ra_unused_evicted"],
     }
@@ -313,22 +331,23 @@ pub fn mmap_miss_matrix_of(
         .collect()
 }
 
-/// The matrix as a table beside the seed's figures.
+/// The matrix as a table: the counters beside the seed's, the times on
+/// the reference machine's profile.
 pub fn render_mmap_miss(rows: &[MmapMissRow]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "seed 002 mmap_miss: 8 GiB RAM, read_ahead_kb=8192, cold cache, 1% of pages touched through mmap");
     let _ = writeln!(
         s,
-        "{:>4} {:<11} {:<9} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10} {:>14}",
+        "{:>4} {:<11} {:<9} {:>12} {:>12} {:>8} {:>10} {:>14} {:>10} {:>14}",
         "GiB",
         "pattern",
         "variant",
         "pgpgin GiB",
         "seed GiB",
         "err %",
-        "elapsed s",
-        "seed s",
+        "elapsed s*",
+        "seed s (own)**",
         "majfault",
         "ra unused evict"
     );
@@ -342,7 +361,7 @@ pub fn render_mmap_miss(rows: &[MmapMissRow]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:>4} {:<11} {:<9} {:>12.3} {:>12} {:>8} {:>10.3} {:>10} {:>10} {:>14}",
+            "{:>4} {:<11} {:<9} {:>12.3} {:>12} {:>8} {:>10.3} {:>14} {:>10} {:>14}",
             r.file_gib,
             r.pattern,
             r.variant,
@@ -350,13 +369,18 @@ pub fn render_mmap_miss(rows: &[MmapMissRow]) -> String {
             seed,
             err,
             r.elapsed_s,
-            r.seed_elapsed_s
+            r.seed_own_machine_elapsed_s
                 .map(|v| format!("{v:.3}"))
                 .unwrap_or_else(|| "-".into()),
             r.pgmajfault,
             r.ra_unused_evicted
         );
     }
+    let _ = writeln!(s, "* {}", timing_basis());
+    let _ = writeln!(
+        s,
+        "** the seed's own machine (unknown): shown, not compared"
+    );
     s
 }
 
@@ -371,10 +395,21 @@ pub struct StridedRow {
     pub ptes: String,
     /// workingset_refault_file of the memcg between second 30 and 90.
     pub refaults: u64,
-    /// fio's read bandwidth over the run.
+    /// fio's read bandwidth over the run, on the reference machine's
+    /// profile (`timing`): not a prediction of the seed's machine.
     pub bw_mib_s: f64,
+    /// What bw_mib_s is (timing_basis()).
+    pub timing: String,
     pub seed_refaults: Option<u64>,
-    pub seed_bw_mib_s: Option<f64>,
+    /// Refaults per MiB fio read in the window (the run's bandwidth times
+    /// the window's seconds): the mechanism's rate, whatever the machine's
+    /// speed, where `refaults` counts a fixed time. The seed's from its
+    /// own refaults and bandwidth, the same way.
+    pub refaults_per_mib: f64,
+    pub seed_refaults_per_mib: Option<f64>,
+    /// The seed's bandwidth on its own (unknown) arm64 machine: shown,
+    /// not compared.
+    pub seed_own_machine_bw_mib_s: Option<f64>,
     /// Explanations: pages read ahead and evicted unused, and faults,
     /// in the same window.
     pub ra_unused_evicted: u64,
@@ -448,6 +483,11 @@ pub fn strided_mmap_cell_with(
     let (from, to) = (30.min(runtime_s / 3), runtime_s);
     let window = |k: &str| at(to, k).saturating_sub(at(from, k));
     let read = &r.jobs[0].read;
+    let bw_mib_s = read.bw_bytes as f64 / (1u64 << 20) as f64;
+    let per_mib = |refaults: u64, bw: f64| match bw * (to - from) as f64 {
+        mib if mib > 0.0 => refaults as f64 / mib,
+        _ => 0.0,
+    };
     // The seed measured its v1 patch and the code before it, on arm64.
     let (seed_refaults, seed_bw) = match (lru, ptes, variant) {
         (LruKind::Mglru, "arm64", "pf-mark-accessed") => (Some(0), Some(5078.0)),
@@ -463,9 +503,12 @@ pub fn strided_mmap_cell_with(
         },
         ptes: ptes.to_string(),
         refaults: window("workingset_refault_file"),
-        bw_mib_s: read.bw_bytes as f64 / (1u64 << 20) as f64,
+        bw_mib_s,
+        timing: timing_basis(),
         seed_refaults,
-        seed_bw_mib_s: seed_bw,
+        refaults_per_mib: per_mib(window("workingset_refault_file"), bw_mib_s),
+        seed_refaults_per_mib: seed_refaults.zip(seed_bw).map(|(r, b)| per_mib(r, b)),
+        seed_own_machine_bw_mib_s: seed_bw,
         ra_unused_evicted: window("foliosim_ra_unused_evicted"),
         pgmajfault: window("pgmajfault"),
         workingset_nodereclaim: window("workingset_nodereclaim"),
@@ -499,14 +542,16 @@ pub fn render_strided(rows: &[StridedRow]) -> String {
     let _ = writeln!(s, "seed 000 strided mmap: 600M file, 400M memcg, fio 4K every 64K via mmap; refaults between second 30 and 90");
     let _ = writeln!(
         s,
-        "{:<8} {:<17} {:<6} {:>12} {:>12} {:>10} {:>10} {:>15} {:>10} {:>12}",
+        "{:<8} {:<17} {:<6} {:>12} {:>12} {:>11} {:>11} {:>10} {:>16} {:>15} {:>10} {:>12}",
         "lru",
         "variant",
         "ptes",
         "refaults",
         "seed",
-        "MiB/s",
-        "seed MiB/s",
+        "refault/MiB",
+        "seed",
+        "MiB/s*",
+        "seed MiB/s (own)**",
         "ra unused evict",
         "majfault",
         "nodereclaim"
@@ -514,7 +559,7 @@ pub fn render_strided(rows: &[StridedRow]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<8} {:<17} {:<6} {:>12} {:>12} {:>10.1} {:>10} {:>15} {:>10} {:>12}",
+            "{:<8} {:<17} {:<6} {:>12} {:>12} {:>11.1} {:>11} {:>10.1} {:>16} {:>15} {:>10} {:>12}",
             r.lru,
             r.variant,
             r.ptes,
@@ -522,8 +567,12 @@ pub fn render_strided(rows: &[StridedRow]) -> String {
             r.seed_refaults
                 .map(|v| v.to_string())
                 .unwrap_or_else(|| "-".into()),
+            r.refaults_per_mib,
+            r.seed_refaults_per_mib
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or_else(|| "-".into()),
             r.bw_mib_s,
-            r.seed_bw_mib_s
+            r.seed_own_machine_bw_mib_s
                 .map(|v| format!("{v:.1}"))
                 .unwrap_or_else(|| "-".into()),
             r.ra_unused_evicted,
@@ -532,5 +581,10 @@ pub fn render_strided(rows: &[StridedRow]) -> String {
         );
     }
     let _ = writeln!(s, "refaults count only pages whose shadow entry survived: under MGLRU a memcg's shadow nodes are reclaimed early (nodereclaim), so thrashing shows in majfault and MiB/s");
+    let _ = writeln!(s, "* {}; the window is 60 simulated seconds, so refaults, majfault and ra unused evict scale with that machine's speed too: refault/MiB (per MiB fio read in the window) is the mechanism's rate, the seed's from its own refaults and MiB/s", timing_basis());
+    let _ = writeln!(
+        s,
+        "** the seed's own machine (unknown): shown, not compared"
+    );
     s
 }
