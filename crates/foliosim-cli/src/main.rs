@@ -57,8 +57,9 @@ struct MachineArgs {
     #[arg(long)]
     lru: Option<String>,
     /// cache_ext page-cache policy of the workload's memcg:
-    /// NAME[:key=val,...] (fifo, mru, lfu, s3fifo, get-scan, admit-filter;
-    /// default: none). Needs --lru classic.
+    /// NAME[:key=val,...] (fifo, mru, lfu, s3fifo, get-scan, admit-filter,
+    /// lhd, mglru-bpf, or py:NAME registered from Python; default: none).
+    /// Needs --lru classic.
     #[arg(long)]
     policy: Option<String>,
     /// Variants, comma or plus separated.
@@ -122,6 +123,11 @@ struct MachineArgs {
     /// process only the mappings its steps make.
     #[arg(long)]
     process_memory: Option<String>,
+    /// CPUs the scenario's tasks share: threads are dealt to them in turn
+    /// (as the oracle pins its real tasks) and wait while another task
+    /// has theirs. Default: every thread has a CPU of its own.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus: Option<u32>,
     /// The tmpfs mount's huge= option for the scenario's tmpfs files:
     /// never (the default), always, within_size or advise.
     #[arg(long)]
@@ -251,6 +257,7 @@ impl MachineArgs {
         }
         mm.fio_process_memory = on_off("--fio-memory", self.fio_memory.as_deref())?;
         mm.process_memory = on_off("--process-memory", self.process_memory.as_deref())?;
+        mm.nr_cpus = self.cpus.unwrap_or(0);
         let mut variants = mm.kernel.map_or_else(Variants::newest, |k| k.variants());
         for v in &self.variant {
             variants.apply(v).map_err(|e| format!("--variant: {e}"))?;

@@ -238,6 +238,8 @@ fn oracle_scenario(
             .then(|| host.kernel_release.clone()),
         // Each real process is the oracle's executor, charged to its group.
         process_memory: Some("on".into()),
+        // Its tasks are pinned to the host's CPUs in turn.
+        cpus: host.cpus,
         ..MachineArgs::default()
     };
     let mut m = run_cmd::with_scenario_defaults(&cli, sc)?;

@@ -246,6 +246,12 @@ fn bad_cache_ext_policies_exit_2_with_one_line() {
         err.contains("fifo, mru, lfu, s3fifo, get-scan, admit-filter"),
         "{err}"
     );
+    // `--help` lists every policy the registry has (it once left two out).
+    let (_, help, _) = foliosim(&["run", "--help"]);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for name in foliosim::policy::policy_names().iter().skip(1) {
+        assert!(help.contains(name), "run --help lacks policy {name}");
+    }
     // A scenario's cgroup names its policy; a bad one names file, line, key.
     let p = job_file(
         "policy.toml",

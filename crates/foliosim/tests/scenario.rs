@@ -314,6 +314,43 @@ fn kernel_compute_counts_in_stime_user_compute_does_not() {
     assert_eq!(pk.stime_ns - pu.stime_ns, 7 * MS);
 }
 
+/// MmConfig::nr_cpus: tasks dealt to fewer CPUs than they number share
+/// them (user or kernel compute waits while another task has the CPU);
+/// sleeping holds no CPU; without nr_cpus each has one of its own.
+#[test]
+fn tasks_share_the_cpus_they_are_dealt_to() {
+    let run = |cpus: u32, sys: bool, sleep: bool| {
+        let op = if sleep {
+            Op::Sleep { ns: 10 * MS }
+        } else {
+            Op::Compute { ns: 10 * MS, sys }
+        };
+        let sc = Scenario {
+            file: "cpus.toml".into(),
+            processes: vec![process("p", "", 3, vec![st(2, op)])],
+            ..Scenario::default()
+        };
+        let mut c = cfg(128 * M, None);
+        c.mm.nr_cpus = cpus;
+        let r = run_scenario(c, &sc).unwrap();
+        let mut ends: Vec<u64> = (0..3)
+            .map(|i| proc_named(&r, &format!("p[{i}]")).elapsed_ns / MS)
+            .collect();
+        ends.sort();
+        ends
+    };
+    for sys in [false, true] {
+        assert_eq!(run(0, sys, false), [10, 10, 10], "a CPU each");
+        assert_eq!(run(3, sys, false), [10, 10, 10]);
+        // Three tasks on two CPUs: two share one, in turns.
+        let two = run(2, sys, false);
+        assert_eq!(two[0], 10, "the task alone on its CPU");
+        assert_eq!(two[2], 20, "the pair ends after both their work");
+        assert_eq!(run(1, sys, false)[2], 30, "one CPU: all their work in a row");
+    }
+    assert_eq!(run(1, false, true), [10, 10, 10], "sleepers hold no CPU");
+}
+
 #[test]
 fn duration_amounts_and_loops_stop_on_the_clock() {
     let sc = Scenario {

@@ -55,6 +55,11 @@ pub struct HostInfo {
     pub kernel_release: String,
     /// MemTotal, in bytes.
     pub ram_bytes: u64,
+    /// The CPUs the oracle may run on (sched_getaffinity), which a
+    /// scenario's real tasks are pinned to in turn; None in reports
+    /// recorded before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
     pub page_size: u64,
     /// The block device holding the scratch directory, e.g. "vda" (empty when
     /// the directory is on a device-less filesystem such as tmpfs).
@@ -148,6 +153,7 @@ impl HostInfo {
         HostInfo {
             kernel_release: "6.18.0".into(),
             ram_bytes: 8 << 30,
+            cpus: Some(2),
             page_size: 4096,
             block_device: "vda".into(),
             fs_type: "ext4".into(),
@@ -270,6 +276,7 @@ pub fn read_host(dir: &Path) -> Result<HostInfo, String> {
     Ok(HostInfo {
         kernel_release,
         ram_bytes,
+        cpus: Some(crate::scn::exec::allowed_cpus().len() as u32),
         page_size,
         block_device,
         fs_type,

@@ -648,6 +648,12 @@ pub fn render_host(h: &HostInfo) -> String {
                 h.ram_bytes
             ),
         ),
+        (
+            "CPUs",
+            h.cpus.map_or("not recorded".into(), |n| {
+                format!("{n} (a scenario's tasks are pinned to them in turn; so are the model's)")
+            }),
+        ),
         ("page size", h.page_size.to_string()),
         (
             "scratch device",

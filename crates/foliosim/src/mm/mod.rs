@@ -480,6 +480,11 @@ pub struct MmConfig {
     /// (scenario's charge_own_memory()). Off: a process has only the
     /// mappings its steps make.
     pub process_memory: bool,
+    /// CPUs a scenario's tasks share (`--cpus`): threads are dealt to them
+    /// in turn, as the oracle pins its real tasks, and a task waits while
+    /// another has its CPU. 0: every thread has a CPU of its own.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub nr_cpus: u32,
     pub swappiness: u32,
     pub swap: SwapKind,
     pub swap_bytes: u64,
@@ -580,6 +585,7 @@ impl Default for MmConfig {
             large_folios: false,
             fio_process_memory: false,
             process_memory: false,
+            nr_cpus: 0,
             thp_anon_orders: 0,
             thp_defrag: ThpDefrag::Madvise,
             tmpfs_huge: TmpfsHuge::Never,
@@ -710,6 +716,10 @@ impl Default for CpuCosts {
     fn default() -> Self {
         profile::reference().cpu_costs()
     }
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Zone watermarks (mm/page_alloc.c __setup_per_zone_wmarks).

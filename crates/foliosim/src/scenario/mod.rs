@@ -324,6 +324,8 @@ struct Thread {
     /// Waiting in mem_cgroup_oom_synchronize() (v1 oom_kill_disable): the
     /// OOM domain, and the index whose access is retried once it has room.
     oom_wait: Option<(MemcgId, u64)>,
+    /// The CPU it is pinned to (MmConfig::nr_cpus; 0 without).
+    cpu: u32,
 }
 
 enum MapKind {
@@ -351,6 +353,9 @@ struct Map<'a> {
 }
 
 struct Proc<'a> {
+    /// The CPU its first thread is pinned to; its other threads and its
+    /// forked children take the next ones (the oracle's cpu_for()).
+    cpu: u32,
     name: String,
     cgroup: String,
     memcg: MemcgId,
@@ -415,6 +420,11 @@ struct Driver<'a> {
     check: bool,
     /// oom_kill events already handled.
     oom_seen: u64,
+    /// Per CPU (MmConfig::nr_cpus), when the task running on it leaves it
+    /// free; empty when every thread has a CPU of its own.
+    cpu_free: Vec<u64>,
+    /// User CPU time spent so far (`compute` steps without `sys`).
+    user_ns: u64,
 }
 
 impl<'a> Driver<'a> {
@@ -441,7 +451,12 @@ impl<'a> Driver<'a> {
             ra_kb,
             check,
             oom_seen: k.core.vm.get(Item::OOM_KILL),
+            cpu_free: vec![0; k.core.cfg.nr_cpus as usize],
+            user_ns: 0,
         };
+        // Process instances are dealt to the CPUs in turn from the last,
+        // as the oracle pins them (scn::run_instances()).
+        let mut nth_proc = 0u32;
         for f in &sc.files {
             if f.size == 0 {
                 return Err(err(
@@ -504,6 +519,8 @@ impl<'a> Driver<'a> {
                     None,
                     0,
                 );
+                d.procs[proc].cpu = d.cpu_after(d.cpu_free.len().max(1) as u32 - 1, nth_proc);
+                nth_proc += 1;
                 for (ti, t) in p.threads.iter().enumerate() {
                     for copy in 0..t.count {
                         let ident = vec![pi as u64, inst as u64, ti as u64, copy as u64];
@@ -655,6 +672,7 @@ impl<'a> Driver<'a> {
     ) -> usize {
         let mm = k.mm_alloc(memcg, adj);
         self.procs.push(Proc {
+            cpu: 0,
             name,
             cgroup,
             memcg,
@@ -735,6 +753,7 @@ impl<'a> Driver<'a> {
             forks: 0,
             own_maps: false,
             oom_wait: None,
+            cpu: self.cpu_after(self.procs[proc].cpu, self.procs[proc].threads.len() as u32),
         });
         self.procs[proc].threads.push(id);
         self.procs[proc].live += 1;
@@ -754,10 +773,23 @@ impl<'a> Driver<'a> {
                 if let Some(e) = &k.core.cache_ext.error {
                     return Err(e.clone());
                 }
-                let s0 = k.core.stime;
+                if let Some(free) = self.cpu_busy_until(id) {
+                    // Its CPU runs another task: it runs when that leaves
+                    // it, unless another thread is now further behind.
+                    self.threads[id].t = free;
+                    let me = (free, id);
+                    if let Some(mut top) = self.heap.peek_mut() {
+                        if me > top.0 {
+                            next = Some(std::mem::replace(&mut *top, Reverse(me)));
+                            break;
+                        }
+                    }
+                }
+                let (t0, s0, u0) = (self.threads[id].t, k.core.stime, self.user_ns);
                 let flow = self.exec(k, id)?;
                 let p = self.threads[id].proc;
                 self.procs[p].stime += k.core.stime - s0;
+                self.took_cpu(id, t0, k.core.stime - s0 + self.user_ns - u0);
                 match flow {
                     Flow::Parked => break,
                     Flow::Continue => {
@@ -813,6 +845,30 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
+    /// The CPU `nth` places after `from`, of MmConfig::nr_cpus (0 without).
+    fn cpu_after(&self, from: u32, nth: u32) -> u32 {
+        match self.cpu_free.len() as u32 {
+            0 => 0,
+            n => (from + nth) % n,
+        }
+    }
+
+    /// When thread `id`'s CPU is free, if after the thread's clock.
+    fn cpu_busy_until(&self, id: usize) -> Option<u64> {
+        let th = &self.threads[id];
+        let free = *self.cpu_free.get(th.cpu as usize)?;
+        (free > th.t).then_some(free)
+    }
+
+    /// A slice of thread `id` that started at `t0` held its CPU for `cpu`
+    /// ns of work (its waits for I/O and sleeps leave it to others).
+    fn took_cpu(&mut self, id: usize, t0: u64, cpu: u64) {
+        let c = self.threads[id].cpu as usize;
+        if let Some(free) = self.cpu_free.get_mut(c) {
+            *free = (*free).max(t0 + cpu);
+        }
+    }
+
     fn step_line(&self, th: &Thread) -> usize {
         match self.bodies[th.body].ins.get(th.pc) {
             Some(Ins::Op { step, .. })
@@ -824,8 +880,13 @@ impl<'a> Driver<'a> {
 
     /// Runs one slice of thread `id`.
     fn exec<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize) -> Result<Flow, String> {
-        // Each thread runs on a CPU of its own (its lru_add batch).
-        k.core.cpu = id as u32;
+        // Its CPU's lru_add batch: a CPU of its own, or the one it is
+        // pinned to (MmConfig::nr_cpus), shared with the tasks there.
+        k.core.cpu = if self.cpu_free.is_empty() {
+            id as u32
+        } else {
+            self.threads[id].cpu
+        };
         if self.threads[id].cur.is_some() {
             return self.access(k, id);
         }
@@ -905,6 +966,7 @@ impl<'a> Driver<'a> {
                     let name = format!("{}/fork@{}[{j}]", self.procs[proc].name, step.line);
                     let parent = wait.then_some(id);
                     let c = self.new_proc(k, name, cgroup.clone(), memcg, adj, parent, t);
+                    self.procs[c].cpu = self.cpu_after(self.procs[proc].cpu, 1 + j);
                     let mut ci = ident.clone();
                     ci.push(j as u64);
                     self.new_thread(c, child_body, t, ci);
@@ -1151,10 +1213,10 @@ impl<'a> Driver<'a> {
                 k.core.cpu(k.core.cost.syscall);
                 k.truncate_setsize(self.files[fi].mapping, *size);
             }
-            Op::Sleep { ns } | Op::Compute { ns, sys: false } => {
-                // Each thread has its own CPU: sleeping and computing
-                // both just move its clock.
+            Op::Sleep { ns } => k.core.now += ns,
+            Op::Compute { ns, sys: false } => {
                 k.core.now += ns;
+                self.user_ns += ns;
             }
             Op::Compute { ns, sys: true } => k.core.cpu(*ns),
             Op::Barrier { name } => {
