@@ -72,7 +72,6 @@ struct MachineArgs {
     /// limit (the oracle gives each real run's own, from its misses there).
     #[arg(long)]
     device: Option<String>,
-    /// Swap: none, zram:SIZE or disk:SIZE.
     /// A machine profile (TOML, as `foliosim oracle calibrate` writes
     /// it): that machine's CPU costs, and its disk as the device unless
     /// --device names one. Default: the reference machine's
@@ -80,6 +79,7 @@ struct MachineArgs {
     /// Not --profile: that is fio's own option.
     #[arg(long)]
     machine_profile: Option<std::path::PathBuf>,
+    /// Swap: none, zram:SIZE or disk:SIZE.
     #[arg(long)]
     swap: Option<String>,
     /// Capacity of the disk, for fio jobs on a block device
@@ -263,6 +263,12 @@ impl MachineArgs {
             variants.apply(v).map_err(|e| format!("--variant: {e}"))?;
         }
         mm.variants = variants;
+        if let Some(p) = &self.machine_profile {
+            let prof = foliosim::mm::profile::load(p)
+                .map_err(|e| format!("--machine-profile: {e}"))?;
+            mm.cpu_costs = Some(prof.cpu_costs());
+            mm.device = prof.device("profile");
+        }
         if let Some(d) = &self.device {
             mm.device = parse_device(d).map_err(|e| format!("--device: {e}"))?;
         }
@@ -270,12 +276,6 @@ impl MachineArgs {
             let (kind, size) = match s.split_once(':') {
                 None if s == "none" => (SwapKind::None, 0),
                 Some(("zram", sz)) => (
-        if let Some(p) = &self.machine_profile {
-            let prof = foliosim::mm::profile::load(p)
-                .map_err(|e| format!("--machine-profile: {e}"))?;
-            mm.cpu_costs = Some(prof.cpu_costs());
-            mm.device = prof.device("profile");
-        }
                     SwapKind::Zram,
                     parse_size(sz).map_err(|e| format!("--swap: {e}"))?,
                 ),
@@ -683,6 +683,7 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "policy",
         "variant",
         "device",
+        "machine-profile",
         "swap",
         "disk-size",
         "existing-file-size",
@@ -690,7 +691,6 @@ fn split_fio_args(args: &[String]) -> Result<(MachineArgs, Vec<String>), String>
         "kernel",
         "large-folios",
         "fio-memory",
-        "machine-profile",
         "sysctl",
         "seed",
         "timeline",
@@ -1389,7 +1389,9 @@ mod tests {
     #[test]
     fn device_takes_a_profile_and_its_latency() {
         let d = parse_device("virtio").unwrap();
-        assert_eq!((d.name, d.latency_ns), ("virtio", 70_000));
+        // The reference machine's measured disk.
+        let measured = foliosim::mm::profile::reference().device.latency_ns.value;
+        assert_eq!((d.name, d.latency_ns), ("virtio", measured));
         assert_eq!(
             parse_device("virtio:latency=45us").unwrap().latency_ns,
             45_000
