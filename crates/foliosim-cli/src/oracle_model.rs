@@ -535,12 +535,16 @@ mod tests {
             48_300
         );
         // A measured buffered miss: the latency that, with the model's own
-        // syscall, allocation, copy and 4 KiB transfer (1,780 ns on the
-        // virtio profile), costs the measured miss.
+        // syscall, allocation, copy and 4 KiB transfer on the virtio
+        // profile, costs the measured miss.
         h.buffered_read_ns = Some(50_000);
+        let bw = foliosim::mm::blkdev::DeviceProfile::by_name("virtio")
+            .unwrap()
+            .bw_bytes_per_s;
+        let cpu = c.syscall + c.page_alloc + c.copy_page + 4096 * 1_000_000_000 / bw;
         assert_eq!(
-            host_device(&h, &c).as_deref(),
-            Some("virtio:latency=47550ns")
+            host_device(&h, &c),
+            Some(format!("virtio:latency={}ns", 50_000 - cpu))
         );
         // A measured anonymous fault sets the fault entry cost so that
         // fault + allocation + zeroing cost it.
@@ -557,20 +561,21 @@ mod tests {
             hc.syscall + hc.copy_page + foliosim::mm::filemap::HIT_OVERHEAD_NS,
             1_300
         );
-        // 50,000 - (980 syscall + 120 allocation + 300 copy + 1,780 transfer).
+        // 50,000 less the new syscall, the allocation, copy and transfer.
+        let cpu = hc.syscall + hc.page_alloc + hc.copy_page + 4096 * 1_000_000_000 / bw;
         assert_eq!(
-            host_device(&h, &hc).as_deref(),
-            Some("virtio:latency=46820ns")
+            host_device(&h, &hc),
+            Some(format!("virtio:latency={}ns", 50_000 - cpu))
         );
         // A measured limit reclaim sets the cost of reclaiming a scanned
         // page so that scan + reclaim cost it; it leaves the rest alone.
-        assert_eq!(hc.reclaim_folio, 0);
+        assert_eq!(hc.reclaim_folio, c.reclaim_folio);
         h.reclaim_page_ns = Some(580);
         let hr = host_costs(&h);
         assert_eq!(hr.scan_folio + hr.isolate_lru_folio + hr.reclaim_folio, 580);
         assert_eq!(
             CpuCosts {
-                reclaim_folio: 0,
+                reclaim_folio: hc.reclaim_folio,
                 ..hr
             },
             hc
