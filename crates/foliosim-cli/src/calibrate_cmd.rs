@@ -13,6 +13,15 @@ pub fn calibrate(name: &str, dir: &Path, out: Option<&Path>, quiet: bool) -> Res
     if name.is_empty() || name.chars().any(char::is_control) {
         return Err("--name: must be a non-empty line".into());
     }
+    // Checked first: the measuring takes a minute.
+    if let Some(parent) = out
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        if !parent.is_dir() {
+            return Err(format!("--out: {}: no such directory", parent.display()));
+        }
+    }
     let host = foliosim_oracle::host::read_host(dir)?;
     let exe = std::env::current_exe().map_err(|e| format!("finding the foliosim binary: {e}"))?;
     let probe_cmd = vec![exe.into(), "oracle".into(), "__probe".into()];
@@ -192,6 +201,17 @@ mod tests {
             value,
             method: "m".into(),
         })
+    }
+
+    /// Bad options are refused before anything is measured.
+    #[test]
+    fn bad_options_name_the_option_before_measuring() {
+        let dir = Path::new("/nonexistent-scratch");
+        let e = calibrate("", dir, None, true).unwrap_err();
+        assert!(e.starts_with("--name:"), "{e}");
+        let out = Path::new("/nonexistent-dir/p.toml");
+        let e = calibrate("m", dir, Some(out), true).unwrap_err();
+        assert_eq!(e, "--out: /nonexistent-dir: no such directory");
     }
 
     /// Each cost is its measured operation: fio_io fio's null-engine I/O,
