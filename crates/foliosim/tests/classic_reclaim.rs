@@ -175,18 +175,21 @@ fn global_reclaim_activates_folios_under_writeback() {
 }
 
 /// Limit reclaim of 32 pages in a group of clean and dirty file pages
-/// (common::clean_beside_dirty): whether it woke the flusher, and how
-/// many dirty folios it met.
-fn reclaim_beside_dirty(interleave: bool) -> (bool, u64) {
+/// (common::clean_beside_dirty): whether it woke the flusher (writeback
+/// started), how many dirty folios it met, whether it slept, and what it
+/// reclaimed.
+fn reclaim_beside_dirty(interleave: bool) -> (bool, u64, bool, u64) {
     let mut k = Kernel::new(cfg(256, SwapKind::None, "nvme"), ClassicLru::new());
     let g = k.add_memcg_child(0, "g", MemcgKnobs::default());
     common::clean_beside_dirty(&mut k, g, 4096, interleave);
-    k.core.wb_wakeup_flusher = false;
-    k.try_to_free_mem_cgroup_pages(g, 32);
+    let wait = k.core.io_wait;
+    let got = k.try_to_free_mem_cgroup_pages(g, 32);
     check(&k);
     (
-        k.core.wb_wakeup_flusher,
+        k.core.wb.nr_dirty < 4096,
         k.core.vm.get(Item::NR_VMSCAN_IMMEDIATE),
+        k.core.io_wait > wait,
+        got,
     )
 }
 
@@ -196,10 +199,20 @@ fn only_a_batch_of_unqueued_dirty_folios_wakes_the_flusher() {
     // taken was dirty and not queued for writeback; dirty folios met among
     // clean ones are marked PG_reclaim and activated, and the flusher is
     // left to its own schedule.
-    let (woke, met) = reclaim_beside_dirty(true);
+    let (woke, met, slept, _) = reclaim_beside_dirty(true);
     assert!(met > 0, "reclaim met dirty folios");
     assert!(!woke, "clean folios were taken beside them: no wakeup");
-    let (woke, met) = reclaim_beside_dirty(false);
-    assert!(met > 0);
+    assert!(!slept);
+    // An all-dirty batch: the flusher starts every dirty folio, and v1
+    // limit reclaim sleeps (reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK))
+    // until SWAP_CLUSTER_MAX pages are written, right after that batch:
+    // the one batch (at priority 12, 4096 >> 12 folios) is all it meets
+    // dirty before it goes on.
+    let (woke, met, slept, got) = reclaim_beside_dirty(false);
     assert!(woke, "the tail was all dirty: the flusher is woken");
+    assert!(slept, "memcg v1 reclaim throttles on the writeback");
+    // (Before the throttle moved into the batch, this call activated
+    // every dirty folio it met, then waited: 4,096 pages.)
+    assert!(met <= 32, "one batch of dirty folios, then the throttle: {met}");
+    assert!(got >= 32, "it reclaimed after the wait: {got}");
 }

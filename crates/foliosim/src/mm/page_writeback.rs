@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use super::folio::{pg, FolioId};
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
+use super::{Core, Kernel, PAGE_SHIFT, PAGE_SIZE};
 
 /// Pages the flusher writes per pass (MAX_WRITEBACK_PAGES).
 const MAX_WRITEBACK_PAGES: usize = 1024;
@@ -56,50 +56,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let thresh = dirtyable * self.core.cfg.dirty_ratio as u64 / 100;
         let bg = dirtyable * self.core.cfg.dirty_background_ratio as u64 / 100;
         (bg, thresh)
-    }
-
-    /// Writes back the oldest dirty folios, up to `nr` pages, as one
-    /// batch (wb_writeback()).
-    fn writeback_oldest(&mut self, nr: usize) {
-        let mut ids = Vec::new();
-        let mut pages = 0;
-        while pages < nr as u64 {
-            let Some((id, _)) = self.core.wb.dirty.pop_front() else {
-                break;
-            };
-            // Entries go stale when a folio was written back by range
-            // (filemap_write_and_wait_range) or truncated while dirty; a
-            // stale entry's folio may since be an anonymous one, whose
-            // PG_dirty the flusher never counted and never writes.
-            let f = self.core.folios.get(id);
-            if !f.test(pg::DIRTY) || f.test(pg::SWAPBACKED) {
-                continue;
-            }
-            self.folio_start_writeback(id);
-            pages += self.core.folios.get(id).nr_pages();
-            ids.push(id);
-        }
-        if ids.is_empty() {
-            return;
-        }
-        let done = self.core.dev.submit(self.core.now, pages * PAGE_SIZE, true);
-        for id in ids {
-            self.core.wb.inflight.push_back((id, done));
-        }
-    }
-
-    /// folio_clear_dirty_for_io() + folio_start_writeback(): the folio
-    /// moves from dirty to writeback, counted in pgpgout.
-    fn folio_start_writeback(&mut self, id: FolioId) {
-        let f = self.core.folios.get_mut(id);
-        f.clear(pg::DIRTY);
-        f.set(pg::WRITEBACK);
-        let (m, nr) = (f.memcg, f.nr_pages());
-        self.core.memcgs[m as usize].nr_dirty -= nr;
-        self.core.memcgs[m as usize].nr_writeback += nr;
-        self.core.wb.nr_dirty -= nr;
-        self.core.wb.nr_writeback += nr;
-        self.core.count(m, Item::PGPGOUT, nr * (PAGE_SIZE / 1024));
     }
 
     /// __filemap_fdatawrite_range(): start writeback of the mapping's dirty
@@ -163,7 +119,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             // Its entry in the flusher's queue goes stale; the flusher
             // skips folios that are no longer dirty.
-            self.folio_start_writeback(id);
+            self.core.folio_start_writeback(id);
             batch[n] = id;
             n += 1;
             pages += nr;
@@ -310,7 +266,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             if !(self.core.wb.nr_dirty > bg || expired || wake) {
                 break;
             }
-            self.writeback_oldest(MAX_WRITEBACK_PAGES);
+            self.core.writeback_oldest(MAX_WRITEBACK_PAGES);
             if wake && self.core.wb.nr_dirty <= bg && !expired {
                 break;
             }
@@ -329,7 +285,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     self.wb_complete();
                 }
                 None => {
-                    self.writeback_oldest(MAX_WRITEBACK_PAGES);
+                    self.core.writeback_oldest(MAX_WRITEBACK_PAGES);
                 }
             }
         }
@@ -354,18 +310,76 @@ impl<P: ReclaimPolicy> Kernel<P> {
     pub fn wakeup_flusher_threads(&mut self) {
         self.core.wb_wakeup_flusher = false;
         while self.core.wb.nr_dirty > 0 {
-            self.writeback_oldest(MAX_WRITEBACK_PAGES);
+            self.core.writeback_oldest(MAX_WRITEBACK_PAGES);
         }
     }
 
     /// fsync / the end of a job with end_fsync: write everything back and wait.
     pub fn sync_all(&mut self) {
         while self.core.wb.nr_dirty > 0 {
-            self.writeback_oldest(MAX_WRITEBACK_PAGES);
+            self.core.writeback_oldest(MAX_WRITEBACK_PAGES);
         }
         if let Some(&(_, done)) = self.core.wb.inflight.back() {
             self.core.wait_until(done);
         }
         self.wb_complete();
+    }
+}
+
+/// The flusher's side that needs no LRU policy: reclaim starts it from
+/// inside its LRU walk.
+impl Core {
+    /// Writes back the oldest dirty folios, up to `nr` pages, as one
+    /// batch (wb_writeback()).
+    pub fn writeback_oldest(&mut self, nr: usize) {
+        let mut ids = Vec::new();
+        let mut pages = 0;
+        while pages < nr as u64 {
+            let Some((id, _)) = self.wb.dirty.pop_front() else {
+                break;
+            };
+            // Entries go stale when a folio was written back by range
+            // (filemap_write_and_wait_range) or truncated while dirty; a
+            // stale entry's folio may since be an anonymous one, whose
+            // PG_dirty the flusher never counted and never writes.
+            let f = self.folios.get(id);
+            if !f.test(pg::DIRTY) || f.test(pg::SWAPBACKED) {
+                continue;
+            }
+            self.folio_start_writeback(id);
+            pages += self.folios.get(id).nr_pages();
+            ids.push(id);
+        }
+        if ids.is_empty() {
+            return;
+        }
+        let done = self.dev.submit(self.now, pages * PAGE_SIZE, true);
+        for id in ids {
+            self.wb.inflight.push_back((id, done));
+        }
+    }
+
+    /// folio_clear_dirty_for_io() + folio_start_writeback(): the folio
+    /// moves from dirty to writeback, counted in pgpgout.
+    pub fn folio_start_writeback(&mut self, id: FolioId) {
+        let f = self.folios.get_mut(id);
+        f.clear(pg::DIRTY);
+        f.set(pg::WRITEBACK);
+        let (m, nr) = (f.memcg, f.nr_pages());
+        self.memcgs[m as usize].nr_dirty -= nr;
+        self.memcgs[m as usize].nr_writeback += nr;
+        self.wb.nr_dirty -= nr;
+        self.wb.nr_writeback += nr;
+        self.count(m, Item::PGPGOUT, nr * (PAGE_SIZE / 1024));
+    }
+
+    /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher's work item
+    /// (start_all, nr_pages = every dirty page) starts writeback of every
+    /// dirty folio, oldest first.
+    pub fn wakeup_flusher_threads_all(&mut self) {
+        self.wb_wakeup_flusher = false;
+        while self.wb.nr_dirty > 0 {
+            self.writeback_oldest(MAX_WRITEBACK_PAGES);
+        }
     }
 }

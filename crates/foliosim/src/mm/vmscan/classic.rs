@@ -326,9 +326,9 @@ impl ClassicLru {
         core.count_pgscan(memcg, file, nr_scanned, sc);
         let nr_reclaimed = shrink_folio_list(core, self, &mut list, sc);
         // Every folio taken was dirty and not queued for writeback: the
-        // flushers are behind, nudge them.
+        // flushers are behind, nudge them (and wait, in memcg reclaim).
         if sc.nr_unqueued_dirty == nr_scanned {
-            core.wb_wakeup_flusher = true;
+            super::reclaim_dirty_batch(core, self, sc);
         }
         sc.nr.taken += nr_scanned;
         sc.nr.writeback += sc.nr_writeback;

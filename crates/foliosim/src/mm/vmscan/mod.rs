@@ -742,6 +742,13 @@ fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(
         return false;
     };
     core.wait_until(done);
+    end_writeback_until_now(core, policy);
+    !core.folios.get(id).test(pg::WRITEBACK)
+}
+
+/// folio_end_writeback() of every write completed by now, with the
+/// PG_reclaim rotation of those still on an LRU.
+fn end_writeback_until_now<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P) {
     while let Some(&(wid, d)) = core.wb.inflight.front() {
         if d > core.now {
             break;
@@ -757,7 +764,36 @@ fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(
             policy.folio_rotate_reclaimable(core, wid);
         }
     }
-    !core.folios.get(id).test(pg::WRITEBACK)
+}
+
+/// shrink_inactive_list() isolated only dirty folios that no one is
+/// writing: wakeup_flusher_threads(WB_REASON_VMSCAN) starts writeback of
+/// every dirty folio; then legacy memcg reclaim, which has no dirty
+/// throttling, reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)s: it sleeps
+/// until SWAP_CLUSTER_MAX pages more have been written back
+/// (__acct_reclaim_writeback() wakes it) or HZ/10 has passed, and goes on
+/// with the next batch. Global reclaim only wakes the flusher.
+pub fn reclaim_dirty_batch<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    sc: &ScanControl,
+) {
+    if sc.writeback_throttling_sane() {
+        core.wb_wakeup_flusher = true;
+        return;
+    }
+    core.wakeup_flusher_threads_all();
+    let mut pages = 0;
+    let mut wake = core.now + 1_000_000_000 / 10;
+    for &(id, done) in &core.wb.inflight {
+        pages += core.folios.get(id).nr_pages();
+        if pages > SWAP_CLUSTER_MAX {
+            wake = wake.min(done);
+            break;
+        }
+    }
+    core.wait_until(wake);
+    end_writeback_until_now(core, policy);
 }
 
 /// folio_alloc_swap() with shrink_folio_list()'s fallback for a large
