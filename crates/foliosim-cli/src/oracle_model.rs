@@ -664,6 +664,7 @@ mod tests {
         let sc = foliosim_workload::scenario::parse(text, "p.toml").unwrap();
         let case = foliosim_oracle::cases::scenario_case("p", "test", sc);
         let mut h = host();
+        h.read_latency_ns = Some(60_000);
         h.buffered_read_ns = Some(60_000);
         h.stats_flush_phase_ns = Some(1_000_000_000);
         let m0 = oracle_model(&h, &case).unwrap();
