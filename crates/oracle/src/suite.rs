@@ -844,7 +844,8 @@ pub fn render_markdown(r: &Report) -> String {
     if !paired.is_empty() {
         s.push_str(
             "\nRun by run: where the model ran at each real run's own inputs (a scenario's \
-             recorded stats-flush phase and read latency), each run against the model at its \
+             stats-flush phase at its start and the read probe just before it: nothing \
+             the run itself measured), each run against the model at its \
              inputs, with the criterion's tolerance (informative; the criteria above score \
              the medians).\n\n| criterion | cases | runs | within | share |\n|---|---|---|---|---|\n",
         );
