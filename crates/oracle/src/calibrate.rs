@@ -70,27 +70,27 @@ pub struct Calibration {
 /// page stays resident and mapped after the first pass (ramp_time drops
 /// that pass from the figures). invalidate=0 keeps the page cache fio's
 /// layout wrote.
-const FIO_MMAP_ARGS: &[&str] = &[
-    "--name=calibrate-mmap",
-    "--filename=calibrate-mmap.dat",
-    "--ioengine=mmap",
-    "--rw=read",
-    "--bs=4k",
-    "--size=600M",
-    "--zonemode=strided",
-    "--zonesize=4k",
-    "--zonerange=64k",
-    "--time_based",
-    "--runtime=2",
-    "--ramp_time=1",
-    "--invalidate=0",
-    "--fadvise_hint=0",
+const FIO_MMAP_ARGS: [&[&str]; 3] = [
+    &[
+        "--name=calibrate-mmap",
+        "--filename=calibrate-mmap.dat",
+        "--ioengine=mmap",
+    ],
+    STRIDED_JOB,
+    &["--invalidate=0", "--fadvise_hint=0"],
 ];
 /// The same job on fio's null engine (no file, no data: fio's own work).
-const FIO_NULL_ARGS: &[&str] = &[
-    "--name=calibrate-null",
-    "--filename=calibrate-null",
-    "--ioengine=null",
+const FIO_NULL_ARGS: [&[&str]; 3] = [
+    &[
+        "--name=calibrate-null",
+        "--filename=calibrate-null",
+        "--ioengine=null",
+    ],
+    STRIDED_JOB,
+    &[],
+];
+/// Both jobs' shape: seed 000's 4 KiB of every 64 KiB of 600 MiB.
+const STRIDED_JOB: &[&str] = &[
     "--rw=read",
     "--bs=4k",
     "--size=600M",
@@ -365,10 +365,12 @@ fn device_bandwidth(scratch: &mut Scratch) -> Result<Measured, String> {
 /// The real fio's time per I/O of a job: 1 s / read IOPS.
 fn fio_per_io(
     scratch: &mut Scratch,
-    args: &[&str],
+    args: [&[&str]; 3],
     file: &str,
     what: &str,
 ) -> Result<Measured, String> {
+    let args = args.concat();
+    let args = &args[..];
     let iops = |r: &Value| r["iops"].as_f64().filter(|i| *i > 0.0).map(|i| 1e9 / i);
     let ns = fio_best(scratch, args, file, true, iops)?;
     Ok(Measured {
