@@ -264,8 +264,8 @@ impl MachineArgs {
         }
         mm.variants = variants;
         if let Some(p) = &self.machine_profile {
-            let prof = foliosim::mm::profile::load(p)
-                .map_err(|e| format!("--machine-profile: {e}"))?;
+            let prof =
+                foliosim::mm::profile::load(p).map_err(|e| format!("--machine-profile: {e}"))?;
             mm.cpu_costs = Some(prof.cpu_costs());
             mm.device = prof.device("profile");
         }

@@ -668,7 +668,10 @@ mod tests {
         h.buffered_read_ns = Some(60_000);
         h.stats_flush_phase_ns = Some(1_000_000_000);
         let m0 = oracle_model(&h, &case).unwrap();
-        assert!(m0[PRESSURE_READ_MISS] > 0.0 && m0[READ_MISS] > 0.0, "{m0:?}");
+        assert!(
+            m0[PRESSURE_READ_MISS] > 0.0 && m0[READ_MISS] > 0.0,
+            "{m0:?}"
+        );
         // The probe before the run does configure it: a slower device,
         // slower misses.
         h.buffered_read_ns = Some(90_000);

@@ -213,6 +213,9 @@ fn only_a_batch_of_unqueued_dirty_folios_wakes_the_flusher() {
     assert!(slept, "memcg v1 reclaim throttles on the writeback");
     // (Before the throttle moved into the batch, this call activated
     // every dirty folio it met, then waited: 4,096 pages.)
-    assert!(met <= 32, "one batch of dirty folios, then the throttle: {met}");
+    assert!(
+        met <= 32,
+        "one batch of dirty folios, then the throttle: {met}"
+    );
     assert!(got >= 32, "it reclaimed after the wait: {got}");
 }

@@ -346,7 +346,11 @@ fn tasks_share_the_cpus_they_are_dealt_to() {
         let two = run(2, sys, false);
         assert_eq!(two[0], 10, "the task alone on its CPU");
         assert_eq!(two[2], 20, "the pair ends after both their work");
-        assert_eq!(run(1, sys, false)[2], 30, "one CPU: all their work in a row");
+        assert_eq!(
+            run(1, sys, false)[2],
+            30,
+            "one CPU: all their work in a row"
+        );
     }
     assert_eq!(run(1, false, true), [10, 10, 10], "sleepers hold no CPU");
 }

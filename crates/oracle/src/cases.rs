@@ -590,10 +590,11 @@ mod tests {
             text.contains("MmapAnon") && !s.files.is_empty()
         });
         assert!(mixes.count() >= 8, "anon+file mixes");
-        let readers = held
-            .iter()
-            .filter_map(scn)
-            .filter(|s| s.processes.iter().any(|p| p.count > 1 && format!("{p:?}").contains("MmapFile")));
+        let readers = held.iter().filter_map(scn).filter(|s| {
+            s.processes
+                .iter()
+                .any(|p| p.count > 1 && format!("{p:?}").contains("MmapFile"))
+        });
         assert!(readers.count() >= 2, "several mapped readers");
         let e = load_suite_halves(&root.join("cases"), Some(&root.join("cases"))).unwrap_err();
         assert!(e.contains("is also a calibration case"), "{e}");

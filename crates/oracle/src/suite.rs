@@ -342,7 +342,12 @@ fn verdict(cases: &[CaseResult]) -> Verdict {
         // Per case: its block I/O group's reads, else vmstat's (scenarios).
         ("pgpgin", "", 15.0, false),
         ("pgmajfault", "pgmajfault", 15.0, false),
-        ("workingset_refault_file", "workingset_refault_file", 25.0, true),
+        (
+            "workingset_refault_file",
+            "workingset_refault_file",
+            25.0,
+            true,
+        ),
         ("pswpout", "vmstat.pswpout", 25.0, true),
         ("pswpin", "vmstat.pswpin", 25.0, true),
     ];
@@ -366,7 +371,11 @@ fn verdict(cases: &[CaseResult]) -> Verdict {
             }
         }
     }
-    let share = if n == 0 { 0.0 } else { within as f64 / n as f64 };
+    let share = if n == 0 {
+        0.0
+    } else {
+        within as f64 / n as f64
+    };
     Verdict {
         judged: n,
         within,
@@ -376,7 +385,6 @@ fn verdict(cases: &[CaseResult]) -> Verdict {
         outside,
     }
 }
-
 
 /// The first of the largest errors (ties go to the earlier case/counter).
 fn first_max<'a>(

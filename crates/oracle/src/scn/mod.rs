@@ -48,7 +48,6 @@ use std::time::{Duration, Instant};
 /// default of RunOpts::run_timeout (`oracle run --timeout`).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
-
 /// Parses a scenario file's text (`file:line: key: msg` errors) and
 /// refuses names that could reach outside scratch or the oracle's groups.
 pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, String> {
