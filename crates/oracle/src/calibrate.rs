@@ -306,24 +306,7 @@ fn queue_depth(host: &HostInfo) -> Result<Measured, String> {
 /// fio with the given arguments in the scratch directory, its JSON's
 /// first job's `read` object.
 fn fio_read(dir: &Path, args: &[&str]) -> Result<Value, String> {
-    let out = Command::new("fio")
-        .arg("--output-format=json")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running fio: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "fio: {}: {}",
-            out.status,
-            crate::fio::last_line(&out.stderr)
-        ));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let start = text.find('{').ok_or("fio printed no JSON")?;
-    let v: Value = serde_json::from_str(&text[start..]).map_err(|e| format!("fio JSON: {e}"))?;
-    Ok(v["jobs"][0]["read"].clone())
+    Ok(crate::fio::run_json(args, dir)?["jobs"][0]["read"].clone())
 }
 
 /// `f` over one job's `read` object, the least (`least`) or the most of

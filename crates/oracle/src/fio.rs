@@ -71,23 +71,32 @@ pub fn layout_text(job: &str) -> String {
 
 /// Lays out the job's files (fio's setup phase only), outside any cgroup.
 pub fn layout(job: &Path, dir: &Path) -> Result<(), String> {
+    let args = [std::ffi::OsStr::new("--create_only=1"), job.as_os_str()];
+    run_json(&args, dir)
+        .map(|_| ())
+        .map_err(|e| format!("{} ({})", e, job.display()))
+}
+
+/// fio with `args` in `dir` (stdin closed, JSON output), its JSON object;
+/// an error names fio's exit status and its last line on stderr.
+pub fn run_json<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> Result<Value, String> {
     let out = Command::new("fio")
-        .arg("--create_only=1")
         .arg("--output-format=json")
-        .arg(job)
+        .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("running fio: {e}"))?;
     if !out.status.success() {
-        return Err(format!(
-            "fio --create_only=1 {}: {}: {}",
-            job.display(),
-            out.status,
-            last_line(&out.stderr)
-        ));
+        return Err(format!("fio: {}: {}", out.status, last_line(&out.stderr)));
     }
-    Ok(())
+    json_object(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The JSON object fio printed (anything before it skipped).
+fn json_object(text: &str) -> Result<Value, String> {
+    let start = text.find('{').ok_or("fio printed no JSON")?;
+    serde_json::from_str(&text[start..]).map_err(|e| format!("fio JSON: {e}"))
 }
 
 pub fn last_line(b: &[u8]) -> String {
@@ -103,8 +112,7 @@ pub fn last_line(b: &[u8]) -> String {
 /// Parses fio's `--output-format=json` (anything printed before the JSON
 /// object is skipped).
 pub fn parse_json(text: &str) -> Result<FioOutcome, String> {
-    let start = text.find('{').ok_or("fio printed no JSON")?;
-    let v: Value = serde_json::from_str(&text[start..]).map_err(|e| format!("fio JSON: {e}"))?;
+    let v = json_object(text)?;
     let jobs = v["jobs"].as_array().ok_or("fio JSON: no 'jobs' array")?;
     let mut o = FioOutcome::default();
     for j in jobs {

@@ -714,7 +714,7 @@ pub struct CpuCosts {
 impl Default for CpuCosts {
     /// The reference machine's measured costs.
     fn default() -> Self {
-        profile::reference().cpu_costs()
+        profile::reference_costs()
     }
 }
 

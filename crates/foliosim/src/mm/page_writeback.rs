@@ -218,22 +218,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// Completes writeback whose I/O finished by now (folio_end_writeback()).
     pub fn wb_complete(&mut self) {
-        let now = self.core.now;
-        while let Some(&(id, done)) = self.core.wb.inflight.front() {
-            if done > now {
-                break;
-            }
-            self.core.wb.inflight.pop_front();
-            let f = self.core.folios.get_mut(id);
-            f.clear(pg::WRITEBACK);
-            let (m, nr) = (f.memcg, f.nr_pages());
-            let rotate = f.test_clear(pg::RECLAIM);
-            self.core.memcgs[m as usize].nr_writeback -= nr;
-            self.core.wb.nr_writeback -= nr;
-            if rotate {
-                self.policy.folio_rotate_reclaimable(&mut self.core, id);
-            }
-        }
+        super::vmscan::end_writeback_until_now(&mut self.core, &mut self.policy);
     }
 
     /// The flusher (wb_workfn): expired inodes and background writeback,
@@ -308,10 +293,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
     /// wait: the flusher starts writeback of every dirty folio (the work
     /// item's start_all, nr_pages = all dirty) and reclaim goes on.
     pub fn wakeup_flusher_threads(&mut self) {
-        self.core.wb_wakeup_flusher = false;
-        while self.core.wb.nr_dirty > 0 {
-            self.core.writeback_oldest(MAX_WRITEBACK_PAGES);
-        }
+        self.core.wakeup_flusher_threads_all();
     }
 
     /// fsync / the end of a job with end_fsync: write everything back and wait.

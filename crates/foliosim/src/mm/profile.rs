@@ -217,6 +217,12 @@ pub fn reference() -> &'static MachineProfile {
     })
 }
 
+/// The reference machine's CPU costs (CpuCosts::default()), converted once.
+pub fn reference_costs() -> CpuCosts {
+    static C: OnceLock<CpuCosts> = OnceLock::new();
+    *C.get_or_init(|| reference().cpu_costs())
+}
+
 /// Reads a profile file.
 pub fn load(path: &std::path::Path) -> Result<MachineProfile, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

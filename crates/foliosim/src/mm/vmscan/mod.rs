@@ -748,7 +748,7 @@ fn folio_wait_writeback<P: ReclaimPolicy + ?Sized>(
 
 /// folio_end_writeback() of every write completed by now, with the
 /// PG_reclaim rotation of those still on an LRU.
-fn end_writeback_until_now<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P) {
+pub(crate) fn end_writeback_until_now<P: ReclaimPolicy + ?Sized>(core: &mut Core, policy: &mut P) {
     while let Some(&(wid, d)) = core.wb.inflight.front() {
         if d > core.now {
             break;
@@ -783,9 +783,10 @@ pub fn reclaim_dirty_batch<P: ReclaimPolicy + ?Sized>(
         return;
     }
     core.wakeup_flusher_threads_all();
-    let mut pages = 0;
-    let mut wake = core.now + 1_000_000_000 / 10;
-    for &(id, done) in &core.wb.inflight {
+    // Pages written since the sleep began: writes done by now do not count.
+    let (now, mut pages) = (core.now, 0);
+    let mut wake = now + 1_000_000_000 / 10;
+    for &(id, done) in core.wb.inflight.iter().filter(|e| e.1 > now) {
         pages += core.folios.get(id).nr_pages();
         if pages > SWAP_CLUSTER_MAX {
             wake = wake.min(done);
