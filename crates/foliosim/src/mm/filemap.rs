@@ -8,7 +8,7 @@ use super::memcontrol::MemcgId;
 use super::readahead::FileRaState;
 use super::vmscan::ReclaimPolicy;
 use super::vmstat::Item;
-use super::workingset::{Shadow, XaNode};
+use super::workingset::{Shadow, XaNode, XA_CHUNK_SHIFT};
 use super::xarray::XArray;
 use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
@@ -352,6 +352,23 @@ impl AddressSpace {
         (decode(old), node.settled())
     }
 
+    /// Marks the 64-slot ranges a folio of `order` at `index` is about to
+    /// fill: an order of 6 or more is one multi-index entry in the node
+    /// above (no leaf node), a lower order needs the leaf, which xas_split()
+    /// makes from a multi-index shadow there.
+    #[inline]
+    pub fn set_multi_index(&mut self, index: u64, order: u32) {
+        if order >= XA_CHUNK_SHIFT {
+            let first = (index >> XA_CHUNK_SHIFT) as usize;
+            for ni in first..first + (1usize << (order - XA_CHUNK_SHIFT)) {
+                self.slots.node_mut(ni).large = true;
+            }
+        } else {
+            let n = self.slots.node_mut((index >> XA_CHUNK_SHIFT) as usize);
+            n.large = false;
+        }
+    }
+
     /// A split moves page `index` from its folio to `id`: the slot changes
     /// owner, nothing is counted.
     #[inline]
@@ -660,6 +677,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
             // read's completion time.
             f.set_flags_keep_order(pg::LOCKED);
         }
+        self.core.files[mapping as usize].set_multi_index(index, order);
         let mut shadow = None;
         for idx in index..index + nr {
             let (old, settled) = self.core.files[mapping as usize].set_folio(idx, id);

@@ -6,6 +6,7 @@
 
 use super::folio::{pg, Folio, FolioId, HPAGE_PMD_ORDER, NIL};
 use super::vmscan::ReclaimPolicy;
+use super::workingset::XA_CHUNK_SHIFT;
 use super::{Core, Kernel};
 
 /// The per-size mTHP events the model counts
@@ -160,6 +161,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.policy
             .lru_add_split_folio(&mut self.core, id, old_nr, &pieces);
+        if order >= XA_CHUNK_SHIFT {
+            // xas_split(): the 64 pages around `at` now hold pieces below
+            // order 6, which the xarray keeps in a leaf node of their own.
+            self.core.files[mapping].set_multi_index(at & !63, 0);
+            self.core
+                .workingset_update_node(mapping as u32, at, f.memcg);
+        }
         if f.test(pg::DIRTY) && !self.core.files[mapping].shmem {
             // The flusher's queue gets each dirty piece beside the parent
             // (tmpfs folios have no writeback: noop_dirty_folio).

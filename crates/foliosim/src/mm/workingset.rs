@@ -177,6 +177,13 @@ pub struct XaNode {
     pub nr_values: u8,
     pub on_list: bool,
     pub allocated: bool,
+    /// The range is held by one multi-index entry of order >= 6 (a large
+    /// folio or its shadow): the kernel's xarray keeps such an entry in
+    /// the slots of the node one level up (xas_store() at shift 6) and has
+    /// no leaf node here, so the range is neither slab nor on the
+    /// shadow-node list. Cleared when an entry of a lower order goes in
+    /// (xas_split() makes the leaf).
+    pub large: bool,
     pub memcg: MemcgId,
     pub stamp: u32,
 }
@@ -187,8 +194,14 @@ impl XaNode {
     /// shadows.
     #[inline]
     pub fn settled(&self) -> bool {
-        let live = self.count > 0;
+        let live = self.count > 0 && !self.large;
         live == self.allocated && (live && self.count == self.nr_values) == self.on_list
+    }
+
+    /// A leaf node the kernel would have: it holds entries of order < 6.
+    #[inline]
+    pub fn is_leaf(&self) -> bool {
+        self.count > 0 && !self.large
     }
 }
 
@@ -228,6 +241,11 @@ impl ShadowNodes {
     pub fn count(&self, memcg: MemcgId) -> u64 {
         self.lists.get(memcg as usize).map_or(0, |l| l.live)
     }
+
+    /// Leaf nodes charged to a memcg (its slab of them).
+    pub fn allocated(&self, memcg: MemcgId) -> u64 {
+        self.lists.get(memcg as usize).map_or(0, |l| l.allocated)
+    }
 }
 
 impl Core {
@@ -262,18 +280,18 @@ impl Core {
     #[cold]
     fn workingset_move_node(&mut self, mapping: u32, ni: usize, memcg: MemcgId) {
         let n = self.files[mapping as usize].node_mut(ni);
-        if n.count > 0 && !n.allocated {
+        if n.is_leaf() && !n.allocated {
             n.allocated = true;
             n.memcg = memcg;
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated += 1;
-        } else if n.count == 0 && n.allocated {
+        } else if !n.is_leaf() && n.allocated {
             n.allocated = false;
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated -= 1;
         }
         let n = self.files[mapping as usize].node(ni);
-        let shadow_only = n.count > 0 && n.count == n.nr_values;
+        let shadow_only = n.is_leaf() && n.count == n.nr_values;
         if shadow_only != n.on_list {
             self.workingset_list_node(mapping, ni, shadow_only);
         }
@@ -337,7 +355,8 @@ impl Core {
                         node.count, node.nr_values
                     ));
                 }
-                if node.on_list != (count > 0 && count == values) || node.allocated != (count > 0) {
+                let leaf = count > 0 && !node.large;
+                if node.on_list != (leaf && count == values) || node.allocated != leaf {
                     return Err(format!("file {fi} node {ni}: list/slab state {node:?}"));
                 }
                 if node.on_list {
@@ -363,17 +382,24 @@ impl Core {
 
     /// The "mm-shadow" shrinker of one memcg (shrink_slab() ->
     /// do_shrink_slab() with count_shadow_nodes() / scan_shadow_nodes()).
-    /// `lru_pages` is what lruvec_lru_size() reports for the memcg's lruvec.
+    /// `lru_pages` and `slab_nodes` are the memcg's LRU pages and leaf
+    /// nodes as count_shadow_nodes() reads them (vmscan's shrink_slab()).
     /// The shrinker's seeks is 0, so every call asks for half the freeable
     /// nodes. Returns the nodes freed.
-    pub fn shrink_shadow_nodes(&mut self, memcg: MemcgId, priority: i32, lru_pages: u64) -> u64 {
-        let (nodes, allocated) = match self.shadow_nodes.lists.get(memcg as usize) {
-            Some(l) if l.live > 0 => (l.live, l.allocated),
+    pub fn shrink_shadow_nodes(
+        &mut self,
+        memcg: MemcgId,
+        priority: i32,
+        lru_pages: u64,
+        slab_nodes: u64,
+    ) -> u64 {
+        let nodes = match self.shadow_nodes.lists.get(memcg as usize) {
+            Some(l) if l.live > 0 => l.live,
             _ => return 0,
         };
         // count_shadow_nodes(): keep at most one node per 8 pages of the
         // memcg (its LRU pages plus the nodes' own slab).
-        let pages = lru_pages + allocated * XA_NODE_SIZE / super::PAGE_SIZE;
+        let pages = lru_pages + slab_nodes * XA_NODE_SIZE / super::PAGE_SIZE;
         let max_nodes = pages >> (XA_CHUNK_SHIFT - 3);
         if nodes <= max_nodes {
             return 0;

@@ -25,6 +25,7 @@ static EMPTY_NODE: XaNode = XaNode {
     nr_values: 0,
     on_list: false,
     allocated: false,
+    large: false,
     memcg: 0,
     stamp: 0,
 };

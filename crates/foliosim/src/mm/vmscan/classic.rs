@@ -44,6 +44,10 @@ pub struct FlushedStats {
     pub lru: [u64; NR_LRU_LISTS],
     /// WORKINGSET_ACTIVATE_ANON, WORKINGSET_ACTIVATE_FILE.
     pub activate: [u64; 2],
+    /// The memcg's own lruvec, not its subtree (lruvec_page_state_local):
+    /// LRU pages, and the shadow-node leaves charged to it (its slab).
+    pub local_lru: u64,
+    pub local_nodes: u64,
 }
 
 /// folio_lru_list().
@@ -622,6 +626,10 @@ impl ClassicLru {
                 }
             }
             f.activate = core.workingset_activations(m);
+            if let Some(lv) = self.lruvecs.get(m as usize) {
+                f.local_lru = lv.lists.iter().map(|l| l.len).sum();
+            }
+            f.local_nodes = core.shadow_nodes.allocated(m);
             self.flushed[m as usize] = f;
         }
     }
@@ -786,6 +794,18 @@ impl ReclaimPolicy for ClassicLru {
             let (memcg, file) = (f.memcg, f.is_file_lru());
             self.lru_note_cost(core, memcg, file, f.nr_pages(), 0);
         }
+    }
+
+    /// count_shadow_nodes() of 6.1-7.0: a ratelimited flush, then the
+    /// memcg's own LRU and slab as last flushed, which in a group younger
+    /// than the first periodic flush are still zero.
+    fn shadow_count_local(&mut self, core: &mut Core, memcg: MemcgId) -> Option<(u64, u64)> {
+        if !core.cfg.memcg_stats_lazy_flush {
+            return None;
+        }
+        self.mem_cgroup_flush_stats_ratelimited(core, memcg);
+        let f = self.flushed(core, memcg);
+        Some((f.local_lru, f.local_nodes))
     }
 
     /// snapshot_refaults(): lruvec_page_state(WORKINGSET_ACTIVATE_*), the

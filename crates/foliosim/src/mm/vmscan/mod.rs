@@ -231,6 +231,12 @@ pub trait ReclaimPolicy {
         let s = self.lru_sizes(memcg);
         s.inactive_anon + s.active_anon + s.inactive_file + s.active_file + s.unevictable
     }
+    /// count_shadow_nodes() of 6.1-7.0 reads the memcg's own LRU pages and
+    /// slab (shadow-node leaves) as last flushed: a policy keeping flushed
+    /// copies answers them. None: the current values are read.
+    fn shadow_count_local(&mut self, _core: &mut Core, _memcg: MemcgId) -> Option<(u64, u64)> {
+        None
+    }
     fn check_invariants(&self, core: &Core) -> Result<(), String>;
     /// mem_cgroup_flush_stats() of `memcg`'s subtree (the OOM report's
     /// memory.stat): a policy keeping flushed copies of rstat refreshes
@@ -985,13 +991,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
         for memcg in self.core.memcg_subtree(sc.target_memcg.unwrap_or(0)) {
             // 7.1+ reads lruvec_lru_size(); 6.1-7.0 the NR_LRU_BASE
             // counters, which every LRU keeps (the sizes themselves).
+            let flushed = self.policy.shadow_count_local(&mut self.core, memcg);
             let pages = if self.core.cfg.variants.shadow_lru_size {
                 self.policy.lruvec_lru_pages(memcg)
+            } else if let Some((lru, _)) = flushed {
+                lru
             } else {
                 let s = self.policy.lru_sizes(memcg);
                 s.inactive_anon + s.active_anon + s.inactive_file + s.active_file + s.unevictable
             };
-            self.core.shrink_shadow_nodes(memcg, sc.priority, pages);
+            // The slab term is a flushed counter in every release.
+            let nodes = flushed.map_or_else(|| self.core.shadow_nodes.allocated(memcg), |f| f.1);
+            self.core
+                .shrink_shadow_nodes(memcg, sc.priority, pages, nodes);
         }
     }
 

@@ -839,6 +839,13 @@ impl ReclaimPolicy for LruGen {
         0
     }
 
+    fn shadow_count_local(&mut self, core: &mut Core, memcg: MemcgId) -> Option<(u64, u64)> {
+        if !self.enabled() {
+            return self.classic.shadow_count_local(core, memcg);
+        }
+        None
+    }
+
     /// NR_{IN,}ACTIVE_{ANON,FILE} as MGLRU accounts them: the two youngest
     /// generations are active.
     fn lru_sizes(&self, memcg: MemcgId) -> LruSizes {
