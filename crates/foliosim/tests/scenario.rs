@@ -1877,3 +1877,35 @@ fn process_memory_charges_the_executors_own_pages() {
     // The file's reads are the same either way.
     assert_eq!(vm(&on, "pgpgin"), vm(&off, "pgpgin"));
 }
+
+/// The executor reads some of its own pages again at each step's start
+/// (STEP_OWN_PAGES) and before it exits (EXIT_OWN_PAGES), as traced on the
+/// host: under anon pressure they were swapped out in between, and each
+/// comes back with a swap-in fault, which the oracle's real runs count
+/// beside the workload's own.
+#[test]
+fn the_executors_own_pages_swap_back_in_between_steps_and_at_exit() {
+    let text = "[machine]\nmemory = \"256M\"\nswap = \"zram:256M\"\n\n\
+                [[cgroup]]\npath = \"g\"\nmemory.limit_in_bytes = \"32M\"\n\n\
+                [[process]]\nname = \"p\"\ncgroup = \"g\"\nsteps = [\n\
+                { op = \"mmap_anon\", map = \"m\", size = \"48M\" },\n\
+                { op = \"touch\", map = \"m\", pattern = \"seq\", write = true },\n\
+                { op = \"touch\", map = \"m\", pattern = \"seq\" },\n]\n";
+    let sc = parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let run = |on: bool| {
+        let mut c = cfg(256 * M, Some(256 * M));
+        c.mm.process_memory = on;
+        run_scenario(c, &sc).unwrap()
+    };
+    let (on, off) = (run(true), run(false));
+    let extra = vm(&on, "pswpin") - vm(&off, "pswpin");
+    // The image went out under the first pass's pressure: 14 pages come
+    // back at each of the two touch steps' starts (the second's after the
+    // first pass pushed them out again), and 53 at exit; the second pass
+    // leaves some of them resident, so fewer may fault.
+    assert!(
+        (14..=2 * 14 + 53).contains(&extra),
+        "own pages swapped in: {extra}"
+    );
+    assert_eq!(vm(&on, "pgmajfault") - vm(&off, "pgmajfault"), extra);
+}

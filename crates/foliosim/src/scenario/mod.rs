@@ -219,6 +219,18 @@ struct Body<'a> {
 /// process of one to eight threads before any step (the program, its
 /// heap, the scenario it parsed).
 const PROCESS_IMAGE_PAGES: u64 = 132;
+/// The executor's own pages it reads at the start of each step and before
+/// it exits, traced on this host (Linux 6.18, 2026-12-02,
+/// exceptions:page_fault_{user,kernel} of the executor's threads under
+/// anon pressure, faults outside the scenario's own mappings): at a step
+/// boundary its step thread read 14 pages it had swapped out (heap,
+/// .data, stack, libc's data; oracle/cases/scn-anon-seq-zram.toml); at
+/// exit its step thread and main thread (which joins the step threads
+/// and reports) read 53 (a development case of 112 MiB cold anon beside
+/// random 16 KiB reads, in neither half; 63 in scn-anon-seq-zram). A
+/// lower bound: pages still resident do not fault.
+const STEP_OWN_PAGES: u64 = 14;
+const EXIT_OWN_PAGES: u64 = 53;
 /// Each thread's touched stack and arena: 4 pages (4 threads of 4 KiB
 /// reads: 22 pages over the image, 32 KiB reads 50, 8 threads of 32 KiB
 /// reads 102: 4 to 5.5 a thread beyond the buffer).
@@ -326,6 +338,9 @@ struct Thread {
     oom_wait: Option<(MemcgId, u64)>,
     /// The CPU it is pinned to (MmConfig::nr_cpus; 0 without).
     cpu: u32,
+    /// Its read and write buffer's first page in its process's own space
+    /// (MmConfig::process_memory; 0: none).
+    own_buf: u64,
 }
 
 enum MapKind {
@@ -383,6 +398,8 @@ struct Proc<'a> {
     /// kv_get's LevelDB block cache per file, shared by the threads (one
     /// DB instance per process and file).
     block_caches: Vec<Option<BlockCache>>,
+    /// The anonymous space of its own memory (MmConfig::process_memory).
+    own_space: Option<u32>,
 }
 
 struct FileRt {
@@ -695,6 +712,7 @@ impl<'a> Driver<'a> {
             io_bytes: 0,
             read_misses: [(0, 0); 2],
             block_caches: (0..self.files.len()).map(|_| None).collect(),
+            own_space: None,
         });
         self.procs.len() - 1
     }
@@ -717,10 +735,18 @@ impl<'a> Driver<'a> {
                 .map(|&th| self.bodies[self.threads[th].body].own_pages)
                 .sum::<u64>();
         let (mm, memcg) = (pr.mm, pr.memcg);
+        // Each thread's stack and arena, its buffer in the arena after them.
+        let mut at = PROCESS_IMAGE_PAGES;
+        for i in 0..self.procs[proc].threads.len() {
+            let th = self.procs[proc].threads[i];
+            self.threads[th].own_buf = at + THREAD_OWN_PAGES;
+            at += self.bodies[self.threads[th].body].own_pages;
+        }
         let (saved_now, saved_mm) = (k.core.now, k.core.current);
         k.core.now = t;
         k.core.current = mm;
         let space = k.mmap_anon(mm, pages * PAGE_SIZE);
+        self.procs[proc].own_space = Some(space);
         for p in 0..pages {
             if !k.anon_access(space, p, memcg, true) {
                 break;
@@ -728,6 +754,60 @@ impl<'a> Driver<'a> {
         }
         k.core.current = saved_mm;
         k.core.now = saved_now.max(t);
+    }
+
+    /// A read's copy to the thread's buffer (`write`: copy_to_user) or a
+    /// write's copy from it: its pages are touched, and faulted back in
+    /// where reclaim swapped them out while the thread was not copying.
+    fn touch_io_buffer<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        id: usize,
+        bs: u64,
+        write: bool,
+    ) {
+        let th = &self.threads[id];
+        let pr = &self.procs[th.proc];
+        let (Some(space), first) = (pr.own_space, th.own_buf) else {
+            return;
+        };
+        if first == 0 {
+            return;
+        }
+        let memcg = pr.memcg;
+        for p in first..first + bs.div_ceil(PAGE_SIZE) {
+            if !k.anon_access(space, p, memcg, write) {
+                break;
+            }
+        }
+    }
+
+    /// The executor's own pages it reads again between steps and at exit
+    /// (MmConfig::process_memory): the first `pages` of its image, read
+    /// at `t`. A page swapped out since is faulted back in, as the real
+    /// executor's are (STEP_OWN_PAGES, EXIT_OWN_PAGES).
+    fn touch_own_memory<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        proc: usize,
+        pages: u64,
+        t: u64,
+    ) {
+        let pr = &self.procs[proc];
+        let Some(space) = pr.own_space else {
+            return;
+        };
+        let (mm, memcg) = (pr.mm, pr.memcg);
+        let (saved_now, saved_mm) = (k.core.now, k.core.current);
+        k.core.now = t;
+        k.core.current = mm;
+        for p in 0..pages {
+            if !k.anon_access(space, p, memcg, false) {
+                break;
+            }
+        }
+        k.core.current = saved_mm;
+        k.core.now = k.core.now.max(saved_now);
     }
 
     fn new_thread(&mut self, proc: usize, body: usize, t: u64, ident: Vec<u64>) -> usize {
@@ -754,6 +834,7 @@ impl<'a> Driver<'a> {
             own_maps: false,
             oom_wait: None,
             cpu: self.cpu_after(self.procs[proc].cpu, self.procs[proc].threads.len() as u32),
+            own_buf: 0,
         });
         self.procs[proc].threads.push(id);
         self.procs[proc].live += 1;
@@ -998,6 +1079,7 @@ impl<'a> Driver<'a> {
         let line = step.line;
         let proc = self.threads[id].proc;
         k.core.now = self.threads[id].t;
+        self.touch_own_memory(k, proc, STEP_OWN_PAGES, k.core.now);
         match &step.op {
             Op::MmapAnon { map, size } => {
                 if self.own_map(id, map) {
@@ -1395,7 +1477,7 @@ impl<'a> Driver<'a> {
                     .as_mut()
                     .expect("opened at the step's start");
                 let pos = idx * bs;
-                if direct {
+                let ok = if direct {
                     let done = k.iomap_dio_rw(open, pos, bs, cur.write);
                     k.core.wait_until(done);
                     true
@@ -1422,7 +1504,11 @@ impl<'a> Driver<'a> {
                     ok
                 } else {
                     k.filemap_read(open, pos, bs).is_some()
+                };
+                if ok && bs < ARENA_BUF_MAX {
+                    self.touch_io_buffer(k, id, bs, !cur.write);
                 }
+                ok
             }
             Target::Kv { file, records } => {
                 let th = &mut self.threads[id];
@@ -1606,6 +1692,10 @@ impl<'a> Driver<'a> {
 
     /// exit_mm(): the process's memory goes; a waiting parent is told.
     fn finish_proc<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, p: usize, end: u64) {
+        // Its last work before exit (a killed process does none).
+        if self.procs[p].killed_at.is_none() {
+            self.touch_own_memory(k, p, EXIT_OWN_PAGES, end);
+        }
         let pr = &mut self.procs[p];
         pr.done = true;
         pr.end = pr.end.max(end);
