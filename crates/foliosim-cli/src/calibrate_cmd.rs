@@ -58,6 +58,7 @@ pub fn profile_of(c: &Calibration, name: &str) -> MachineProfile {
     let mut costs = p.cpu_costs();
     mapped_page_costs(c, &mut p, &mut costs);
     host_probe_costs(c, &mut p, &mut costs);
+    map_page_cost(c, &mut p, &mut costs);
     fio_and_metadata(c, &mut p, &costs);
     device(c, &mut p, &costs);
     p
@@ -89,6 +90,31 @@ fn mapped_page_costs(c: &Calibration, p: &mut MachineProfile, costs: &mut CpuCos
         cp.value, cp.method
     );
     set(p, "copy_page", ns(costs.copy_page, how));
+}
+
+/// map_page: a first touch of a cached, newly mapped page costs, a
+/// fault_around_bytes window at a time, one file fault (charged as
+/// minor_fault), fault-around's mapping of each page, and the loads of
+/// the pages it mapped ahead (touch_mapped); what is left over the
+/// window's pages is map_page.
+fn map_page_cost(c: &Calibration, p: &mut MachineProfile, costs: &mut CpuCosts) {
+    let (Some(f), Some(h)) = (&c.first_touch_mapped_ns, &c.host) else {
+        return;
+    };
+    let fa = (h.fault_around_bytes / 4096).max(1);
+    let window = f.value * fa;
+    let rest = costs.minor_fault + (fa - 1) * costs.touch_mapped;
+    costs.map_page = (window.saturating_sub(rest) / fa).max(1);
+    let how = format!(
+        "a first touch measured {} ns a page ({}); {fa} pages a fault (fault_around_bytes {}): \
+         {fa} x {} less minor_fault and {} x touch_mapped, over {fa}",
+        f.value,
+        f.method,
+        h.fault_around_bytes,
+        f.value,
+        fa - 1
+    );
+    set(p, "map_page", ns(costs.map_page, how));
 }
 
 /// syscall, minor_fault, reclaim_folio and zram's costs from the oracle's
@@ -196,6 +222,10 @@ fn device(c: &Calibration, p: &mut MachineProfile, costs: &CpuCosts) {
 mod tests {
     use super::*;
 
+    fn h_fault_around_pages() -> u64 {
+        foliosim_oracle::HostInfo::example().fault_around_bytes / 4096
+    }
+
     fn measured(value: u64) -> Option<Measured> {
         Some(Measured {
             value,
@@ -226,6 +256,7 @@ mod tests {
             host: Some(h),
             touch_mapped_ns: measured(40),
             copy_mapped_page_ns: measured(140),
+            first_touch_mapped_ns: measured(200),
             fio_mmap_hit_io_ns: measured(250),
             fio_null_io_ns: measured(190),
             device_bw_bytes_per_s: measured(1_500_000_000),
@@ -246,6 +277,11 @@ mod tests {
             60_000
         );
         assert_eq!(dev.queue_depth, 256);
+        // A fault-around window's first touches: one fault, each page
+        // mapped, the pages mapped ahead loaded.
+        let fa = h_fault_around_pages();
+        assert_eq!(k.map_page, (200 * fa - k.minor_fault - (fa - 1) * 40) / fa);
+        assert!(p.cpu_costs["map_page"].method.contains("200 ns"));
         // Written and read back, the same profile.
         let again = MachineProfile::parse(&p.to_toml(), "t.toml").unwrap();
         assert_eq!(again, p);

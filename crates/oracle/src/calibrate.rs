@@ -54,6 +54,9 @@ pub struct Calibration {
     pub touch_mapped_ns: Option<Measured>,
     /// Touching and copying one such page out (memcpy of 4 KiB).
     pub copy_mapped_page_ns: Option<Measured>,
+    /// The first touch of each page of that file, resident but newly
+    /// mapped: a fault (with fault-around) every fault_around_bytes.
+    pub first_touch_mapped_ns: Option<Measured>,
     /// The real fio's time per 4 KiB mmap-engine read, every page a hit.
     pub fio_mmap_hit_io_ns: Option<Measured>,
     /// The real fio's time per I/O of the same job on its null engine:
@@ -172,6 +175,10 @@ pub fn calibrate(
         c.touch_mapped_ns = Some(touch);
         c.copy_mapped_page_ns = Some(copy);
     }
+    c.first_touch_mapped_ns = keep(
+        "first touch of a cached, newly mapped page (ns)",
+        first_touch(&scratch.dir.join("calibrate-touch.dat")),
+    );
     if let Ok([cr, st, un, fa]) = metadata_calls(scratch)
         .map_err(|e| eprintln!("foliosim oracle calibrate: metadata calls not measured ({e})"))
     {
@@ -420,6 +427,79 @@ fn strided_touch_copy(file: &Path) -> Result<(Measured, Measured), String> {
             ),
         },
     ))
+}
+
+/// Passes of first_touch(): each maps the file anew.
+const FIRST_TOUCH_PASSES: usize = 7;
+
+/// The file first_touch() maps.
+const FIRST_TOUCH_BYTES: usize = 64 << 20;
+
+/// The first load of every page of `file` through a new shared mapping,
+/// ns a page: the file fault with its fault-around every
+/// fault_around_bytes, the other pages found mapped. The file is written
+/// first in 4 KiB write()s, so its page cache is order-0 folios mapped by
+/// PTEs (fio's layout writes large folios, which a fault maps whole by
+/// PMD: that is not fault-around's per-page work). The median of
+/// FIRST_TOUCH_PASSES mappings; the file is removed after.
+fn first_touch(file: &Path) -> Result<Measured, String> {
+    let r = write_small_folios(file).and_then(|()| first_touch_passes(file));
+    let _ = fs::remove_file(file);
+    r
+}
+
+fn write_small_folios(file: &Path) -> Result<(), String> {
+    use std::os::unix::fs::FileExt;
+    let f = fs::File::create(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let page = [0x5au8; 4096];
+    for off in (0..FIRST_TOUCH_BYTES).step_by(4096) {
+        f.write_all_at(&page, off as u64)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    f.sync_all().map_err(|e| format!("{}: {e}", file.display()))
+}
+
+fn first_touch_passes(file: &Path) -> Result<Measured, String> {
+    use std::os::fd::AsRawFd;
+    let f = fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len() as usize;
+    let mut ns = Vec::with_capacity(FIRST_TOUCH_PASSES);
+    for _ in 0..FIRST_TOUCH_PASSES {
+        // SAFETY: a new shared read-only mapping of an open file.
+        let b = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if b == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", io::Error::last_os_error()));
+        }
+        let b = b.cast::<u8>();
+        let t = Instant::now();
+        let mut sum = 0u8;
+        for off in (0..len).step_by(4096) {
+            // SAFETY: off < len: inside the mapping.
+            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(off)) });
+        }
+        std::hint::black_box(sum);
+        ns.push(t.elapsed().as_nanos() as u64 / (len / 4096).max(1) as u64);
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(b.cast(), len) };
+    }
+    ns.sort_unstable();
+    Ok(Measured {
+        value: ns[FIRST_TOUCH_PASSES / 2],
+        method: format!(
+            "{} ({} MiB written in 4 KiB write()s, resident in order-0 folios) mapped shared anew {FIRST_TOUCH_PASSES} times, one load a page in order; median",
+            file.display(),
+            len >> 20
+        ),
+    })
 }
 
 /// touch_copy over `len` bytes mapped at `b`: (touch, touch and copy) ns
