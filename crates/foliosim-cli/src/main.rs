@@ -272,7 +272,8 @@ pub(crate) fn clap_error_line(e: &clap::Error) -> String {
     let Some(invalid) = invalid else {
         return clap_text_line(e);
     };
-    let invalid = invalid.split('=').next().unwrap_or(&invalid).to_string();
+    // The name as typed may hold anything: one printable line.
+    let invalid = foliosim_workload::units::one_line(invalid.split('=').next().unwrap_or(&invalid));
     match suggested {
         Some(s) => format!("{invalid}: {what} (did you mean {s}?)"),
         None => format!("{invalid}: {what} (see --help)"),
