@@ -39,6 +39,7 @@ __all__ = [
     "workload_argv",
     "register_policy",
     "unregister_policy",
+    "variants",
 ]
 
 Workload = Union[str, os.PathLike, Sequence[str]]
@@ -127,10 +128,21 @@ def _variant_argv(variants: Union[None, str, Sequence[str]]) -> List[str]:
         variants = [variants]
     out: List[str] = []
     for v in variants:
-        # compare's sets name the LRU too: "mglru+pf-set-active".
-        for tok in filter(None, (t.strip() for t in v.replace("+", ",").split(","))):
-            out.append(f"--lru={tok}" if tok in ("classic", "mglru") else f"--variant={tok}")
+        # compare's sets name the LRU too: "mglru+pf-set-active"; split as
+        # the command line splits them.
+        lru, names = _native.split_set(v)
+        if lru is not None:
+            out.append(f"--lru={lru}")
+        out.extend(f"--variant={n}" for n in names)
     return out
+
+
+def variants() -> List[Dict[str, Any]]:
+    """The patch registry, as ``foliosim variants --format json`` prints it:
+    one dict per patch or behaviour ``variants=`` takes (``name``, ``off``,
+    ``subject``, ``reference``, ``merged``, ``seed``, ``help`` and the
+    ``releases`` whose ``--kernel`` preset carries it)."""
+    return json.loads(_native.variants_json())
 
 
 def _frame(rows: List[Dict[str, Any]], frame: str):

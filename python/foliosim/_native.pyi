@@ -21,6 +21,12 @@ def grid_row(grid: str, point: int, repeat: int) -> Tuple[List[str], List[str]]:
 def grid_size(grid: str) -> Tuple[int, int]:
     """(points, repeats) of a grid, after checking every point."""
 
+def variants_json() -> str:
+    """The patch registry as JSON (``foliosim variants --format json``)."""
+
+def split_set(set: str) -> Tuple[Optional[str], List[str]]:
+    """A set such as "mglru+p1,p2": (the LRU if named, the variant names)."""
+
 def register_policy(name: str, factory: object, budget_ms: int = ...) -> None:
     """Registers a Python cache_ext policy class as ``py:NAME``."""
 

@@ -74,10 +74,18 @@ def test_compare_lists_sets_side_by_side_with_deltas(tmp_path):
 
 
 def test_bad_input_raises_the_clis_one_line_message(tmp_path):
-    with pytest.raises(ValueError, match=r"^<command line>:2: bs: bad size 'zz'$"):
+    with pytest.raises(ValueError, match=r"^fio option --bs \(argument 2\): bad size 'zz'$"):
         foliosim.run(["fio", "--name=j", "--bs=zz", "--size=1M"])
     with pytest.raises(ValueError, match="--memcg-limit"):
         foliosim.run(["fio", "--name=j", "--size=1M"], machine={"memcg_limit": "1Q"})
+    # A mistyped machine key is named as foliosim's, with the nearest name.
+    with pytest.raises(
+        ValueError,
+        match=r"^--memcg-limt: unknown foliosim option \(did you mean --memcg-limit\?\)$",
+    ):
+        foliosim.run(["fio", "--name=j", "--size=1M"], machine={"memcg_limt": "64M"})
+    with pytest.raises(ValueError, match=r"did you mean --memcg-limit"):
+        foliosim.run(["run", "--usemem", "-n 1 4M"], machine={"memcg_limt": "64M"})
     with pytest.raises(ValueError, match="cannot tell the workload"):
         foliosim.run(tmp_path / "x.txt")
 
@@ -185,3 +193,13 @@ def test_the_docs_example_makes_a_frame_and_a_plot(tmp_path):
                    cwd=tmp_path, capture_output=True)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.stat().st_size > 10_000
+
+
+def test_the_patch_registry_comes_from_the_native_module():
+    reg = foliosim.variants()
+    names = [p["name"] for p in reg]
+    assert names[:2] == ["p1", "p2"]
+    ws = next(p for p in reg if p["name"] == "wsprot-rework")
+    assert ws["off"] == "wsprot-legacy" and "6.14" in ws["releases"]
+    # Sets split as the command line splits them.
+    assert foliosim._variant_argv("mglru+p1,p2") == ["--lru=mglru", "--variant=p1", "--variant=p2"]

@@ -2,8 +2,12 @@
 //! model, which runs the case and answers under the real side's counter
 //! names.
 
+use std::collections::BTreeMap;
+
 use super::*;
 use foliosim::mm::CpuCosts;
+use foliosim::mm::MmConfig;
+use foliosim::sim::{self, LruKind, SimConfig};
 use foliosim_oracle::scn::STATS_FLUSH_PHASE;
 
 /// The model side of `foliosim oracle`: configure from the host's facts

@@ -5,8 +5,9 @@
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
 use foliosim_workload::units::parse_size;
 
+/// What the probe touches: the same for the model's and the oracle's.
 #[derive(clap::Args, Clone, Debug)]
-pub struct ProbeArgs {
+pub struct ProbeShape {
     /// Size of the mmapped file (K, M, G suffixes are powers of 1024).
     #[arg(long, default_value = "2G")]
     pub file_size: String,
@@ -16,6 +17,38 @@ pub struct ProbeArgs {
     /// Fraction of the file's pages touched, in (0, 1].
     #[arg(long, default_value_t = 0.01)]
     pub fraction: f64,
+}
+
+impl ProbeShape {
+    /// The probe of `seed` (its random page order).
+    pub fn spec(&self, seed: u64) -> Result<ProbeSpec, String> {
+        let file_size = parse_size(&self.file_size).map_err(|e| format!("--file-size: {e}"))?;
+        if file_size == 0 {
+            return Err("--file-size: must be > 0".into());
+        }
+        let pattern: Pattern = self
+            .pattern
+            .parse()
+            .map_err(|e| format!("--pattern: {e}"))?;
+        if !(self.fraction > 0.0 && self.fraction <= 1.0) {
+            return Err(format!("--fraction: {} is not in (0, 1]", self.fraction));
+        }
+        Ok(ProbeSpec {
+            file_size,
+            pattern,
+            fraction: self.fraction,
+            seed,
+        })
+    }
+}
+
+/// `foliosim oracle mmap-probe`'s options: the probe and what the real
+/// run can set (the model's `foliosim mmap-probe` takes every machine
+/// option instead).
+#[derive(clap::Args, Clone, Debug)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub shape: ProbeShape,
     /// Machine RAM for the model (default 8G for `foliosim mmap-probe`; the
     /// oracle always uses the host's RAM and refuses a different value).
     #[arg(long)]
@@ -40,23 +73,7 @@ pub struct ProbeArgs {
 
 impl ProbeArgs {
     pub fn spec(&self) -> Result<ProbeSpec, String> {
-        let file_size = parse_size(&self.file_size).map_err(|e| format!("--file-size: {e}"))?;
-        if file_size == 0 {
-            return Err("--file-size: must be > 0".into());
-        }
-        let pattern: Pattern = self
-            .pattern
-            .parse()
-            .map_err(|e| format!("--pattern: {e}"))?;
-        if !(self.fraction > 0.0 && self.fraction <= 1.0) {
-            return Err(format!("--fraction: {} is not in (0, 1]", self.fraction));
-        }
-        Ok(ProbeSpec {
-            file_size,
-            pattern,
-            fraction: self.fraction,
-            seed: self.seed,
-        })
+        self.shape.spec(self.seed)
     }
 
     pub fn memcg_limit_bytes(&self) -> Result<Option<u64>, String> {
@@ -64,14 +81,6 @@ impl ProbeArgs {
             .as_deref()
             .map(|s| parse_size(s).map_err(|e| format!("--memcg-limit: {e}")))
             .transpose()
-    }
-
-    /// The model's RAM: `--memory`, else `default`.
-    pub fn memory_bytes(&self, default: u64) -> Result<u64, String> {
-        match &self.memory {
-            Some(s) => parse_size(s).map_err(|e| format!("--memory: {e}")),
-            None => Ok(default),
-        }
     }
 
     /// The oracle runs on the host's RAM: an explicit `--memory` must name
@@ -114,7 +123,6 @@ mod tests {
             (s.file_size, s.pattern, s.fraction, s.seed),
             (2 << 30, Pattern::Random, 0.01, 1)
         );
-        assert_eq!(p.memory_bytes(8 << 30), Ok(8 << 30));
         assert_eq!(p.memcg_limit_bytes(), Ok(None));
         let p = parse(&[
             "--pattern",

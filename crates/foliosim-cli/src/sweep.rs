@@ -509,22 +509,17 @@ impl Grid {
             }
             if name == "set" {
                 // compare's --set: variants, plus the LRU by name.
-                for tok in v
-                    .text
-                    .split([',', '+'])
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                {
-                    let x = Value {
-                        text: tok.to_string(),
-                        flag: None,
-                        ..v.clone()
-                    };
-                    if tok == "classic" || tok == "mglru" {
-                        push(&mut opts, "lru", x, false);
-                    } else {
-                        push(&mut opts, "variant", x, true);
-                    }
+                let (lru, variants) = foliosim::mm::patches::split_set(&v.text);
+                let value = |tok: &str| Value {
+                    text: tok.to_string(),
+                    flag: None,
+                    ..v.clone()
+                };
+                if let Some(l) = lru {
+                    push(&mut opts, "lru", value(l), false);
+                }
+                for tok in variants {
+                    push(&mut opts, "variant", value(tok), true);
                 }
                 return;
             }

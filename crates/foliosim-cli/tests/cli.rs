@@ -615,3 +615,188 @@ fn tmpfs_huge_option() {
         "foliosim: --tmpfs-huge: 'force' is not never, always, within_size or advise"
     );
 }
+
+/// One line on stderr, exit 2: the line (without "foliosim: ").
+fn one_line_error(args: &[&str]) -> String {
+    let (code, out, err) = foliosim(args);
+    assert_eq!(code, 2, "{args:?}: {err}");
+    assert!(out.is_empty(), "{args:?}: {out}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line, got {err:?}");
+    lines[0]
+        .strip_prefix("foliosim: ")
+        .expect("prefixed")
+        .to_string()
+}
+
+#[test]
+fn a_mistyped_machine_option_is_named_with_the_nearest_on_every_command() {
+    let job = job_file("ok.fio", "[j]\nsize=1M\n");
+    let job = job.to_str().unwrap();
+    let want = "--memcg-limt: unknown foliosim option (did you mean --memcg-limit?)";
+    for args in [
+        vec!["fio", job, "--memcg-limt", "256M"],
+        vec!["fio", "--memcg-limt=256M", job],
+        vec!["run", "examples/kernel-build.toml", "--memcg-limt", "256M"],
+        vec!["mmap-probe", "--memcg-limt", "256M"],
+        vec!["replay", "t.csv", "--memcg-limt", "256M"],
+        vec![
+            "compare",
+            "--set",
+            "p1",
+            "--set",
+            "p2",
+            "--",
+            "fio",
+            job,
+            "--memcg-limt",
+            "256M",
+        ],
+    ] {
+        assert_eq!(one_line_error(&args), want, "{args:?}");
+    }
+    // A fio option mistyped is fio's, and says which argument it was.
+    assert_eq!(
+        one_line_error(&["fio", "--name=j", "--size=1M", "--rww=read"]),
+        "fio option --rww (argument 3): unknown or unsupported fio option"
+    );
+}
+
+#[test]
+fn a_negative_size_names_its_option() {
+    for args in [
+        vec!["fio", "--name=j", "--size=1M", "--memcg-limit", "-256M"],
+        vec!["mmap-probe", "--memcg-limit", "-256M"],
+        vec!["run", "--usemem", "-n 1 4M", "--memcg-limit", "-256M"],
+    ] {
+        assert_eq!(
+            one_line_error(&args),
+            "--memcg-limit: bad size '-256M'",
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        one_line_error(&["mmap-probe", "--memory", "-1G"]),
+        "--memory: bad size '-1G'"
+    );
+}
+
+#[test]
+fn a_missing_job_file_is_not_at_line_0() {
+    let e = one_line_error(&["fio", "/nonexistent/job.fio"]);
+    assert!(
+        e.starts_with("/nonexistent/job.fio: job file: cannot read:"),
+        "{e}"
+    );
+    assert!(!e.contains(":0:"), "{e}");
+}
+
+#[test]
+fn a_mistyped_command_or_variant_gets_a_suggestion() {
+    assert_eq!(
+        one_line_error(&["fi", "--name=j"]),
+        "fi: unknown foliosim command (did you mean fio?)"
+    );
+    assert_eq!(
+        one_line_error(&["mmap-probe", "--variant", "wsprot-rewrok"]),
+        "--variant: unknown variant 'wsprot-rewrok' (did you mean 'wsprot-rework'? `foliosim variants` lists them all)"
+    );
+    assert_eq!(
+        one_line_error(&["reproduce", "mmap-miss", "--format", "csv"]),
+        "--format: 'csv' is not table, text or json"
+    );
+}
+
+#[test]
+fn every_commands_help_lists_its_options() {
+    // fio's help, before or after its job file, lists the machine options.
+    for args in [
+        vec!["fio", "--help"],
+        vec!["fio", "job.fio", "--help"],
+        vec!["fio", "-h"],
+    ] {
+        let (code, out, err) = foliosim(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        for o in [
+            "--memcg-limit",
+            "--kernel",
+            "--variant",
+            "--output-format",
+            "wsprot-rework",
+        ] {
+            assert!(out.contains(o), "{args:?} lacks {o}: {out}");
+        }
+    }
+    for cmd in [
+        "run",
+        "mmap-probe",
+        "replay",
+        "compare",
+        "variants",
+        "sweep",
+        "report",
+        "bench",
+    ] {
+        let (code, out, err) = foliosim(&[cmd, "--help"]);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        assert!(out.contains("Options:"), "{cmd}: {out}");
+    }
+    let (_, out, _) = foliosim(&["mmap-probe", "--help"]);
+    for o in [
+        "--kernel",
+        "--large-folios",
+        "--fs",
+        "--device",
+        "--file-size",
+    ] {
+        assert!(out.contains(o), "mmap-probe lacks {o}");
+    }
+}
+
+#[test]
+fn variants_prints_the_registry_with_its_releases() {
+    let (code, out, err) = foliosim(&["variants"]);
+    assert_eq!(code, 0, "{err}");
+    let ws = out
+        .lines()
+        .find(|l| l.starts_with("wsprot-rework "))
+        .unwrap();
+    assert!(ws.contains("wsprot-legacy") && ws.contains("6.14"), "{ws}");
+    let (code, out, _) = foliosim(&["variants", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let p1 = &v[0];
+    assert_eq!(p1["name"], "p1");
+    assert_eq!(p1["releases"], serde_json::json!(["7.2"]));
+}
+
+#[test]
+fn run_header_spells_the_lru_and_names_the_patches() {
+    let (code, out, err) = foliosim(&[
+        "fio",
+        "--name=j",
+        "--size=2M",
+        "--lru=mglru",
+        "--kernel=6.1",
+        "--memcg-limit=1M",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let head = out.lines().find(|l| l.starts_with("fio: lru=")).unwrap();
+    assert!(head.starts_with("fio: lru=mglru "), "{head}");
+    assert!(head.ends_with("patches: x86 pf-set-active"), "{head}");
+    // memory.stat keeps to memory.stat's keys; the page counters' files,
+    // memory.events and the vmstat I/O in KiB have their own sections.
+    let stat = out.split("\nmemory.stat (").nth(1).unwrap();
+    let stat = stat.split("\n\n").next().unwrap();
+    for k in ["usage_in_bytes", "max ", "failcnt", "memsw."] {
+        assert!(
+            !stat.contains(&format!("\n{k}")),
+            "{k} in memory.stat: {stat}"
+        );
+    }
+    assert!(out.contains("\nmemory.usage_in_bytes "), "{out}");
+    assert!(
+        out.contains("/proc/vmstat I/O charged to the workload memcg (KiB):"),
+        "{out}"
+    );
+}

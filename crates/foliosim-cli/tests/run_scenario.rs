@@ -51,7 +51,7 @@ fn run_prints_counters_cgroups_and_processes() {
     let (code, out, err) = foliosim(&["run", &f]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\n/proc/vmstat (machine"), "{out}");
-    assert!(out.contains("memory.stat of cgroup box"), "{out}");
+    assert!(out.contains("\nmemory.stat (cgroup box;"), "{out}");
     assert!(out.lines().any(|l| l.starts_with("pswpin ")), "{out}");
     assert!(
         out.lines()

@@ -85,6 +85,24 @@ fn grid_size(py: Python<'_>, grid: PathBuf) -> PyResult<(usize, u64)> {
     .map_err(PyValueError::new_err)
 }
 
+/// The patch registry (`foliosim variants --format json`) as JSON: one
+/// object per patch or behaviour `variants=` takes.
+#[pyfunction]
+fn variants_json() -> String {
+    foliosim::mm::patches::table_json().to_string()
+}
+
+/// A set as compare's `--set` takes it ("mglru+p1,p2"): (the LRU if one
+/// is named, the variant names), split as the command line splits it.
+#[pyfunction]
+fn split_set(set: &str) -> (Option<String>, Vec<String>) {
+    let (lru, v) = foliosim::mm::patches::split_set(set);
+    (
+        lru.map(String::from),
+        v.into_iter().map(String::from).collect(),
+    )
+}
+
 /// Registers a cache_ext policy written in Python as `py:NAME`: each run
 /// calls `factory()` (the class) for a fresh object. `budget_ms`: the
 /// longest one callback may run before the run stops with an error.
@@ -113,5 +131,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(grid_row, m)?)?;
     m.add_function(wrap_pyfunction!(grid_size, m)?)?;
+    m.add_function(wrap_pyfunction!(variants_json, m)?)?;
+    m.add_function(wrap_pyfunction!(split_set, m)?)?;
     Ok(())
 }

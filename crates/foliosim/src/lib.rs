@@ -18,4 +18,5 @@ pub mod report;
 pub mod reproduce;
 pub mod scenario;
 pub mod sim;
+pub mod suggest;
 pub mod trace;

@@ -171,6 +171,62 @@ pub fn render_text(r: &RunReport, what: &str) -> String {
     out
 }
 
+/// Which cgroup file a key of a memcg map comes from, and its name there.
+/// The maps hold memory.stat's counters beside memory.events', the v1
+/// page counters' files and foliosim's own; text output keeps them apart.
+fn memcg_file(key: &str) -> (&'static str, &str) {
+    match key {
+        // v1's memory.stat pgpgin/pgpgout: pages charged and uncharged.
+        "memcg_pgpgin_events" => ("memory.stat", "pgpgin"),
+        "memcg_pgpgout_events" => ("memory.stat", "pgpgout"),
+        // The memcg's share of /proc/vmstat's pgpgin/pgpgout, in KiB.
+        "pgpgin" | "pgpgout" => ("vmstat", key),
+        "max" | "oom" => ("memory.events", key),
+        "oom_kill_disable" | "under_oom" | "oom_kill" => ("memory.oom_control", key),
+        _ if key.starts_with("events.") => ("memory.events", &key[7..]),
+        _ if key.starts_with("foliosim_") => ("foliosim", key),
+        "usage_in_bytes" | "max_usage_in_bytes" | "failcnt" | "swap.current" => ("files", key),
+        _ if key.starts_with("memsw.") || key.starts_with("swap.events.") => ("files", key),
+        _ => ("memory.stat", key),
+    }
+}
+
+/// One memcg's counters under their files' names and units: memory.stat
+/// (bytes; v1's pgpgin/pgpgout in pages), memory.events,
+/// memory.oom_control, the page counters' own files, the memcg's vmstat
+/// I/O in KiB, and foliosim's counters.
+pub fn render_memcg(out: &mut String, whose: &str, m: &BTreeMap<&'static str, u64>) {
+    let sections = [
+        ("memory.stat", format!("memory.stat ({whose}; sizes in bytes, pgpgin/pgpgout in pages charged/uncharged as cgroup v1 counts them):")),
+        ("memory.events", format!("memory.events ({whose}):")),
+        ("memory.oom_control", format!("memory.oom_control ({whose}):")),
+        ("files", format!("page counter files ({whose}; bytes):")),
+        ("vmstat", format!("/proc/vmstat I/O charged to the {whose} (KiB):")),
+        ("foliosim", format!("foliosim's own counters ({whose}):")),
+    ];
+    for (file, title) in sections {
+        let rows: Vec<(&str, u64)> = m
+            .iter()
+            .filter(|(_, v)| **v != 0)
+            .map(|(k, v)| (memcg_file(k), *v))
+            .filter(|((f, _), _)| *f == file)
+            .map(|((_, k), v)| (k, v))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}");
+        for (k, v) in rows {
+            let k = if file == "files" {
+                format!("memory.{k}")
+            } else {
+                k.to_string()
+            };
+            let _ = writeln!(out, "{k} {v}");
+        }
+    }
+}
+
 /// foliosim's part of the text output: the run, then the kernel's
 /// counters under their kernel names.
 pub fn render_counters(r: &RunReport, what: &str) -> String {
@@ -184,21 +240,13 @@ pub fn render_counters(r: &RunReport, what: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{what}: lru={:?} elapsed={:.3}s (io wait {:.3}s) variants: {}",
-        r.lru,
+        "\n{what}: lru={} elapsed={:.3}s (io wait {:.3}s) patches: {}",
+        r.lru.name(),
         r.elapsed_ns as f64 / 1e9,
         r.io_wait_ns as f64 / 1e9,
-        serde_json::to_string(&r.variants).unwrap_or_default()
+        r.variants.names().join(" ")
     );
-    let _ = writeln!(
-        out,
-        "\nmemory.stat (workload memcg; sizes in bytes, pgpgin/pgpgout in KiB):"
-    );
-    for (k, v) in &r.memcg {
-        if *v != 0 {
-            let _ = writeln!(out, "{k} {v}");
-        }
-    }
+    render_memcg(&mut out, "workload memcg", &r.memcg);
     let _ = writeln!(out, "\n/proc/vmstat (machine; pgpgin/pgpgout in KiB):");
     for (k, v) in &r.vmstat {
         if *v != 0 {

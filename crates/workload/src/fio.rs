@@ -39,14 +39,20 @@ pub struct ParseError {
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use crate::units::one_line;
-        write!(
-            f,
-            "{}:{}: {}: {}",
+        let (file, option, msg) = (
             one_line(&self.file),
-            self.line,
             one_line(&self.option),
-            one_line(&self.msg)
-        )
+            one_line(&self.msg),
+        );
+        match (self.file.as_str(), self.line) {
+            // fio's options on foliosim's command line: argument N.
+            ("<command line>", n) if n > 0 => {
+                write!(f, "fio option --{option} (argument {n}): {msg}")
+            }
+            // Not at a line: the file itself (unreadable, empty).
+            (_, 0) => write!(f, "{file}: {option}: {msg}"),
+            _ => write!(f, "{file}:{}: {option}: {msg}", self.line),
+        }
     }
 }
 
@@ -397,6 +403,19 @@ fn no_jobs(file: &str) -> ParseError {
         "[job]",
         "no job sections (only [global] or nothing)",
     )
+}
+
+/// Whether fio (as the model takes it) has an option `key`: a job built
+/// with it fails, if at all, for any reason but an unknown option.
+pub fn is_option(key: &str) -> bool {
+    if CMDLINE_IGNORED.contains(&key) || key == "name" {
+        return true;
+    }
+    let args = ["--name=probe".to_string(), format!("--{key}=1")];
+    match parse_cmdline(&args) {
+        Ok(_) => true,
+        Err(e) => !(e.option == key && e.msg.starts_with("unknown or unsupported")),
+    }
 }
 
 /// fio's command-line form: `--name=a --rw=read ... --name=b ...`. Options

@@ -573,6 +573,6 @@ mod tests {
         .unwrap();
         assert!(e
             .to_string()
-            .starts_with("/nonexistent.csv:0: csv: cannot open"));
+            .starts_with("/nonexistent.csv: csv: cannot open"));
     }
 }

@@ -721,7 +721,9 @@ fn fuzz_fio_command_lines() {
                 let s = e.to_string();
                 assert_clean_msg(&s);
                 assert!(
-                    s.starts_with("<command line>:") || s.starts_with("/nonexistent-fuzz/"),
+                    s.starts_with("fio option --")
+                        || s.starts_with("<command line>")
+                        || s.starts_with("/nonexistent-fuzz/"),
                     "{s:?}"
                 );
             }

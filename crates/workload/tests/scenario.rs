@@ -64,7 +64,7 @@ fn parse_file_names_the_path() {
         .unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("/nonexistent/x.toml:0: scenario file: cannot read"),
+            .starts_with("/nonexistent/x.toml: scenario file: cannot read"),
         "{e}"
     );
 }

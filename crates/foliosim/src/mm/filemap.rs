@@ -1319,11 +1319,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         if file.vm_rand_read || file.ra.ra_pages == 0 {
             return false;
         }
-        if file.ra.mmap_miss > 0 {
-            file.ra.mmap_miss -= 1;
-        }
-        if self.core.mmap_miss_alts.nr > 0 {
-            self.core.mmap_miss_alts.async_mmap(&mut file.ra);
+        if !self.racing_fault(file.mapping, id, index) {
+            if file.ra.mmap_miss > 0 {
+                file.ra.mmap_miss -= 1;
+            }
+            if self.core.mmap_miss_alts.nr > 0 {
+                self.core.mmap_miss_alts.async_mmap(&mut file.ra);
+            }
         }
         if self.core.folios.get(id).test(pg::READAHEAD) {
             let ra_pages = file.ra.ra_pages;
@@ -1331,6 +1333,17 @@ impl<P: ReclaimPolicy> Kernel<P> {
             return true;
         }
         false
+    }
+
+    /// With `mmap-miss-skip-locked` (Roman Gushchin, 6.18): a folio still
+    /// locked (under read I/O) is most likely another task's fault in
+    /// progress, whose miss must not be cancelled by this one's hit.
+    fn racing_fault(&self, mapping: u32, id: FolioId, index: u64) -> bool {
+        self.core.cfg.variants.mmap_miss_skip_locked
+            && (self.core.folios.get(id).test(pg::LOCKED)
+                || self.core.files[mapping as usize]
+                    .io_done_at(index, self.core.now)
+                    .is_some())
     }
 
     /// invalidate_mapping_pages(): drop clean, unmapped, unlocked folios

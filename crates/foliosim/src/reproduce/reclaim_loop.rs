@@ -872,3 +872,61 @@ pub fn render(rows: &[Row], seeds: &[u64]) -> String {
     }
     s
 }
+
+/// One of seed 003's experiments past the swappiness sweep.
+pub type Experiment = fn(&SimConfig, &Scenario, usize) -> Vec<Row>;
+
+/// The experiments after the sweep, in the table's order: each one's
+/// scenario (compiled in), its name in examples/ and its runner.
+pub const EXPERIMENTS: [(&str, &str, Experiment); 6] = [
+    (
+        AGING_OOM_TOML,
+        "examples/seed003-aging-oom-small.toml",
+        aging_oom,
+    ),
+    (
+        DD_OOM_TOML,
+        "examples/seed003-dd-throttle-oom.toml",
+        throttle_oom,
+    ),
+    (
+        MONGODB_TOML,
+        "examples/seed003-mongodb-ycsb.toml",
+        mongodb_ycsb,
+    ),
+    (
+        KBUILD_TMPFS_TOML,
+        "examples/seed003-kernel-build-tmpfs.toml",
+        kernel_build_tmpfs,
+    ),
+    (
+        MYSQL_TOML,
+        "examples/seed003-mysql-sysbench.toml",
+        mysql_sysbench,
+    ),
+    (
+        CHROME_NODE_TOML,
+        "examples/seed003-chrome-node.toml",
+        chrome_node,
+    ),
+];
+
+/// Every row of `foliosim reproduce reclaim-loop`: the swappiness sweep
+/// over `seeds`, the experiments, then the fio row on the MongoDB proxy's
+/// machine (both scaled 1/32). `machine` parses a shipped scenario and
+/// builds its machine as `foliosim run` would with no options.
+pub fn reproduce_all(
+    jobs: usize,
+    seeds: &[u64],
+    machine: impl Fn(&str, &str) -> Result<(Scenario, SimConfig), String>,
+) -> Result<Vec<Row>, String> {
+    let (sc, base) = machine(KERNEL_BUILD_TOML, "examples/kernel-build.toml")?;
+    let mut rows = swappiness_sweep(&base, &sc, jobs, seeds);
+    for (text, label, run) in EXPERIMENTS {
+        let (sc, base) = machine(text, label)?;
+        rows.extend(run(&base, &sc, jobs));
+    }
+    let (_, mongo) = machine(MONGODB_TOML, "examples/seed003-mongodb-ycsb.toml")?;
+    rows.extend(fio_mmap_randread(&mongo, FIO_MMAP_TOML, jobs)?);
+    Ok(rows)
+}

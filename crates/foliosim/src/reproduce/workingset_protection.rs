@@ -116,11 +116,21 @@ impl Base {
         }
     }
 
-    pub fn describe(self) -> &'static str {
-        match self {
-            Base::Seed => "the seed's kernel: pf-set-active, reclaim-legacy, shadow-vmstat, x86, no seed 002 patches",
-            Base::Newest => "the defaults: pf-mark-accessed, reclaim-rework, isolate-fallback-fix, shadow-lru-size, x86, no seed 002 patches",
-        }
+    /// The switches everything else runs under, by the registry's names
+    /// (the rework's own two are the experiment's, not the base's).
+    pub fn describe(self) -> String {
+        let mut v = Variants::newest();
+        v.apply(self.variants()).expect("registry names");
+        let what = match self {
+            Base::Seed => "the seed's kernel",
+            Base::Newest => "the defaults",
+        };
+        let names: Vec<&str> = v
+            .names()
+            .into_iter()
+            .filter(|n| !n.starts_with("wsprot-"))
+            .collect();
+        format!("{what}: {}", names.join(", "))
     }
 }
 

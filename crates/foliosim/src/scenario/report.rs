@@ -104,15 +104,7 @@ pub fn render_text(r: &ScenarioReport) -> String {
         );
     }
     for (path, m) in &r.cgroups {
-        let _ = writeln!(
-            out,
-            "\nmemory.stat of cgroup {path} (bytes; pgpgin/pgpgout in KiB):"
-        );
-        for (k, v) in m {
-            if *v != 0 {
-                let _ = writeln!(out, "{k} {v}");
-            }
-        }
+        crate::report::render_memcg(&mut out, &format!("cgroup {path}"), m);
     }
     let _ = writeln!(
         out,

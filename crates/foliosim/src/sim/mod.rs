@@ -35,6 +35,16 @@ pub enum LruKind {
     Mglru,
 }
 
+impl LruKind {
+    /// The name `--lru` takes and output prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            LruKind::Classic => "classic",
+            LruKind::Mglru => "mglru",
+        }
+    }
+}
+
 impl std::str::FromStr for LruKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

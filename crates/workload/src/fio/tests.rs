@@ -139,14 +139,14 @@ fn cmdline_globals_separate_values_and_errors() {
     let e = parse_cmdline(&args("--name=a --size=1m --iodepth=4 --bogus=1")).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "<command line>:4: bogus: unknown or unsupported fio option"
+        "fio option --bogus (argument 4): unknown or unsupported fio option"
     );
     let e = parse_cmdline(&args("--name=a --rw")).unwrap_err();
-    assert_eq!(e.to_string(), "<command line>:2: rw: needs a value");
+    assert_eq!(e.to_string(), "fio option --rw (argument 2): needs a value");
     let e = parse_cmdline(&args("--name=a")).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "<command line>:1: size: job 'a': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)"
+        "fio option --size (argument 1): job 'a': you need to specify size= (or filesize=): the model has no existing file to take the size from (give one with --existing-file-size)"
     );
 }
 
@@ -399,14 +399,14 @@ fn error_other_refusals() {
     let e = parse_job_file(Path::new("/nonexistent/x.fio")).unwrap_err();
     assert!(e
         .to_string()
-        .starts_with("/nonexistent/x.fio:0: job file: cannot read"));
+        .starts_with("/nonexistent/x.fio: job file: cannot read"));
 }
 
 #[test]
 fn error_no_jobs_and_overflow() {
     assert_eq!(
         err("[global]\nsize=1m\n"),
-        "t.fio:0: [job]: no job sections (only [global] or nothing)"
+        "t.fio: [job]: no job sections (only [global] or nothing)"
     );
     assert!(err("[a]\nsize=8p\noffset=16383p\n").contains("overflows"));
 }
