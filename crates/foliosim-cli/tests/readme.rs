@@ -178,7 +178,7 @@ fn check_options(src: &str, line: &str) -> Vec<String> {
     bad
 }
 
-/// README's lines, code blocks (4-space indented) and prose apart.
+/// The lines of a markdown file's code blocks (4-space indented), trimmed.
 fn code_lines(text: &str) -> Vec<&str> {
     text.lines()
         .filter_map(|l| l.strip_prefix("    "))
