@@ -21,6 +21,7 @@ use serde::Serialize;
 use std::fmt;
 use std::path::Path;
 
+pub mod backend;
 mod jobctl;
 pub use jobctl::{
     split_filenames, ExitWhat, FileService, JobControl, JobFile, Keywords, RateProcess,
