@@ -15,7 +15,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use foliosim_workload::access::{stream_seed, AccessGen};
 use foliosim_workload::lsm::{BlockCache, KvRead, SstLayout, TableCache};
-use foliosim_workload::scenario::{Amount, FileFs, Op, Pattern, Scenario, Step};
+use foliosim_workload::scenario::{
+    Amount, FadviseStep, FileFs, IoStep, KvGetStep, MmapFileStep, Op, Pattern, Scenario, Step,
+    TouchStep,
+};
 
 use crate::mm::filemap::OpenFile;
 use crate::mm::memcontrol::{MemcgId, MemcgKnobs};
@@ -238,7 +241,7 @@ fn thread_own_pages(steps: &[Step]) -> u64 {
         steps
             .iter()
             .map(|s| match &s.op {
-                Op::Io { bs, .. } if *bs < ARENA_BUF_MAX => bs.div_ceil(PAGE_SIZE),
+                Op::Io(IoStep { bs, .. }) if *bs < ARENA_BUF_MAX => bs.div_ceil(PAGE_SIZE),
                 Op::Compute { sys: true, .. } => (64 << 10) / PAGE_SIZE,
                 Op::Loop { steps, .. } => buf(steps),
                 _ => 0,
@@ -645,7 +648,9 @@ impl<'a> Driver<'a> {
                         gen: usize::MAX,
                     });
                 }
-                Op::Touch { .. } | Op::Io { .. } | Op::KvGet { .. } => {
+                Op::Touch(TouchStep { .. })
+                | Op::Io(IoStep { .. })
+                | Op::KvGet(KvGetStep { .. }) => {
                     let gen = b.ngens;
                     b.ngens += 1;
                     b.ins.push(Ins::Op { step, gen });
@@ -1010,13 +1015,13 @@ impl<'a> Driver<'a> {
                 let space = k.mmap_anon(self.procs[proc].mm, *size);
                 self.add_map(id, map, size.div_ceil(PAGE_SIZE), MapKind::Anon { space });
             }
-            Op::MmapFile {
+            Op::MmapFile(MmapFileStep {
                 map,
                 file,
                 offset,
                 len,
                 private,
-            } => {
+            }) => {
                 if self.own_map(id, map) {
                     return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
                 }
@@ -1045,13 +1050,13 @@ impl<'a> Driver<'a> {
                     },
                 );
             }
-            Op::Touch {
+            Op::Touch(TouchStep {
                 map,
                 pattern,
                 write,
                 amount,
                 think_ns,
-            } => {
+            }) => {
                 let Some(mi) = self.find_map(id, map) else {
                     return Err(err(
                         sc,
@@ -1084,7 +1089,7 @@ impl<'a> Driver<'a> {
                     Target::Map(mid),
                 )?;
             }
-            Op::Io {
+            Op::Io(IoStep {
                 file,
                 pattern,
                 write,
@@ -1092,7 +1097,7 @@ impl<'a> Driver<'a> {
                 amount,
                 direct,
                 think_ns,
-            } => {
+            }) => {
                 let fi = self.file_index(file, line)?;
                 if *bs == 0 || (*direct && bs % 512 != 0) {
                     return Err(err(
@@ -1123,7 +1128,7 @@ impl<'a> Driver<'a> {
                     id, step, gen, pattern, blocks, amount, *write, *think_ns, target,
                 )?;
             }
-            Op::KvGet {
+            Op::KvGet(KvGetStep {
                 file,
                 keys,
                 record,
@@ -1135,7 +1140,7 @@ impl<'a> Driver<'a> {
                 pattern,
                 amount,
                 think_ns,
-            } => {
+            }) => {
                 let fi = self.file_index(file, line)?;
                 let bc = &mut self.procs[self.threads[id].proc].block_caches[fi];
                 if bc.as_ref().map(|c| c.capacity()) != Some(*block_cache) {
@@ -1195,12 +1200,12 @@ impl<'a> Driver<'a> {
                 k.core.cpu(k.core.cost.syscall);
                 k.file_write_and_wait_range(self.files[fi].mapping, 0, u64::MAX);
             }
-            Op::Fadvise {
+            Op::Fadvise(FadviseStep {
                 file,
                 advice,
                 offset,
                 len,
-            } => {
+            }) => {
                 let fi = self.file_index(file, line)?;
                 k.core.cpu(k.core.cost.syscall);
                 self.fadvise(k, id, fi, *advice, *offset, *len, line)?;

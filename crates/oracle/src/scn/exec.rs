@@ -8,7 +8,10 @@
 //! command: forks re-execute this same program into the same cgroup.
 
 use foliosim_workload::access::{stream_seed, AccessGen};
-use foliosim_workload::scenario::{Advice, Amount, FileFs, Madvice, Op, Pattern, Scenario, Step};
+use foliosim_workload::scenario::{
+    Advice, Amount, FadviseStep, FileFs, IoStep, KvGetStep, Madvice, MmapFileStep, Op, Pattern,
+    Scenario, Step, TouchStep,
+};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -777,13 +780,13 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 },
             )?;
         }
-        Op::MmapFile {
+        Op::MmapFile(MmapFileStep {
             map,
             file,
             offset,
             len,
             private,
-        } => {
+        }) => {
             let (f, size) = open(t, file, false)?;
             let real = f.metadata().map_err(|e| e.to_string())?.len().max(size);
             let len = if *len == 0 {
@@ -827,13 +830,13 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 },
             )?;
         }
-        Op::Touch {
+        Op::Touch(TouchStep {
             map,
             pattern,
             write,
             amount,
             think_ns,
-        } => {
+        }) => {
             let r = region(t, map)?;
             let n = (r.len as u64).div_ceil(PAGE);
             let g = access_gen(t, st, pattern, n)?;
@@ -876,7 +879,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 ));
             }
         }
-        Op::Io {
+        Op::Io(IoStep {
             file,
             pattern,
             write,
@@ -884,7 +887,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             amount,
             direct,
             think_ns,
-        } => {
+        }) => {
             let (f, size) = thread_file(t, file, *direct)?;
             let bs = (*bs).max(1);
             let n = (size / bs).max(1);
@@ -958,7 +961,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
                 m.1 += pressured.1;
             }
         }
-        Op::KvGet {
+        Op::KvGet(KvGetStep {
             file,
             keys,
             record,
@@ -970,7 +973,7 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             pattern,
             amount,
             think_ns,
-        } => {
+        }) => {
             let (f, size) = thread_file(t, file, false)?;
             {
                 let mut bcs = t.p.block_caches.lock().unwrap();
@@ -1034,12 +1037,12 @@ fn run_step(t: &mut ThreadCtx, st: &Step) -> Result<Flow, String> {
             let (f, _) = thread_file(t, file, false)?;
             f.sync_all().map_err(|e| format!("fsync '{file}': {e}"))?;
         }
-        Op::Fadvise {
+        Op::Fadvise(FadviseStep {
             file,
             advice,
             offset,
             len,
-        } => {
+        }) => {
             let (f, _) = thread_file(t, file, false)?;
             // SAFETY: advice on an open descriptor.
             let r = unsafe {
@@ -1507,13 +1510,15 @@ mod tests {
             id,
             op,
         };
-        let advise = |advice| Op::Fadvise {
-            file: "data".into(),
-            advice,
-            offset: 0,
-            len: 0,
+        let advise = |advice| {
+            Op::Fadvise(FadviseStep {
+                file: "data".into(),
+                advice,
+                offset: 0,
+                len: 0,
+            })
         };
-        let read = Op::Io {
+        let read = Op::Io(IoStep {
             file: "data".into(),
             pattern: Pattern::Seq,
             write: false,
@@ -1521,7 +1526,7 @@ mod tests {
             amount: Amount::Accesses(1),
             direct: false,
             think_ns: 0,
-        };
+        });
         // Pages a 4 KiB read at offset 0 leaves cached, with or without
         // POSIX_FADV_RANDOM given in an earlier step.
         let cached_after_read = |random: bool| {
@@ -1561,7 +1566,7 @@ mod tests {
         let get = |table_cache| Step {
             line: 3,
             id: 7,
-            op: Op::KvGet {
+            op: Op::KvGet(KvGetStep {
                 file: "db".into(),
                 keys: 600,
                 record: 227,
@@ -1573,7 +1578,7 @@ mod tests {
                 pattern: Pattern::Random,
                 amount: Amount::Accesses(5),
                 think_ns: 0,
-            },
+            }),
         };
         run_step(&mut t, &get(4)).unwrap();
         // The one table was opened and is still open for the next run.
