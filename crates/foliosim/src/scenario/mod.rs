@@ -16,8 +16,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use foliosim_workload::access::{stream_seed, AccessGen};
 use foliosim_workload::lsm::{BlockCache, KvRead, SstLayout, TableCache};
 use foliosim_workload::scenario::{
-    Amount, FadviseStep, FileFs, IoStep, KvGetStep, MmapFileStep, Op, Pattern, Scenario, Step,
-    TouchStep,
+    Amount, FileFs, IoStep, KvGetStep, MmapFileStep, Op, Pattern, Scenario, Step, TouchStep,
 };
 
 use crate::mm::filemap::OpenFile;
@@ -999,199 +998,23 @@ impl<'a> Driver<'a> {
         step: &'a Step,
         gen: usize,
     ) -> Result<Flow, String> {
-        let sc = self.sc;
         let line = step.line;
         let proc = self.threads[id].proc;
         k.core.now = self.threads[id].t;
         match &step.op {
-            Op::MmapAnon { map, size } => {
-                if self.own_map(id, map) {
-                    return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
-                }
-                if *size == 0 {
-                    return Err(err(sc, line, "size", "must be > 0"));
-                }
-                k.core.cpu(k.core.cost.syscall);
-                let space = k.mmap_anon(self.procs[proc].mm, *size);
-                self.add_map(id, map, size.div_ceil(PAGE_SIZE), MapKind::Anon { space });
-            }
-            Op::MmapFile(MmapFileStep {
-                map,
-                file,
-                offset,
-                len,
-                private,
-            }) => {
-                if self.own_map(id, map) {
-                    return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
-                }
-                let fi = self.file_index(file, line)?;
-                let fsize = sc.files[fi].size;
-                let len = if *len == 0 {
-                    fsize.saturating_sub(*offset)
-                } else {
-                    *len
-                };
-                if offset % PAGE_SIZE != 0 || offset + len > fsize || len == 0 {
-                    return Err(err(sc, line, "offset", format!("[{offset}, +{len}) is not a page-aligned range inside file '{file}' ({fsize} bytes)")));
-                }
-                k.core.cpu(k.core.cost.syscall);
-                let open = self.open_file(fi, self.procs[proc].memcg);
-                self.files[fi].mappers += 1;
-                self.add_map(
-                    id,
-                    map,
-                    len.div_ceil(PAGE_SIZE),
-                    MapKind::File {
-                        file: fi,
-                        open,
-                        first: offset >> PAGE_SHIFT,
-                        private: *private,
-                    },
-                );
-            }
-            Op::Touch(TouchStep {
-                map,
-                pattern,
-                write,
-                amount,
-                think_ns,
-            }) => {
-                let Some(mi) = self.find_map(id, map) else {
-                    return Err(err(
-                        sc,
-                        line,
-                        "map",
-                        format!("'{map}' is not mapped by this process"),
-                    ));
-                };
-                let m = &self.procs[proc].maps[mi];
-                if let MapKind::File { private: true, .. } = m.kind {
-                    if *write {
-                        return Err(err(
-                            sc,
-                            line,
-                            "write",
-                            "stores to a private file mapping (copy-on-write) are not modelled",
-                        ));
-                    }
-                }
-                let (mid, pages) = (m.id, m.pages);
-                self.start_access(
-                    id,
-                    step,
-                    gen,
-                    pattern,
-                    pages,
-                    amount,
-                    *write,
-                    *think_ns,
-                    Target::Map(mid),
-                )?;
-            }
-            Op::Io(IoStep {
-                file,
-                pattern,
-                write,
-                bs,
-                amount,
-                direct,
-                think_ns,
-            }) => {
-                let fi = self.file_index(file, line)?;
-                if *bs == 0 || (*direct && bs % 512 != 0) {
-                    return Err(err(
-                        sc,
-                        line,
-                        "bs",
-                        format!(
-                            "{bs} is not a valid block size{}",
-                            if *direct {
-                                " for O_DIRECT (a multiple of 512)"
-                            } else {
-                                ""
-                            }
-                        ),
-                    ));
-                }
-                // Blocks of the [[file]]'s size; the last may be short (a
-                // short read or write at the end, as pread/pwrite give).
-                let blocks = sc.files[fi].size.div_ceil(*bs);
-                self.fd(id, fi);
-                let target = Target::Io {
-                    file: fi,
-                    bs: *bs,
-                    direct: *direct,
-                    append: *pattern == Pattern::Append,
-                };
-                self.start_access(
-                    id, step, gen, pattern, blocks, amount, *write, *think_ns, target,
-                )?;
-            }
-            Op::KvGet(KvGetStep {
-                file,
-                keys,
-                record,
-                table_size,
-                table_cache,
-                block_cache,
-                level_base,
-                records,
-                pattern,
-                amount,
-                think_ns,
-            }) => {
-                let fi = self.file_index(file, line)?;
-                let bc = &mut self.procs[self.threads[id].proc].block_caches[fi];
-                if bc.as_ref().map(|c| c.capacity()) != Some(*block_cache) {
-                    *bc = Some(BlockCache::new(*block_cache));
-                }
-                let layout = SstLayout::in_file(
-                    *keys,
-                    *record,
-                    PAGE_SIZE,
-                    *table_size,
-                    *level_base,
-                    file,
-                    sc.files[fi].size,
-                )
-                .map_err(|e| err(sc, line, "keys", e))?;
-                self.fd(id, fi);
-                let slot = &mut self.threads[id].kv[gen];
-                match slot {
-                    Some((l, c)) if c.capacity() == *table_cache as usize => *l = layout,
-                    _ => *slot = Some((layout, TableCache::new(*table_cache as usize))),
-                }
-                let target = Target::Kv {
-                    file: fi,
-                    records: *records,
-                };
-                self.start_access(
-                    id, step, gen, pattern, *keys, amount, false, *think_ns, target,
-                )?;
-            }
+            Op::MmapAnon { map, size } => self.mmap_anon(k, id, map, *size, line)?,
+            Op::MmapFile(s) => self.mmap_file(k, id, s, line)?,
+            Op::Touch(s) => self.touch(id, step, gen, s)?,
+            Op::Io(s) => self.io(id, step, gen, s)?,
+            Op::KvGet(s) => self.kv_get(id, step, gen, s)?,
             Op::Munmap { map } => {
-                let Some(mi) = self.find_map(id, map) else {
-                    return Err(err(
-                        sc,
-                        line,
-                        "map",
-                        format!("'{map}' is not mapped by this process"),
-                    ));
-                };
+                let mi = self.mapped(id, map, line)?;
                 k.core.cpu(k.core.cost.syscall);
                 let m = self.procs[proc].maps.swap_remove(mi);
                 self.unmap(k, proc, m);
             }
             Op::Madvise { map, advice } => {
-                let Some(mi) = self.find_map(id, map) else {
-                    return Err(err(
-                        sc,
-                        line,
-                        "map",
-                        format!("'{map}' is not mapped by this process"),
-                    ));
-                };
+                let mi = self.mapped(id, map, line)?;
                 k.core.cpu(k.core.cost.syscall);
                 self.madvise(k, proc, mi, *advice, line)?;
             }
@@ -1200,42 +1023,19 @@ impl<'a> Driver<'a> {
                 k.core.cpu(k.core.cost.syscall);
                 k.file_write_and_wait_range(self.files[fi].mapping, 0, u64::MAX);
             }
-            Op::Fadvise(FadviseStep {
-                file,
-                advice,
-                offset,
-                len,
-            }) => {
-                let fi = self.file_index(file, line)?;
+            Op::Fadvise(s) => {
+                let fi = self.file_index(&s.file, line)?;
                 k.core.cpu(k.core.cost.syscall);
-                self.fadvise(k, id, fi, *advice, *offset, *len, line)?;
+                self.fadvise(k, id, fi, s.advice, s.offset, s.len, line)?;
             }
-            Op::Truncate { file, size } => {
-                let fi = self.file_index(file, line)?;
-                if *size > sc.files[fi].size {
-                    return Err(err(sc, line, "size", format!("file '{file}' cannot grow past its [[file]] size ({} bytes) in the model", sc.files[fi].size)));
-                }
-                k.core.cpu(k.core.cost.syscall);
-                k.truncate_setsize(self.files[fi].mapping, *size);
-            }
+            Op::Truncate { file, size } => self.truncate(k, file, *size, line)?,
             Op::Sleep { ns } => k.core.now += ns,
             Op::Compute { ns, sys: false } => {
                 k.core.now += ns;
                 self.user_ns += ns;
             }
             Op::Compute { ns, sys: true } => k.core.cpu(*ns),
-            Op::Barrier { name } => {
-                let bi = self
-                    .bar_names
-                    .iter()
-                    .position(|n| n == name)
-                    .expect("compiled barrier");
-                self.threads[id].t = k.core.now;
-                self.threads[id].st = St::Barrier(bi);
-                self.bars[bi].waiting.push(id);
-                self.try_release(bi);
-                return Ok(Flow::Parked);
-            }
+            Op::Barrier { name } => return Ok(self.barrier(k, id, name)),
             Op::Exit => {
                 let t = k.core.now;
                 self.threads[id].t = t;
@@ -1250,6 +1050,204 @@ impl<'a> Driver<'a> {
             th.pc += 1;
         }
         self.after_slice(k, id, true)
+    }
+
+    /// The mapping named `map` of the thread's process, or the step's error.
+    fn mapped(&self, id: usize, map: &str, line: usize) -> Result<usize, String> {
+        self.find_map(id, map).ok_or_else(|| {
+            err(
+                self.sc,
+                line,
+                "map",
+                format!("'{map}' is not mapped by this process"),
+            )
+        })
+    }
+
+    /// mmap(MAP_PRIVATE|MAP_ANONYMOUS) of `size` bytes.
+    fn mmap_anon<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        id: usize,
+        map: &'a str,
+        size: u64,
+        line: usize,
+    ) -> Result<(), String> {
+        if self.own_map(id, map) {
+            return Err(err(
+                self.sc,
+                line,
+                "map",
+                format!("'{map}' is already mapped"),
+            ));
+        }
+        if size == 0 {
+            return Err(err(self.sc, line, "size", "must be > 0"));
+        }
+        k.core.cpu(k.core.cost.syscall);
+        let proc = self.threads[id].proc;
+        let space = k.mmap_anon(self.procs[proc].mm, size);
+        self.add_map(id, map, size.div_ceil(PAGE_SIZE), MapKind::Anon { space });
+        Ok(())
+    }
+
+    /// mmap of a page-aligned range of a [[file]].
+    fn mmap_file<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        id: usize,
+        s: &'a MmapFileStep,
+        line: usize,
+    ) -> Result<(), String> {
+        let sc = self.sc;
+        let (map, file, offset) = (&s.map, &s.file, s.offset);
+        if self.own_map(id, map) {
+            return Err(err(sc, line, "map", format!("'{map}' is already mapped")));
+        }
+        let fi = self.file_index(file, line)?;
+        let fsize = sc.files[fi].size;
+        let len = if s.len == 0 {
+            fsize.saturating_sub(offset)
+        } else {
+            s.len
+        };
+        if offset % PAGE_SIZE != 0 || offset + len > fsize || len == 0 {
+            return Err(err(sc, line, "offset", format!("[{offset}, +{len}) is not a page-aligned range inside file '{file}' ({fsize} bytes)")));
+        }
+        k.core.cpu(k.core.cost.syscall);
+        let proc = self.threads[id].proc;
+        let open = self.open_file(fi, self.procs[proc].memcg);
+        self.files[fi].mappers += 1;
+        let kind = MapKind::File {
+            file: fi,
+            open,
+            first: offset >> PAGE_SHIFT,
+            private: s.private,
+        };
+        self.add_map(id, map, len.div_ceil(PAGE_SIZE), kind);
+        Ok(())
+    }
+
+    /// Loads or stores to pages of a mapping.
+    fn touch(&mut self, id: usize, step: &Step, gen: usize, s: &TouchStep) -> Result<(), String> {
+        let mi = self.mapped(id, &s.map, step.line)?;
+        let m = &self.procs[self.threads[id].proc].maps[mi];
+        if let MapKind::File { private: true, .. } = m.kind {
+            if s.write {
+                return Err(err(
+                    self.sc,
+                    step.line,
+                    "write",
+                    "stores to a private file mapping (copy-on-write) are not modelled",
+                ));
+            }
+        }
+        let (mid, pages) = (m.id, m.pages);
+        let target = Target::Map(mid);
+        self.start_access(
+            id, step, gen, &s.pattern, pages, &s.amount, s.write, s.think_ns, target,
+        )
+    }
+
+    /// pread or pwrite of `bs` blocks of a file.
+    fn io(&mut self, id: usize, step: &Step, gen: usize, s: &IoStep) -> Result<(), String> {
+        let fi = self.file_index(&s.file, step.line)?;
+        let (bs, direct) = (s.bs, s.direct);
+        if bs == 0 || (direct && bs % 512 != 0) {
+            let why = if direct {
+                " for O_DIRECT (a multiple of 512)"
+            } else {
+                ""
+            };
+            let msg = format!("{bs} is not a valid block size{why}");
+            return Err(err(self.sc, step.line, "bs", msg));
+        }
+        // Blocks of the [[file]]'s size; the last may be short (a short
+        // read or write at the end, as pread/pwrite give).
+        let blocks = self.sc.files[fi].size.div_ceil(bs);
+        self.fd(id, fi);
+        let target = Target::Io {
+            file: fi,
+            bs,
+            direct,
+            append: s.pattern == Pattern::Append,
+        };
+        self.start_access(
+            id, step, gen, &s.pattern, blocks, &s.amount, s.write, s.think_ns, target,
+        )
+    }
+
+    /// GETs or SCANs of a key-value store's sorted tables.
+    fn kv_get(&mut self, id: usize, step: &Step, gen: usize, s: &KvGetStep) -> Result<(), String> {
+        let sc = self.sc;
+        let fi = self.file_index(&s.file, step.line)?;
+        let bc = &mut self.procs[self.threads[id].proc].block_caches[fi];
+        if bc.as_ref().map(|c| c.capacity()) != Some(s.block_cache) {
+            *bc = Some(BlockCache::new(s.block_cache));
+        }
+        let layout = SstLayout::in_file(
+            s.keys,
+            s.record,
+            PAGE_SIZE,
+            s.table_size,
+            s.level_base,
+            &s.file,
+            sc.files[fi].size,
+        )
+        .map_err(|e| err(sc, step.line, "keys", e))?;
+        self.fd(id, fi);
+        let slot = &mut self.threads[id].kv[gen];
+        match slot {
+            Some((l, c)) if c.capacity() == s.table_cache as usize => *l = layout,
+            _ => *slot = Some((layout, TableCache::new(s.table_cache as usize))),
+        }
+        let target = Target::Kv {
+            file: fi,
+            records: s.records,
+        };
+        self.start_access(
+            id, step, gen, &s.pattern, s.keys, &s.amount, false, s.think_ns, target,
+        )
+    }
+
+    /// ftruncate within the [[file]]'s size.
+    fn truncate<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        file: &str,
+        size: u64,
+        line: usize,
+    ) -> Result<(), String> {
+        let sc = self.sc;
+        let fi = self.file_index(file, line)?;
+        if size > sc.files[fi].size {
+            return Err(err(
+                sc,
+                line,
+                "size",
+                format!(
+                    "file '{file}' cannot grow past its [[file]] size ({} bytes) in the model",
+                    sc.files[fi].size
+                ),
+            ));
+        }
+        k.core.cpu(k.core.cost.syscall);
+        k.truncate_setsize(self.files[fi].mapping, size);
+        Ok(())
+    }
+
+    /// Waits at the named barrier (released when all its threads arrive).
+    fn barrier<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, id: usize, name: &str) -> Flow {
+        let bi = self
+            .bar_names
+            .iter()
+            .position(|n| *n == name)
+            .expect("compiled barrier");
+        self.threads[id].t = k.core.now;
+        self.threads[id].st = St::Barrier(bi);
+        self.bars[bi].waiting.push(id);
+        self.try_release(bi);
+        Flow::Parked
     }
 
     #[allow(clippy::too_many_arguments)]
