@@ -917,26 +917,21 @@ fn mmap_anon(t: &mut ThreadCtx, map: &str, size: &u64) -> Result<(), String> {
 
 /// mmap of a file (MAP_SHARED, or MAP_PRIVATE), named after the step's map.
 fn mmap_file(t: &mut ThreadCtx, s: &MmapFileStep) -> Result<(), String> {
-    let MmapFileStep {
-        map,
-        file,
-        offset,
-        len,
-        private,
-    } = s;
+    let file = s.file.as_str();
     let (f, size) = open(t, file, false)?;
     let real = f.metadata().map_err(|e| e.to_string())?.len().max(size);
-    let len = if *len == 0 {
-        real.saturating_sub(*offset)
+    let len = if s.len == 0 {
+        real.saturating_sub(s.offset)
     } else {
-        *len
+        s.len
     };
     if len == 0 {
         return Err(format!(
-            "mmap of '{file}': nothing to map at offset {offset}"
+            "mmap of '{file}': nothing to map at offset {}",
+            s.offset
         ));
     }
-    let flags = if *private {
+    let flags = if s.private {
         libc::MAP_PRIVATE
     } else {
         libc::MAP_SHARED
@@ -949,7 +944,7 @@ fn mmap_file(t: &mut ThreadCtx, s: &MmapFileStep) -> Result<(), String> {
             libc::PROT_READ | libc::PROT_WRITE,
             flags,
             f.as_raw_fd(),
-            *offset as libc::off_t,
+            s.offset as libc::off_t,
         )
     };
     if a == libc::MAP_FAILED {
@@ -960,7 +955,7 @@ fn mmap_file(t: &mut ThreadCtx, s: &MmapFileStep) -> Result<(), String> {
     }
     insert_map(
         t,
-        map,
+        &s.map,
         Region {
             addr: a as usize,
             len: len as usize,
@@ -971,17 +966,10 @@ fn mmap_file(t: &mut ThreadCtx, s: &MmapFileStep) -> Result<(), String> {
 
 /// Loads or stores to pages of a mapping, one word per page.
 fn touch(t: &mut ThreadCtx, st: &Step, s: &TouchStep) -> Result<(), String> {
-    let TouchStep {
-        map,
-        pattern,
-        write,
-        amount,
-        think_ns,
-    } = s;
-    let r = region(t, map)?;
+    let r = region(t, &s.map)?;
     let n = (r.len as u64).div_ceil(PAGE);
-    let g = access_gen(t, st, pattern, n)?;
-    let mut b = Budget::new(amount, n);
+    let g = access_gen(t, st, &s.pattern, n)?;
+    let mut b = Budget::new(&s.amount, n);
     let mut i = 0u64;
     let mut sum = 0u64;
     while b.take(i) {
@@ -989,14 +977,14 @@ fn touch(t: &mut ThreadCtx, st: &Step, s: &TouchStep) -> Result<(), String> {
         let p = (r.addr + (page * PAGE) as usize) as *mut u64;
         // SAFETY: page < n, so p is inside the mapping (aligned).
         unsafe {
-            if *write {
+            if s.write {
                 std::ptr::write_volatile(p, touch_word(page, i));
             } else {
                 sum = sum.wrapping_add(std::ptr::read_volatile(p as *const u8) as u64);
             }
         }
         i += 1;
-        think(*think_ns);
+        think(s.think_ns);
     }
     std::hint::black_box(sum);
     Ok(())
@@ -1030,31 +1018,23 @@ fn madvise(t: &mut ThreadCtx, map: &str, advice: &Madvice) -> Result<(), String>
 
 /// pread or pwrite of `bs` blocks; buffered 4 KiB reads are timed.
 fn io(t: &mut ThreadCtx, st: &Step, s: &IoStep) -> Result<(), String> {
-    let IoStep {
-        file,
-        pattern,
-        write,
-        bs,
-        amount,
-        direct,
-        think_ns,
-    } = s;
-    let (f, size) = thread_file(t, file, *direct)?;
-    let bs = (*bs).max(1);
+    let file = s.file.as_str();
+    let (f, size) = thread_file(t, file, s.direct)?;
+    let bs = s.bs.max(1);
     let n = (size / bs).max(1);
     let pr = t.p;
-    let cursor = if *write && *pattern == Pattern::Append {
+    let cursor = if s.write && s.pattern == Pattern::Append {
         Some(append_cursor(t, file)?)
     } else {
         None
     };
-    let g = access_gen(t, st, pattern, n)?;
+    let g = access_gen(t, st, &s.pattern, n)?;
     let mut buf = AlignedBuf::new(bs as usize)?;
-    let mut b = Budget::new(amount, n);
+    let mut b = Budget::new(&s.amount, n);
     let mut i = 0u64;
     // Buffered 4 KiB reads are timed: the misses are the run's own
     // measure of the device (read_miss_summary).
-    let timed = !*write && !*direct && bs == PAGE;
+    let timed = !s.write && !s.direct && bs == PAGE;
     let mut misses = Vec::new();
     let mut pressured = (0u64, 0u64);
     let mut seen = 0usize;
@@ -1066,7 +1046,7 @@ fn io(t: &mut ThreadCtx, st: &Step, s: &IoStep) -> Result<(), String> {
             }
             None => g.next_index() * bs,
         };
-        let r = if *write {
+        let r = if s.write {
             f.write_all_at(buf.slice(bs as usize), off)
         } else if timed {
             let t0 = monotonic_ns();
@@ -1097,11 +1077,11 @@ fn io(t: &mut ThreadCtx, st: &Step, s: &IoStep) -> Result<(), String> {
         r.map_err(|e| {
             format!(
                 "{} '{file}' at {off}: {e}",
-                if *write { "pwrite" } else { "pread" }
+                if s.write { "pwrite" } else { "pread" }
             )
         })?;
         i += 1;
-        think(*think_ns);
+        think(s.think_ns);
     }
     if !misses.is_empty() {
         t.p.read_misses.lock().unwrap().extend(misses);
@@ -1116,35 +1096,23 @@ fn io(t: &mut ThreadCtx, st: &Step, s: &IoStep) -> Result<(), String> {
 
 /// GETs or SCANs of a key-value store's sorted tables.
 fn kv_get(t: &mut ThreadCtx, st: &Step, s: &KvGetStep) -> Result<(), String> {
-    let KvGetStep {
-        file,
-        keys,
-        record,
-        table_size,
-        table_cache,
-        block_cache,
-        level_base,
-        records,
-        pattern,
-        amount,
-        think_ns,
-    } = s;
+    let file = s.file.as_str();
     let (f, size) = thread_file(t, file, false)?;
     {
         let mut bcs = t.p.block_caches.lock().unwrap();
         let bc = bcs
-            .entry(file.clone())
-            .or_insert_with(|| foliosim_workload::lsm::BlockCache::new(*block_cache));
-        if bc.capacity() != *block_cache {
-            *bc = foliosim_workload::lsm::BlockCache::new(*block_cache);
+            .entry(s.file.clone())
+            .or_insert_with(|| foliosim_workload::lsm::BlockCache::new(s.block_cache));
+        if bc.capacity() != s.block_cache {
+            *bc = foliosim_workload::lsm::BlockCache::new(s.block_cache);
         }
     }
     let l = foliosim_workload::lsm::SstLayout::in_file(
-        *keys,
-        *record,
+        s.keys,
+        s.record,
         4096,
-        *table_size,
-        *level_base,
+        s.table_size,
+        s.level_base,
         file,
         size,
     )
@@ -1152,17 +1120,17 @@ fn kv_get(t: &mut ThreadCtx, st: &Step, s: &KvGetStep) -> Result<(), String> {
     let mut cache = t
         .tables
         .remove(&st.id)
-        .filter(|c| c.capacity() == *table_cache as usize)
-        .unwrap_or_else(|| foliosim_workload::lsm::TableCache::new(*table_cache as usize));
+        .filter(|c| c.capacity() == s.table_cache as usize)
+        .unwrap_or_else(|| foliosim_workload::lsm::TableCache::new(s.table_cache as usize));
     let ops = &t.p.ops;
     let block_caches = &t.p.block_caches;
-    let g = access_gen(t, st, pattern, *keys)?;
+    let g = access_gen(t, st, &s.pattern, s.keys)?;
     let mut buf = AlignedBuf::new(l.index_bytes.max(l.block_bytes).max(4096) as usize)?;
-    let mut b = Budget::new(amount, *keys);
+    let mut b = Budget::new(&s.amount, s.keys);
     let mut i = 0u64;
     let mut res = Ok(());
     while b.take(i) {
-        foliosim_workload::lsm::plan(&l, &mut cache, g.next_index(), *records, |r| {
+        foliosim_workload::lsm::plan(&l, &mut cache, g.next_index(), s.records, |r| {
             let (off, len) = r.range();
             let data = matches!(r, foliosim_workload::lsm::KvRead::Data { .. });
             // The lock is not held across the read: LevelDB's
@@ -1184,7 +1152,7 @@ fn kv_get(t: &mut ThreadCtx, st: &Step, s: &KvGetStep) -> Result<(), String> {
         res.as_ref().map_err(|e| format!("pread '{file}': {e}"))?;
         ops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         i += 1;
-        think(*think_ns);
+        think(s.think_ns);
     }
     t.tables.insert(st.id, cache);
     Ok(())
@@ -1192,16 +1160,16 @@ fn kv_get(t: &mut ThreadCtx, st: &Step, s: &KvGetStep) -> Result<(), String> {
 
 /// posix_fadvise of a range of a file.
 fn fadvise(t: &mut ThreadCtx, s: &FadviseStep) -> Result<(), String> {
-    let FadviseStep {
-        file,
-        advice,
-        offset,
-        len,
-    } = s;
+    let file = s.file.as_str();
     let (f, _) = thread_file(t, file, false)?;
     // SAFETY: advice on an open descriptor.
     let r = unsafe {
-        libc::posix_fadvise(f.as_raw_fd(), *offset as i64, *len as i64, fadvice(*advice))
+        libc::posix_fadvise(
+            f.as_raw_fd(),
+            s.offset as i64,
+            s.len as i64,
+            fadvice(s.advice),
+        )
     };
     if r != 0 {
         return Err(format!(
