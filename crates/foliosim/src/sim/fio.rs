@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use foliosim_workload::fio::backend::{Backend, Issue, Next, RunState};
+use foliosim_workload::fio::backend::{Backend, Issue, JobRun, Next, RunState};
 use foliosim_workload::fio::{FadviseHint, FioJob, IoEngine, JobFile};
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
@@ -288,6 +288,7 @@ impl<'j> FioRun<'j> {
     }
 
     /// Job `i` runs on its CPU as its task.
+    #[inline]
     fn set_current<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, i: usize) {
         // The OOM killer may choose the job's task (its memory is fio's,
         // --fio-memory), and then its I/O stops.
@@ -310,6 +311,7 @@ impl<'j> FioRun<'j> {
     }
 
     /// Job `i`'s turn: one operation, or its exit.
+    #[inline(always)]
     fn turn<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, i: usize) {
         self.set_current(k, i);
         let j = &self.jobs[i];
@@ -341,6 +343,7 @@ impl<'j> FioRun<'j> {
     /// cpuio burns cpuchunks of CPU then sleeps to keep cpuload percent;
     /// it touches no memory the model tracks, so its job just lasts its
     /// runtime. True when that is all of its turn.
+    #[inline]
     fn cpuio(&mut self, i: usize) -> bool {
         let c = &mut self.be.td[i];
         self.tasks[i].start_stats.get_or_insert(c.ramp_end);
@@ -352,6 +355,7 @@ impl<'j> FioRun<'j> {
     /// its engine did all it does, or its zone setup failed.
     /// zbd_adjust_block() moves the I/O to a zone's write pointer or below
     /// it, or ends the job.
+    #[inline(always)]
     fn next_op(&mut self, i: usize, stopped: bool) -> Option<JobOp> {
         let j = &self.jobs[i];
         let s = &mut self.tasks[i];
@@ -522,6 +526,7 @@ impl<'j> FioRun<'j> {
     /// One I/O of the job (its own, a verify read or the pre-read): job
     /// control first, then the engine, the statistics and what follows a
     /// completion.
+    #[inline]
     fn job_io<P: ReclaimPolicy>(
         &mut self,
         k: &mut Kernel<P>,
@@ -531,8 +536,8 @@ impl<'j> FioRun<'j> {
         io: Io,
         kind: IoKind,
     ) {
-        let j = &self.jobs[i];
-        let s = &mut self.tasks[i];
+        // The job's parts, looked up once: this runs per I/O.
+        let (j, s, be) = (&self.jobs[i], &mut self.tasks[i], &mut self.be);
         if f != s.cur {
             std::mem::swap(&mut s.file, &mut s.files[s.cur]);
             std::mem::swap(&mut s.file, &mut s.files[f]);
@@ -540,20 +545,20 @@ impl<'j> FioRun<'j> {
         }
         let d = (io.dir == Dir::Write) as usize;
         if kind == IoKind::Job {
-            match self.be.may_issue(i, j, d) {
-                Issue::Go => k.core.now = self.be.td[i].t,
+            let issue = be.may_issue(i, j, d);
+            let c = &mut be.td[i];
+            match issue {
+                Issue::Go => k.core.now = c.t,
                 Issue::Hold => return s.io.unget(op),
                 Issue::Spin => {
                     k.core.cpu(k.core.cost.fio_io);
-                    self.be.td[i].t = k.core.now;
+                    c.t = k.core.now;
                     return s.io.unget(op);
                 }
             }
         }
-        if s.start_stats.is_none()
-            && k.core.now >= self.be.td[i].ramp_end
-            && kind != IoKind::PreRead
-        {
+        let c = &mut be.td[i];
+        if s.start_stats.is_none() && k.core.now >= c.ramp_end && kind != IoKind::PreRead {
             s.start_stats = Some(k.core.now);
             s.stats.rates.start(k.core.now);
         }
@@ -573,12 +578,12 @@ impl<'j> FioRun<'j> {
         let ok = engine_io(k, j, s, io, t0, record);
         if !ok || k.core.memcgs[s.file.memcg as usize].oom_killed {
             s.oom = true;
-            self.be.finish(i);
-            self.be.td[i].t = k.core.now;
+            c.run = RunState::Done;
+            c.t = k.core.now;
             return;
         }
         let lat = k.core.now - t0;
-        self.be.td[i].t = k.core.now;
+        c.t = k.core.now;
         if record && !queued {
             s.stats.io_complete(d, lat, k.core.now, io.len);
             let majf = k.core.vm.get(Item::PGMAJFAULT) - faults0.1;
@@ -588,10 +593,14 @@ impl<'j> FioRun<'j> {
             s.ios[d] += 1;
         }
         if record && kind == IoKind::Job {
-            self.lat_target(k.core.now, i, lat);
+            lat_target(j, s, c, k.core.now, lat);
         }
         if kind == IoKind::Job {
-            self.job_io_done(k, i, d, io.len);
+            if let Some(spin) = c.io_done(j, d, io.len) {
+                k.core.cpu(spin);
+                c.think(j, d, k.core.now, spin);
+            }
+            c.check_min_rate(j, d, s.start_stats.is_some());
         }
         sample_policy(
             k,
@@ -600,43 +609,6 @@ impl<'j> FioRun<'j> {
             &mut self.samples,
             &mut self.next_sample,
         );
-    }
-
-    /// After a job I/O: its rate clock, thinktime and minimum rate.
-    fn job_io_done<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, i: usize, d: usize, len: u64) {
-        let j = &self.jobs[i];
-        let c = &mut self.be.td[i];
-        if let Some(spin) = c.io_done(j, d, len) {
-            k.core.cpu(spin);
-            c.think(j, d, k.core.now, spin);
-        }
-        c.check_min_rate(j, d, self.tasks[i].start_stats.is_some());
-    }
-
-    /// latency_target's search after a recorded job I/O of latency `lat`:
-    /// the completions over the target (account_io_completion), then its
-    /// check; the final depth's run counts alone (reset_all_stats()).
-    fn lat_target(&mut self, now: u64, i: usize, lat: u64) {
-        let c = &mut self.be.td[i];
-        let Some(target) = c.lat.as_ref().map(|l| l.target_ns()) else {
-            return;
-        };
-        let s = &mut self.tasks[i];
-        let over = match s.q.as_mut() {
-            Some(q) => std::mem::take(&mut q.lat_over),
-            None => u64::from(lat > target),
-        };
-        let (ev, qd) = c.lat_target_check(over, now);
-        if let Some(q) = s.q.as_mut() {
-            q.qd_limit = qd as usize;
-        }
-        if ev == LatEvent::FinalRun {
-            s.stats = fresh_stats(&self.jobs[i]);
-            s.stats.rates.start(now);
-            s.start_stats = Some(now);
-            s.bytes = [0; 2];
-            s.ios = [0; 2];
-        }
     }
 
     /// do_io_u_trim(), synchronous in every engine (FIO_ASYNCIO_SYNC_TRIM).
@@ -732,6 +704,31 @@ impl<'j> FioRun<'j> {
     }
 }
 
+/// latency_target's search after a recorded job I/O of latency `lat`: the
+/// completions over the target (account_io_completion), then its check;
+/// the final depth's run counts alone (reset_all_stats()).
+#[inline]
+fn lat_target(j: &FioJob, s: &mut FioTask, c: &mut JobRun, now: u64, lat: u64) {
+    let Some(target) = c.lat.as_ref().map(|l| l.target_ns()) else {
+        return;
+    };
+    let over = match s.q.as_mut() {
+        Some(q) => std::mem::take(&mut q.lat_over),
+        None => u64::from(lat > target),
+    };
+    let (ev, qd) = c.lat_target_check(over, now);
+    if let Some(q) = s.q.as_mut() {
+        q.qd_limit = qd as usize;
+    }
+    if ev == LatEvent::FinalRun {
+        s.stats = fresh_stats(j);
+        s.stats.rates.start(now);
+        s.start_stats = Some(now);
+        s.bytes = [0; 2];
+        s.ios = [0; 2];
+    }
+}
+
 /// The driver's part of a job's start: the queue depth latency_target
 /// allows and, with a file system, td_io_open_file()'s path walk and inode
 /// for each file before the first I/O.
@@ -739,7 +736,7 @@ fn start_job<P: ReclaimPolicy>(
     k: &mut Kernel<P>,
     j: &FioJob,
     s: &mut FioTask,
-    c: &mut foliosim_workload::fio::backend::JobRun,
+    c: &mut JobRun,
     ext4: Option<&mut Ext4>,
     memcg: MemcgId,
 ) {

@@ -401,8 +401,13 @@ impl Backend {
     /// run_threads(): starts what may start now, in order (`on_start` is
     /// the driver's part of each start), then picks the job furthest behind
     /// in time (ties: lowest index), or moves time on to a start delay.
+    #[inline]
     pub fn schedule(&mut self, jobs: &[FioJob], on_start: impl FnMut(usize, &mut JobRun)) -> Next {
-        let next_delay = self.start_ready(jobs, on_start);
+        let next_delay = if self.waiting > 0 {
+            self.start_ready(jobs, on_start)
+        } else {
+            None
+        };
         let pick = (0..self.td.len())
             .filter(|&i| self.td[i].run == RunState::Running)
             .min_by_key(|&i| self.td[i].t);
@@ -433,7 +438,7 @@ impl Backend {
     ) -> Option<u64> {
         let mut next_delay: Option<u64> = None;
         let now = self.now;
-        for i in 0..if self.waiting > 0 { self.td.len() } else { 0 } {
+        for i in 0..self.td.len() {
             if self.td[i].run != RunState::Waiting {
                 continue;
             }
@@ -522,8 +527,15 @@ impl Backend {
 
     /// steadystate_check(), from fio's helper thread once an interval up to
     /// now. `clat(x)` is job x's completion latencies so far: (sum, count).
+    #[inline]
     pub fn steadystate_check(&mut self, jobs: &[FioJob], clat: impl Fn(usize) -> (f64, u64)) {
-        while self.ss.on && self.now >= self.ss.next {
+        if self.ss.on && self.now >= self.ss.next {
+            self.steadystate_pass(jobs, clat);
+        }
+    }
+
+    fn steadystate_pass(&mut self, jobs: &[FioJob], clat: impl Fn(usize) -> (f64, u64)) {
+        while self.now >= self.ss.next {
             let at = self.ss.next;
             self.ss.next += self.ss.step;
             let mut g = SsGroup::default();
