@@ -37,13 +37,13 @@ fn sweepers() -> Scenario {
     let touch = |line| {
         step(
             line,
-            Op::Touch {
+            Op::Touch(TouchStep {
                 map: "mesh".into(),
                 pattern: Pattern::Seq,
                 write: true,
                 amount: Amount::Passes(1),
                 think_ns: 1_000,
-            },
+            }),
         )
     };
     Scenario {

@@ -238,7 +238,7 @@ fn targets_are_judged_from_the_rows() {
 /// set to give one: a pause between SCANs or a GET thread moved fails.
 #[test]
 fn get_scan_is_driven_as_my_ycsb_drives_it() {
-    use foliosim_workload::scenario::{Amount, Op};
+    use foliosim_workload::scenario::{Amount, KvGetStep, Op};
     let s = cache_ext::scenarios().unwrap();
     let sc = s.get("get-scan");
     // (threads, every kv_get's records and think) of a process.
@@ -253,12 +253,12 @@ fn get_scan_is_driven_as_my_ycsb_drives_it() {
         let mut steps = Vec::new();
         for t in &p.threads {
             for st in &t.steps {
-                if let Op::KvGet {
+                if let Op::KvGet(KvGetStep {
                     records,
                     think_ns,
                     amount: Amount::Duration(_),
                     ..
-                } = &st.op
+                }) = &st.op
                 {
                     steps.push((*records, *think_ns));
                 }

@@ -77,13 +77,13 @@ fn touch(
 ) -> Step {
     st(
         line,
-        Op::Touch {
+        Op::Touch(TouchStep {
             map: map.into(),
             pattern,
             write,
             amount,
             think_ns,
-        },
+        }),
     )
 }
 
@@ -91,7 +91,7 @@ fn touch(
 fn random_reads(line: usize, file: &str, passes: u64) -> Step {
     st(
         line,
-        Op::Io {
+        Op::Io(IoStep {
             file: file.into(),
             pattern: Pattern::Random,
             write: false,
@@ -99,7 +99,7 @@ fn random_reads(line: usize, file: &str, passes: u64) -> Step {
             amount: Amount::Passes(passes),
             direct: false,
             think_ns: 0,
-        },
+        }),
     )
 }
 
@@ -450,7 +450,7 @@ fn file_io_reads_through_the_cache_and_fadvise_drops_it() {
     let io = |line, write| {
         st(
             line,
-            Op::Io {
+            Op::Io(IoStep {
                 file: "data".into(),
                 pattern: Pattern::Seq,
                 write,
@@ -458,7 +458,7 @@ fn file_io_reads_through_the_cache_and_fadvise_drops_it() {
                 amount: Amount::Passes(1),
                 direct: false,
                 think_ns: 0,
-            },
+            }),
         )
     };
     let sc = Scenario {
@@ -473,23 +473,23 @@ fn file_io_reads_through_the_cache_and_fadvise_drops_it() {
                 io(3, false),
                 st(
                     4,
-                    Op::Fadvise {
+                    Op::Fadvise(FadviseStep {
                         file: "data".into(),
                         advice: Advice::Dontneed,
                         offset: 0,
                         len: 0,
-                    },
+                    }),
                 ),
                 io(5, false),
                 st(
                     6,
-                    Op::MmapFile {
+                    Op::MmapFile(MmapFileStep {
                         map: "f".into(),
                         file: "data".into(),
                         offset: 0,
                         len: 0,
                         private: false,
-                    },
+                    }),
                 ),
                 touch(7, "f", Pattern::Seq, true, Amount::Passes(1), 0),
                 st(
@@ -656,7 +656,7 @@ fn mixed() -> Scenario {
                             ),
                             st(
                                 9,
-                                Op::Io {
+                                Op::Io(IoStep {
                                     file: "f".into(),
                                     pattern: Pattern::Zipf { theta: 1.1 },
                                     write: false,
@@ -664,7 +664,7 @@ fn mixed() -> Scenario {
                                     amount: Amount::Accesses(3000),
                                     direct: false,
                                     think_ns: 5000,
-                                },
+                                }),
                             ),
                         ],
                     },
@@ -691,7 +691,7 @@ fn mixed() -> Scenario {
                     st(14, Op::Munmap { map: "m".into() }),
                     st(
                         15,
-                        Op::Io {
+                        Op::Io(IoStep {
                             file: "f".into(),
                             pattern: Pattern::Random,
                             write: true,
@@ -699,7 +699,7 @@ fn mixed() -> Scenario {
                             amount: Amount::Accesses(500),
                             direct: false,
                             think_ns: 0,
-                        },
+                        }),
                     ),
                     st(16, Op::Fsync { file: "f".into() }),
                 ],
@@ -864,13 +864,15 @@ fn amount() -> impl Strategy<Value = Amount> {
 /// with barrier "b" possibly between.
 fn body(line0: usize) -> impl Strategy<Value = Vec<Step>> {
     let step = prop_oneof![
-        (pattern(), any::<bool>(), amount(), 0u64..20_000).prop_map(|(p, w, a, t)| Op::Touch {
-            map: "m".into(),
-            pattern: p,
-            write: w,
-            amount: a,
-            think_ns: t
-        }),
+        (pattern(), any::<bool>(), amount(), 0u64..20_000).prop_map(|(p, w, a, t)| Op::Touch(
+            TouchStep {
+                map: "m".into(),
+                pattern: p,
+                write: w,
+                amount: a,
+                think_ns: t
+            }
+        )),
         (
             pattern(),
             any::<bool>(),
@@ -878,7 +880,7 @@ fn body(line0: usize) -> impl Strategy<Value = Vec<Step>> {
             amount(),
             any::<bool>()
         )
-            .prop_map(|(p, w, bs, a, d)| Op::Io {
+            .prop_map(|(p, w, bs, a, d)| Op::Io(IoStep {
                 file: "f".into(),
                 pattern: p,
                 write: w,
@@ -886,16 +888,16 @@ fn body(line0: usize) -> impl Strategy<Value = Vec<Step>> {
                 amount: a,
                 direct: d,
                 think_ns: 0
-            }),
+            })),
         (0u64..3).prop_map(|ms| Op::Sleep { ns: ms * MS }),
         Just(Op::Barrier { name: "b".into() }),
         Just(Op::Fsync { file: "f".into() }),
-        Just(Op::Fadvise {
+        Just(Op::Fadvise(FadviseStep {
             file: "f".into(),
             advice: Advice::Dontneed,
             offset: 0,
             len: 0
-        }),
+        })),
         Just(Op::Madvise {
             map: "m".into(),
             advice: Madvice::Dontneed
@@ -1056,12 +1058,12 @@ fn supported_ops(steps: &mut [Step]) {
             // dontneed of a file several processes map is refused too (one
             // set of PTEs per file); the random scenarios above cover it.
             Op::Madvise { advice, .. } => *advice = Madvice::Normal,
-            Op::Fadvise {
+            Op::Fadvise(FadviseStep {
                 advice,
                 offset,
                 len,
                 ..
-            } => {
+            }) => {
                 if *advice == Advice::Noreuse {
                     *advice = Advice::Normal;
                 }
@@ -1069,7 +1071,7 @@ fn supported_ops(steps: &mut [Step]) {
                     (*offset, *len) = (0, 0);
                 }
             }
-            Op::MmapFile { private, .. } => *private = false,
+            Op::MmapFile(MmapFileStep { private, .. }) => *private = false,
             Op::Loop { steps, .. } | Op::Fork { steps, .. } => supported_ops(steps),
             _ => {}
         }
@@ -1132,7 +1134,7 @@ fn shrink(sc: &mut Scenario, dur: u64, div: u64) {
         for s in v {
             match &mut s.op {
                 Op::MmapAnon { size, .. } => *size = pg(*size, div),
-                Op::MmapFile { offset, len, .. } => {
+                Op::MmapFile(MmapFileStep { offset, len, .. }) => {
                     if *offset > 0 {
                         *offset = pg(*offset, div);
                     }
@@ -1145,7 +1147,7 @@ fn shrink(sc: &mut Scenario, dur: u64, div: u64) {
                         *size = pg(*size, div)
                     }
                 }
-                Op::Touch { amount, .. } | Op::Io { amount, .. } => {
+                Op::Touch(TouchStep { amount, .. }) | Op::Io(IoStep { amount, .. }) => {
                     if let Amount::Duration(d) = amount {
                         *d = (*d).min(dur);
                     }
@@ -1415,7 +1417,7 @@ fn tmpfs_file_over_the_limit_swaps() {
             vec![
                 st(
                     5,
-                    Op::Io {
+                    Op::Io(IoStep {
                         file: "shm".into(),
                         pattern: Pattern::Seq,
                         write: true,
@@ -1423,11 +1425,11 @@ fn tmpfs_file_over_the_limit_swaps() {
                         amount: Amount::Passes(1),
                         direct: false,
                         think_ns: 0,
-                    },
+                    }),
                 ),
                 st(
                     6,
-                    Op::Io {
+                    Op::Io(IoStep {
                         file: "shm".into(),
                         pattern: Pattern::Seq,
                         write: false,
@@ -1435,7 +1437,7 @@ fn tmpfs_file_over_the_limit_swaps() {
                         amount: Amount::Passes(1),
                         direct: false,
                         think_ns: 0,
-                    },
+                    }),
                 ),
             ],
         )],

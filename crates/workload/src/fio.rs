@@ -7,7 +7,8 @@
 //! every other option fio knows but foliosim does not model is refused with
 //! an error naming the file, line and option. The option builder lives in
 //! `fio/builder.rs`, job-control options in `fio/jobctl.rs`, engine checks
-//! and device sizes in `fio/setup.rs`.
+//! and device sizes in `fio/setup.rs`; `fio/backend.rs` runs the job
+//! control (start, rate, thinktime, flow, stop) for the kernel-side driver.
 //!
 //! Sizes follow fio's `kb_base` rules: with the default `kb_base=1024`,
 //! `k`/`kb`/`m`/... are powers of 1024 and the IEC-looking `kib`/`mib`/...
@@ -21,6 +22,7 @@ use serde::Serialize;
 use std::fmt;
 use std::path::Path;
 
+pub mod backend;
 mod jobctl;
 pub use jobctl::{
     split_filenames, ExitWhat, FileService, JobControl, JobFile, Keywords, RateProcess,

@@ -5,7 +5,9 @@
 //! writes valid, reproducible scenarios.
 
 use foliosim_workload::scenario::gen::{random_scenario, Limits};
-use foliosim_workload::scenario::{parse, usemem, Amount, FileFs, Op, Pattern, Scenario};
+use foliosim_workload::scenario::{
+    parse, usemem, Amount, FileFs, IoStep, Op, Pattern, Scenario, TouchStep,
+};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -152,41 +154,41 @@ steps = [
     assert_eq!(steps[0].line, 27);
     assert_eq!(
         steps[1].op,
-        Op::Touch {
+        Op::Touch(TouchStep {
             map: "m".into(),
             pattern: Pattern::Seq,
             write: false,
             amount: Amount::Passes(1),
             think_ns: 0
-        }
+        })
     );
     assert_eq!(
         steps[2].op,
-        Op::Touch {
+        Op::Touch(TouchStep {
             map: "m".into(),
             pattern: Pattern::Zipf { theta: 0.99 },
             write: true,
             amount: Amount::Accesses(10),
             think_ns: 120_000_000
-        }
+        })
     );
     // amount = 1M of 64k blocks: 16 accesses.
-    let Op::Io {
+    let Op::Io(IoStep {
         amount,
         bs,
         write: false,
         ..
-    } = &steps[3].op
+    }) = &steps[3].op
     else {
         panic!()
     };
     assert_eq!((amount.clone(), *bs), (Amount::Accesses(16), 65536));
-    let Op::Io {
+    let Op::Io(IoStep {
         amount,
         bs,
         write: true,
         ..
-    } = &steps[4].op
+    }) = &steps[4].op
     else {
         panic!()
     };
@@ -561,13 +563,13 @@ fn usemem_command_lines() {
     );
     assert_eq!(
         ops[2],
-        &Op::Touch {
+        &Op::Touch(TouchStep {
             map: "unit0".into(),
             pattern: Pattern::Random,
             write: true,
             amount: Amount::Accesses((1 << 30) / 8),
             think_ns: 0
-        }
+        })
     );
     assert_eq!(
         ops[3],
@@ -589,13 +591,13 @@ fn usemem_command_lines() {
         .collect();
     assert_eq!(maps.len(), 2);
     assert!(th.steps.iter().any(|s| s.op
-        == Op::Touch {
+        == Op::Touch(TouchStep {
             map: "unit1".into(),
             pattern: Pattern::Seq,
             write: false,
             amount: Amount::Passes(3),
             think_ns: 0
-        }));
+        })));
 
     // One task: no start barrier (a barrier of one is refused).
     let sc = usemem::parse_args(&args("-s 2 --delay 5u 64m")).unwrap();
@@ -605,7 +607,10 @@ fn usemem_command_lines() {
         .iter()
         .map(|s| &s.op)
         .collect();
-    assert!(matches!(ops[1], Op::Touch { think_ns: 5000, .. }));
+    assert!(matches!(
+        ops[1],
+        Op::Touch(TouchStep { think_ns: 5000, .. })
+    ));
     assert_eq!(ops[2], &Op::Sleep { ns: 2_000_000_000 });
 
     // A step over a page: strided pages, one loop iteration per pass.

@@ -12,6 +12,9 @@ use super::workingset::{Shadow, XaNode, XA_CHUNK_SHIFT};
 use super::xarray::XArray;
 use super::{Kernel, PAGE_SHIFT, PAGE_SIZE};
 
+mod mmap_miss_alts;
+pub use mmap_miss_alts::{MmapMissAlts, MMAP_MISS_MAX_ALTS};
+
 /// The fixed part of copying one cached folio to or from user space
 /// besides the copy itself (the folio's lookup, reference and accessed
 /// mark), ns: a read() served from the cache costs the syscall, the copy
@@ -20,86 +23,6 @@ pub const HIT_OVERHEAD_NS: u64 = 20;
 
 /// MMAP_LOTSAMISS: past this many net misses, mmap read-around stops.
 pub const MMAP_LOTSAMISS: u32 = 100;
-
-/// How many of seed 002's mmap_miss variants one run can follow.
-pub const MMAP_MISS_MAX_ALTS: usize = 3;
-
-/// Seed 002's mmap_miss variants (p1, p2) followed alongside a run made
-/// with other settings of the same two patches. The patches change only
-/// how `file_ra_state.mmap_miss` is counted, and nothing but
-/// do_sync_mmap_readahead()'s `mmap_miss > MMAP_LOTSAMISS` test reads it,
-/// so a variant's run is this run, step for step, for as long as that
-/// test comes out the same with the variant's count. Each file keeps the
-/// variant's count beside its own (`FileRaState::mmap_miss_alt`); the
-/// first fault where the test differs marks the variant diverged. A
-/// variant that never diverged would have produced this run's results
-/// exactly: seed 002's matrix runs it no more.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MmapMissAlts {
-    pub nr: usize,
-    /// (p1, p2) of each variant followed.
-    pub variants: [(bool, bool); MMAP_MISS_MAX_ALTS],
-    /// Simulated time (ns) of the first fault at which the variant's
-    /// read-around decision differs; None while it has not.
-    pub diverged: [Option<u64>; MMAP_MISS_MAX_ALTS],
-    /// Bit i: variant i diverged since the driver last took these
-    /// (`take_fresh`), so that its own run can start at once.
-    pub fresh: u8,
-}
-
-impl MmapMissAlts {
-    /// Follows these (p1, p2) variants; at most MMAP_MISS_MAX_ALTS.
-    pub fn follow(variants: &[(bool, bool)]) -> Self {
-        assert!(variants.len() <= MMAP_MISS_MAX_ALTS);
-        let mut a = MmapMissAlts {
-            nr: variants.len(),
-            ..Default::default()
-        };
-        a.variants[..variants.len()].copy_from_slice(variants);
-        a
-    }
-
-    /// filemap_map_pages()'s credit under each followed variant: `all` is
-    /// the unpatched count (every mapped non-workingset folio), `fault`
-    /// patch 1's (the faulting one only).
-    fn map_pages(&self, ra: &mut FileRaState, all: u32, fault: u32, tried: bool) {
-        for i in 0..self.nr {
-            let (p1, p2) = self.variants[i];
-            if p2 && tried {
-                continue;
-            }
-            let hits = if p1 { fault } else { all };
-            ra.mmap_miss_alt[i] = ra.mmap_miss_alt[i].saturating_sub(hits);
-        }
-    }
-
-    /// do_sync_mmap_readahead()'s count and test under each variant, against
-    /// the run's own decision `stop` (read-around skipped).
-    fn sync_mmap(&mut self, ra: &mut FileRaState, stop: bool, now: u64) {
-        for i in 0..self.nr {
-            let m = &mut ra.mmap_miss_alt[i];
-            if *m < MMAP_LOTSAMISS * 10 {
-                *m += 1;
-            }
-            if (*m > MMAP_LOTSAMISS) != stop && self.diverged[i].is_none() {
-                self.diverged[i] = Some(now);
-                self.fresh |= 1 << i;
-            }
-        }
-    }
-
-    /// The variants that diverged since the last call, as a bit mask.
-    pub fn take_fresh(&mut self) -> u8 {
-        std::mem::take(&mut self.fresh)
-    }
-
-    /// do_async_mmap_readahead()'s hit, the same under every variant.
-    fn async_mmap(&self, ra: &mut FileRaState) {
-        for m in &mut ra.mmap_miss_alt[..self.nr] {
-            *m = m.saturating_sub(1);
-        }
-    }
-}
 
 const SHADOW_BIT: u64 = 1 << 63;
 /// A PTE holding a swap entry (the slot's offset below the bit); with
@@ -1008,52 +931,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
         }
         self.core.wait_until(done);
-    }
-
-    /// Direct I/O of `count` bytes at `pos` (fs/iomap/direct-io.c
-    /// __iomap_dio_rw; block/fops.c does the same for a block device):
-    /// the data bypasses the page cache, but the cache of the range is
-    /// kept coherent first. A read writes back dirty cached pages of the
-    /// range and waits (kiocb_write_and_wait); a write does that and
-    /// invalidates the range (kiocb_invalidate_pages), so cached copies
-    /// cannot go stale. The bio is counted in pgpgin/pgpgout (submit_bio).
-    /// Returns when the device completes it; the caller decides whether the
-    /// task waits (synchronous engines) or not (libaio, io_uring).
-    pub fn iomap_dio_rw(&mut self, file: &OpenFile, pos: u64, count: u64, write: bool) -> u64 {
-        self.core.cpu(self.core.cost.syscall);
-        let first = pos >> PAGE_SHIFT;
-        let last = (pos + count.max(1) - 1) >> PAGE_SHIFT;
-        if write {
-            self.kiocb_invalidate_pages(file.mapping, first, last);
-        } else {
-            self.filemap_write_and_wait_range(file.mapping, first, last);
-        }
-        let item = if write { Item::PGPGOUT } else { Item::PGPGIN };
-        self.core.count(file.memcg, item, count.div_ceil(1024));
-        let done = self.core.dev.submit(self.core.now, count, write);
-        if write {
-            // kiocb_invalidate_post_direct_write(): pages a buffered reader
-            // brought in meanwhile go too. The model runs it at submission
-            // (nothing can run between submission and completion here).
-            self.invalidate_inode_pages2_range(file.mapping, first, last);
-        }
-        done
-    }
-
-    /// kiocb_invalidate_pages(): write back and wait, then invalidate the
-    /// range a direct write is about to overwrite (pages, inclusive).
-    pub fn kiocb_invalidate_pages(&mut self, mapping: u32, first: u64, last: u64) {
-        self.filemap_write_and_wait_range(mapping, first, last);
-        self.invalidate_inode_pages2_range(mapping, first, last);
-    }
-
-    /// NVMe passthrough (io_uring_cmd, nvme_uring_cmd_io): the command goes
-    /// to the device as a request built from the user buffer
-    /// (blk_rq_map_user_io, blk_execute_rq_nowait): no page cache, no
-    /// coherency with it, and no submit_bio, so no pgpgin/pgpgout.
-    pub fn nvme_uring_cmd_io(&mut self, bytes: u64, write: bool) -> u64 {
-        self.core.cpu(self.core.cost.syscall);
-        self.core.dev.submit(self.core.now, bytes, write)
     }
 
     /// A store through a shared file mapping: the access, then, for a

@@ -4,6 +4,7 @@
 pub mod blkdev;
 pub mod cache_ext;
 pub mod config;
+pub mod direct_io;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;
@@ -11,6 +12,7 @@ pub mod memcontrol;
 pub mod memory;
 pub mod mmap;
 pub mod oom_kill;
+pub mod page_alloc;
 pub mod page_counter;
 pub mod page_io;
 pub mod page_writeback;
@@ -19,6 +21,7 @@ pub mod profile;
 pub mod readahead;
 pub mod release;
 pub mod shmem;
+pub mod swap;
 pub mod swap_state;
 pub mod swapfile;
 pub mod truncate;
@@ -31,7 +34,9 @@ use blkdev::BlockDev;
 use filemap::AddressSpace;
 use folio::{pg, FolioId, FolioTable};
 use memcontrol::{MemCgroup, MemcgId};
+pub use page_alloc::Watermarks;
 use serde::Serialize;
+pub use swap::{LruAddBatch, FOLIO_BATCH_SIZE};
 use vmstat::{Counters, Item};
 
 pub use config::{MmConfig, SwapKind, ThpDefrag, TmpfsHuge};
@@ -163,31 +168,6 @@ impl Default for CpuCosts {
     /// The reference machine's measured costs.
     fn default() -> Self {
         profile::reference_costs()
-    }
-}
-
-/// Zone watermarks (mm/page_alloc.c __setup_per_zone_wmarks).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Watermarks {
-    pub min: u64,
-    pub low: u64,
-    pub high: u64,
-}
-
-impl Watermarks {
-    pub fn compute(managed_pages: u64, min_free_kbytes: Option<u64>, scale_factor: u64) -> Self {
-        // calculate_min_free_kbytes(): sqrt(lowmem_kbytes * 16), clamped.
-        let lowmem_kb = managed_pages * (PAGE_SIZE / 1024);
-        let mfk = min_free_kbytes
-            .unwrap_or_else(|| ((lowmem_kb * 16) as f64).sqrt() as u64)
-            .clamp(128, 262144);
-        let min = mfk / (PAGE_SIZE / 1024);
-        let tmp = (min / 4).max(managed_pages * scale_factor / 10000);
-        Watermarks {
-            min,
-            low: min + tmp,
-            high: min + 2 * tmp,
-        }
     }
 }
 
@@ -729,256 +709,9 @@ impl<P: vmscan::ReclaimPolicy> Kernel<P> {
         self.memory_max_write(memcg, knobs.max);
     }
 
-    /// folio_add_lru(): the policy's hook, then the current CPU's lru_add
-    /// batch, moved to the LRU when it fills (FOLIO_BATCH_SIZE) or at once
-    /// for a large folio; reclaim drains its CPU's batch first.
-    #[inline]
-    pub fn folio_add_lru(&mut self, id: FolioId) {
-        self.policy.folio_add_lru_prepare(&mut self.core, id);
-        if self.core.lru_add_batch(id) {
-            self.policy.lru_add_drain(&mut self.core);
-        }
-    }
-
-    /// lru_add_drain() of `cpu` (a task leaving its CPU: the model gives
-    /// the next task a CPU of its own, so nothing else would drain it).
-    pub fn lru_add_drain_cpu(&mut self, cpu: u32) {
-        self.policy.lru_add_drain_cpu(&mut self.core, cpu);
-    }
-
     pub fn check_invariants(&self) -> Result<(), String> {
         self.core.check_core_invariants()?;
         self.core.cache_ext.check()?;
         self.policy.check_invariants(&self.core)
-    }
-
-    /// Allocates and charges one page for `memcg`: the page allocator's
-    /// watermark checks (kswapd, direct reclaim) and mem_cgroup_charge().
-    /// `may_retry` is false for readahead's __GFP_NORETRY allocations.
-    /// Returns None when the allocation fails (readahead stops; a fault OOMs).
-    #[inline(always)]
-    pub fn alloc_folio(&mut self, memcg: MemcgId, may_retry: bool) -> Option<FolioId> {
-        self.alloc_folio_order(memcg, 0, may_retry)
-    }
-
-    /// alloc_folio() of 1 << `order` pages (filemap_alloc_folio() and its
-    /// charge). A large folio is costly above PAGE_ALLOC_COSTLY_ORDER: its
-    /// charge never OOM-kills (mem_cgroup_oom() skips costly orders), so
-    /// a failure sends the caller to a smaller order.
-    #[inline(always)]
-    pub fn alloc_folio_order(
-        &mut self,
-        memcg: MemcgId,
-        order: u32,
-        may_retry: bool,
-    ) -> Option<FolioId> {
-        self.try_alloc_folio_order(memcg, order, may_retry).ok()
-    }
-
-    /// alloc_folio_order() saying why it failed: `Err(true)` when the
-    /// memcg charge failed (the mTHP *_fallback_charge events), `Err(false)`
-    /// when the page allocator did.
-    #[inline(always)]
-    pub fn try_alloc_folio_order(
-        &mut self,
-        memcg: MemcgId,
-        order: u32,
-        may_retry: bool,
-    ) -> Result<FolioId, bool> {
-        let nr = 1u64 << order;
-        // mem_cgroup_charge() first: the kernel charges right after the
-        // allocation, but charging first keeps the page counter exact.
-        if memcg != 0 && !self.try_charge(memcg, nr, may_retry) {
-            return Err(true);
-        }
-        let c = &self.core;
-        // Above the low watermark with kswapd at rest nothing is woken or
-        // reclaimed: the slow path's first round would take a free frame.
-        let fast = !c.in_reclaim && c.folios.nr_free >= c.wmark.low + nr && !c.kswapd.unbalanced;
-        let id = match fast.then(|| self.core.folios.alloc_order(order)).flatten() {
-            Some(id) => id,
-            None => self
-                .alloc_folio_slow(memcg, order, may_retry)
-                .ok_or(false)?,
-        };
-        Ok(self.folio_allocated(id, memcg, nr))
-    }
-
-    /// A charged frame handed out: pgalloc, the allocator's CPU time, the
-    /// folio's memcg, memcg v1's pgpgin (one per folio whatever its size:
-    /// memcg1_charge_statistics).
-    #[inline(always)]
-    fn folio_allocated(&mut self, id: FolioId, memcg: MemcgId, nr: u64) -> FolioId {
-        self.core.count_vm(Item::PGALLOC, nr);
-        self.core.cpu(self.core.cost.page_alloc);
-        self.core.folios.get_mut(id).memcg = memcg;
-        self.core.count_memcg(memcg, Item::MEMCG_PGPGIN, 1);
-        id
-    }
-
-    /// An anonymous mTHP allocation and its charge with vma_thp_gfp_mask()
-    /// (alloc_anon_folio(), alloc_swap_folio()): with defrag=always,
-    /// reclaim once and no retry (__GFP_NORETRY); otherwise no direct
-    /// reclaim at all: the charge fails when the memcg has no margin
-    /// (try_charge_memcg()'s !gfpflags_allow_blocking(): no max event
-    /// either) and the page allocator takes only what is free above the
-    /// min watermark (kswapd woken for the defer modes). `Err(true)` for a
-    /// failed charge.
-    pub fn try_alloc_thp_folio(&mut self, memcg: MemcgId, order: u32) -> Result<FolioId, bool> {
-        let defrag = self.core.cfg.thp_defrag;
-        if defrag.direct_reclaim() {
-            return self.try_alloc_folio_order(memcg, order, false);
-        }
-        let nr = 1u64 << order;
-        if memcg != 0 && !self.try_charge_gfp(memcg, nr, false, false) {
-            return Err(true);
-        }
-        if defrag.kswapd_reclaim()
-            && !self.core.in_reclaim
-            && (self.core.folios.nr_free <= self.core.wmark.low + nr || self.core.kswapd.unbalanced)
-        {
-            let was_charging = self.core.charging.replace((memcg, nr));
-            self.wakeup_kswapd();
-            self.core.charging = was_charging;
-        }
-        let id = if self.core.folios.nr_free >= self.core.wmark.min + nr {
-            self.core.folios.alloc_order(order)
-        } else {
-            None
-        };
-        let Some(id) = id else {
-            self.core.mem_cgroup_uncharge(memcg, nr);
-            return Err(false);
-        };
-        Ok(self.folio_allocated(id, memcg, nr))
-    }
-
-    /// alloc_folio() below the low watermark: kswapd, direct reclaim, OOM.
-    /// The charge is taken; a failure gives it back.
-    #[inline(never)]
-    fn alloc_folio_slow(&mut self, memcg: MemcgId, order: u32, may_retry: bool) -> Option<FolioId> {
-        let nr = 1u64 << order;
-        // A large folio's allocation is __GFP_NORETRY: one reclaim round,
-        // no OOM; the caller falls back to a smaller order.
-        let may_retry = may_retry && order == 0;
-        // The page is charged but not yet allocated: reclaim run by the
-        // allocation must not see that as a charge without a folio.
-        let was_charging = self.core.charging.replace((memcg, nr));
-        let id = loop {
-            if !self.core.in_reclaim
-                && (self.core.folios.nr_free <= self.core.wmark.low || self.core.kswapd.unbalanced)
-            {
-                // wakeup_kswapd(), or a kswapd still at work on an
-                // unbalanced node: the model runs its work at once, on its
-                // own clock (not the task's).
-                self.wakeup_kswapd();
-            }
-            // Above the min watermark the fast path allocates.
-            if self.core.folios.nr_free >= self.core.wmark.min + nr || self.core.in_reclaim {
-                if let Some(id) = self.core.folios.alloc_order(order) {
-                    break id;
-                }
-            }
-            // __alloc_pages_slowpath(): direct reclaim, then OOM.
-            self.core.count_vm(Item::ALLOCSTALL, 1);
-            let reclaimed = self.try_to_free_pages(SWAP_CLUSTER_MAX.max(nr));
-            if order > 0 && self.core.folios.nr_free < nr {
-                self.core.mem_cgroup_uncharge(memcg, nr);
-                self.core.charging = was_charging;
-                return None;
-            }
-            if reclaimed == 0 && self.core.folios.nr_free == 0 {
-                if !self.core.in_reclaim && self.reclaim_throttle_writeback() {
-                    continue;
-                }
-                // out_of_memory(): a victim other than the allocating task
-                // frees its memory and the allocation retries.
-                if may_retry && self.out_of_memory() && !self.current_is_dying() {
-                    continue;
-                }
-                self.core.mem_cgroup_uncharge(memcg, nr);
-                self.core.charging = was_charging;
-                return None;
-            }
-            if let Some(id) = self.core.folios.alloc_order(order) {
-                break id;
-            }
-        };
-        self.core.charging = was_charging;
-        Some(id)
-    }
-}
-
-/// FOLIO_BATCH_SIZE (include/linux/folio_batch.h).
-pub const FOLIO_BATCH_SIZE: usize = 31;
-
-/// One CPU's lru_add folio_batch: folios that folio_add_lru() took and
-/// lru_add() has not yet put on an LRU list.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LruAddBatch {
-    ids: [FolioId; FOLIO_BATCH_SIZE],
-    nr: u8,
-}
-
-impl LruAddBatch {
-    pub fn folios(&self) -> &[FolioId] {
-        &self.ids[..self.nr as usize]
-    }
-}
-
-impl Core {
-    /// folio_batch_add() to the current CPU's lru_add batch. Returns true
-    /// when the batch must be moved to the LRU now: it is full, or the
-    /// folio is large (folio_may_be_lru_cached() is false for them).
-    #[inline]
-    pub fn lru_add_batch(&mut self, id: FolioId) -> bool {
-        let cpu = self.cpu as usize;
-        if self.lru_add.len() <= cpu {
-            self.lru_add.resize(cpu + 1, LruAddBatch::default());
-        }
-        let f = self.folios.get_mut(id);
-        f.set(pg::LRU_CACHED);
-        let large = f.nr_pages() > 1;
-        let b = &mut self.lru_add[cpu];
-        b.ids[b.nr as usize] = id;
-        b.nr += 1;
-        b.nr as usize == FOLIO_BATCH_SIZE || large
-    }
-
-    /// Empties `cpu`'s batch, returning what it held (flags cleared).
-    pub fn lru_add_take(&mut self, cpu: u32) -> LruAddBatch {
-        let Some(b) = self.lru_add.get_mut(cpu as usize) else {
-            return LruAddBatch::default();
-        };
-        let out = *b;
-        b.nr = 0;
-        for &id in out.folios() {
-            self.folios.get_mut(id).clear(pg::LRU_CACHED);
-        }
-        out
-    }
-
-    /// Whether `id` sits in `cpu`'s lru_add batch
-    /// (__lru_cache_activate_folio() searches only the local one).
-    pub fn lru_add_batched_on(&self, cpu: u32, id: FolioId) -> bool {
-        self.lru_add
-            .get(cpu as usize)
-            .is_some_and(|b| b.folios().contains(&id))
-    }
-
-    /// A batched folio freed before its drain (truncated, unmapped): the
-    /// kernel's batch holds a reference until lru_add() drops it; the
-    /// model frees at once, so the entry goes.
-    #[cold]
-    pub fn lru_add_forget(&mut self, id: FolioId) {
-        self.folios.get_mut(id).clear(pg::LRU_CACHED);
-        for b in self.lru_add.iter_mut() {
-            if let Some(i) = b.folios().iter().position(|&x| x == id) {
-                let n = b.nr as usize;
-                b.ids.copy_within(i + 1..n, i);
-                b.nr -= 1;
-                return;
-            }
-        }
     }
 }

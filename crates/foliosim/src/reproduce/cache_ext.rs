@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use foliosim_workload::scenario::{Amount, Op, Scenario, Step};
+use foliosim_workload::scenario::{Amount, IoStep, KvGetStep, Op, Scenario, Step};
 
 use crate::scenario::{run_scenario, ScenarioReport};
 use crate::sim::{LruKind, SimConfig};
@@ -294,10 +294,10 @@ pub fn unavailable() -> Vec<(&'static str, &'static str)> {
 fn measured_ns(sc: &Scenario, process: &str) -> Option<u64> {
     fn find(steps: &[Step]) -> Option<u64> {
         steps.iter().find_map(|s| match &s.op {
-            Op::KvGet {
+            Op::KvGet(KvGetStep {
                 amount: Amount::Duration(d),
                 ..
-            } => Some(*d),
+            }) => Some(*d),
             Op::Loop { steps, .. } => find(steps),
             _ => None,
         })
@@ -313,7 +313,7 @@ fn search_ios_per_pass(sc: &Scenario) -> u64 {
     fn walk(sc: &Scenario, steps: &[Step], n: &mut u64) {
         for s in steps {
             match &s.op {
-                Op::Io { file, bs, .. } => {
+                Op::Io(IoStep { file, bs, .. }) => {
                     let f = sc.files.iter().find(|f| &f.name == file).expect("declared");
                     *n += f.size.div_ceil(*bs);
                 }

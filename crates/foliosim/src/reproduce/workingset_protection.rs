@@ -22,7 +22,7 @@
 
 use serde::Serialize;
 
-use foliosim_workload::scenario::{Amount, Op, Scenario, Step};
+use foliosim_workload::scenario::{Amount, IoStep, Op, Scenario, Step};
 
 use super::first_loop;
 use crate::mm::blkdev::DeviceProfile;
@@ -260,11 +260,11 @@ fn reads_per_transaction(sc: &Scenario) -> Result<u64, String> {
     let n: u64 = body
         .iter()
         .map(|s| match &s.op {
-            Op::Io {
+            Op::Io(IoStep {
                 write: false,
                 amount: Amount::Accesses(a),
                 ..
-            } => *a,
+            }) => *a,
             _ => 0,
         })
         .sum();

@@ -3,7 +3,8 @@
 //! calibration suite's scenarios are files, `oracle/cases/*.toml`.
 
 use foliosim_workload::scenario::{
-    Amount, Cgroup, FileFs, FileSpec, MachineDefaults, Op, Pattern, Process, Scenario, Step, Thread,
+    Amount, Cgroup, FileFs, FileSpec, MachineDefaults, MmapFileStep, Op, Pattern, Process,
+    Scenario, Step, Thread, TouchStep,
 };
 
 const M: u64 = 1 << 20;
@@ -30,13 +31,13 @@ impl B {
         })
     }
     fn touch(&mut self, map: &str, pattern: Pattern, write: bool, amount: Amount) -> Step {
-        self.s(Op::Touch {
+        self.s(Op::Touch(TouchStep {
             map: map.into(),
             pattern,
             write,
             amount,
             think_ns: 0,
-        })
+        }))
     }
 }
 
@@ -108,13 +109,13 @@ pub fn test_cases() -> Vec<(&'static str, &'static str, Scenario)> {
         b.touch("heap", Pattern::Seq, false, Amount::Passes(1)),
     ];
     let hold = vec![
-        b.s(Op::MmapFile {
+        b.s(Op::MmapFile(MmapFileStep {
             map: "shm".into(),
             file: "shm".into(),
             offset: 0,
             len: 0,
             private: false,
-        }),
+        })),
         b.touch("shm", Pattern::Seq, true, Amount::Passes(1)),
         b.anon("heap", 96 * M),
         b.touch("heap", Pattern::Seq, true, Amount::Passes(1)),

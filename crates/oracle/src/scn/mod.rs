@@ -29,7 +29,9 @@ use crate::cgroup::{delegate, make_group, read_vmstat, sweep_stale, PREFIX};
 use crate::host::{CgroupFlavor, HostInfo};
 use crate::journal::{self, Token};
 use crate::run::{drop_caches, warm_executable, RunOpts, Scratch};
-use foliosim_workload::scenario::{Cgroup, FileFs, Op, Scenario, Step};
+use foliosim_workload::scenario::{
+    Cgroup, FadviseStep, FileFs, IoStep, KvGetStep, MmapFileStep, Op, Scenario, Step,
+};
 use foliosim_workload::units::parse_size;
 use hostcfg::{ScratchMount, SwapFile, ValueGuard, ZramSwap};
 use std::collections::{BTreeMap, HashMap};
@@ -155,11 +157,11 @@ pub fn check_safe(sc: &Scenario) -> Result<(), String> {
     }
     for s in all_steps(sc) {
         let file = match &s.op {
-            Op::MmapFile { file, .. }
-            | Op::Io { file, .. }
-            | Op::KvGet { file, .. }
+            Op::MmapFile(MmapFileStep { file, .. })
+            | Op::Io(IoStep { file, .. })
+            | Op::KvGet(KvGetStep { file, .. })
             | Op::Fsync { file }
-            | Op::Fadvise { file, .. }
+            | Op::Fadvise(FadviseStep { file, .. })
             | Op::Truncate { file, .. } => file,
             _ => continue,
         };

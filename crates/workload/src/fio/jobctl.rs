@@ -1,6 +1,7 @@
 //! fio's job-control, file, sync, verify, rate and flow options (options.c,
 //! init.c, filesetup.c, backend.c of fio 3.33): what they parse to. How the
-//! runner acts on them is in `foliosim::sim` and `crate::jobio`.
+//! runner acts on them is in `super::backend` (job control), `crate::jobio`
+//! (the I/O stream) and `foliosim::sim::fio` (the kernel side).
 
 use crate::access::splitmix64;
 use serde::Serialize;

@@ -91,7 +91,9 @@ fn thread_label(p: &Process, i: usize) -> String {
 
 fn op_map(op: &Op) -> Option<&str> {
     match op {
-        Op::Touch { map, .. } | Op::Munmap { map } | Op::Madvise { map, .. } => Some(map),
+        Op::Touch(TouchStep { map, .. }) | Op::Munmap { map } | Op::Madvise { map, .. } => {
+            Some(map)
+        }
         _ => None,
     }
 }
@@ -100,7 +102,7 @@ fn op_map(op: &Op) -> Option<&str> {
 fn created(steps: &[Step], out: &mut BTreeSet<String>) {
     for s in steps {
         match &s.op {
-            Op::MmapAnon { map, .. } | Op::MmapFile { map, .. } => {
+            Op::MmapAnon { map, .. } | Op::MmapFile(MmapFileStep { map, .. }) => {
                 out.insert(map.clone());
             }
             Op::Loop { steps, .. } => created(steps, out),
@@ -152,7 +154,7 @@ fn walk(
             ));
         }
         match &s.op {
-            Op::MmapAnon { map, .. } | Op::MmapFile { map, .. } => {
+            Op::MmapAnon { map, .. } | Op::MmapFile(MmapFileStep { map, .. }) => {
                 if let Some(l) = st.bound.get(map) {
                     return Err(cx.error_at(
                         s.line,

@@ -240,23 +240,10 @@ pub enum Op {
     },
     /// mmap of a `[[file]]` (MAP_SHARED, or MAP_PRIVATE when `private`),
     /// named `map`, over [offset, offset+len) (len 0: to the end).
-    MmapFile {
-        map: String,
-        file: String,
-        offset: u64,
-        len: u64,
-        private: bool,
-    },
+    MmapFile(MmapFileStep),
     /// Loads (or stores when `write`) to pages of a mapping. `bytes_per_page`
     /// is how much of each visited page is touched (cost only).
-    Touch {
-        map: String,
-        pattern: Pattern,
-        write: bool,
-        amount: Amount,
-        /// Pause after each access (the reproducers' think time), ns.
-        think_ns: u64,
-    },
+    Touch(TouchStep),
     /// munmap (or free(3) of a malloc'ed region) of a mapping: anon pages
     /// and their swap entries are freed.
     Munmap {
@@ -268,45 +255,15 @@ pub enum Op {
         advice: Madvice,
     },
     /// pread (or pwrite when `write`) of `bs` blocks of a file.
-    Io {
-        file: String,
-        pattern: Pattern,
-        write: bool,
-        bs: u64,
-        amount: Amount,
-        /// O_DIRECT.
-        direct: bool,
-        think_ns: u64,
-    },
+    Io(IoStep),
     /// GETs (records = 1) or SCANs of a key-value store's sorted tables
     /// in `file` (crate::lsm): each access is one operation of
     /// `records` records from a key drawn by `pattern` over `keys`.
-    KvGet {
-        file: String,
-        keys: u64,
-        record: u64,
-        table_size: u64,
-        table_cache: u64,
-        /// Bytes of LevelDB's block cache (crate::lsm::BlockCache), shared
-        /// by the process's threads; 0 keeps no blocks.
-        block_cache: u64,
-        /// Bytes of level 1; each level below holds ten times more.
-        level_base: u64,
-        records: u64,
-        pattern: Pattern,
-        amount: Amount,
-        think_ns: u64,
-    },
+    KvGet(KvGetStep),
     Fsync {
         file: String,
     },
-    Fadvise {
-        file: String,
-        advice: Advice,
-        offset: u64,
-        /// 0: to the end of the file.
-        len: u64,
-    },
+    Fadvise(FadviseStep),
     /// ftruncate to `size`.
     Truncate {
         file: String,
@@ -352,6 +309,75 @@ pub enum Op {
     },
     /// exit(0) of this thread's process before its steps end.
     Exit,
+}
+
+/// The fields of the steps that carry more than a name: one description
+/// each, which the parser fills, the model runs (foliosim::scenario) and
+/// the oracle's executor runs on the real kernel (oracle::scn::exec).
+/// mmap of a `[[file]]` (MAP_SHARED, or MAP_PRIVATE when `private`),
+/// named `map`, over [offset, offset+len) (len 0: to the end).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MmapFileStep {
+    pub map: String,
+    pub file: String,
+    pub offset: u64,
+    pub len: u64,
+    pub private: bool,
+}
+
+/// Loads (or stores when `write`) to pages of a mapping. `bytes_per_page`
+/// is how much of each visited page is touched (cost only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TouchStep {
+    pub map: String,
+    pub pattern: Pattern,
+    pub write: bool,
+    pub amount: Amount,
+    /// Pause after each access (the reproducers' think time), ns.
+    pub think_ns: u64,
+}
+
+/// pread (or pwrite when `write`) of `bs` blocks of a file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IoStep {
+    pub file: String,
+    pub pattern: Pattern,
+    pub write: bool,
+    pub bs: u64,
+    pub amount: Amount,
+    /// O_DIRECT.
+    pub direct: bool,
+    pub think_ns: u64,
+}
+
+/// GETs (records = 1) or SCANs of a key-value store's sorted tables
+/// in `file` (crate::lsm): each access is one operation of
+/// `records` records from a key drawn by `pattern` over `keys`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KvGetStep {
+    pub file: String,
+    pub keys: u64,
+    pub record: u64,
+    pub table_size: u64,
+    pub table_cache: u64,
+    /// Bytes of LevelDB's block cache (crate::lsm::BlockCache), shared
+    /// by the process's threads; 0 keeps no blocks.
+    pub block_cache: u64,
+    /// Bytes of level 1; each level below holds ten times more.
+    pub level_base: u64,
+    pub records: u64,
+    pub pattern: Pattern,
+    pub amount: Amount,
+    pub think_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FadviseStep {
+    pub file: String,
+    pub advice: Advice,
+    pub offset: u64,
+    /// 0: to the end of the file.
+    pub len: u64,
 }
 
 impl Scenario {

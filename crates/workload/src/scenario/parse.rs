@@ -1101,13 +1101,13 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["private"])? {
                 private = boolean(cx, k, v)?;
             }
-            Op::MmapFile {
+            Op::MmapFile(MmapFileStep {
                 map,
                 file,
                 offset,
                 len,
                 private,
-            }
+            })
         }
         "touch" => {
             let map = map_name(cx, &mut t)?;
@@ -1122,13 +1122,13 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             }
             let amount = amount(cx, &mut t, None)?;
             let think_ns = think(cx, &mut t)?;
-            Op::Touch {
+            Op::Touch(TouchStep {
                 map,
                 pattern: pat,
                 write,
                 amount,
                 think_ns,
-            }
+            })
         }
         "munmap" | "free" => Op::Munmap {
             map: map_name(cx, &mut t)?,
@@ -1179,7 +1179,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             }
             let amount = amount(cx, &mut t, Some(bs))?;
             let think_ns = think(cx, &mut t)?;
-            Op::Io {
+            Op::Io(IoStep {
                 file,
                 pattern: pat,
                 write: op_name == "write",
@@ -1187,7 +1187,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 amount,
                 direct,
                 think_ns,
-            }
+            })
         }
         "kv_get" => {
             let file = file_name(cx, &mut t)?;
@@ -1238,7 +1238,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             )?;
             let amount = amount(cx, &mut t, None)?;
             let think_ns = think(cx, &mut t)?;
-            Op::KvGet {
+            Op::KvGet(KvGetStep {
                 file,
                 keys,
                 record,
@@ -1250,7 +1250,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
                 pattern: pat,
                 amount,
                 think_ns,
-            }
+            })
         }
         "fsync" => Op::Fsync {
             file: file_name(cx, &mut t)?,
@@ -1281,12 +1281,12 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
             if let Some((k, v)) = t.take1(&["len"])? {
                 len = size(cx, k, v)?;
             }
-            Op::Fadvise {
+            Op::Fadvise(FadviseStep {
                 file,
                 advice,
                 offset,
                 len,
-            }
+            })
         }
         "truncate" => {
             let file = file_name(cx, &mut t)?;

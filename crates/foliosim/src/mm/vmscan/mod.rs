@@ -570,37 +570,11 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             }
         }
         if writeback {
-            let f = core.folios.get(id);
-            let reclaim = f.test(pg::RECLAIM);
-            if sc.is_kswapd && reclaim && core.kswapd.pgdat_writeback {
-                // Case 1: kswapd meets folios it already sent to pageout
-                // still under writeback: they cycle faster than they are
-                // written, so it will stall (shrink_node) once done here.
-                sc.nr_immediate += nr;
-            } else if !sc.writeback_throttling_sane()
-                && reclaim
-                && may_enter_fs(core, id)
-                && folio_wait_writeback(core, policy, id)
-            {
-                // Case 3 (shrink_folio_list): legacy memcg reclaim has no
-                // dirty throttling, so it waits for the write of a folio it
-                // already sent to pageout, then looks at it again.
+            if reclaim_writeback_folio(core, policy, id, sc, file, memcg, nr) {
+                // Waited for its write: look at it again.
                 i -= 1;
                 continue;
-            } else {
-                // Case 2: mark it for reclaim when the write completes
-                // (folio_end_writeback rotates it to the inactive tail).
-                sc.nr_writeback += nr;
-                core.folios.get_mut(id).set(pg::RECLAIM);
             }
-            // activate_locked: out of the way until its write completes.
-            if !file && core.folios.get(id).test(pg::SWAPCACHE) && core.mem_cgroup_swap_full(memcg)
-            {
-                core.folio_free_swap(id);
-            }
-            core.folios.get_mut(id).set(pg::ACTIVE);
-            sc.nr_activate[file as usize] += nr;
-            core.count(memcg, Item::PGACTIVATE, nr);
             folios[keep] = id;
             keep += 1;
             continue;
@@ -676,26 +650,7 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
             keep += 1;
             continue;
         }
-        let shadow = policy.workingset_eviction(core, id);
-        let f = *core.folios.get(id);
-        if f.test(pg::RA_UNUSED) {
-            core.count(memcg, Item::RA_UNUSED_EVICTED, nr);
-        }
-        if f.test(pg::PROT_UNUSED) {
-            core.count(memcg, Item::PROTECTED_UNUSED_EVICTED, nr);
-        }
-        if file {
-            core.trace_delete_from_page_cache(id);
-            core.page_cache_delete(f.mapping, f.index as u64, nr, Some(shadow), memcg);
-            core.memcgs[memcg as usize].nr_file -= nr;
-        } else {
-            // __remove_mapping() of a swap-cache folio: its slot keeps the
-            // shadow (__swap_cache_del_folio).
-            core.swap_cache_del_folio(id, Some(shadow));
-            core.memcgs[memcg as usize].nr_anon -= nr;
-        }
-        core.folios.get_mut(id).set_flags_keep_order(0);
-        core.free_folio(id);
+        remove_mapping(core, policy, id, file, memcg, nr);
         nr_reclaimed += nr;
     }
     // try_to_unmap_flush(): one TLB flush for the batch's unmappings.
@@ -706,6 +661,85 @@ pub fn shrink_folio_list<P: ReclaimPolicy + ?Sized>(
     // blk_finish_plug(): the batch's swap writes go to the device.
     core.swap_write_unplug();
     nr_reclaimed
+}
+
+/// shrink_folio_list()'s folio under writeback: counted, marked for
+/// reclaim when its write completes, and activated out of the way; true
+/// when legacy memcg reclaim waited for the write instead (the caller
+/// looks at the folio again).
+#[inline(always)]
+fn reclaim_writeback_folio<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    id: FolioId,
+    sc: &mut ScanControl,
+    file: bool,
+    memcg: MemcgId,
+    nr: u64,
+) -> bool {
+    let f = core.folios.get(id);
+    let reclaim = f.test(pg::RECLAIM);
+    if sc.is_kswapd && reclaim && core.kswapd.pgdat_writeback {
+        // Case 1: kswapd meets folios it already sent to pageout
+        // still under writeback: they cycle faster than they are
+        // written, so it will stall (shrink_node) once done here.
+        sc.nr_immediate += nr;
+    } else if !sc.writeback_throttling_sane()
+        && reclaim
+        && may_enter_fs(core, id)
+        && folio_wait_writeback(core, policy, id)
+    {
+        // Case 3 (shrink_folio_list): legacy memcg reclaim has no
+        // dirty throttling, so it waits for the write of a folio it
+        // already sent to pageout, then looks at it again.
+        return true;
+    } else {
+        // Case 2: mark it for reclaim when the write completes
+        // (folio_end_writeback rotates it to the inactive tail).
+        sc.nr_writeback += nr;
+        core.folios.get_mut(id).set(pg::RECLAIM);
+    }
+    // activate_locked: out of the way until its write completes.
+    if !file && core.folios.get(id).test(pg::SWAPCACHE) && core.mem_cgroup_swap_full(memcg) {
+        core.folio_free_swap(id);
+    }
+    core.folios.get_mut(id).set(pg::ACTIVE);
+    sc.nr_activate[file as usize] += nr;
+    core.count(memcg, Item::PGACTIVATE, nr);
+    false
+}
+
+/// __remove_mapping() of a reclaimed folio: its shadow entry left in the
+/// page cache or swap cache, then the folio freed.
+#[inline(always)]
+fn remove_mapping<P: ReclaimPolicy + ?Sized>(
+    core: &mut Core,
+    policy: &mut P,
+    id: FolioId,
+    file: bool,
+    memcg: MemcgId,
+    nr: u64,
+) {
+    let shadow = policy.workingset_eviction(core, id);
+    let f = *core.folios.get(id);
+    if f.test(pg::RA_UNUSED) {
+        core.count(memcg, Item::RA_UNUSED_EVICTED, nr);
+    }
+    if f.test(pg::PROT_UNUSED) {
+        core.count(memcg, Item::PROTECTED_UNUSED_EVICTED, nr);
+    }
+    if file {
+        core.trace_delete_from_page_cache(id);
+        core.page_cache_delete(f.mapping, f.index as u64, nr, Some(shadow), memcg);
+        core.memcgs[memcg as usize].nr_file -= nr;
+    } else {
+        // __remove_mapping() of a swap-cache folio: its slot keeps the
+        // shadow (__swap_cache_del_folio).
+        core.swap_cache_del_folio(id, Some(shadow));
+        core.memcgs[memcg as usize].nr_anon -= nr;
+    }
+    core.folios.get_mut(id).set_flags_keep_order(0);
+    core.free_folio(id);
 }
 
 /// try_to_unmap() of a mapped folio in reclaim: its PTE goes. Its TLB
