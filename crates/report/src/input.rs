@@ -284,45 +284,35 @@ fn parse_run(v: &Value, kind: &str) -> Result<Run, String> {
 
 /// A job of foliosim's own object.
 fn run_job(j: &Value) -> Job {
-    let dir = |d: &str| {
-        let v = &j[d];
-        (
-            num(v, "io_bytes") as u64,
-            num(v, "bw_bytes") as u64,
-            num(v, "iops"),
-            num(v, "clat_mean_ns"),
-            v.get("clat_ns")
-                .and_then(|c| c.get("99.000000"))
-                .and_then(Value::as_u64),
-        )
-    };
-    Job {
-        name: j
-            .get("jobname")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .into(),
-        oom_killed: j
-            .get("oom_killed")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        dirs: [dir("read"), dir("write")],
-    }
+    // Its clat mean and percentiles sit beside the direction's counts.
+    let oom = j
+        .get("oom_killed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    job(j, oom, |v| (num(v, "clat_mean_ns"), v.get("clat_ns")))
 }
 
 /// A job of fio's JSON (fio's key names).
 fn fio_job(j: &Value) -> Job {
+    // fio nests them: clat_ns.mean, clat_ns.percentile.
+    job(j, false, |v| {
+        let clat = &v["clat_ns"];
+        (num(clat, "mean"), clat.get("percentile"))
+    })
+}
+
+/// A job whose read and write objects give their completion latency's
+/// mean and percentile table through `clat`.
+fn job(j: &Value, oom_killed: bool, clat: impl Fn(&Value) -> (f64, Option<&Value>)) -> Job {
     let dir = |d: &str| {
         let v = &j[d];
-        let clat = &v["clat_ns"];
+        let (mean, pct) = clat(v);
         (
             num(v, "io_bytes") as u64,
             num(v, "bw_bytes") as u64,
             num(v, "iops"),
-            num(clat, "mean"),
-            clat.get("percentile")
-                .and_then(|p| p.get("99.000000"))
-                .and_then(Value::as_u64),
+            mean,
+            pct.and_then(|p| p.get("99.000000")).and_then(Value::as_u64),
         )
     };
     Job {
@@ -331,7 +321,7 @@ fn fio_job(j: &Value) -> Job {
             .and_then(Value::as_str)
             .unwrap_or("?")
             .into(),
-        oom_killed: false,
+        oom_killed,
         dirs: [dir("read"), dir("write")],
     }
 }
@@ -417,6 +407,24 @@ mod tests {
         assert_eq!(s.metrics, ["memcg.pgpgin", "vmstat.pswpout", "elapsed_s"]);
         assert_eq!(s.rows[1].params, ["60", "mglru"]);
         assert_eq!(s.rows[1].metrics, [Some(110.0), None, Some(1.5)]);
+    }
+
+    /// foliosim's own job object and fio's JSON name the completion
+    /// latency differently; both give the same direction figures.
+    #[test]
+    fn jobs_read_clat_from_foliosim_and_from_fio_keys() {
+        let read = serde_json::json!({"io_bytes": 4096, "bw_bytes": 2048, "iops": 0.5});
+        let mut own = serde_json::json!({"jobname": "j", "oom_killed": true,
+            "read": read.clone(), "write": read.clone()});
+        own["read"]["clat_mean_ns"] = 7.0.into();
+        own["read"]["clat_ns"] = serde_json::json!({"99.000000": 9});
+        let mut fio = serde_json::json!({"jobname": "j", "read": read.clone(), "write": read});
+        fio["read"]["clat_ns"] = serde_json::json!({"mean": 7.0, "percentile": {"99.000000": 9}});
+        let (a, b) = (run_job(&own), fio_job(&fio));
+        assert_eq!(a.dirs[0], (4096, 2048, 0.5, 7.0, Some(9)));
+        assert_eq!(a.dirs, b.dirs);
+        assert!(a.oom_killed && !b.oom_killed);
+        assert_eq!(a.dirs[1].4, None, "no percentile table");
     }
 
     #[test]
