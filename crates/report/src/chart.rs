@@ -270,6 +270,24 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
     let tick = (FONT, 12.5 * s).into_font().color(&RGBColor(40, 40, 40));
     let unit = c.unit;
     let yfmt = move |v: &f64| unit.fmt(*v);
+    // The line and stacked plots' axes: labelled, ticks formatted, a
+    // light grid at the major ticks only. A macro: the chart's coordinate
+    // types differ between the two.
+    macro_rules! grid_mesh {
+        ($ch:ident, $xfmt:expr) => {
+            $ch.configure_mesh()
+                .x_desc(&c.x_label)
+                .y_desc(&c.y_label)
+                .axis_desc_style(label.clone())
+                .label_style(tick.clone())
+                .x_label_formatter($xfmt)
+                .y_label_formatter(&yfmt)
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(RGBColor(215, 215, 215))
+                .draw()
+                .map_err(err)?
+        };
+    }
     // Legends get a column of their own right of the plot: drawn over the
     // plot they hide whichever lines run there.
     let legend: Vec<(String, RGBColor)> = match &c.kind {
@@ -368,17 +386,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                     cats.get(v.round() as usize).cloned().unwrap_or_default()
                 }
             };
-            ch.configure_mesh()
-                .x_desc(&c.x_label)
-                .y_desc(&c.y_label)
-                .axis_desc_style(label.clone())
-                .label_style(tick.clone())
-                .x_label_formatter(&xfmt)
-                .y_label_formatter(&yfmt)
-                .light_line_style(TRANSPARENT)
-                .bold_line_style(RGBColor(215, 215, 215))
-                .draw()
-                .map_err(err)?;
+            grid_mesh!(ch, &xfmt);
             for (i, se) in series.iter().enumerate() {
                 let col = color(i);
                 if let Some(r) = &se.range {
@@ -430,17 +438,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, c: &Chart, s: f64) -> Result<(), St
                 )
                 .map_err(err)?;
             let xfmt = |v: &f64| trim_float(*v, 3);
-            ch.configure_mesh()
-                .x_desc(&c.x_label)
-                .y_desc(&c.y_label)
-                .axis_desc_style(label.clone())
-                .label_style(tick.clone())
-                .x_label_formatter(&xfmt)
-                .y_label_formatter(&yfmt)
-                .light_line_style(TRANSPARENT)
-                .bold_line_style(RGBColor(215, 215, 215))
-                .draw()
-                .map_err(err)?;
+            grid_mesh!(ch, &xfmt);
             // Highest first, each painted down to zero: the bands stack.
             for (i, top) in tops.iter().enumerate().rev() {
                 let col = color(i);
