@@ -383,31 +383,15 @@ const STRIDED_PASSES: usize = 33;
 /// fio's mmap engine copies a read out. Each the median over
 /// STRIDED_PASSES passes, per page: (touch, touch and copy).
 fn strided_touch_copy(file: &Path) -> Result<(Measured, Measured), String> {
-    use std::os::fd::AsRawFd;
     let f = fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let len = f.metadata().map_err(|e| e.to_string())?.len() as usize;
     if len < STRIDED_STEP {
         return Err(format!("{}: shorter than the stride", file.display()));
     }
-    // SAFETY: a new shared read-only mapping of an open file; no
-    // preconditions.
-    let b = unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", io::Error::last_os_error()));
-        }
-        p.cast::<u8>()
-    };
+    let b = run::map_file_shared(&f, len)?;
     let r = touch_copy_passes(b, len);
     // SAFETY: the mapping made above, no longer used.
-    unsafe { libc::munmap(b.cast(), len) };
+    unsafe { libc::munmap(b.cast_mut().cast(), len) };
     let how = format!(
         "{} mapped shared, its {} MiB resident and every page touched first, every {} KiB",
         file.display(),
@@ -460,36 +444,16 @@ fn write_small_folios(file: &Path) -> Result<(), String> {
 }
 
 fn first_touch_passes(file: &Path) -> Result<Measured, String> {
-    use std::os::fd::AsRawFd;
     let f = fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let len = f.metadata().map_err(|e| e.to_string())?.len() as usize;
     let mut ns = Vec::with_capacity(FIRST_TOUCH_PASSES);
     for _ in 0..FIRST_TOUCH_PASSES {
-        // SAFETY: a new shared read-only mapping of an open file.
-        let b = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if b == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", io::Error::last_os_error()));
-        }
-        let b = b.cast::<u8>();
+        let b = run::map_file_shared(&f, len)?;
         let t = Instant::now();
-        let mut sum = 0u8;
-        for off in (0..len).step_by(4096) {
-            // SAFETY: off < len: inside the mapping.
-            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(off)) });
-        }
-        std::hint::black_box(sum);
+        load_pages(b, len, 4096);
         ns.push(t.elapsed().as_nanos() as u64 / (len / 4096).max(1) as u64);
         // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(b.cast(), len) };
+        unsafe { libc::munmap(b.cast_mut().cast(), len) };
     }
     ns.sort_unstable();
     Ok(Measured {
@@ -505,26 +469,14 @@ fn first_touch_passes(file: &Path) -> Result<Measured, String> {
 /// touch_copy over `len` bytes mapped at `b`: (touch, touch and copy) ns
 /// per strided page.
 fn touch_copy_passes(b: *const u8, len: usize) -> (u64, u64) {
-    let mut sum = 0u8;
-    for off in (0..len).step_by(4096) {
-        // SAFETY: off < len: inside the mapping.
-        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(off)) });
-    }
-    std::hint::black_box(sum);
+    load_pages(b, len, 4096);
     let pages = (len / STRIDED_STEP) as u64;
     // Page-aligned, as fio's io_u buffers are (a misaligned destination
     // slows the copy's string instructions on some CPUs).
     let mut raw = vec![0u8; 8192];
     let at = raw.as_ptr().align_offset(4096);
     let dst = &mut raw[at..at + 4096];
-    let touch = median_pass(|| {
-        let mut sum = 0u8;
-        for off in (0..len).step_by(STRIDED_STEP) {
-            // SAFETY: inside the mapping.
-            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(off)) });
-        }
-        std::hint::black_box(sum);
-    }) / pages;
+    let touch = median_pass(|| load_pages(b, len, STRIDED_STEP)) / pages;
     let copy = median_pass(|| {
         for off in (0..len).step_by(STRIDED_STEP) {
             // SAFETY: a whole page inside the mapping into a 4 KiB buffer.
@@ -533,6 +485,16 @@ fn touch_copy_passes(b: *const u8, len: usize) -> (u64, u64) {
         }
     }) / pages;
     (touch, copy)
+}
+
+/// One load every `step` bytes of the `len` bytes mapped at `b`.
+fn load_pages(b: *const u8, len: usize, step: usize) {
+    let mut sum = 0u8;
+    for off in (0..len).step_by(step) {
+        // SAFETY: off < len: inside the mapping.
+        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(b.add(off)) });
+    }
+    std::hint::black_box(sum);
 }
 
 /// The median time of `pass`, ns, after one unmeasured pass.

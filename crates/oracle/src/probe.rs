@@ -8,7 +8,6 @@ use foliosim_workload::mmap_probe::{ProbeSpec, PAGE_SIZE};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::Instant;
 
@@ -39,29 +38,11 @@ pub fn run_real(file: &Path, spec: &ProbeSpec) -> Result<ProbeOutcome, String> {
         return Err("--file-size must be > 0".into());
     }
     let map_len = spec.file_size as usize;
-    // SAFETY: a fresh read-only mapping of an open file; checked for failure
-    // below and unmapped before return; only read through volatile loads
-    // at offsets < map_len.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            map_len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(format!(
-            "mmap {}: {}",
-            file.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
+    let p =
+        crate::run::map_file_shared(&f, map_len).map_err(|e| format!("{}: {e}", file.display()))?;
+    let base = p.cast_mut().cast::<libc::c_void>();
     // SAFETY: base/map_len is the mapping made above.
     unsafe { libc::madvise(base, map_len, libc::MADV_NORMAL) };
-    let p = base as *const u8;
     let (mut touches, mut checksum) = (0u64, 0u64);
     let t0 = Instant::now();
     for page in spec.pages() {

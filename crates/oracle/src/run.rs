@@ -286,6 +286,26 @@ pub(crate) fn map_anon_4k(len: usize) -> Result<*mut u8, String> {
     }
 }
 
+/// A new shared read-only mapping of `len` bytes of the open file `f`.
+pub(crate) fn map_file_shared(f: &fs::File, len: usize) -> Result<*const u8, String> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: mmap of an open file has no preconditions; failure checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap: {}", io::Error::last_os_error()));
+    }
+    Ok(p.cast::<u8>())
+}
+
 /// The mean time of a first-touch write fault on anonymous memory: 64 MiB
 /// mapped private, huge pages refused (MADV_NOHUGEPAGE: the 4 KiB fault
 /// path), one byte written per page; the median of three such passes.

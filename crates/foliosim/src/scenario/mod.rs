@@ -234,6 +234,23 @@ const PROCESS_IMAGE_PAGES: u64 = 132;
 /// lower bound: pages still resident do not fault.
 const STEP_OWN_PAGES: u64 = 14;
 const EXIT_OWN_PAGES: u64 = 53;
+/// Accesses `pages` of a process's own anonymous space in order, as its
+/// task (the caller sets `Core::current` and the time); stops at a charge
+/// that ended in an OOM kill.
+fn access_own_pages<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    space: u32,
+    pages: std::ops::Range<u64>,
+    memcg: MemcgId,
+    write: bool,
+) {
+    for p in pages {
+        if !k.anon_access(space, p, memcg, write) {
+            break;
+        }
+    }
+}
+
 /// Each thread's touched stack and arena: 4 pages (4 threads of 4 KiB
 /// reads: 22 pages over the image, 32 KiB reads 50, 8 threads of 32 KiB
 /// reads 102: 4 to 5.5 a thread beyond the buffer).
@@ -752,11 +769,7 @@ impl<'a> Driver<'a> {
         k.core.current = mm;
         let space = k.mmap_anon(mm, pages * PAGE_SIZE);
         self.procs[proc].own_space = Some(space);
-        for p in 0..pages {
-            if !k.anon_access(space, p, memcg, true) {
-                break;
-            }
-        }
+        access_own_pages(k, space, 0..pages, memcg, true);
         k.core.current = saved_mm;
         k.core.now = saved_now.max(t);
     }
@@ -773,17 +786,9 @@ impl<'a> Driver<'a> {
     ) {
         let th = &self.threads[id];
         let pr = &self.procs[th.proc];
-        let (Some(space), first) = (pr.own_space, th.own_buf) else {
-            return;
-        };
-        if first == 0 {
-            return;
-        }
-        let memcg = pr.memcg;
-        for p in first..first + bs.div_ceil(PAGE_SIZE) {
-            if !k.anon_access(space, p, memcg, write) {
-                break;
-            }
+        if let (Some(space), first @ 1..) = (pr.own_space, th.own_buf) {
+            let pages = first..first + bs.div_ceil(PAGE_SIZE);
+            access_own_pages(k, space, pages, pr.memcg, write);
         }
     }
 
@@ -806,11 +811,7 @@ impl<'a> Driver<'a> {
         let (saved_now, saved_mm) = (k.core.now, k.core.current);
         k.core.now = t;
         k.core.current = mm;
-        for p in 0..pages {
-            if !k.anon_access(space, p, memcg, false) {
-                break;
-            }
-        }
+        access_own_pages(k, space, 0..pages, memcg, false);
         k.core.current = saved_mm;
         k.core.now = k.core.now.max(saved_now);
     }
