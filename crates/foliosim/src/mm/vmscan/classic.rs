@@ -312,6 +312,10 @@ impl ClassicLru {
         lru: usize,
     ) -> u64 {
         let file = lru == LRU_INACTIVE_FILE;
+        // Writes the device finished while reclaim went on: their
+        // completions ended writeback and queued the PG_reclaim rotations
+        // that lru_add_drain() moves to the tail before this batch.
+        super::end_writeback_until_now(core, self);
         self.lru_add_drain(core);
         let nr_scanned = self.isolate_lru_folios(core, memcg, lru, nr_to_scan);
         let mut list = std::mem::take(&mut self.scratch);

@@ -268,6 +268,9 @@ impl LruGen {
         if reclaim_rework {
             self.try_to_inc_min_seq(m, swappiness, feedback_rework);
         }
+        // Writes the device finished meanwhile rotate their PG_reclaim
+        // folios to the oldest generation's tail first (as classic).
+        crate::mm::vmscan::end_writeback_until_now(core, self);
         let (mut scanned, type_) = self.isolate_folios(core, m, nr_to_scan, sc, swappiness);
         if !reclaim_rework {
             scanned += self.try_to_inc_min_seq(m, swappiness, feedback_rework) as u64;
