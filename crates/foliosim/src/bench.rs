@@ -72,6 +72,7 @@ fn open(mapping: u32, memcg: u16, ra_kb: u64, random: bool) -> OpenFile {
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: crate::mm::rmap::NO_PTES,
     }
 }
 

@@ -357,6 +357,7 @@ proptest! {
             vm_rand_read: false,
             vm_seq_read: false,
             memcg: m,
+            pte: foliosim::mm::rmap::NO_PTES,
         };
         let other = k.core.add_file(2048 * PAGE_SIZE);
         let mut g = OpenFile { mapping: other, ..f.clone() };

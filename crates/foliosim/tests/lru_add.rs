@@ -26,6 +26,7 @@ fn open_random<P: ReclaimPolicy>(k: &mut Kernel<P>, pages: u64, memcg: u16) -> O
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     }
 }
 

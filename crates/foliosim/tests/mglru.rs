@@ -23,6 +23,7 @@ fn open(k: &mut Kernel<LruGen>, pages: u64, memcg: u16) -> OpenFile {
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     }
 }
 

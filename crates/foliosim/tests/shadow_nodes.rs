@@ -34,6 +34,7 @@ fn two_passes(lazy_flush: bool, large_folios: bool, read_ahead_kb: u64) -> (u64,
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     };
     for _ in 0..2 {
         for p in 0..pages {

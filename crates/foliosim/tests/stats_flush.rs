@@ -30,6 +30,7 @@ fn open(k: &mut Kernel<ClassicLru>, pages: u64, memcg: MemcgId) -> OpenFile {
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     }
 }
 

@@ -148,6 +148,7 @@ fn mapped_loop_activations(variants: &str) -> u64 {
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     };
     for _ in 0..4 {
         for idx in (0..pages).step_by(64) {
@@ -189,6 +190,7 @@ fn shadow_nodes_two_passes(variants: &str) -> (u64, u64) {
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     };
     for _ in 0..2 {
         for p in 0..24576 {

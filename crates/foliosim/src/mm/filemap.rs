@@ -126,6 +126,9 @@ pub struct AddressSpace {
     /// large folio): first index -> order. Each page's slot holds its own
     /// swap offset; this keeps which of them form one entry.
     pub shmem_large_swap: std::collections::BTreeMap<u64, u8>,
+    /// The processes mapping the file with page tables of their own
+    /// (rmap.rs); empty for one PTE per folio.
+    pub i_mmap: Vec<super::rmap::MmPtes>,
 }
 
 impl AddressSpace {
@@ -148,6 +151,7 @@ impl AddressSpace {
             shmem: false,
             max_order: 0,
             shmem_large_swap: std::collections::BTreeMap::new(),
+            i_mmap: Vec::new(),
         }
     }
 
@@ -504,6 +508,9 @@ pub struct OpenFile {
     pub vm_seq_read: bool,
     /// The memcg of the task using it.
     pub memcg: MemcgId,
+    /// Its mapping's page tables on the file's i_mmap (rmap.rs), or
+    /// NO_PTES: one PTE per folio, shared.
+    pub pte: u32,
 }
 
 impl OpenFile {
@@ -517,6 +524,7 @@ impl OpenFile {
             vm_rand_read: false,
             vm_seq_read: false,
             memcg,
+            pte: super::rmap::NO_PTES,
         }
     }
 }
@@ -956,10 +964,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
     #[inline]
     pub fn mmap_access(&mut self, file: &mut OpenFile, index: u64) -> bool {
         if let Some(id) = self.core.files[file.mapping as usize].folio(index) {
-            let f = self.core.folios.get_mut(id);
-            if f.test(pg::MAPPED) {
+            if self.core.pte_mapped(file, id, index) {
+                let f = self.core.folios.get_mut(id);
                 f.set(pg::PTE_YOUNG);
                 f.clear(pg::UNUSED_MARKS);
+                self.core.pte_mkyoung(file, index);
                 self.core.cpu(self.core.cost.touch_mapped);
                 return true;
             }
@@ -1027,13 +1036,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.wait_uptodate(mapping, index);
         // finish_fault(): map the faulting page, young.
-        self.map_folio_pte(id, memcg, true);
+        self.map_folio_pte(file, id, memcg, true);
         VmFault::Done
     }
 
     /// Installs the PTE for a folio (set_pte_range + folio_add_file_rmap).
     #[inline]
-    pub fn map_folio_pte(&mut self, id: FolioId, memcg: MemcgId, young: bool) {
+    pub fn map_folio_pte(&mut self, file: &OpenFile, id: FolioId, memcg: MemcgId, young: bool) {
+        self.core.pte_map_folio(file, id, young);
         let f = self.core.folios.get_mut(id);
         if young {
             f.set(pg::PTE_YOUNG);
@@ -1111,20 +1121,33 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 mapped_fault = true;
                 hits_fault += hit;
             }
-            if f.test(pg::MAPPED) {
+            // Prefaulted PTEs are old where arch_wants_old_prefaulted_pte().
+            let young = has_fault || !old_ptes;
+            if file.pte != super::rmap::NO_PTES {
+                // Page tables of its own: another process's PTE is none
+                // of this one's.
+                if self.core.pte_mapped(file, id, cur) {
+                    continue;
+                }
+                self.core.pte_map_folio(file, id, young);
+            } else if f.test(pg::MAPPED) {
                 continue;
             }
-            // The model keeps one PTE state per folio: a large folio is
-            // mapped whole (its pages outside the window too).
-            f.set(pg::MAPPED);
-            // Prefaulted PTEs are old where arch_wants_old_prefaulted_pte().
-            if has_fault || !old_ptes {
+            // The model keeps one PTE state per folio and process: a
+            // large folio is mapped whole (its pages outside the window
+            // too).
+            let f = self.core.folios.get_mut(id);
+            if young {
                 f.set(pg::PTE_YOUNG);
             }
             if has_fault {
                 f.clear(pg::UNUSED_MARKS);
             }
             nr_mapped_pages += in_range;
+            if f.test(pg::MAPPED) {
+                continue;
+            }
+            f.set(pg::MAPPED);
             nr_charged += nr;
             if nr == 1 << HPAGE_PMD_ORDER {
                 // filemap_map_pmd() -> do_set_pmd(): a PMD-sized folio is
@@ -1273,6 +1296,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     let (m, nr) = (f.memcg, f.nr_pages());
                     self.core.memcgs[m as usize].nr_mapped -= nr;
                 }
+                self.core.rmap_unmap_folio(id);
             }
         }
     }

@@ -51,7 +51,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
 
     /// Charges the page-table page covering `index` on first use.
     fn pte_alloc(&mut self, file: &OpenFile, index: u64) -> bool {
-        self.pte_alloc_space(file.mapping, index, file.memcg)
+        // A process with page tables of its own over the file (rmap.rs)
+        // allocates its own page-table pages.
+        match self.core.pte_table_alloc(file, index) {
+            None => self.pte_alloc_space(file.mapping, index, file.memcg),
+            Some(true) => true,
+            Some(false) => {
+                if file.memcg != 0 && !self.try_charge(file.memcg, 1, true) {
+                    return false;
+                }
+                self.core.memcgs[file.memcg as usize].nr_pagetables += 1;
+                true
+            }
+        }
     }
 
     /// __pte_alloc() for the 2 MiB region of `index` in `space` (a file

@@ -19,6 +19,7 @@ pub mod page_writeback;
 pub mod patches;
 pub mod profile;
 pub mod readahead;
+pub mod rmap;
 pub mod release;
 pub mod shmem;
 pub mod swap;

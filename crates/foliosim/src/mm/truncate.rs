@@ -40,6 +40,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         // A read still in flight holds the folio lock: wait for it.
         self.wait_uptodate(mapping, idx);
         self.folio_wait_writeback(id);
+        self.core.rmap_unmap_folio(id);
         let f = self.core.folios.get_mut(id);
         let (memcg, nr) = (f.memcg, f.nr_pages());
         let (mapped, dirty) = (f.test(pg::MAPPED), f.test(pg::DIRTY));

@@ -54,6 +54,12 @@ impl<'a> Driver<'a> {
                 let f = open.clone();
                 k.force_page_cache_ra(&f, *first, m.pages);
             }
+            (MapKind::File { open, .. }, Madvice::Dontneed)
+                if open.pte != crate::mm::rmap::NO_PTES =>
+            {
+                // zap_page_range_single(): this process's PTEs go.
+                k.munmap_ptes(open, false);
+            }
             (MapKind::File { file, open, .. }, Madvice::Dontneed) => {
                 if !single(&self.files, *file) {
                     return Err(err(sc, line, "advice", "dontneed on a file several processes map: the model keeps one set of PTEs per file"));

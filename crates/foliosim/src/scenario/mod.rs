@@ -1221,9 +1221,11 @@ impl<'a> Driver<'a> {
     fn unmap<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>, p: usize, m: Map) {
         match m.kind {
             MapKind::Anon { space } => k.munmap_anon(self.procs[p].mm, space),
-            MapKind::File { file, .. } => {
-                // The model keeps one set of PTEs per file: they go with
-                // the last process mapping it.
+            MapKind::File { file, open, .. } => {
+                // This process's PTEs go; without page tables of its own
+                // (tmpfs) the one set per file goes with the last process
+                // mapping it.
+                k.munmap_ptes(&open, true);
                 let f = &mut self.files[file];
                 f.mappers -= 1;
                 if f.mappers == 0 {
@@ -1318,6 +1320,7 @@ impl<'a> Driver<'a> {
             vm_rand_read: false,
             vm_seq_read: false,
             memcg,
+            pte: crate::mm::rmap::NO_PTES,
         }
     }
 

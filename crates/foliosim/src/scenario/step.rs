@@ -133,7 +133,11 @@ impl<'a> Driver<'a> {
         }
         k.core.cpu(k.core.cost.syscall);
         let proc = self.threads[id].proc;
-        let open = self.open_file(fi, self.procs[proc].memcg);
+        let mut open = self.open_file(fi, self.procs[proc].memcg);
+        // Page tables of its own (a tmpfs file keeps one PTE per folio).
+        if !k.core.files[open.mapping as usize].shmem {
+            open.pte = k.core.mmap_ptes(open.mapping, open.memcg);
+        }
         self.files[fi].mappers += 1;
         let kind = MapKind::File {
             file: fi,

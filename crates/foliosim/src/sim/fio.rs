@@ -150,6 +150,7 @@ impl Sim {
                 vm_rand_read: false,
                 vm_seq_read: false,
                 memcg: self.memcg,
+                pte: crate::mm::rmap::NO_PTES,
             };
             fadvise_open(j, &mut file);
             files.push(file);

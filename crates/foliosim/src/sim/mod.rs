@@ -320,6 +320,7 @@ impl Sim {
             vm_rand_read: false,
             vm_seq_read: false,
             memcg: self.memcg,
+            pte: crate::mm::rmap::NO_PTES,
         }
     }
 

@@ -77,6 +77,7 @@ pub fn clean_beside_dirty<P: ReclaimPolicy>(
         vm_rand_read: false,
         vm_seq_read: false,
         memcg,
+        pte: foliosim::mm::rmap::NO_PTES,
     };
     let (mut clean, mut log) = (open(k), open(k));
     if interleave {

@@ -256,18 +256,24 @@ pub trait ReclaimPolicy {
     }
 }
 
-/// folio_referenced(): test and clear the accessed bit of the folio's PTE;
-/// returns the number of young PTEs (0 or 1 in the model) and whether the
+/// folio_referenced(): test and clear the accessed bits of the folio's
+/// PTEs; returns the number of young PTEs (one per process that maps it
+/// with page tables of its own, rmap.rs; else 0 or 1) and whether the
 /// mapping is VM_EXEC.
 #[inline]
 pub fn folio_referenced(core: &mut Core, id: FolioId) -> (u32, bool) {
     let f = core.folios.get_mut(id);
     let exec = f.test(pg::VM_EXEC);
-    if f.test(pg::MAPPED) && f.test_clear(pg::PTE_YOUNG) {
-        (1, exec)
-    } else {
-        (0, exec)
+    if !f.test(pg::MAPPED) {
+        return (0, exec);
     }
+    let young = f.test_clear(pg::PTE_YOUNG) as u32;
+    if core.files[f.mapping as usize].i_mmap.is_empty() || !f.is_file_lru() {
+        return (young, exec);
+    }
+    // PTE_YOUNG clear (MGLRU's aging cleared it): none is young.
+    let n = core.folio_referenced_ptes(id);
+    (young * n.max(1), exec)
 }
 
 /// folio_referenced() as the classic LRU's reclaim calls it, with its
@@ -750,6 +756,7 @@ fn remove_mapping<P: ReclaimPolicy + ?Sized>(
 /// file folio the model does not track: those batch, as a shared mapping
 /// may.
 fn try_to_unmap(core: &mut Core, id: FolioId) {
+    core.rmap_unmap_folio(id);
     let f = core.folios.get_mut(id);
     f.clear(pg::MAPPED | pg::PTE_YOUNG);
     let (memcg, nr, mapping) = (f.memcg, f.nr_pages(), f.mapping);
