@@ -264,6 +264,14 @@ pub(crate) fn clap_error_line(e: &clap::Error) -> String {
     let invalid = ctx(ContextKind::InvalidArg).or_else(|| ctx(ContextKind::InvalidSubcommand));
     let suggested =
         ctx(ContextKind::SuggestedArg).or_else(|| ctx(ContextKind::SuggestedSubcommand));
+    if e.kind() == ErrorKind::ValueValidation {
+        // "--large-folios: 'maybe' is not on or off", as the options
+        // checked after parsing word it.
+        if let (Some(arg), Some(why)) = (&invalid, std::error::Error::source(e)) {
+            let flag = arg.split(' ').next().unwrap_or(arg);
+            return foliosim_workload::units::one_line(&format!("{flag}: {why}")).into_owned();
+        }
+    }
     let what = match e.kind() {
         ErrorKind::UnknownArgument => "unknown foliosim option",
         ErrorKind::InvalidSubcommand => "unknown foliosim command",
