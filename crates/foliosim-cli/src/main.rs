@@ -21,7 +21,7 @@ mod workload;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use foliosim::sim::RunReport;
 
 pub(crate) use machine::{parse_device, parse_memcg_limit, MachineArgs};
@@ -211,9 +211,19 @@ fn parse_workload(argv: &[String]) -> Result<Cmd, String> {
     }
 }
 
+/// The command line as the binary parses it. clap renders fio's help
+/// from its free-form arguments alone; `foliosim help fio` prints what
+/// `foliosim fio --help` does, the machine options with them.
+fn binary_command() -> clap::Command {
+    Cli::command().mut_subcommand("fio", |c| c.override_help(machine::fio_help()))
+}
+
 /// The binary's entry point.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = binary_command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -709,11 +709,13 @@ fn a_mistyped_command_or_variant_gets_a_suggestion() {
 
 #[test]
 fn every_commands_help_lists_its_options() {
-    // fio's help, before or after its job file, lists the machine options.
+    // fio's help, before or after its job file or through `help`, lists
+    // the machine options.
     for args in [
         vec!["fio", "--help"],
         vec!["fio", "job.fio", "--help"],
         vec!["fio", "-h"],
+        vec!["help", "fio"],
     ] {
         let (code, out, err) = foliosim(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
@@ -727,6 +729,7 @@ fn every_commands_help_lists_its_options() {
             assert!(out.contains(o), "{args:?} lacks {o}: {out}");
         }
     }
+    assert_eq!(foliosim(&["help", "fio"]).1, foliosim(&["fio", "--help"]).1);
     for cmd in [
         "run",
         "mmap-probe",
