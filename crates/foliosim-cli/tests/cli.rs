@@ -140,7 +140,7 @@ fn lru_gen_sysctls_select_and_configure_mglru() {
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["lru"], "Mglru");
+    assert_eq!(v["lru"], "mglru");
     assert!(v["lru_gen"].is_object(), "the lru_gen view is printed");
     let (code, out, _) = foliosim(&[
         "fio",
@@ -153,7 +153,7 @@ fn lru_gen_sysctls_select_and_configure_mglru() {
     ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["lru"], "Classic");
+    assert_eq!(v["lru"], "classic");
     let (code, _, err) = foliosim(&[
         "fio",
         "--name=x",

@@ -501,7 +501,7 @@ pub fn strided_mmap_cell_with(
         _ => (None, None),
     };
     StridedRow {
-        lru: format!("{lru:?}").to_lowercase(),
+        lru: lru.name().to_string(),
         variant: if lru == LruKind::Classic {
             "-".into()
         } else {
