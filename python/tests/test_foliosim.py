@@ -39,7 +39,7 @@ def test_a_fio_run_has_the_clis_counters(tmp_path, foliosim_bin):
     cli = cli_json(foliosim_bin, r.argv)
     assert r.vmstat == cli["vmstat"]
     assert r.memcg == cli["memcg"]
-    assert r.raw["lru"] == cli["lru"] == "Mglru"
+    assert r.raw["lru"] == cli["lru"] == "mglru"
     # The 6M group read 12M of files: it reclaimed (memcg reclaim counts
     # in the group's memory.stat, not /proc/vmstat), and fio read it all.
     assert r.memcg["pgscan_direct"] > 0

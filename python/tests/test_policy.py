@@ -17,7 +17,7 @@ MACHINE = {"memory": "256M", "memcg_limit": "12M"}
 
 
 class Fifo:
-    """cache_ext's fifo.bpf.c, as crates/foliosim/src/policy/fifo.rs."""
+    """cache_ext's fifo.bpf.c, as crates/foliosim/src/policy/fifo_mru.rs."""
 
     def init(self, cx):
         self.list = cx.list_create()

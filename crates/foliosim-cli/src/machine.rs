@@ -83,20 +83,20 @@ pub(crate) struct MachineArgs {
     pub(crate) kernel: Option<String>,
     /// Large page-cache folios for the workload's files: on or off
     /// (default: as --kernel says, off without it).
-    #[arg(long)]
-    pub(crate) large_folios: Option<String>,
+    #[arg(long, value_parser = on_off)]
+    pub(crate) large_folios: Option<bool>,
     /// fio's own memory: on charges each fio job's process image and I/O
     /// buffers (about 8 MiB for the first job) to its memcg, as the real
     /// fio's are; off (the default) gives fio's jobs no memory of their own.
-    #[arg(long)]
-    pub(crate) fio_memory: Option<String>,
+    #[arg(long, value_parser = on_off)]
+    pub(crate) fio_memory: Option<bool>,
     /// Scenario processes' own memory: on charges each process's image
     /// and heap (132 pages) and each thread's stack and I/O buffer (4
     /// pages and its largest read or write block) to its memcg, as
     /// measured for the oracle's executor; off (the default) gives a
     /// process only the mappings its steps make.
-    #[arg(long)]
-    pub(crate) process_memory: Option<String>,
+    #[arg(long, value_parser = on_off)]
+    pub(crate) process_memory: Option<bool>,
     /// CPUs the scenario's tasks share: threads are dealt to them in turn
     /// (as the oracle pins its real tasks) and wait while another task
     /// has theirs. Default: every thread has a CPU of its own.
@@ -173,12 +173,12 @@ pub(crate) fn parse_device(spec: &str) -> Result<DeviceProfile, String> {
     Ok(d)
 }
 
-/// An on/off machine option: absent is off.
-pub(crate) fn on_off(flag: &str, v: Option<&str>) -> Result<bool, String> {
+/// An on/off machine option's value.
+fn on_off(v: &str) -> Result<bool, String> {
     match v {
-        None | Some("off") => Ok(false),
-        Some("on") => Ok(true),
-        Some(v) => Err(format!("{flag}: '{v}' is not on or off")),
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{v}' is not on or off")),
     }
 }
 
@@ -220,17 +220,17 @@ impl MachineArgs {
             Some("btrfs") => false,
             _ => k.ext4_large_folios(),
         };
-        mm.large_folios = match self.large_folios.as_deref() {
-            None => mm.kernel.is_some_and(fs_large),
-            v => on_off("--large-folios", v)?,
-        };
+        mm.large_folios = self
+            .large_folios
+            .unwrap_or_else(|| mm.kernel.is_some_and(fs_large));
         if let Some(v) = self.tmpfs_huge.as_deref() {
             mm.tmpfs_huge = foliosim::mm::TmpfsHuge::parse(v).ok_or_else(|| {
                 format!("--tmpfs-huge: '{v}' is not never, always, within_size or advise")
             })?;
         }
-        mm.fio_process_memory = on_off("--fio-memory", self.fio_memory.as_deref())?;
-        mm.process_memory = on_off("--process-memory", self.process_memory.as_deref())?;
+        // Absent is off.
+        mm.fio_process_memory = self.fio_memory.unwrap_or(false);
+        mm.process_memory = self.process_memory.unwrap_or(false);
         mm.nr_cpus = self.cpus.unwrap_or(0);
         let mut variants = mm.kernel.map_or_else(Variants::newest, |k| k.variants());
         for v in &self.variant {

@@ -21,7 +21,7 @@ mod workload;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use foliosim::sim::RunReport;
 
 pub(crate) use machine::{parse_device, parse_memcg_limit, MachineArgs};
@@ -211,9 +211,19 @@ fn parse_workload(argv: &[String]) -> Result<Cmd, String> {
     }
 }
 
+/// The command line as the binary parses it. clap renders fio's help
+/// from its free-form arguments alone; `foliosim help fio` prints what
+/// `foliosim fio --help` does, the machine options with them.
+fn binary_command() -> clap::Command {
+    Cli::command().mut_subcommand("fio", |c| c.override_help(machine::fio_help()))
+}
+
 /// The binary's entry point.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = binary_command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -264,6 +274,14 @@ pub(crate) fn clap_error_line(e: &clap::Error) -> String {
     let invalid = ctx(ContextKind::InvalidArg).or_else(|| ctx(ContextKind::InvalidSubcommand));
     let suggested =
         ctx(ContextKind::SuggestedArg).or_else(|| ctx(ContextKind::SuggestedSubcommand));
+    if e.kind() == ErrorKind::ValueValidation {
+        // "--large-folios: 'maybe' is not on or off", as the options
+        // checked after parsing word it.
+        if let (Some(arg), Some(why)) = (&invalid, std::error::Error::source(e)) {
+            let flag = arg.split(' ').next().unwrap_or(arg);
+            return foliosim_workload::units::one_line(&format!("{flag}: {why}")).into_owned();
+        }
+    }
     let what = match e.kind() {
         ErrorKind::UnknownArgument => "unknown foliosim option",
         ErrorKind::InvalidSubcommand => "unknown foliosim command",

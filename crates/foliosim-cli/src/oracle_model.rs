@@ -241,7 +241,7 @@ fn oracle_scenario(
             .is_ok()
             .then(|| host.kernel_release.clone()),
         // Each real process is the oracle's executor, charged to its group.
-        process_memory: Some("on".into()),
+        process_memory: Some(true),
         // Its tasks are pinned to the host's CPUs in turn.
         cpus: host.cpus,
         ..MachineArgs::default()

@@ -140,7 +140,7 @@ fn lru_gen_sysctls_select_and_configure_mglru() {
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["lru"], "Mglru");
+    assert_eq!(v["lru"], "mglru");
     assert!(v["lru_gen"].is_object(), "the lru_gen view is printed");
     let (code, out, _) = foliosim(&[
         "fio",
@@ -153,7 +153,7 @@ fn lru_gen_sysctls_select_and_configure_mglru() {
     ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["lru"], "Classic");
+    assert_eq!(v["lru"], "classic");
     let (code, _, err) = foliosim(&[
         "fio",
         "--name=x",
@@ -709,11 +709,13 @@ fn a_mistyped_command_or_variant_gets_a_suggestion() {
 
 #[test]
 fn every_commands_help_lists_its_options() {
-    // fio's help, before or after its job file, lists the machine options.
+    // fio's help, before or after its job file or through `help`, lists
+    // the machine options.
     for args in [
         vec!["fio", "--help"],
         vec!["fio", "job.fio", "--help"],
         vec!["fio", "-h"],
+        vec!["help", "fio"],
     ] {
         let (code, out, err) = foliosim(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
@@ -727,6 +729,7 @@ fn every_commands_help_lists_its_options() {
             assert!(out.contains(o), "{args:?} lacks {o}: {out}");
         }
     }
+    assert_eq!(foliosim(&["help", "fio"]).1, foliosim(&["fio", "--help"]).1);
     for cmd in [
         "run",
         "mmap-probe",

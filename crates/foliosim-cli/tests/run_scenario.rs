@@ -88,11 +88,11 @@ fn the_command_line_overrides_the_scenarios_machine() {
     assert_eq!(v["vmstat"]["pswpout"], 0);
     // The scenario gives no lru: the default, unless the command line
     // names one.
-    assert_eq!(v["lru"], "Classic");
+    assert_eq!(v["lru"], "classic");
     let (code, out, err) = foliosim(&["run", &f, "--json", "--lru", "mglru"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["lru"], "Mglru");
+    assert_eq!(v["lru"], "mglru");
 }
 
 #[test]

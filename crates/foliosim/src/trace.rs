@@ -469,6 +469,25 @@ impl Tracer {
         true
     }
 
+    /// The vmscan counter events: `v` is the record (trace.dat's values),
+    /// which the text prints as `name=value` in the same order, `names`
+    /// as TP_printk() words them; the last value prints as `last` (a
+    /// symbol or flags). Reclaim's priority, printed from the record, is
+    /// never negative (12 down to 0).
+    fn counters(&mut self, names: &str, v: &[u64], last: &str) {
+        if self.dat_fields(v) {
+            return;
+        }
+        let mut names = names.split(' ');
+        let mut r = Ok(());
+        for (x, name) in v[..v.len() - 1].iter().zip(names.by_ref()) {
+            r = r.and_then(|_| write!(self.out, "{name}={x} "));
+        }
+        let name = names.next().expect("a name per value");
+        let r = r.and_then(|_| writeln!(self.out, "{name}={last}"));
+        self.note(r);
+    }
+
     fn note(&mut self, r: io::Result<()>) {
         if let Err(e) = r {
             self.err.get_or_insert(e);
@@ -619,37 +638,21 @@ impl Tracer {
     /// nr_scanned=%lu nr_skipped=%lu nr_taken=%lu lru=%s", 6.18's fields).
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn lru_isolate(
-        &mut self,
-        cx: Ctx,
-        memcg: MemcgId,
-        nr_requested: u64,
-        nr_scanned: u64,
-        nr_skipped: u64,
-        nr_taken: u64,
-        lru: u32,
-    ) {
+    pub fn lru_isolate(&mut self, cx: Ctx, memcg: MemcgId, s: &LruIsolate) {
         if self.begin(Ev::LruIsolate, cx, Some(memcg), None) {
-            // highest_zoneidx (printed as classzone) 2, order 0.
+            // highest_zoneidx (printed as classzone) 2, order 0; one zone,
+            // so nothing is skipped.
             let v = [
                 2,
                 0,
-                nr_requested,
-                nr_scanned,
-                nr_skipped,
-                nr_taken,
-                lru as u64,
+                s.nr_requested,
+                s.nr_scanned,
+                0,
+                s.nr_taken,
+                s.lru as u64,
             ];
-            if self.dat_fields(&v) {
-                return;
-            }
-            let r = writeln!(
-                self.out,
-                "classzone=2 order=0 nr_requested={nr_requested} nr_scanned={nr_scanned} nr_skipped={nr_skipped} nr_taken={nr_taken} lru={}",
-                LRU_NAMES[lru as usize]
-            );
-            self.note(r);
+            let names = "classzone order nr_requested nr_scanned nr_skipped nr_taken lru";
+            self.counters(names, &v, LRU_NAMES[s.lru as usize]);
         }
     }
 
@@ -673,24 +676,8 @@ impl Tracer {
                 s.priority as u64,
                 dat::reclaim_flags(s.file),
             ];
-            if self.dat_fields(&v) {
-                return;
-            }
-            let r = writeln!(
-                self.out,
-                "nid=0 nr_scanned={} nr_reclaimed={} nr_dirty={} nr_writeback={} nr_congested=0 nr_immediate={} nr_activate_anon={} nr_activate_file={} nr_ref_keep={} nr_unmap_fail=0 priority={} flags={}",
-                s.nr_scanned,
-                s.nr_reclaimed,
-                s.nr_dirty,
-                s.nr_writeback,
-                s.nr_immediate,
-                s.nr_activate[0],
-                s.nr_activate[1],
-                s.nr_ref_keep,
-                s.priority,
-                reclaim_flags(s.file)
-            );
-            self.note(r);
+            let names = "nid nr_scanned nr_reclaimed nr_dirty nr_writeback nr_congested nr_immediate nr_activate_anon nr_activate_file nr_ref_keep nr_unmap_fail priority flags";
+            self.counters(names, &v, reclaim_flags(s.file));
         }
     }
 
@@ -698,37 +685,19 @@ impl Tracer {
     /// nr_deactivated=%ld nr_referenced=%ld priority=%d flags=%s").
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn shrink_active(
-        &mut self,
-        cx: Ctx,
-        memcg: MemcgId,
-        nr_taken: u64,
-        nr_active: u64,
-        nr_deactivated: u64,
-        nr_referenced: u64,
-        priority: i32,
-        file: bool,
-    ) {
+    pub fn shrink_active(&mut self, cx: Ctx, memcg: MemcgId, s: &ShrinkActive) {
         if self.begin(Ev::ShrinkActive, cx, Some(memcg), None) {
             let v = [
                 0,
-                nr_taken,
-                nr_active,
-                nr_deactivated,
-                nr_referenced,
-                priority as u64,
-                dat::reclaim_flags(file),
+                s.nr_taken,
+                s.nr_active,
+                s.nr_deactivated,
+                s.nr_referenced,
+                s.priority as u64,
+                dat::reclaim_flags(s.file),
             ];
-            if self.dat_fields(&v) {
-                return;
-            }
-            let r = writeln!(
-                self.out,
-                "nid=0 nr_taken={nr_taken} nr_active={nr_active} nr_deactivated={nr_deactivated} nr_referenced={nr_referenced} priority={priority} flags={}",
-                reclaim_flags(file)
-            );
-            self.note(r);
+            let names = "nid nr_taken nr_active nr_deactivated nr_referenced priority flags";
+            self.counters(names, &v, reclaim_flags(s.file));
         }
     }
 
@@ -948,6 +917,27 @@ impl FolioRec {
         // Anon folios belong to no file: a file filter drops them.
         Some(if self.file { self.mapping } else { u32::MAX })
     }
+}
+
+/// mm_vmscan_lru_isolate's counts.
+#[derive(Clone, Copy)]
+pub struct LruIsolate {
+    pub nr_requested: u64,
+    pub nr_scanned: u64,
+    pub nr_taken: u64,
+    /// enum lru_list (LRU_INACTIVE_ANON...).
+    pub lru: u32,
+}
+
+/// mm_vmscan_lru_shrink_active's counts.
+#[derive(Clone, Copy)]
+pub struct ShrinkActive {
+    pub nr_taken: u64,
+    pub nr_active: u64,
+    pub nr_deactivated: u64,
+    pub nr_referenced: u64,
+    pub priority: i32,
+    pub file: bool,
 }
 
 /// struct reclaim_stat and the rest of mm_vmscan_lru_shrink_inactive.

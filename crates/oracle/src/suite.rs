@@ -1093,6 +1093,14 @@ mod tests {
         kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
 
+    /// A case whose real and model runs give the same counters: each as
+    /// (name, real value, model value).
+    fn ran_each(name: &str, counters: &[(&str, f64, f64)]) -> CaseResult {
+        let real: Vec<_> = counters.iter().map(|&(k, r, _)| (k, r)).collect();
+        let model: Vec<_> = counters.iter().map(|&(k, _, m)| (k, m)).collect();
+        ran(name, &real, &model)
+    }
+
     fn ran(name: &str, real: &[(&str, f64)], model: &[(&str, f64)]) -> CaseResult {
         let runs = vec![m(real), m(real), m(real)];
         let rows = compare(&runs, &m(model));
@@ -1124,27 +1132,20 @@ mod tests {
             ..c
         };
         let cases = vec![
-            ran("cal", &[("io.rbytes", 1000.0)], &[("io.rbytes", 2000.0)]),
-            held(ran(
+            ran_each("cal", &[("io.rbytes", 1000.0, 2000.0)]),
+            held(ran_each(
                 "h1",
                 &[
-                    ("io.rbytes", 1000.0),
-                    ("pgmajfault", 100.0),
-                    ("workingset_refault_file", 0.0),
-                    ("vmstat.pswpout", 400.0),
-                ],
-                &[
-                    ("io.rbytes", 1100.0),
-                    ("pgmajfault", 130.0),
-                    ("workingset_refault_file", 50.0),
-                    ("vmstat.pswpout", 480.0),
+                    ("io.rbytes", 1000.0, 1100.0),
+                    ("pgmajfault", 100.0, 130.0),
+                    ("workingset_refault_file", 0.0, 50.0),
+                    ("vmstat.pswpout", 400.0, 480.0),
                 ],
             )),
             // A scenario: no io.rbytes, so vmstat's pgpgin is its pgpgin.
-            held(ran(
+            held(ran_each(
                 "h2",
-                &[("vmstat.pgpgin", 500.0), ("pgmajfault", 10.0)],
-                &[("vmstat.pgpgin", 520.0), ("pgmajfault", 10.0)],
+                &[("vmstat.pgpgin", 500.0, 520.0), ("pgmajfault", 10.0, 10.0)],
             )),
         ];
         let r = build_report(fake_host(), 3, cases);
@@ -1196,11 +1197,7 @@ mod tests {
             model_error: None,
             rows,
         };
-        let fio = ran(
-            "fio",
-            &[("vmstat.pswpout", 50.0)],
-            &[("vmstat.pswpout", 50.0)],
-        );
+        let fio = ran_each("fio", &[("vmstat.pswpout", 50.0, 50.0)]);
         let r = build_report(fake_host(), 3, vec![fio, scn]);
         let c = r.criteria.iter().find(|c| c.name == "pswpout").unwrap();
         // Medians: 120 against 120.
@@ -1223,24 +1220,21 @@ mod tests {
     fn charge_events_score_a_scenario_on_its_own_cgroups() {
         // The fio case on the oracle's group; the scenario on each of its
         // cgroups, whatever its (parentless) top-level figure says.
-        let fio = ran("fio", &[("pgpgin", 1000.0)], &[("pgpgin", 1100.0)]);
-        let scn_ok = ran(
+        let fio = ran_each("fio", &[("pgpgin", 1000.0, 1100.0)]);
+        let scn_ok = ran_each(
             "scn",
             &[
-                ("pgpgin", 10.0),
-                ("memcg[a].pgpgin", 500.0),
-                ("memcg[b].pgpgin", 0.0),
-            ],
-            &[
-                ("pgpgin", 900.0),
-                ("memcg[a].pgpgin", 520.0),
-                ("memcg[b].pgpgin", 0.0),
+                ("pgpgin", 10.0, 900.0),
+                ("memcg[a].pgpgin", 500.0, 520.0),
+                ("memcg[b].pgpgin", 0.0, 0.0),
             ],
         );
-        let scn_bad = ran(
+        let scn_bad = ran_each(
             "scn2",
-            &[("memcg[a].pgpgin", 500.0), ("memcg[b].pgpgin", 100.0)],
-            &[("memcg[a].pgpgin", 500.0), ("memcg[b].pgpgin", 200.0)],
+            &[
+                ("memcg[a].pgpgin", 500.0, 500.0),
+                ("memcg[b].pgpgin", 100.0, 200.0),
+            ],
         );
         let c = events_criterion(&[fio, scn_ok, scn_bad], "pgpgin");
         assert_eq!(c.considered, ["fio", "scn", "scn2"]);
@@ -1250,18 +1244,22 @@ mod tests {
 
     #[test]
     fn folio_histograms_are_scored_on_the_share_of_folios_misplaced() {
-        let exact = ran(
+        let exact = ran_each(
             "exact",
-            &[("folios.order0", 64.0), ("folios.order6", 2045.0)],
-            &[("folios.order0", 64.0), ("folios.order6", 2045.0)],
+            &[
+                ("folios.order0", 64.0, 64.0),
+                ("folios.order6", 2045.0, 2045.0),
+            ],
         );
         // 300 of 1000 folios in the wrong order: 30%.
-        let off = ran(
+        let off = ran_each(
             "off",
-            &[("folios.order0", 1000.0), ("folios.order5", 0.0)],
-            &[("folios.order0", 700.0), ("folios.order5", 300.0)],
+            &[
+                ("folios.order0", 1000.0, 700.0),
+                ("folios.order5", 0.0, 300.0),
+            ],
         );
-        let none = ran("none", &[("folios.order0", 0.0)], &[("folios.order0", 5.0)]);
+        let none = ran_each("none", &[("folios.order0", 0.0, 5.0)]);
         let c = folio_histogram_criterion(&[exact, off, none]);
         assert_eq!(c.considered, ["exact", "off"], "no real folios: not scored");
         assert_eq!(c.within, ["exact"]);
@@ -1269,13 +1267,9 @@ mod tests {
 
     #[test]
     fn lru_sizes_are_scored_on_ratio_or_within_a_mib() {
-        let big = ran("big", &[("active_file", 100e6)], &[("active_file", 130e6)]);
-        let small = ran(
-            "small",
-            &[("active_file", 143360.0)],
-            &[("active_file", 0.0)],
-        );
-        let close = ran("close", &[("active_file", 100e6)], &[("active_file", 80e6)]);
+        let big = ran_each("big", &[("active_file", 100e6, 130e6)]);
+        let small = ran_each("small", &[("active_file", 143360.0, 0.0)]);
+        let close = ran_each("close", &[("active_file", 100e6, 80e6)]);
         let missing = ran("missing", &[("active_file", 100e6)], &[]);
         let c = size_criterion(&[big, small, close, missing], "active_file");
         assert_eq!(c.within, ["small", "close"], "30% off fails, 35 pages pass");
@@ -1284,18 +1278,16 @@ mod tests {
 
     #[test]
     fn oom_outcome_must_be_right_in_every_scenario_case() {
-        let right = ran(
+        let right = ran_each(
             "oom",
-            &[("killed[hog]", 1.0), ("killed[small]", 0.0)],
-            &[("killed[hog]", 1.0), ("killed[small]", 0.0)],
+            &[("killed[hog]", 1.0, 1.0), ("killed[small]", 0.0, 0.0)],
         );
-        let wrong_victim = ran(
+        let wrong_victim = ran_each(
             "oom2",
-            &[("killed[hog]", 1.0), ("killed[small]", 0.0)],
-            &[("killed[hog]", 0.0), ("killed[small]", 1.0)],
+            &[("killed[hog]", 1.0, 0.0), ("killed[small]", 0.0, 1.0)],
         );
         let no_model = ran("oom3", &[("killed[hog]", 1.0)], &[]);
-        let no_scenario = ran("fio", &[("pgmajfault", 1.0)], &[("pgmajfault", 1.0)]);
+        let no_scenario = ran_each("fio", &[("pgmajfault", 1.0, 1.0)]);
         let c = oom_outcome(&[right.clone(), no_scenario.clone()]);
         assert_eq!(c.considered, ["oom"]);
         assert!(c.pass);
@@ -1309,30 +1301,20 @@ mod tests {
     #[test]
     fn criteria_and_summary() {
         let cases = vec![
-            ran(
+            ran_each(
                 "a",
                 &[
-                    ("io.rbytes", 1000.0),
-                    ("pgmajfault", 100.0),
-                    ("workingset_refault_file", 0.0),
-                ],
-                &[
-                    ("io.rbytes", 1100.0),
-                    ("pgmajfault", 100.0),
-                    ("workingset_refault_file", 0.0),
+                    ("io.rbytes", 1000.0, 1100.0),
+                    ("pgmajfault", 100.0, 100.0),
+                    ("workingset_refault_file", 0.0, 0.0),
                 ],
             ),
-            ran(
+            ran_each(
                 "b",
                 &[
-                    ("io.rbytes", 1000.0),
-                    ("pgmajfault", 100.0),
-                    ("workingset_refault_file", 400.0),
-                ],
-                &[
-                    ("io.rbytes", 1200.0),
-                    ("pgmajfault", 90.0),
-                    ("workingset_refault_file", 480.0),
+                    ("io.rbytes", 1000.0, 1200.0),
+                    ("pgmajfault", 100.0, 90.0),
+                    ("workingset_refault_file", 400.0, 480.0),
                 ],
             ),
             ran(
@@ -1408,19 +1390,13 @@ mod tests {
     fn refaults_are_scored_from_the_group_not_vmstat() {
         // The host's background refaults show in vmstat only: the group's
         // own figures decide.
-        let c = ran(
+        let c = ran_each(
             "scn",
             &[
-                ("workingset_refault_file", 0.0),
-                ("vmstat.workingset_refault_file", 10.0),
-                ("workingset_refault_anon", 1000.0),
-                ("vmstat.workingset_refault_anon", 1500.0),
-            ],
-            &[
-                ("workingset_refault_file", 0.0),
-                ("vmstat.workingset_refault_file", 0.0),
-                ("workingset_refault_anon", 1000.0),
-                ("vmstat.workingset_refault_anon", 1000.0),
+                ("workingset_refault_file", 0.0, 0.0),
+                ("vmstat.workingset_refault_file", 10.0, 0.0),
+                ("workingset_refault_anon", 1000.0, 1000.0),
+                ("vmstat.workingset_refault_anon", 1500.0, 1000.0),
             ],
         );
         let r = build_report(fake_host(), 1, vec![c]);
@@ -1443,11 +1419,7 @@ mod tests {
 
     #[test]
     fn pgpgin_falls_back_to_vmstat_without_io_accounting() {
-        let cases = vec![ran(
-            "a",
-            &[("vmstat.pgpgin", 4096.0)],
-            &[("vmstat.pgpgin", 4096.0)],
-        )];
+        let cases = vec![ran_each("a", &[("vmstat.pgpgin", 4096.0, 4096.0)])];
         let r = build_report(fake_host(), 3, cases);
         assert_eq!(r.criteria[0].counter, "vmstat.pgpgin");
         assert!(r.criteria[0].pass);
@@ -1460,18 +1432,22 @@ mod tests {
 
     #[test]
     fn folio_sizes_are_pages_read_per_charge_event_where_reads_dominate() {
-        let seq = ran(
+        let seq = ran_each(
             "seq",
-            &[("io.rbytes", 131072.0 * 4096.0), ("pgpgin", 4096.0)],
-            &[("io.rbytes", 131072.0 * 4096.0), ("pgpgin", 131072.0)],
+            &[
+                ("io.rbytes", 131072.0 * 4096.0, 131072.0 * 4096.0),
+                ("pgpgin", 4096.0, 131072.0),
+            ],
         );
         // Writes' charges, few reads: no estimate.
-        let write = ran(
+        let write = ran_each(
             "write",
-            &[("io.rbytes", 35.0 * 4096.0), ("pgpgin", 2871.0)],
-            &[("io.rbytes", 0.0), ("pgpgin", 131106.0)],
+            &[
+                ("io.rbytes", 35.0 * 4096.0, 0.0),
+                ("pgpgin", 2871.0, 131106.0),
+            ],
         );
-        let no_io = ran("anon", &[("pgpgin", 10.0)], &[("pgpgin", 10.0)]);
+        let no_io = ran_each("anon", &[("pgpgin", 10.0, 10.0)]);
         let f = folio_sizes(&[seq, write, no_io]);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].case, "seq");
@@ -1480,10 +1456,12 @@ mod tests {
         let md = render_markdown(&build_report(
             fake_host(),
             3,
-            vec![ran(
+            vec![ran_each(
                 "seq",
-                &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 512.0)],
-                &[("io.rbytes", 8192.0 * 4096.0), ("pgpgin", 8192.0)],
+                &[
+                    ("io.rbytes", 8192.0 * 4096.0, 8192.0 * 4096.0),
+                    ("pgpgin", 512.0, 8192.0),
+                ],
             )],
         ));
         assert!(md.contains("| seq | 8192 | 512 | 16.00 | 1.00 |"), "{md}");

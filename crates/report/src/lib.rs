@@ -725,7 +725,7 @@ mod tests {
         let mut r = Run {
             label: label.into(),
             kind: "fio".into(),
-            lru: "Mglru".into(),
+            lru: "mglru".into(),
             ..Run::default()
         };
         let mut acc = 0;

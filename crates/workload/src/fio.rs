@@ -727,5 +727,14 @@ mod values;
 use values::*;
 pub use values::{parse_size, parse_time_us};
 
+/// Job `[j]` of `options` (key=value lines), for the unit tests of the
+/// modules that run jobs.
+#[cfg(test)]
+pub(crate) fn test_job(options: &str) -> FioJob {
+    parse_job_str(&format!("[j]\n{options}"), "t.fio")
+        .unwrap()
+        .remove(0)
+}
+
 #[cfg(test)]
 mod tests;

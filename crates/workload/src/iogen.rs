@@ -779,16 +779,10 @@ impl IoGen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fio::parse_job_str;
+    use crate::fio::{parse_job_str, test_job as job};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
     use std::collections::BTreeMap;
-
-    fn job(text: &str) -> FioJob {
-        parse_job_str(&format!("[j]\n{text}"), "t.fio")
-            .unwrap()
-            .remove(0)
-    }
 
     fn all(j: &FioJob, max: usize) -> Vec<Io> {
         let mut g = IoGen::new(j, 1);

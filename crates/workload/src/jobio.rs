@@ -647,13 +647,7 @@ impl JobIo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fio::parse_job_str;
-
-    fn job(text: &str) -> FioJob {
-        parse_job_str(&format!("[j]\n{text}"), "t.fio")
-            .unwrap()
-            .remove(0)
-    }
+    use crate::fio::test_job as job;
 
     fn ops(j: &FioJob, max: usize) -> Vec<Op> {
         let mut g = JobIo::new(j, 1);
@@ -663,6 +657,16 @@ mod tests {
             assert!(v.len() <= max, "runaway job");
         }
         v
+    }
+
+    /// The offsets of the I/Os of `kind`, in issue order.
+    fn offsets(v: &[Op], kind: IoKind) -> Vec<u64> {
+        v.iter()
+            .filter_map(|o| match o {
+                Op::Io { io, kind: k, .. } if *k == kind => Some(io.offset),
+                _ => None,
+            })
+            .collect()
     }
 
     fn io_files(v: &[Op]) -> Vec<usize> {
@@ -864,42 +868,11 @@ mod tests {
     fn random_verify_keeps_issue_order_sequential_is_sorted() {
         let j = job("size=64k\nrw=randwrite\nverify=md5\n");
         let v = ops(&j, 1000);
-        let w: Vec<u64> = v
-            .iter()
-            .filter_map(|o| match o {
-                Op::Io {
-                    io,
-                    kind: IoKind::Job,
-                    ..
-                } => Some(io.offset),
-                _ => None,
-            })
-            .collect();
-        let r: Vec<u64> = v
-            .iter()
-            .filter_map(|o| match o {
-                Op::Io {
-                    io,
-                    kind: IoKind::Verify,
-                    ..
-                } => Some(io.offset),
-                _ => None,
-            })
-            .collect();
+        let w = offsets(&v, IoKind::Job);
+        let r = offsets(&v, IoKind::Verify);
         assert_eq!(w, r, "random map: the list keeps issue order");
         let j = job("size=64k\nrw=randwrite\nverify=md5\nnorandommap\n");
-        let v = ops(&j, 1000);
-        let r: Vec<u64> = v
-            .iter()
-            .filter_map(|o| match o {
-                Op::Io {
-                    io,
-                    kind: IoKind::Verify,
-                    ..
-                } => Some(io.offset),
-                _ => None,
-            })
-            .collect();
+        let r = offsets(&ops(&j, 1000), IoKind::Verify);
         assert!(
             r.windows(2).all(|w| w[0] < w[1]),
             "sorted, rewrites once: {r:?}"

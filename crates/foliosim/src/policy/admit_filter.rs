@@ -3,7 +3,7 @@
 //! bytes, bypass the page cache, so a backup or scan job does not flush
 //! the cache of the others. Without keys nothing is bypassed.
 
-use super::fifo::Fifo;
+use super::fifo_mru::OneList;
 use crate::mm::cache_ext::{AdmissionCtx, CacheExtCtx, CacheExtOps, EvictionCtx};
 use crate::mm::folio::FolioId;
 use crate::mm::PAGE_SIZE;
@@ -11,7 +11,7 @@ use crate::mm::PAGE_SIZE;
 pub struct AdmitFilter {
     comm: Option<String>,
     max_bytes: Option<u64>,
-    evict: Fifo,
+    evict: OneList,
 }
 
 impl AdmitFilter {
@@ -19,7 +19,7 @@ impl AdmitFilter {
         AdmitFilter {
             comm,
             max_bytes,
-            evict: Fifo::default(),
+            evict: OneList::fifo(),
         }
     }
 }

@@ -1,20 +1,20 @@
 //! Page-cache policies for cache_ext ([`crate::mm::cache_ext`]): user
 //! programs (cache_ext's BPF policies), so they live outside `mm`. One
-//! file per policy, written from the behaviour of cache_ext's published
-//! policies (cache-ext/cache_ext, policies/*.bpf.c).
+//! file per policy (FIFO and MRU share one), written from the behaviour
+//! of cache_ext's published policies (cache-ext/cache_ext,
+//! policies/*.bpf.c).
 //!
 //! A policy is selected by a spec `NAME[:key=val,...]`; `default` means no
 //! policy (the kernel's LRU alone).
 
 pub mod admit_filter;
-pub mod fifo;
+pub mod fifo_mru;
 pub mod get_scan;
 pub mod lfu;
 pub mod lhd;
 pub mod lhd_model;
 pub mod mglru_bpf;
 pub mod mglru_bpf_model;
-pub mod mru;
 pub mod s3fifo;
 
 use crate::mm::cache_ext::CacheExtOps;
@@ -211,8 +211,8 @@ impl PolicySpec {
         }
         Ok(Some(match self.name.as_str() {
             "default" => return Ok(None),
-            "fifo" => Box::new(fifo::Fifo::default()),
-            "mru" => Box::new(mru::Mru::default()),
+            "fifo" => Box::new(fifo_mru::OneList::fifo()),
+            "mru" => Box::new(fifo_mru::OneList::mru()),
             "lfu" => {
                 let n = self.get_u64("sample", 20)?;
                 // list_sample takes at most 2048 folios for 32 candidates.
@@ -312,7 +312,7 @@ mod tests {
             "t_reg",
             std::sync::Arc::new(move || {
                 b.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(Box::new(fifo::Fifo::default()) as Box<dyn CacheExtOps>)
+                Ok(Box::new(fifo_mru::OneList::fifo()) as Box<dyn CacheExtOps>)
             }),
         )
         .unwrap();

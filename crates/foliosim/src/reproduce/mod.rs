@@ -105,25 +105,9 @@ fn mmap_miss_setup(
 ) -> (SimConfig, ProbeSpec) {
     let mut variants = Variants::newest();
     variants.apply(variant).expect("matrix variants are valid");
-    let cfg = SimConfig {
-        mm: MmConfig {
-            ram_bytes: 8 << 30,
-            read_ahead_kb: 8192,
-            variants,
-            // The seed's guest: its 7.0-era mm-new kernel on ext4, which
-            // holds large folios (the sequential cells' async windows use
-            // them; read-around is order 0). Order-0 folios give the same
-            // pgpgin to 0.01% (docs/large_folios.md).
-            kernel: Some(crate::mm::KernelRelease::MmNew),
-            large_folios: true,
-            ..MmConfig::default()
-        },
-        lru,
-        memcg_limit: None,
-        seed,
-        timeline: false,
-        lru_gen_sysctl: Vec::new(),
-    };
+    // Large folios: the sequential cells' async windows use them;
+    // order-0 folios give the same pgpgin to 0.01%.
+    let cfg = seed_guest(8192, variants, lru, seed);
     let spec = ProbeSpec {
         file_size: file_gib << 30,
         pattern: pattern
@@ -133,6 +117,25 @@ fn mmap_miss_setup(
         seed,
     };
     (cfg, spec)
+}
+
+/// The guest of seeds 000 and 002: 8 GiB on the seeds' 7.0-era mm-new
+/// kernel, the files on ext4, which holds large folios there
+/// (docs/large_folios.md).
+fn seed_guest(read_ahead_kb: u64, variants: Variants, lru: LruKind, seed: u64) -> SimConfig {
+    SimConfig {
+        mm: MmConfig {
+            ram_bytes: 8 << 30,
+            read_ahead_kb,
+            variants,
+            kernel: Some(crate::mm::KernelRelease::MmNew),
+            large_folios: true,
+            ..MmConfig::default()
+        },
+        lru,
+        seed,
+        ..SimConfig::default()
+    }
 }
 
 fn mmap_miss_row(file_gib: u64, pattern: &str, variant: &str, r: &RunReport) -> MmapMissRow {
@@ -331,26 +334,43 @@ pub fn mmap_miss_matrix_of(
         .collect()
 }
 
+/// One line of a fixed-width text table: each cell padded to its
+/// column's width, left-aligned where the width is negative (`{:<w}`),
+/// one space apart.
+fn table_line<S: AsRef<str>>(s: &mut String, widths: &[i32], cells: &[S]) {
+    use std::fmt::Write;
+    for (i, (&w, c)) in widths.iter().zip(cells).enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let (c, n) = (c.as_ref(), w.unsigned_abs() as usize);
+        let _ = if w < 0 {
+            write!(s, "{c:<n$}")
+        } else {
+            write!(s, "{c:>n$}")
+        };
+    }
+    s.push('\n');
+}
+
+/// The headings line of a table: `headings` separated by '|'.
+fn table_header(s: &mut String, widths: &[i32], headings: &str) {
+    table_line(s, widths, &headings.split('|').collect::<Vec<_>>());
+}
+
+/// A value the seed may not give, "-" where it does not.
+fn or_dash(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".into())
+}
+
 /// The matrix as a table: the counters beside the seed's, the times on
 /// the reference machine's profile.
 pub fn render_mmap_miss(rows: &[MmapMissRow]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "seed 002 mmap_miss: 8 GiB RAM, read_ahead_kb=8192, cold cache, 1% of pages touched through mmap");
-    let _ = writeln!(
-        s,
-        "{:>4} {:<11} {:<9} {:>12} {:>12} {:>8} {:>10} {:>14} {:>10} {:>14}",
-        "GiB",
-        "pattern",
-        "variant",
-        "pgpgin GiB",
-        "seed GiB",
-        "err %",
-        "elapsed s*",
-        "seed s (own)**",
-        "majfault",
-        "ra unused evict"
-    );
+    let widths = [4, -11, -9, 12, 12, 8, 10, 14, 10, 14];
+    table_header(&mut s, &widths, "GiB|pattern|variant|pgpgin GiB|seed GiB|err %|elapsed s*|seed s (own)**|majfault|ra unused evict");
     for r in rows {
         let (seed, err) = match r.seed_pgpgin_gib {
             Some(sv) => (
@@ -359,22 +379,19 @@ pub fn render_mmap_miss(rows: &[MmapMissRow]) -> String {
             ),
             None => ("-".into(), "-".into()),
         };
-        let _ = writeln!(
-            s,
-            "{:>4} {:<11} {:<9} {:>12.3} {:>12} {:>8} {:>10.3} {:>14} {:>10} {:>14}",
-            r.file_gib,
-            r.pattern,
-            r.variant,
-            r.pgpgin_gib,
+        let cells = [
+            r.file_gib.to_string(),
+            r.pattern.clone(),
+            r.variant.clone(),
+            format!("{:.3}", r.pgpgin_gib),
             seed,
             err,
-            r.elapsed_s,
-            r.seed_own_machine_elapsed_s
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or_else(|| "-".into()),
-            r.pgmajfault,
-            r.ra_unused_evicted
-        );
+            format!("{:.3}", r.elapsed_s),
+            or_dash(r.seed_own_machine_elapsed_s.map(|v| format!("{v:.3}"))),
+            r.pgmajfault.to_string(),
+            r.ra_unused_evicted.to_string(),
+        ];
+        table_line(&mut s, &widths, &cells);
     }
     let _ = writeln!(s, "* {}", timing_basis());
     let _ = writeln!(
@@ -446,24 +463,13 @@ pub fn strided_mmap_cell_with(
     let mut variants = Variants::newest();
     variants.apply(variant).expect("valid variant");
     variants.apply(ptes).expect("valid ptes");
+    // The seed does not give its file system: taken as ext4. Its strided
+    // faults read around in order-0 windows: order-0 folios give the
+    // same table.
     let cfg = SimConfig {
-        mm: MmConfig {
-            ram_bytes: 8 << 30,
-            read_ahead_kb: 128,
-            variants,
-            // The seed's 7.0-era kernel; its file system is not given:
-            // taken as ext4, with large folios. The strided faults read
-            // around in order-0 windows: order-0 folios give the same
-            // table (docs/large_folios.md).
-            kernel: Some(crate::mm::KernelRelease::MmNew),
-            large_folios: true,
-            ..MmConfig::default()
-        },
-        lru,
         memcg_limit: Some(400 << 20),
-        seed,
         timeline: true,
-        lru_gen_sysctl: Vec::new(),
+        ..seed_guest(128, variants, lru, seed)
     };
     let traced = trace.is_some();
     if let Some(t) = trace {
@@ -495,7 +501,7 @@ pub fn strided_mmap_cell_with(
         _ => (None, None),
     };
     StridedRow {
-        lru: format!("{lru:?}").to_lowercase(),
+        lru: lru.name().to_string(),
         variant: if lru == LruKind::Classic {
             "-".into()
         } else {
@@ -540,45 +546,24 @@ pub fn render_strided(rows: &[StridedRow]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "seed 000 strided mmap: 600M file, 400M memcg, fio 4K every 64K via mmap; refaults between second 30 and 90");
-    let _ = writeln!(
-        s,
-        "{:<8} {:<17} {:<6} {:>12} {:>12} {:>11} {:>11} {:>10} {:>16} {:>15} {:>10} {:>12}",
-        "lru",
-        "variant",
-        "ptes",
-        "refaults",
-        "seed",
-        "refault/MiB",
-        "seed",
-        "MiB/s*",
-        "seed MiB/s (own)**",
-        "ra unused evict",
-        "majfault",
-        "nodereclaim"
-    );
+    let widths = [-8, -17, -6, 12, 12, 11, 11, 10, 16, 15, 10, 12];
+    table_header(&mut s, &widths, "lru|variant|ptes|refaults|seed|refault/MiB|seed|MiB/s*|seed MiB/s (own)**|ra unused evict|majfault|nodereclaim");
     for r in rows {
-        let _ = writeln!(
-            s,
-            "{:<8} {:<17} {:<6} {:>12} {:>12} {:>11.1} {:>11} {:>10.1} {:>16} {:>15} {:>10} {:>12}",
-            r.lru,
-            r.variant,
-            r.ptes,
-            r.refaults,
-            r.seed_refaults
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "-".into()),
-            r.refaults_per_mib,
-            r.seed_refaults_per_mib
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or_else(|| "-".into()),
-            r.bw_mib_s,
-            r.seed_own_machine_bw_mib_s
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or_else(|| "-".into()),
-            r.ra_unused_evicted,
-            r.pgmajfault,
-            r.workingset_nodereclaim
-        );
+        let cells = [
+            r.lru.clone(),
+            r.variant.clone(),
+            r.ptes.clone(),
+            r.refaults.to_string(),
+            or_dash(r.seed_refaults.map(|v| v.to_string())),
+            format!("{:.1}", r.refaults_per_mib),
+            or_dash(r.seed_refaults_per_mib.map(|v| format!("{v:.1}"))),
+            format!("{:.1}", r.bw_mib_s),
+            or_dash(r.seed_own_machine_bw_mib_s.map(|v| format!("{v:.1}"))),
+            r.ra_unused_evicted.to_string(),
+            r.pgmajfault.to_string(),
+            r.workingset_nodereclaim.to_string(),
+        ];
+        table_line(&mut s, &widths, &cells);
     }
     let _ = writeln!(s, "refaults count only pages whose shadow entry survived: under MGLRU a memcg's shadow nodes are reclaimed early (nodereclaim), so thrashing shows in majfault and MiB/s");
     let _ = writeln!(s, "* {}; the window is 60 simulated seconds, so refaults, majfault and ra unused evict scale with that machine's speed too: refault/MiB (per MiB fio read in the window) is the mechanism's rate, the seed's from its own refaults and MiB/s", timing_basis());

@@ -21,8 +21,9 @@ use crate::mm::{Kernel, MmConfig, PAGE_SHIFT, PAGE_SIZE};
 mod aio;
 mod fio;
 
-/// Which reclaim policy runs.
+/// Which reclaim policy runs. JSON spells it as `--lru` takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LruKind {
     Classic,
     Mglru,

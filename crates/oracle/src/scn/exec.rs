@@ -33,15 +33,36 @@ fn dotted<T: ToString>(v: &[T]) -> String {
         .join(".")
 }
 
-/// What a child is told on its command line.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChildArgs {
+/// Where a scenario run's things live in scratch, the same for every
+/// process of the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScratchPaths {
+    /// The scenario, as JSON.
     pub spec: PathBuf,
-    pub process: usize,
-    pub instance: u32,
+    /// The barrier server's socket.
     pub sock: PathBuf,
+    /// The directories of the disk and the tmpfs files.
     pub files: PathBuf,
     pub tmpfs: PathBuf,
+}
+
+impl ScratchPaths {
+    pub fn under(base: &Path) -> ScratchPaths {
+        ScratchPaths {
+            spec: base.join("scenario.json"),
+            sock: base.join("barrier.sock"),
+            files: base.join("files"),
+            tmpfs: base.join("tmpfs"),
+        }
+    }
+}
+
+/// What a child is told on its command line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChildArgs {
+    pub paths: ScratchPaths,
+    pub process: usize,
+    pub instance: u32,
     /// A forked worker: thread index, then step indices through loops and
     /// forks down to the Fork step whose steps it runs.
     pub fork: Vec<usize>,
@@ -61,19 +82,20 @@ pub struct ChildArgs {
 
 impl ChildArgs {
     pub fn to_args(&self) -> Vec<String> {
+        let p = &self.paths;
         let mut v = vec![
             "--spec".into(),
-            self.spec.display().to_string(),
+            p.spec.display().to_string(),
             "--process".into(),
             self.process.to_string(),
             "--instance".into(),
             self.instance.to_string(),
             "--sock".into(),
-            self.sock.display().to_string(),
+            p.sock.display().to_string(),
             "--files".into(),
-            self.files.display().to_string(),
+            p.files.display().to_string(),
             "--tmpfs".into(),
-            self.tmpfs.display().to_string(),
+            p.tmpfs.display().to_string(),
         ];
         if let Some(fd) = self.start_fd {
             v.push("--start-fd".into());
@@ -95,19 +117,7 @@ impl ChildArgs {
     }
 
     pub fn parse(args: &[String]) -> Result<ChildArgs, String> {
-        let mut a = ChildArgs {
-            spec: PathBuf::new(),
-            process: 0,
-            instance: 0,
-            sock: PathBuf::new(),
-            files: PathBuf::new(),
-            tmpfs: PathBuf::new(),
-            fork: vec![],
-            ident: vec![],
-            start_fd: None,
-            cpu: None,
-            cpus: vec![],
-        };
+        let mut a = ChildArgs::default();
         let mut it = args.iter();
         while let Some(k) = it.next() {
             let v = it
@@ -118,12 +128,12 @@ impl ChildArgs {
                     .map_err(|_| format!("__scenario-proc: {k}: bad number '{v}'"))
             };
             match k.as_str() {
-                "--spec" => a.spec = v.into(),
+                "--spec" => a.paths.spec = v.into(),
                 "--process" => a.process = num(v)?,
                 "--instance" => a.instance = num(v)? as u32,
-                "--sock" => a.sock = v.into(),
-                "--files" => a.files = v.into(),
-                "--tmpfs" => a.tmpfs = v.into(),
+                "--sock" => a.paths.sock = v.into(),
+                "--files" => a.paths.files = v.into(),
+                "--tmpfs" => a.paths.tmpfs = v.into(),
                 "--fork" => a.fork = v.split('.').map(num).collect::<Result<_, _>>()?,
                 "--start-fd" => a.start_fd = Some(num(v)? as i32),
                 "--cpu" => a.cpu = Some(num(v)?),
@@ -137,7 +147,7 @@ impl ChildArgs {
                 _ => return Err(format!("__scenario-proc: unknown option {k}")),
             }
         }
-        if a.spec.as_os_str().is_empty() || a.sock.as_os_str().is_empty() {
+        if a.paths.spec.as_os_str().is_empty() || a.paths.sock.as_os_str().is_empty() {
             return Err("__scenario-proc: --spec and --sock are required".into());
         }
         Ok(a)
@@ -317,7 +327,7 @@ fn report_name(sc: &Scenario, a: &ChildArgs) -> String {
 /// counters are read anyway.
 fn report_done(p: &Proc, start_ns: u64) {
     let end = monotonic_ns();
-    let Ok(mut s) = UnixStream::connect(&p.args.sock) else {
+    let Ok(mut s) = UnixStream::connect(&p.args.paths.sock) else {
         return;
     };
     let (misses, miss_ns) = read_miss_summary(&mut p.read_misses.lock().unwrap());
@@ -382,10 +392,10 @@ enum Flow {
 /// Entry point of `foliosim oracle __scenario-proc ARGS`.
 pub fn child_main(args: &[String]) -> Result<(), String> {
     let a = ChildArgs::parse(args)?;
-    let text =
-        std::fs::read_to_string(&a.spec).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+    let text = std::fs::read_to_string(&a.paths.spec)
+        .map_err(|e| format!("{}: {e}", a.paths.spec.display()))?;
     let sc: Scenario =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.spec.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.paths.spec.display()))?;
     let proc_ = sc
         .processes
         .get(a.process)
@@ -601,7 +611,7 @@ fn append_cursor(
     if let Some(c) = m.get(name) {
         return Ok(c);
     }
-    let path = append_dir(&t.p.args.spec)?.join(name);
+    let path = append_dir(&t.p.args.paths.spec)?.join(name);
     let f = OpenOptions::new()
         .read(true)
         .write(true)
@@ -648,8 +658,8 @@ fn file_path(t: &ThreadCtx, name: &str) -> Result<(PathBuf, u64), String> {
             .find(|f| f.name == name)
             .ok_or_else(|| format!("no [[file]] named '{name}'"))?;
     let dir = match f.fs {
-        FileFs::Disk => &t.p.args.files,
-        FileFs::Tmpfs => &t.p.args.tmpfs,
+        FileFs::Disk => &t.p.args.paths.files,
+        FileFs::Tmpfs => &t.p.args.paths.tmpfs,
     };
     Ok((dir.join(&f.name), f.size))
 }
@@ -734,7 +744,7 @@ fn fadvice(a: Advice) -> libc::c_int {
 
 fn barrier(t: &mut ThreadCtx, name: &str) -> Result<(), String> {
     if t.sock.is_none() {
-        let s = UnixStream::connect(&t.p.args.sock)
+        let s = UnixStream::connect(&t.p.args.paths.sock)
             .map_err(|e| format!("barrier {name}: connecting to the oracle: {e}"))?;
         let r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
         t.sock = Some((s, r));
@@ -1080,7 +1090,7 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join(name), vec![0x5au8; size as usize]).unwrap();
         let mut p = test_proc("x");
-        p.args.files = d.clone();
+        p.args.paths.files = d.clone();
         p.sc.files.push(foliosim_workload::scenario::FileSpec {
             name: name.into(),
             line: 1,
@@ -1313,12 +1323,14 @@ mod tests {
     #[test]
     fn child_args_round_trip() {
         let a = ChildArgs {
-            spec: "/s/x.json".into(),
+            paths: ScratchPaths {
+                spec: "/s/x.json".into(),
+                sock: "/s/sock".into(),
+                files: "/s/files".into(),
+                tmpfs: "/s/tmpfs".into(),
+            },
             process: 2,
             instance: 3,
-            sock: "/s/sock".into(),
-            files: "/s/files".into(),
-            tmpfs: "/s/tmpfs".into(),
             fork: vec![0, 4, 1],
             ident: vec![1, 0, 0, 0, 12, 0, 1],
             start_fd: Some(7),

@@ -721,15 +721,12 @@ impl Drop for Barriers {
 /// Where a scenario's things live in scratch.
 struct Layout {
     base: PathBuf,
-    files: PathBuf,
-    tmpfs: PathBuf,
-    spec: PathBuf,
-    sock: PathBuf,
+    paths: exec::ScratchPaths,
 }
 
 fn lay_out_files(sc: &Scenario, l: &Layout) -> Result<(), String> {
     // Every run's `append` writes start at the files' beginning.
-    let ad = exec::append_dir(&l.spec)?;
+    let ad = exec::append_dir(&l.paths.spec)?;
     fs::create_dir_all(&ad).map_err(|e| format!("{}: {e}", ad.display()))?;
     for f in &sc.files {
         let p = ad.join(&f.name);
@@ -738,8 +735,8 @@ fn lay_out_files(sc: &Scenario, l: &Layout) -> Result<(), String> {
     }
     for f in &sc.files {
         let (dir, fresh) = match f.fs {
-            FileFs::Disk => (&l.files, !f.prefill),
-            FileFs::Tmpfs => (&l.tmpfs, true),
+            FileFs::Disk => (&l.paths.files, !f.prefill),
+            FileFs::Tmpfs => (&l.paths.tmpfs, true),
         };
         let p = dir.join(&f.name);
         if fresh {
@@ -776,19 +773,16 @@ pub fn run_real(
         .clone();
     let base = scratch.dir.join(format!("scn-{}", std::process::id()));
     let l = Layout {
-        files: base.join("files"),
-        tmpfs: base.join("tmpfs"),
-        spec: base.join("scenario.json"),
-        sock: base.join("barrier.sock"),
+        paths: exec::ScratchPaths::under(&base),
         base,
     };
     scratch.track(l.base.clone())?;
-    fs::create_dir_all(&l.files).map_err(|e| format!("{}: {e}", l.files.display()))?;
+    fs::create_dir_all(&l.paths.files).map_err(|e| format!("{}: {e}", l.paths.files.display()))?;
     fs::write(
-        &l.spec,
+        &l.paths.spec,
         serde_json::to_string(sc).map_err(|e| e.to_string())?,
     )
-    .map_err(|e| format!("{}: {e}", l.spec.display()))?;
+    .map_err(|e| format!("{}: {e}", l.paths.spec.display()))?;
     // Guards, dropped in reverse: tmpfs, sysctls, read-ahead, swap.
     let tmpfs_bytes: u64 = sc
         .files
@@ -798,7 +792,7 @@ pub fn run_real(
         .sum();
     let _tmpfs = if tmpfs_bytes > 0 {
         Some(ScratchMount::tmpfs(
-            &l.tmpfs,
+            &l.paths.tmpfs,
             tmpfs_bytes + (16 << 20),
             sc.machine.tmpfs_huge.as_deref(),
         )?)
@@ -870,7 +864,7 @@ pub fn run_real(
         } else {
             None
         };
-        let bar = Barriers::start(&l.sock, parties.clone())?;
+        let bar = Barriers::start(&l.paths.sock, parties.clone())?;
         let t0 = Instant::now();
         let before = read_vmstat()?;
         // Run i of n aims at the phase in the middle of the i-th n-th of
@@ -893,7 +887,7 @@ pub fn run_real(
         g.read(&mut m)?;
         // tmpfs pages stay charged to the group until their file goes.
         for f in sc.files.iter().filter(|f| f.fs == FileFs::Tmpfs) {
-            let _ = fs::remove_file(l.tmpfs.join(&f.name));
+            let _ = fs::remove_file(l.paths.tmpfs.join(&f.name));
         }
         drop(g);
         m.extend(crate::cgroup::vmstat_delta(&before, &after));
@@ -983,12 +977,9 @@ fn run_instances(
             let cpu = exec::cpu_for(&cpus, last, nth);
             nth += 1;
             let a = exec::ChildArgs {
-                spec: l.spec.clone(),
+                paths: l.paths.clone(),
                 process: pi,
                 instance: k,
-                sock: l.sock.clone(),
-                files: l.files.clone(),
-                tmpfs: l.tmpfs.clone(),
                 fork: vec![],
                 ident: vec![],
                 start_fd: Some(gate.read),

@@ -994,6 +994,41 @@ fn think(cx: &Cx, t: &mut Tbl) -> Result<u64, ParseError> {
     }
 }
 
+/// madvise(2) and posix_fadvise(2) advice by name, in the order errors
+/// list them.
+const MADVICE: &[(&str, Madvice)] = &[
+    ("normal", Madvice::Normal),
+    ("sequential", Madvice::Sequential),
+    ("random", Madvice::Random),
+    ("willneed", Madvice::Willneed),
+    ("dontneed", Madvice::Dontneed),
+    ("cold", Madvice::Cold),
+    ("pageout", Madvice::Pageout),
+];
+const FADVICE: &[(&str, Advice)] = &[
+    ("normal", Advice::Normal),
+    ("sequential", Advice::Sequential),
+    ("random", Advice::Random),
+    ("willneed", Advice::Willneed),
+    ("dontneed", Advice::Dontneed),
+    ("noreuse", Advice::Noreuse),
+];
+
+/// The `advice` of a `call` step (madvise, fadvise): one of `names`, in
+/// any case, with or without MADV_ / POSIX_FADV_.
+fn advice<A: Copy>(cx: &Cx, t: &mut Tbl, call: &str, names: &[(&str, A)]) -> Result<A, ParseError> {
+    let (k, v) = t.req(&["advice"])?;
+    let s = advice_word(string(cx, k, v)?);
+    match names.iter().find(|(n, _)| *n == s) {
+        Some(&(_, a)) => Ok(a),
+        None => {
+            let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+            let msg = format!("unknown {call} advice '{s}' ({})", all.join(", "));
+            Err(cx.error(&v.span(), k, msg))
+        }
+    }
+}
+
 fn advice_word(s: &str) -> String {
     let l = s.trim().to_ascii_lowercase();
     let l = l.strip_prefix("posix_fadv_").unwrap_or(&l);
@@ -1135,23 +1170,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
         },
         "madvise" => {
             let map = map_name(cx, &mut t)?;
-            let (k, v) = t.req(&["advice"])?;
-            let advice = match advice_word(string(cx, k, v)?).as_str() {
-                "normal" => Madvice::Normal,
-                "sequential" => Madvice::Sequential,
-                "random" => Madvice::Random,
-                "willneed" => Madvice::Willneed,
-                "dontneed" => Madvice::Dontneed,
-                "cold" => Madvice::Cold,
-                "pageout" => Madvice::Pageout,
-                s => {
-                    return Err(cx.error(
-                        &v.span(),
-                        k,
-                        format!("unknown madvise advice '{s}' (normal, sequential, random, willneed, dontneed, cold, pageout)"),
-                    ))
-                }
-            };
+            let advice = advice(cx, &mut t, "madvise", MADVICE)?;
             Op::Madvise { map, advice }
         }
         "read" | "write" => {
@@ -1257,22 +1276,7 @@ fn step(cx: &Cx, tbl: &DeTable, span: Range<usize>) -> Result<Step, ParseError> 
         },
         "fadvise" => {
             let file = file_name(cx, &mut t)?;
-            let (k, v) = t.req(&["advice"])?;
-            let advice = match advice_word(string(cx, k, v)?).as_str() {
-                "normal" => Advice::Normal,
-                "sequential" => Advice::Sequential,
-                "random" => Advice::Random,
-                "willneed" => Advice::Willneed,
-                "dontneed" => Advice::Dontneed,
-                "noreuse" => Advice::Noreuse,
-                s => {
-                    return Err(cx.error(
-                        &v.span(),
-                        k,
-                        format!("unknown fadvise advice '{s}' (normal, sequential, random, willneed, dontneed, noreuse)"),
-                    ))
-                }
-            };
+            let advice = advice(cx, &mut t, "fadvise", FADVICE)?;
             let mut offset = 0;
             if let Some((k, v)) = t.take1(&["offset"])? {
                 offset = size(cx, k, v)?;

@@ -1,22 +1,11 @@
 //! fs/ext4/ialloc.c: inode bitmaps, inode allocation and freeing.
 
-use super::{Ext4, KEY_IBITMAP};
+use super::{Bitmap, Ext4};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::Kernel;
 
 impl Ext4 {
-    /// ext4_read_inode_bitmap(): group `g`'s inode bitmap, read if not
-    /// cached.
-    pub fn ext4_read_inode_bitmap<P: ReclaimPolicy>(
-        &mut self,
-        k: &mut Kernel<P>,
-        g: u64,
-        memcg: MemcgId,
-    ) -> Option<()> {
-        self.bread(k, KEY_IBITMAP | g, memcg)
-    }
-
     /// ext4_free_inode(): the inode's bit cleared in its group's bitmap.
     pub fn ext4_free_inode<P: ReclaimPolicy>(
         &mut self,
@@ -24,7 +13,7 @@ impl Ext4 {
         ino: u64,
         memcg: MemcgId,
     ) -> Option<()> {
-        self.ext4_read_inode_bitmap(k, self.geo.group_of_ino(ino), memcg)?;
+        self.read_bitmap(k, Bitmap::Inode, self.geo.group_of_ino(ino), memcg)?;
         self.allocated.remove(&ino);
         self.icache.remove(&ino);
         Some(())
@@ -42,7 +31,7 @@ impl Ext4 {
         memcg: MemcgId,
     ) -> Option<u64> {
         let g = self.geo.group_of_ino(self.dir.ino);
-        self.ext4_read_inode_bitmap(k, g, memcg)?;
+        self.read_bitmap(k, Bitmap::Inode, g, memcg)?;
         let ino = self.next_ino(g);
         self.allocated.insert(ino);
         self.__ext4_get_inode_loc(k, ino, true, memcg)?;

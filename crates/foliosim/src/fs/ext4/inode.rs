@@ -54,7 +54,7 @@ impl Ext4 {
             return self.bread(k, block, memcg);
         }
         let g = self.geo.group_of_ino(ino);
-        if in_mem && self.own_fs && self.cached(k, super::KEY_IBITMAP | g) {
+        if in_mem && self.own_fs && self.cached(k, super::Bitmap::Inode.key(g)) {
             let ipb = self.geo.inodes_per_block();
             let first = (ino - 1) / ipb * ipb + 1;
             let alone = (first..first + ipb).all(|i| i == ino || !self.allocated.contains(&i));

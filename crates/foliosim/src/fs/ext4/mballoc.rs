@@ -1,23 +1,12 @@
 //! fs/ext4/mballoc.c and balloc.c: block bitmaps and the buddy cache when
 //! blocks are freed.
 
-use super::{Ext4, KEY_BBITMAP};
+use super::{Bitmap, Ext4};
 use crate::mm::memcontrol::MemcgId;
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::Kernel;
 
 impl Ext4 {
-    /// ext4_read_block_bitmap(): group `g`'s block bitmap, read if not
-    /// cached.
-    pub fn ext4_read_block_bitmap<P: ReclaimPolicy>(
-        &mut self,
-        k: &mut Kernel<P>,
-        g: u64,
-        memcg: MemcgId,
-    ) -> Option<()> {
-        self.bread(k, KEY_BBITMAP | g, memcg)
-    }
-
     /// ext4_mb_load_buddy(): a group not yet in the buddy cache is
     /// initialised from its block bitmap (ext4_mb_init_group ->
     /// ext4_mb_init_cache); with one block per page each group has two
@@ -32,7 +21,7 @@ impl Ext4 {
         if self.buddy_ready.contains(&g) {
             return Some(());
         }
-        self.ext4_read_block_bitmap(k, g, memcg)?;
+        self.read_bitmap(k, Bitmap::Block, g, memcg)?;
         self.getblk_zeroed(k, true, 2 * g, memcg)?;
         self.getblk_zeroed(k, true, 2 * g + 1, memcg)?;
         self.buddy_ready.insert(g);

@@ -201,8 +201,21 @@ pub(crate) struct OnDisk {
 // block is its file-system block number; the others, whose place on disk
 // the model does not need, get keys of their own above any block number.
 const KEY_DIR: u64 = 1 << 62;
-const KEY_IBITMAP: u64 = 2 << 60;
-const KEY_BBITMAP: u64 = 3 << 60;
+
+/// A group's inode or block bitmap: the variant is its key's base.
+#[derive(Clone, Copy)]
+#[repr(u64)]
+pub(crate) enum Bitmap {
+    Inode = 2 << 60,
+    Block = 3 << 60,
+}
+
+impl Bitmap {
+    /// The key of group `g`'s bitmap block.
+    fn key(self, g: u64) -> u64 {
+        self as u64 | g
+    }
+}
 
 /// The model's ext4: its on-disk state and what of it is cached.
 pub struct Ext4 {
@@ -470,6 +483,18 @@ impl Ext4 {
         self.batch.clear();
         self.batch.push(key);
         self.bh_read_batch(k, key, memcg)
+    }
+
+    /// ext4_read_inode_bitmap() / ext4_read_block_bitmap(): group `g`'s
+    /// bitmap, read if not cached (the two read alike in the model).
+    pub(crate) fn read_bitmap<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        bitmap: Bitmap,
+        g: u64,
+        memcg: MemcgId,
+    ) -> Option<()> {
+        self.bread(k, bitmap.key(g), memcg)
     }
 
     /// A block made uptodate without I/O (its contents are known:

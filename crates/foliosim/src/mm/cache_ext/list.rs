@@ -186,12 +186,7 @@ impl ListSpace {
         tail: bool,
     ) -> Result<(), ListError> {
         let g = self.global(memcg, list)?;
-        if !self.is_valid(memcg, id) {
-            return Err(ListError::InvalidFolio);
-        }
-        if self.on[id as usize] != 0 {
-            return Err(ListError::AlreadyOnList);
-        }
+        self.check_folio(memcg, id, false)?;
         self.link(g, id, tail);
         Ok(())
     }
@@ -205,12 +200,7 @@ impl ListSpace {
         tail: bool,
     ) -> Result<(), ListError> {
         let g = self.global(memcg, list)?;
-        if !self.is_valid(memcg, id) {
-            return Err(ListError::InvalidFolio);
-        }
-        if self.on[id as usize] == 0 {
-            return Err(ListError::NotOnList);
-        }
+        self.check_folio(memcg, id, true)?;
         self.unlink(id);
         self.link(g, id, tail);
         Ok(())
@@ -218,14 +208,23 @@ impl ListSpace {
 
     /// list_del: the folio stays valid, on no list.
     pub fn del(&mut self, memcg: u16, id: FolioId) -> Result<(), ListError> {
+        self.check_folio(memcg, id, true)?;
+        self.unlink(id);
+        Ok(())
+    }
+
+    /// The kfuncs' checks of the folio: in `memcg`'s valid set, and on a
+    /// list when `listed` (move, del), on none otherwise (add).
+    #[inline]
+    fn check_folio(&self, memcg: u16, id: FolioId, listed: bool) -> Result<(), ListError> {
         if !self.is_valid(memcg, id) {
             return Err(ListError::InvalidFolio);
         }
-        if self.on[id as usize] == 0 {
-            return Err(ListError::NotOnList);
+        match (self.on[id as usize] != 0, listed) {
+            (true, false) => Err(ListError::AlreadyOnList),
+            (false, true) => Err(ListError::NotOnList),
+            _ => Ok(()),
         }
-        self.unlink(id);
-        Ok(())
     }
 
     pub fn len(&self, memcg: u16, list: ListId) -> Result<u64, ListError> {

@@ -579,38 +579,52 @@ impl CacheExt {
     #[inline(always)]
     pub fn folio_accessed(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
         if self.enabled {
-            self.folio_accessed_slow(folios, id, now);
+            self.valid_folio_hook(
+                folios,
+                id,
+                now,
+                |s| &mut s.folio_accessed,
+                |op, cx| op.folio_accessed(cx, id),
+            );
         }
-    }
-
-    #[inline(never)]
-    fn folio_accessed_slow(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
-        let memcg = folios.get(id).memcg;
-        if !self.lists.is_valid(memcg, id) {
-            return;
-        }
-        self.stats_mut(memcg).folio_accessed += 1;
-        self.call(folios, memcg, now, |op, cx| op.folio_accessed(cx, id));
     }
 
     /// Any removal from the page cache: folio_evicted(), then the folio
     /// leaves the lists and the valid set.
     #[inline(always)]
     pub fn folio_evicted(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
-        if self.enabled {
-            self.folio_evicted_slow(folios, id, now);
+        if self.enabled
+            && self.valid_folio_hook(
+                folios,
+                id,
+                now,
+                |s| &mut s.folio_evicted,
+                |op, cx| op.folio_evicted(cx, id),
+            )
+        {
+            self.lists.unregister(id);
         }
     }
 
+    /// A hook on a folio already in the page cache: the policy hears only
+    /// of folios in its valid set, and each call is counted in `count`.
+    /// Returns whether the folio is valid.
     #[inline(never)]
-    fn folio_evicted_slow(&mut self, folios: Folios<'_>, id: FolioId, now: u64) {
+    fn valid_folio_hook(
+        &mut self,
+        folios: Folios<'_>,
+        id: FolioId,
+        now: u64,
+        count: fn(&mut CacheExtStats) -> &mut u64,
+        hook: impl FnOnce(&mut dyn CacheExtOps, &mut CacheExtCtx),
+    ) -> bool {
         let memcg = folios.get(id).memcg;
         if !self.lists.is_valid(memcg, id) {
-            return;
+            return false;
         }
-        self.stats_mut(memcg).folio_evicted += 1;
-        self.call(folios, memcg, now, |op, cx| op.folio_evicted(cx, id));
-        self.lists.unregister(id);
+        *count(self.stats_mut(memcg)) += 1;
+        self.call(folios, memcg, now, hook);
+        true
     }
 
     /// admit_folio() on a read miss: true means bypass the page cache.

@@ -296,7 +296,15 @@ impl ClassicLru {
             // The folios kept active are the referenced executable ones.
             let kept = n - nr_deactivate;
             let file = lru == LRU_ACTIVE_FILE;
-            t.shrink_active(cx, memcg, n, kept, nr_deactivate, kept, sc.priority, file);
+            let s = crate::trace::ShrinkActive {
+                nr_taken: n,
+                nr_active: kept,
+                nr_deactivated: nr_deactivate,
+                nr_referenced: kept,
+                priority: sc.priority,
+                file,
+            };
+            t.shrink_active(cx, memcg, &s);
         }
         list.clear();
         self.scratch = list;
@@ -906,7 +914,13 @@ impl ReclaimPolicy for ClassicLru {
 /// folio (one zone), so scanned == taken.
 fn trace_isolate(core: &mut Core, memcg: MemcgId, nr_to_scan: u64, taken: u64, lru: usize) {
     if let Some((t, cx)) = core.tracer() {
-        t.lru_isolate(cx, memcg, nr_to_scan, taken, 0, taken, lru as u32);
+        let s = crate::trace::LruIsolate {
+            nr_requested: nr_to_scan,
+            nr_scanned: taken,
+            nr_taken: taken,
+            lru: lru as u32,
+        };
+        t.lru_isolate(cx, memcg, &s);
     }
 }
 

@@ -152,7 +152,13 @@ impl LruGen {
             } else {
                 crate::trace::LRU_INACTIVE_ANON
             };
-            t.lru_isolate(cx, memcg, scan_batch, scanned, 0, isolated, lru);
+            let s = crate::trace::LruIsolate {
+                nr_requested: scan_batch,
+                nr_scanned: scanned,
+                nr_taken: isolated,
+                lru,
+            };
+            t.lru_isolate(cx, memcg, &s);
         }
         core.count_reclaim(memcg, Item::PGREFILL, sorted, sc);
         core.cpu_or_kswapd(core.cost.scan_folio * folios);
