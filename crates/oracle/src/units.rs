@@ -35,6 +35,10 @@ const BYTE_FIELDS: &[&str] = &[
     // memory.peak (v1 max_usage_in_bytes) and the memsw one (scenarios).
     "peak",
     "memsw_peak",
+    // v1 memory.kmem.{max_,}usage_in_bytes: kernel memory (slab, page
+    // tables, kernel stacks) the memory counter holds too.
+    "kmem_peak",
+    "kmem",
 ];
 
 /// The unit of a counter of the run map (see the crate docs).

@@ -497,6 +497,10 @@ impl Groups {
                 ("memory.max_usage_in_bytes", "peak"),
                 ("memory.memsw.max_usage_in_bytes", "memsw_peak"),
                 ("memory.peak", "peak"),
+                // v1's kernel memory (slab, page tables, kernel stacks),
+                // charged to the memory counter too.
+                ("memory.kmem.max_usage_in_bytes", "kmem_peak"),
+                ("memory.kmem.usage_in_bytes", "kmem"),
             ] {
                 if let Some(v) = fs::read_to_string(d.join(f))
                     .ok()
