@@ -629,8 +629,10 @@ fn get_scan_threshold_is_a_key() {
     };
     let default = get_ios("get-scan:scan=r");
     let scaled = get_ios("get-scan:scan=r,scan_min=1");
+    // Far more (7.4x; 10x before the group was charged for the big
+    // file's xarray nodes, about 0.5 MiB of its 16).
     assert!(
-        scaled > 10 * default,
+        scaled > 5 * default,
         "scan_min=1: {scaled} GET reads, default {default}"
     );
     for (spec, want) in [

@@ -58,7 +58,9 @@ fn sequential_read_ramps_the_folio_order() {
     // memcg v1 pgpgin counts one event per charged folio; the page
     // counter, the LRU and pgpgin (KiB) count pages.
     assert_eq!(mc.stat.get(Item::MEMCG_PGPGIN), 32 + 8 + 2 + 29);
-    assert_eq!(mc.usage, 1024 + mc.stock);
+    // The 16 leaf xarray nodes' slab (576 bytes each) takes 3 pages.
+    assert_eq!(mc.slab_pages, 3);
+    assert_eq!(mc.usage, 1024 + mc.stock + mc.slab_pages);
     assert_eq!(mc.nr_file, 1024);
     assert_eq!(k.policy.lru_sizes(m).inactive_file, 1024);
     assert_eq!(k.core.vm.get(Item::PGPGIN), 1024 * 4);

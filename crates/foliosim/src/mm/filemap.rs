@@ -596,6 +596,11 @@ impl<P: ReclaimPolicy> Kernel<P> {
         debug_assert!(
             index % nr == 0 && index + nr <= self.core.files[mapping as usize].nr_pages()
         );
+        // The xarray nodes earlier insertions allocated are charged here,
+        // before this folio exists: the charge may reclaim, and no folio
+        // may be off the LRU meanwhile (the kernel's is locked and not yet
+        // added; the model charges one insertion late).
+        self.memcg_slab_settle(memcg, may_retry);
         let id = self.alloc_folio_order(memcg, order, may_retry)?;
         {
             let f = self.core.folios.get_mut(id);
@@ -639,6 +644,23 @@ impl<P: ReclaimPolicy> Kernel<P> {
         f.set(pg::UPTODATE);
         f.clear(pg::LOCKED);
         Some(id)
+    }
+
+    /// obj_cgroup_charge() of the xarray nodes the insertion allocated:
+    /// whole pages from the page counter as the group's slab bytes need
+    /// them (reclaiming as any charge does).
+    #[inline]
+    fn memcg_slab_settle(&mut self, memcg: MemcgId, may_retry: bool) {
+        while memcg != 0 {
+            let g = &self.core.memcgs[memcg as usize];
+            if g.slab_pages >= g.slab_bytes.div_ceil(PAGE_SIZE) {
+                return;
+            }
+            if !self.try_charge(memcg, 1, may_retry) {
+                return;
+            }
+            self.core.memcgs[memcg as usize].slab_pages += 1;
+        }
     }
 
     /// folio_mark_accessed() (mm/swap.c): the LRU policy's aging, then

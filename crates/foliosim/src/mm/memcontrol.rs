@@ -396,6 +396,11 @@ pub struct MemCgroup {
     pub nr_mapped: u64,
     /// Page-table pages charged to the memcg (NR_PAGETABLE).
     pub nr_pagetables: u64,
+    /// Slab the group is charged for (xarray nodes: radix_tree_node is
+    /// SLAB_ACCOUNT), in bytes, and the whole pages charged for it
+    /// (obj_cgroup charges bytes, the page counter pages).
+    pub slab_bytes: u64,
+    pub slab_pages: u64,
     /// Compatibility with workloads that have no mm (the fio driver's
     /// jobs): an OOM in this memcg found no task the model knows of, so
     /// the memcg's workload as a whole counts as killed.
@@ -467,6 +472,8 @@ impl MemCgroup {
             nr_writeback: 0,
             nr_mapped: 0,
             nr_pagetables: 0,
+            slab_bytes: 0,
+            slab_pages: 0,
             oom_killed: false,
             parent: NO_PARENT,
             children: Vec::new(),

@@ -610,18 +610,19 @@ impl Core {
             return Err("folio table: live + free != total".into());
         }
         for m in &self.memcgs[1..] {
-            // Each level's usage is its own folios, page tables and stock
-            // plus its children's usage (hierarchical page counters).
+            // Each level's usage is its own folios, page tables, slab and
+            // stock plus its children's usage (hierarchical page counters).
             let children: u64 = m
                 .children
                 .iter()
                 .map(|&c| self.memcgs[c as usize].usage)
                 .sum();
-            let charged = (m.usage as i128) - (m.stock + m.nr_pagetables + children) as i128;
+            let own = m.stock + m.nr_pagetables + m.slab_pages + children;
+            let charged = (m.usage as i128) - own as i128;
             if charged != per_memcg[m.id as usize] as i128 {
                 return Err(format!(
-                    "memcg {}: charged {} pages (usage {} - stock {} - page tables {} - children {}) but owns {} folios",
-                    m.name, charged, m.usage, m.stock, m.nr_pagetables, children, per_memcg[m.id as usize]
+                    "memcg {}: charged {} pages (usage {} - stock {} - page tables {} - slab {} - children {}) but owns {} folios",
+                    m.name, charged, m.usage, m.stock, m.nr_pagetables, m.slab_pages, children, per_memcg[m.id as usize]
                 ));
             }
             // memory.events is hierarchical below the root: a level's

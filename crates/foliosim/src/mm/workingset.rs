@@ -249,6 +249,19 @@ impl ShadowNodes {
 }
 
 impl Core {
+    /// obj_cgroup_uncharge() of `bytes` of slab: the whole pages no longer
+    /// needed go back to the page counter.
+    fn memcg_slab_free(&mut self, m: MemcgId, bytes: u64) {
+        let g = &mut self.memcgs[m as usize];
+        g.slab_bytes -= bytes;
+        let need = g.slab_bytes.div_ceil(super::PAGE_SIZE);
+        if g.slab_pages > need {
+            let nr = g.slab_pages - need;
+            g.slab_pages = need;
+            self.mem_cgroup_uncharge(m, nr);
+        }
+    }
+
     /// workingset_update_node(): after a slot of node `index >> 6` changed,
     /// link the node onto the shadow-node list if it now holds only shadow
     /// entries, unlink it if not. `memcg` charges a newly populated node.
@@ -285,10 +298,13 @@ impl Core {
             n.memcg = memcg;
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated += 1;
+            // Charged by the next charge point (memcg_slab_settle).
+            self.memcgs[m as usize].slab_bytes += XA_NODE_SIZE;
         } else if !n.is_leaf() && n.allocated {
             n.allocated = false;
             let m = n.memcg;
             self.shadow_nodes.list(m).allocated -= 1;
+            self.memcg_slab_free(m, XA_NODE_SIZE);
         }
         let n = self.files[mapping as usize].node(ni);
         let shadow_only = n.is_leaf() && n.count == n.nr_values;
