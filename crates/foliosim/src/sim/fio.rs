@@ -337,6 +337,7 @@ impl<'j> FioRun<'j> {
             JobOp::Sync { file, kind, range } => self.sync(k, i, file, kind, range),
             JobOp::Unlink(f) => self.unlink(k, i, f),
             JobOp::Io { file, io, kind } => self.job_io(k, i, op, file, io, kind),
+            JobOp::Stall(st) => self.be.td[i].iolog_stall(st),
         }
     }
 
@@ -495,6 +496,7 @@ impl<'j> FioRun<'j> {
         kind: SyncKind,
         range: (u64, u64),
     ) {
+        self.be.td[i].last_issue = Some(k.core.now);
         k.core.cpu(k.core.cost.syscall);
         let m = self.tasks[i].mappings[file];
         let end = range.1.saturating_sub(1);
@@ -548,7 +550,10 @@ impl<'j> FioRun<'j> {
             let issue = be.may_issue(i, j, d);
             let c = &mut be.td[i];
             match issue {
-                Issue::Go => k.core.now = c.t,
+                Issue::Go => {
+                    k.core.now = c.t;
+                    c.last_issue = Some(c.t);
+                }
                 Issue::Hold => return s.io.unget(op),
                 Issue::Spin => {
                     k.core.cpu(k.core.cost.fio_io);
