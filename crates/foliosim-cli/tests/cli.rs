@@ -861,4 +861,16 @@ fn iologs_run_and_bad_lines_exit_2_naming_log_and_line() {
         job.display()
     );
     assert!(err.starts_with(&want), "{err}");
+    // write_iolog where no file can be made: the job's section says so.
+    let job = job_file(
+        "nowrite.fio",
+        "[w]\nsize=64k\nwrite_iolog=/nonexistent/w.log\n",
+    );
+    let (code, _, err) = foliosim(&["fio", job.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let want = format!(
+        "foliosim: {}:1: write_iolog: '/nonexistent/w.log': cannot open",
+        job.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
 }

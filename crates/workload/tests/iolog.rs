@@ -444,3 +444,19 @@ fn a_replay_runs_the_log_as_operations() {
     assert_eq!(ops(""), "T0 T0 I W7000 Read0+4096");
     let _ = std::fs::remove_file(&log);
 }
+
+/// What fio's own writer puts in a log and its reader passes over: a
+/// sync_file_range line, and the header of a second run appended.
+#[test]
+fn lines_fio_writes_but_does_not_replay_are_skipped() {
+    let log =
+        "fio version 3 iolog\n0 f add\n5 f open\n9 f write 0 4096\n12 f sync_file_range 0 4096\n\
+               20 f close\nfio version 3 iolog\n0 f add\n3 f open\n8 f read 0 4096\n";
+    let l = parse(log, &ReplayOpts::default());
+    assert_eq!(l.files, vec!["f"]);
+    let acts: Vec<Act> = l.entries.iter().map(|e| e.act).collect();
+    use Act::*;
+    assert_eq!(acts, vec![Add, Open, Write, Close, Add, Open, Read]);
+    // The skipped line's timestamp still counts: close waits 20-12.
+    assert_eq!(l.entries[3].delay_us, 8);
+}

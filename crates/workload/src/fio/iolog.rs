@@ -28,7 +28,9 @@
 //!
 //! fio prints an error and skips a line it cannot parse (and aborts on an
 //! I/O to a file not added or not open); foliosim refuses the log with
-//! one line naming the log, the line and what is wrong.
+//! one line naming the log, the line and what is wrong. The exception is
+//! `sync_file_range`, which fio's writer writes and its reader skips:
+//! skipped here too.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -322,7 +324,9 @@ fn action(f: &[&str], v3: bool) -> Result<Act, String> {
 impl Reader<'_> {
     fn line(&mut self, l: &str) -> Result<(), String> {
         let all: Vec<&str> = l.split_ascii_whitespace().collect();
-        if all.is_empty() {
+        if all.is_empty() || l.starts_with(HEADER_V2) || l.starts_with(HEADER_V3) {
+            // A log appended to by a second run (fio opens it "a") has a
+            // header further down; fio's reader complains and goes on.
             return Ok(());
         }
         let v3 = self.log.version == 3;
@@ -330,6 +334,13 @@ impl Reader<'_> {
             true => (Some(number(all[0], "timestamp")?), &all[1..]),
             false => (None, &all[..]),
         };
+        if f.get(1) == Some(&"sync_file_range") {
+            // fio writes these and skips them when reading.
+            if let Some(t) = ttime {
+                self.delay(t);
+            }
+            return Ok(());
+        }
         let act = action(f, v3)?;
         let (offset, len) = match act.on_file() {
             true => (0, 0),
@@ -527,11 +538,76 @@ pub(super) fn log_for_clone(list: &str, idx: u32) -> String {
     }
 }
 
-/// A v3 line as fio's log_io_u() / log_file() write it.
-pub fn v3_line(usec: u64, file: &str, act: Act, io: Option<(u64, u64)>) -> String {
-    match io {
-        Some((off, len)) => format!("{usec} {file} {} {off} {len}\n", act.name()),
-        None => format!("{usec} {file} {}\n", act.name()),
+/// write_iolog: one job's issued I/O as fio 3.33 logs it (v3; µs since
+/// the job started): its files added at the start, each opened before its
+/// first operation (fio opens them as it first uses them) and closed at
+/// the end; every I/O and sync at its issue (log_io_u(), log_file()).
+/// Write errors are not reported, as fio ignores its fprintf()'s.
+pub struct LogWriter<W: std::io::Write> {
+    out: W,
+    files: Vec<String>,
+    opened: Vec<bool>,
+    start_ns: u64,
+    /// A sync's line carries the offset of the I/O before it (fio reuses
+    /// the io_u) and length 0.
+    last_off: u64,
+}
+
+impl<W: std::io::Write> LogWriter<W> {
+    pub fn new(mut out: W, files: Vec<String>, start_ns: u64) -> Self {
+        let _ = writeln!(out, "{HEADER_V3}");
+        for f in &files {
+            let _ = writeln!(out, "0 {f} add");
+        }
+        LogWriter {
+            out,
+            opened: vec![false; files.len()],
+            files,
+            start_ns,
+            last_off: 0,
+        }
+    }
+
+    fn line(&mut self, now_ns: u64, file: usize, what: std::fmt::Arguments) {
+        let us = now_ns.saturating_sub(self.start_ns) / 1000;
+        let Some(name) = self.files.get(file) else {
+            return;
+        };
+        if !self.opened[file] {
+            self.opened[file] = true;
+            let _ = writeln!(self.out, "{us} {name} open");
+        }
+        let _ = writeln!(self.out, "{us} {name} {what}");
+    }
+
+    /// A read, write or trim.
+    pub fn io(&mut self, now_ns: u64, file: usize, act: Act, off: u64, len: u64) {
+        self.last_off = off;
+        self.line(now_ns, file, format_args!("{} {off} {len}", act.name()));
+    }
+
+    /// fsync (`Act::Sync`) or fdatasync (`Act::Datasync`).
+    pub fn sync(&mut self, now_ns: u64, file: usize, act: Act) {
+        let off = self.last_off;
+        self.line(now_ns, file, format_args!("{} {off} 0", act.name()));
+    }
+
+    /// sync_file_range over [off, end): fio writes the line, and its
+    /// reader skips it.
+    pub fn sync_file_range(&mut self, now_ns: u64, file: usize, off: u64, end: u64) {
+        let len = end.saturating_sub(off);
+        self.line(now_ns, file, format_args!("sync_file_range {off} {len}"));
+    }
+
+    /// The job is done: its open files close.
+    pub fn finish(mut self, now_ns: u64) -> std::io::Result<()> {
+        let us = now_ns.saturating_sub(self.start_ns) / 1000;
+        for (f, name) in self.files.iter().enumerate() {
+            if self.opened[f] {
+                writeln!(self.out, "{us} {name} close")?;
+            }
+        }
+        self.out.flush()
     }
 }
 
