@@ -256,6 +256,7 @@ pub fn parse(text: &str, label: &str, o: &ReplayOpts) -> Result<IoLog, ParseErro
             version,
             ..IoLog::default()
         },
+        index: Default::default(),
         open: Vec::new(),
         last_ttime: 0,
     };
@@ -268,6 +269,8 @@ pub fn parse(text: &str, label: &str, o: &ReplayOpts) -> Result<IoLog, ParseErro
 struct Reader<'a> {
     o: &'a ReplayOpts,
     log: IoLog,
+    /// Each file's index in `log.files`, and whether it is open.
+    index: std::collections::HashMap<String, usize>,
     open: Vec<bool>,
     /// fio's io_log_last_ttime.
     last_ttime: u64,
@@ -386,14 +389,15 @@ impl Reader<'_> {
             }
             return Ok(());
         }
-        let found = self.log.files.iter().position(|n| n == name);
+        let found = self.index.get(name).copied();
         let file = match (act, found) {
             (Act::Add, Some(f)) => f,
             (Act::Add, None) => {
                 // A name added twice is one file: fio's lookups find the first.
                 self.log.files.push(name.to_string());
                 self.open.push(false);
-                self.log.files.len() - 1
+                self.index.insert(name.to_string(), self.open.len() - 1);
+                self.open.len() - 1
             }
             (_, None) => {
                 return Err(format!(
