@@ -81,6 +81,21 @@ pub(crate) fn check_footprint(cfg: &SimConfig, file_sizes: &[u64]) -> Result<(),
     }
 }
 
+/// write_iolog: each file opens for appending (fio creates it when the
+/// job starts), so the run cannot fail to write it for that reason.
+fn check_write_iologs(jobs: &[foliosim_workload::fio::FioJob]) -> Result<(), String> {
+    for j in jobs {
+        if let Some(p) = &j.write_iolog {
+            let open = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(p);
+            open.map_err(|e| format!("{}: write_iolog: '{p}': cannot open: {e}", j.source))?;
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn run_workload(cmd: &Cmd) -> Result<(RunReport, Output, String), String> {
     Ok(run_workload_with(cmd, &[], false)?.expect("not a dry run"))
 }
@@ -154,6 +169,7 @@ pub(crate) fn run_workload_with(
             if dry {
                 return Ok(None);
             }
+            check_write_iologs(&jobs)?;
             let spec = trace_args::arm(&m.trace)?;
             // The bar's end: the longest runtime= (jobs may end sooner).
             let runtime = jobs.iter().filter_map(|j| j.runtime_ns).max();

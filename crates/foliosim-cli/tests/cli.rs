@@ -803,3 +803,77 @@ fn run_header_spells_the_lru_and_names_the_patches() {
         "{out}"
     );
 }
+
+/// read_iolog: a real fio log runs; a bad log line is one line on
+/// stderr naming the log, its line and the fault, and exit code 2.
+#[test]
+fn iologs_run_and_bad_lines_exit_2_naming_log_and_line() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/iolog/seqread.v3.log");
+    let arg = format!("--read_iolog={}", fixture.display());
+    let (code, out, err) = foliosim(&["fio", "--name=r", &arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 65536);
+    assert_eq!(v["vmstat"]["pgpgin"], 64);
+    let head = "fio version 2 iolog\nf add\nf open\n";
+    let cases = [
+        (
+            "header.log",
+            "fio version 9 iolog\nf add\n".to_string(),
+            1,
+            "not a fio iolog",
+        ),
+        (
+            "action.log",
+            format!("{head}f read 0 4096\nf rewind 0 0\n"),
+            5,
+            "unknown action 'rewind'",
+        ),
+        (
+            "field.log",
+            format!("{head}f write 4096\n"),
+            4,
+            "'write' takes 4 fields",
+        ),
+        (
+            "offset.log",
+            format!("{head}f read 4k 4096\n"),
+            4,
+            "offset '4k' is not a number",
+        ),
+    ];
+    for (name, text, line, what) in cases {
+        let log = job_file(name, &text);
+        let job = job_file(
+            &format!("{name}.fio"),
+            &format!("[r]\nread_iolog={}\n", log.display()),
+        );
+        let (code, _, err) = foliosim(&["fio", job.to_str().unwrap()]);
+        assert_eq!(code, 2, "{name}: {err}");
+        let want = format!("foliosim: {}:{line}: read_iolog: {what}", log.display());
+        assert_eq!(err.lines().count(), 1, "{name}: {err:?}");
+        assert!(err.starts_with(&want), "{name}: {err}");
+    }
+    // A log that cannot be read: the job file's line says so.
+    let job = job_file("nolog.fio", "[r]\n\nread_iolog=/nonexistent/r.log\n");
+    let (code, _, err) = foliosim(&["fio", job.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let want = format!(
+        "foliosim: {}:3: read_iolog: '/nonexistent/r.log': cannot read",
+        job.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
+    // write_iolog where no file can be made: the job's section says so.
+    let job = job_file(
+        "nowrite.fio",
+        "[w]\nsize=64k\nwrite_iolog=/nonexistent/w.log\n",
+    );
+    let (code, _, err) = foliosim(&["fio", job.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let want = format!(
+        "foliosim: {}:1: write_iolog: '/nonexistent/w.log': cannot open",
+        job.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
+}

@@ -23,6 +23,7 @@ use std::fmt;
 use std::path::Path;
 
 pub mod backend;
+pub mod iolog;
 mod jobctl;
 pub use jobctl::{
     split_filenames, ExitWhat, FileService, JobControl, JobFile, Keywords, RateProcess,
@@ -275,6 +276,13 @@ pub struct FioJob {
     pub files: Vec<JobFile>,
     /// Job-control, file, sync, verify, rate and flow options.
     pub ctl: JobControl,
+    /// read_iolog: the log the job replays; its files and I/O replace
+    /// what rw, bs, size and filename would give.
+    #[serde(skip)]
+    pub iolog: Option<std::sync::Arc<iolog::IoLog>>,
+    /// write_iolog: where the run appends the job's issued I/O (v3).
+    #[serde(skip)]
+    pub write_iolog: Option<String>,
 }
 
 impl FioJob {
@@ -698,7 +706,7 @@ const FLAGS: &[&str] = &[
 
 /// Whether `--key next` takes `next` as its value (fio's flags do not).
 pub fn takes_value(key: &str) -> bool {
-    !FLAGS.contains(&key) && !jobctl::FLAGS.contains(&key)
+    !FLAGS.contains(&key) && !jobctl::FLAGS.contains(&key) && !iolog::FLAGS.contains(&key)
 }
 
 mod builder;

@@ -57,6 +57,18 @@ pub enum Op {
     },
     /// unlink(2): the file and its page cache go.
     Unlink(usize),
+    /// read_iolog: the job sleeps until the next log entry is due.
+    Stall(Stall),
+}
+
+/// When a replayed entry is due (fio's iolog_delay() and v2's `wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// This many ns after the previous entry was issued; the entry after
+    /// the stall is issued when it ends.
+    AfterIssue(u64),
+    /// This many ns after the run began (fio's genesis).
+    SinceStart(u64),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +140,8 @@ pub struct JobIo {
     pre_read: Option<(usize, u64)>,
     bs: u64,
     finished: bool,
+    /// read_iolog: the log's entries replace everything above.
+    replay: Option<Replay>,
 }
 
 /// The job narrowed to file `f` of `nr` (`tmpl` has no file list: a copy
@@ -233,6 +247,7 @@ impl JobIo {
             pre_read: c.pre_read.then_some((0, 0)),
             bs: job.bs.max(1),
             finished: false,
+            replay: job.iolog.clone().map(|log| Replay::new(job, log)),
         }
     }
 
@@ -258,6 +273,9 @@ impl JobIo {
         loop {
             if let Some(op) = self.step() {
                 return Some(op);
+            }
+            if let Some(r) = self.replay.as_mut() {
+                return r.next_op();
             }
             if let Some(op) = self.pre_read_op() {
                 return Some(op);
@@ -644,6 +662,135 @@ impl JobIo {
     }
 }
 
+/// read_iolog: the log's entries as operations (fio's read_iolog_get(),
+/// ipo_special()): every file action and every entry with a delay comes
+/// after a stall that marks its issue; `open` drops the file's clean cache
+/// (td_io_open_file()'s invalidate); a `close` with fsync_on_close, and
+/// the job's end with end_fsync, sync written files; unlink ends it.
+struct Replay {
+    log: std::sync::Arc<crate::fio::iolog::IoLog>,
+    pos: usize,
+    queued: VecDeque<Op>,
+    open: Vec<bool>,
+    invalidate: bool,
+    fsync_on_close: bool,
+    end_fsync: bool,
+    unlink: bool,
+    writes: bool,
+    last_was_sync: bool,
+    ended: bool,
+}
+
+impl Replay {
+    fn new(job: &FioJob, log: std::sync::Arc<crate::fio::iolog::IoLog>) -> Replay {
+        let c = &job.ctl;
+        Replay {
+            open: vec![false; log.files.len()],
+            writes: job.rw.has_writes(),
+            log,
+            pos: 0,
+            queued: VecDeque::new(),
+            invalidate: job.invalidate,
+            fsync_on_close: c.fsync_on_close,
+            end_fsync: job.end_fsync || c.fsync_on_close,
+            unlink: c.unlink || c.unlink_each_loop,
+            last_was_sync: false,
+            ended: false,
+        }
+    }
+
+    fn next_op(&mut self) -> Option<Op> {
+        while self.queued.is_empty() {
+            let Some(&e) = self.log.entries.get(self.pos) else {
+                if std::mem::replace(&mut self.ended, true) {
+                    return None;
+                }
+                self.end();
+                continue;
+            };
+            self.pos += 1;
+            self.entry(e);
+        }
+        self.queued.pop_front()
+    }
+
+    fn entry(&mut self, e: crate::fio::iolog::Entry) {
+        use crate::fio::iolog::Act;
+        let f = e.file as usize;
+        if e.act == Act::Wait {
+            let at = e.offset.saturating_mul(1_000_000);
+            return self.queued.push_back(Op::Stall(Stall::SinceStart(at)));
+        }
+        if e.delay_us > 0 || e.act.on_file() {
+            let d = e.delay_us.saturating_mul(1000);
+            self.queued.push_back(Op::Stall(Stall::AfterIssue(d)));
+        }
+        let dir = match e.act {
+            Act::Open => {
+                self.open[f] = true;
+                return self.push_if(self.invalidate, Op::Invalidate(f));
+            }
+            Act::Close => {
+                self.open[f] = false;
+                return self.sync_due(f, self.fsync_on_close);
+            }
+            Act::Add | Act::Wait => return,
+            Act::Sync | Act::Datasync => {
+                let kind = match e.act {
+                    Act::Sync => SyncKind::Fsync,
+                    _ => SyncKind::Fdatasync,
+                };
+                return self.sync(f, kind);
+            }
+            Act::Read => Dir::Read,
+            Act::Write => Dir::Write,
+            Act::Trim => Dir::Trim,
+        };
+        self.last_was_sync = false;
+        let io = Io {
+            offset: e.offset,
+            len: e.len,
+            dir,
+        };
+        let kind = IoKind::Job;
+        self.queued.push_back(Op::Io { file: f, io, kind });
+    }
+
+    fn push_if(&mut self, cond: bool, op: Op) {
+        if cond {
+            self.queued.push_back(op);
+        }
+    }
+
+    fn sync(&mut self, file: usize, kind: SyncKind) {
+        self.last_was_sync = true;
+        let range = (0, u64::MAX);
+        self.queued.push_back(Op::Sync { file, kind, range });
+    }
+
+    /// should_fsync(): a job that writes, and did not just sync.
+    fn sync_due(&mut self, f: usize, want: bool) {
+        if want && self.writes && !self.last_was_sync {
+            self.sync(f, SyncKind::Fsync);
+        }
+    }
+
+    /// do_io()'s end_fsync (fio_file_fsync() reopens a closed file, which
+    /// invalidates it first), then unlink.
+    fn end(&mut self) {
+        let nr = self.open.len();
+        if self.end_fsync && self.writes && !self.last_was_sync {
+            for f in 0..nr {
+                self.push_if(!self.open[f] && self.invalidate, Op::Invalidate(f));
+                self.sync(f, SyncKind::Fsync);
+            }
+        }
+        for f in (0..nr).filter(|_| self.unlink) {
+            self.queued.push_back(Op::Unlink(f));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -805,6 +952,7 @@ mod tests {
                 Op::Sync { .. } => "S".into(),
                 Op::Invalidate(_) => "I".into(),
                 Op::Unlink(_) => "U".into(),
+                Op::Stall(_) => "T".into(),
             })
             .collect();
         assert_eq!(
@@ -890,6 +1038,7 @@ mod tests {
                 Op::Sync { .. } => "S".into(),
                 Op::Invalidate(_) => "I".into(),
                 Op::Unlink(_) => "U".into(),
+                Op::Stall(_) => "T".into(),
             })
             .collect();
         assert_eq!(s.join(" "), "I w0 w1 U I w0 w1 U");

@@ -1,7 +1,8 @@
 //! Fuzz harness for every parser of user input in the workload crate: fio
 //! job files, fio's command-line form, sizes and times, libCacheSim csv
-//! parameter strings and trace files (csv and oracleGeneral), scenario
-//! files (TOML) and usemem command lines.
+//! parameter strings and trace files (csv and oracleGeneral), fio iologs
+//! (v2, v3, and the replay they become), scenario files (TOML) and usemem
+//! command lines.
 //!
 //! Inputs come from three generators: a grammar of fio's own option names
 //! with hostile values, mutations of real job files (fio's examples corpus in
@@ -10,7 +11,9 @@
 //! was wrong. Case counts: FOLIOSIM_FUZZ_CASES per target (default 3,000
 //! for the test suite; `scripts/fuzz` runs a million in all).
 
+use foliosim_workload::fio::iolog::{self, Act, IoLog, ReplayOpts};
 use foliosim_workload::fio::{parse_cmdline, parse_job_str, parse_size, parse_time_us, ParseError};
+use foliosim_workload::jobio::{JobIo, Op};
 use foliosim_workload::scenario::{self, gen};
 use foliosim_workload::trace::{self, CsvSpec, TraceFormat};
 use foliosim_workload::units;
@@ -859,6 +862,265 @@ fn fuzz_trace_files() {
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     report("trace files", &n, &rej);
+}
+
+// ---- fio iologs (read_iolog) ----
+
+fn iolog_fixtures() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/iolog");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no iolog fixtures");
+    v.iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
+}
+
+/// One log line from a grammar of fio's actions, names and numbers, with
+/// hostile values.
+fn iolog_line(v3: bool) -> impl Strategy<Value = String> {
+    let name = prop::sample::select(vec!["f", "g", "/dev/sdb", "a b", "", "é", "x\u{0}"]);
+    let act = prop::sample::select(vec![
+        "add", "open", "close", "read", "write", "trim", "sync", "datasync", "wait", "reed", "ADD",
+        "",
+    ]);
+    let num = prop_oneof![
+        (0u64..1 << 24).prop_map(|n| n.to_string()),
+        value(),
+        Just("18446744073709551616".to_string()),
+        Just("4294967296".to_string()),
+    ];
+    let ts = (0u64..100_000, any::<bool>()).prop_map(move |(t, on)| match (v3, on) {
+        (true, true) => format!("{t} "),
+        _ => String::new(),
+    });
+    prop_oneof![
+        6 => (ts.clone(), name.clone(), act.clone(), num.clone(), num)
+            .prop_map(|(t, n, a, o, l)| format!("{t}{n} {a} {o} {l}")),
+        3 => (ts, name, act).prop_map(|(t, n, a)| format!("{t}{n} {a}")),
+        1 => "\\PC{0,30}",
+    ]
+}
+
+/// A log fio would replay: two files added and opened, then I/O, syncs,
+/// reopens and (v2) waits, with timestamps that mostly go forward.
+fn valid_iolog() -> impl Strategy<Value = String> {
+    let step = (
+        0u8..8,
+        any::<bool>(),
+        0u64..1 << 24,
+        1u64..65536,
+        0u64..3000,
+    );
+    (any::<bool>(), prop::collection::vec(step, 1..24)).prop_map(|(v3, steps)| {
+        let mut t = 0u64;
+        let mut out = String::from(if v3 {
+            "fio version 3 iolog\n"
+        } else {
+            "fio version 2 iolog\n"
+        });
+        let mut line = |t: u64, rest: String| {
+            let ts = if v3 { format!("{t} ") } else { String::new() };
+            out += &format!("{ts}{rest}\n");
+        };
+        for f in ["f", "g"] {
+            line(0, format!("{f} add"));
+            line(0, format!("{f} open"));
+        }
+        for (kind, on_g, off, len, dt) in steps {
+            // Mostly forward, now and then back in time.
+            t = if dt < 100 {
+                t.saturating_sub(dt)
+            } else {
+                t + dt
+            };
+            let f = if on_g { "g" } else { "f" };
+            let rest = match kind {
+                0..=2 => format!("{f} read {off} {len}"),
+                3 | 4 => format!("{f} write {off} {len}"),
+                5 => format!("{f} {} 0 0", if on_g { "sync" } else { "datasync" }),
+                6 => format!(
+                    "{f} close\n{}{f} open",
+                    if v3 { format!("{t} ") } else { String::new() }
+                ),
+                _ if v3 => format!("{f} read {off} {len}"),
+                _ => format!("{f} wait {} 0", dt / 100),
+            };
+            line(t, rest);
+        }
+        out
+    })
+}
+
+fn iolog_text() -> impl Strategy<Value = String> {
+    let grammar = any::<bool>().prop_flat_map(|v3| {
+        let head = if v3 {
+            "fio version 3 iolog"
+        } else {
+            "fio version 2 iolog"
+        };
+        let files = if v3 {
+            "0 f add\n0 f open\n"
+        } else {
+            "f add\nf open\n"
+        };
+        (prop::collection::vec(iolog_line(v3), 0..16), any::<bool>()).prop_map(
+            move |(ls, valid_start)| {
+                let start = if valid_start { files } else { "" };
+                format!("{head}\n{start}{}\n", ls.join("\n"))
+            },
+        )
+    });
+    let fixtures = iolog_fixtures();
+    let n = fixtures.len();
+    let mutated = (
+        0..n,
+        prop::collection::vec(
+            (
+                0u8..4,
+                any::<prop::sample::Index>(),
+                iolog_line(true),
+                any::<u8>(),
+            ),
+            1..5,
+        ),
+    )
+        .prop_map(move |(i, muts)| {
+            let mut lines: Vec<String> = fixtures[i].lines().map(String::from).collect();
+            for (op, at, l, b) in muts {
+                let len = lines.len();
+                match op {
+                    0 if len > 0 => lines[at.index(len)] = l,
+                    1 => lines.insert(at.index(len + 1), l),
+                    2 if len > 0 => {
+                        lines.remove(at.index(len));
+                    }
+                    _ if len > 0 => {
+                        let k = at.index(len);
+                        let mut bytes = lines[k].clone().into_bytes();
+                        bytes.insert(at.index(bytes.len() + 1), b);
+                        lines[k] = String::from_utf8_lossy(&bytes).into_owned();
+                    }
+                    _ => {}
+                }
+            }
+            lines.join("\n")
+        });
+    prop_oneof![
+        3 => valid_iolog(),
+        3 => grammar,
+        3 => mutated,
+        1 => prop::collection::vec(any::<u8>(), 0..300).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+    ]
+}
+
+/// The replay options a log is read with (fio applies them while parsing).
+fn replay_opts() -> impl Strategy<Value = ReplayOpts> {
+    (
+        prop::option::of(prop::sample::select(vec!["r", "/dev/sdc"])),
+        any::<bool>(),
+        prop::sample::select(vec![0u64, 1, 512, 4096, 1 << 31]),
+        prop::sample::select(vec![0u64, 1, 3, 256, u32::MAX as u64]),
+        prop::sample::select(vec![1u64, 50, 100, 300, u32::MAX as u64]),
+    )
+        .prop_map(
+            |(redirect, no_stall, align, scale, time_scale)| ReplayOpts {
+                redirect: redirect.map(String::from),
+                no_stall,
+                align,
+                scale,
+                time_scale,
+            },
+        )
+}
+
+/// What the parser promises of an accepted log: every entry names a file
+/// it added, data moves bytes, and there is something to replay.
+fn check_log(l: &IoLog, o: &ReplayOpts) {
+    assert!(!l.files.is_empty());
+    assert!(l.rw().is_some() || l.count(Act::Wait) > 0);
+    for e in &l.entries {
+        assert!((e.file as usize) < l.files.len(), "{e:?}");
+        assert!(!e.act.is_data() || e.len > 0, "{e:?}");
+        assert!(
+            o.align == 0 || e.act == Act::Wait || e.offset % o.align == 0,
+            "{e:?}"
+        );
+        assert!(!o.no_stall || e.delay_us == 0, "{e:?}");
+    }
+    if let Some(r) = &o.redirect {
+        assert_eq!(l.files, vec![r.clone()]);
+    }
+}
+
+/// An accepted log as a job: the replay's operations end, and each names
+/// one of the job's files.
+fn check_replay(path: &std::path::Path, l: &IoLog, o: &ReplayOpts) {
+    let mut text = format!("[r]\nread_iolog={}\nreplay_scale={}\nreplay_time_scale={}\nreplay_no_stall={}\nend_fsync=1\nunlink=1\n", path.display(), o.scale, o.time_scale, o.no_stall as u8);
+    if o.align > 0 {
+        text += &format!("replay_align={}\n", o.align);
+    }
+    if let Some(r) = &o.redirect {
+        text += &format!("replay_redirect={r}\n");
+    }
+    let j = parse_job_str(&text, "fuzz.fio").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let j = &j[0];
+    assert_eq!(j.files.len(), l.files.len());
+    let mut g = JobIo::new(j, 1);
+    let mut n = 0;
+    while let Some(op) = g.next_op() {
+        n += 1;
+        assert!(
+            n <= 3 * l.entries.len() + 3 * l.files.len(),
+            "runaway replay"
+        );
+        let f = match op {
+            Op::Io { file, io, .. } => {
+                assert!(io.len > 0);
+                file
+            }
+            Op::Sync { file, .. } | Op::Invalidate(file) | Op::Unlink(file) => file,
+            Op::Stall(_) => 0,
+        };
+        assert!(f < j.files.len());
+    }
+}
+
+#[test]
+fn fuzz_iologs() {
+    let (n, rej) = (AtomicU64::new(0), AtomicU64::new(0));
+    let dir = std::env::temp_dir().join(format!("foliosim-fuzz-iolog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fuzz.log");
+    let label = path.display().to_string();
+    runner()
+        .run(&(iolog_text(), replay_opts()), |(text, o)| {
+            n.fetch_add(1, Ordering::Relaxed);
+            std::fs::write(&path, &text).unwrap();
+            match iolog::load(&label, &o) {
+                Ok(l) => {
+                    check_log(&l, &o);
+                    check_replay(&path, &l, &o);
+                }
+                Err(e) => {
+                    rej.fetch_add(1, Ordering::Relaxed);
+                    assert_one_line(&e, &label);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    report("fio iologs", &n, &rej);
+    let (n, r) = (n.load(Ordering::Relaxed), rej.load(Ordering::Relaxed));
+    assert!(
+        r > 0 && r < n,
+        "both accepted and refused logs: {r} of {n} refused"
+    );
 }
 
 // ---- Scenario files (TOML) and usemem command lines ----

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use foliosim_workload::fio::backend::{Backend, Issue, JobRun, Next, RunState};
+use foliosim_workload::fio::iolog::{Act, LogWriter};
 use foliosim_workload::fio::{FadviseHint, FioJob, IoEngine, JobFile};
 use foliosim_workload::iogen::{Dir, Io};
 use foliosim_workload::jobio::{IoKind, JobIo, Op as JobOp, SyncKind};
@@ -50,6 +51,25 @@ struct FioTask {
     /// only).
     trim_ios: u64,
     trim_bytes: u64,
+    /// write_iolog, from the job's start.
+    wlog: Option<IologWriter>,
+}
+
+type IologWriter = LogWriter<std::io::BufWriter<std::fs::File>>;
+
+/// write_iolog's file, appended to as fio does (the CLI checks it opens).
+fn open_iolog(j: &FioJob, now: u64) -> Option<IologWriter> {
+    let path = j.write_iolog.as_deref()?;
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .ok()?;
+    let names = match j.files.is_empty() {
+        true => vec![j.filename.clone()],
+        false => j.files.iter().map(|f| f.name.clone()).collect(),
+    };
+    Some(LogWriter::new(std::io::BufWriter::new(f), names, now))
 }
 
 /// A run of fio jobs: the kernel-side tasks beside fio's backend.
@@ -198,6 +218,7 @@ impl<'j> FioRun<'j> {
                 fileops_left: j.nrfiles,
                 trim_ios: 0,
                 trim_bytes: 0,
+                wlog: None,
             });
         }
         let mut be = Backend::new(jobs, sim.cfg.seed);
@@ -338,6 +359,7 @@ impl<'j> FioRun<'j> {
             JobOp::Sync { file, kind, range } => self.sync(k, i, file, kind, range),
             JobOp::Unlink(f) => self.unlink(k, i, f),
             JobOp::Io { file, io, kind } => self.job_io(k, i, op, file, io, kind),
+            JobOp::Stall(st) => self.be.td[i].iolog_stall(st),
         }
     }
 
@@ -496,6 +518,14 @@ impl<'j> FioRun<'j> {
         kind: SyncKind,
         range: (u64, u64),
     ) {
+        self.be.td[i].last_issue = Some(k.core.now);
+        if let Some(w) = self.tasks[i].wlog.as_mut() {
+            match kind {
+                SyncKind::Fsync => w.sync(k.core.now, file, Act::Sync),
+                SyncKind::Fdatasync => w.sync(k.core.now, file, Act::Datasync),
+                SyncKind::SyncFileRange(_) => w.sync_file_range(k.core.now, file, range.0, range.1),
+            }
+        }
         k.core.cpu(k.core.cost.syscall);
         let m = self.tasks[i].mappings[file];
         let end = range.1.saturating_sub(1);
@@ -549,7 +579,10 @@ impl<'j> FioRun<'j> {
             let issue = be.may_issue(i, j, d);
             let c = &mut be.td[i];
             match issue {
-                Issue::Go => k.core.now = c.t,
+                Issue::Go => {
+                    k.core.now = c.t;
+                    c.last_issue = Some(c.t);
+                }
                 Issue::Hold => return s.io.unget(op),
                 Issue::Spin => {
                     k.core.cpu(k.core.cost.fio_io);
@@ -562,6 +595,14 @@ impl<'j> FioRun<'j> {
         if s.start_stats.is_none() && k.core.now >= c.ramp_end && kind != IoKind::PreRead {
             s.start_stats = Some(k.core.now);
             s.stats.rates.start(k.core.now);
+        }
+        if let Some(w) = s.wlog.as_mut().filter(|_| kind != IoKind::PreRead) {
+            let act = match io.dir {
+                Dir::Read => Act::Read,
+                Dir::Write => Act::Write,
+                Dir::Trim => Act::Trim,
+            };
+            w.io(k.core.now, f, act, io.offset, io.len);
         }
         if io.dir == Dir::Trim {
             return self.trim(k, i, io);
@@ -674,6 +715,10 @@ impl<'j> FioRun<'j> {
         for m in self.unlinked.drain(..) {
             k.truncate_inode_pages_final(m);
         }
+        for (s, c) in self.tasks.iter_mut().zip(&self.be.td) {
+            // Nothing to report a failed write to: fio ignores them too.
+            let _ = s.wlog.take().map(|w| w.finish(c.t));
+        }
         k.core.now = self.be.td.iter().map(|c| c.t).max().unwrap_or(0);
         k.wb_complete();
     }
@@ -744,6 +789,7 @@ fn start_job<P: ReclaimPolicy>(
     if let (Some(l), Some(q)) = (&c.lat, s.q.as_mut()) {
         q.qd_limit = l.qd as usize;
     }
+    s.wlog = open_iolog(j, c.t);
     let Some(fs) = ext4.filter(|_| c.run == RunState::Running && !j.ioengine.is_diskless()) else {
         return;
     };

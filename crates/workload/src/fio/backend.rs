@@ -57,6 +57,9 @@ pub struct JobRun {
     /// When the job's pending sleep began (thinktime, flow); u64::MAX when
     /// it is not asleep.
     sleep_from: u64,
+    /// fio's last_issue: when the job last issued an I/O or sync, or a
+    /// replayed log entry; what read_iolog's delays count from.
+    pub last_issue: Option<u64>,
 }
 
 /// What the backend asks of the driver before a job's I/O may go.
@@ -107,6 +110,7 @@ impl JobRun {
             rate_check_bytes: [0; 2],
             flow_counter: 0,
             sleep_from: u64::MAX,
+            last_issue: None,
         }
     }
 
@@ -139,6 +143,24 @@ impl JobRun {
     #[inline]
     pub fn stopped(&self) -> bool {
         self.stop_at.is_some_and(|stop| self.t >= stop)
+    }
+
+    /// read_iolog: iolog_delay() (or v2's `wait`) sleeps until the next
+    /// entry is due, not past the job's end; without an issue yet there
+    /// is nothing to count from (fio's last_issue is 0 then).
+    pub fn iolog_stall(&mut self, s: crate::jobio::Stall) {
+        use crate::jobio::Stall;
+        let at = match s {
+            Stall::AfterIssue(d) => self.last_issue.map_or(0, |l| l.saturating_add(d)),
+            Stall::SinceStart(at) => at,
+        };
+        if at > self.t {
+            self.sleep_from = self.t;
+            self.t = self.stop_at.map_or(at, |stop| at.min(stop.max(self.t)));
+        }
+        if let Stall::AfterIssue(_) = s {
+            self.last_issue = Some(self.t);
+        }
     }
 
     /// The job fails with `errno` now: it issues nothing more.

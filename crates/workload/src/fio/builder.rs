@@ -80,6 +80,7 @@ pub(super) struct Builder {
     pub(super) numjobs: u32,
     pub(super) kb_base: u64,
     pub(super) ctl: jobctl::CtlBuilder,
+    pub(super) iolog: iolog::IologOpts,
 }
 
 impl Default for Builder {
@@ -144,6 +145,7 @@ impl Default for Builder {
             numjobs: 1,
             kb_base: 1024,
             ctl: jobctl::CtlBuilder::default(),
+            iolog: iolog::IologOpts::default(),
         }
     }
 }
@@ -524,7 +526,10 @@ impl Builder {
                     Some(r) => r.map_err(err)?,
                     None => match jobctl::apply(&mut self.ctl, k, val, kb) {
                         Some(r) => r.map_err(err)?,
-                        None => return Err(err("unknown or unsupported fio option".into())),
+                        None => match iolog::option(&mut self.iolog, k, val, kb, (file, e.line)) {
+                            Some(r) => r.map_err(err)?,
+                            None => return Err(err("unknown or unsupported fio option".into())),
+                        },
                     },
                 }
             }
@@ -550,6 +555,9 @@ impl Builder {
     /// Sizes given in zones become bytes first (fio does it once the
     /// zone size is known, zbd_recalc_options_with_zone_granularity()).
     pub(super) fn finish(&self, file: &str, line: usize) -> Result<Vec<FioJob>, ParseError> {
+        if self.iolog.read.is_some() {
+            return self.finish_replay(file, line);
+        }
         if self.nz.iter().all(|n| n.is_none()) {
             return self.finish_bytes(file, line);
         }
@@ -822,6 +830,8 @@ impl Builder {
                 group_reporting: self.ctl.group_reporting,
                 files,
                 ctl,
+                iolog: None,
+                write_iolog: self.iolog.write.clone(),
             });
         }
         Ok(out)
