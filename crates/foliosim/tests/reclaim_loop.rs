@@ -174,7 +174,8 @@ fn mongodb_proxy_rows_and_the_models_account() {
     c.seed = 3;
     let rows = mongodb_ycsb(&c, &sc, 2);
     let get = |variant: &str, metric: &str| row(&rows, variant, metric);
-    for &(metric, before, after) in SEED_MONGODB {
+    for s in SEED_MONGODB.rows() {
+        let (metric, before, after) = (s.metric, s.before, s.after);
         let b = get("reclaim-legacy", metric);
         let a = get("reclaim-rework", metric);
         assert_eq!(b.seed_value, Some(before), "{metric}");
@@ -240,8 +241,9 @@ fn fio_mmap_randread_row_holds_its_bandwidth() {
     let get = |variant: &str, metric: &str| row(&rows, variant, metric);
     let b = get("reclaim-legacy", "bandwidth_mb_s");
     let a = get("reclaim-rework", "bandwidth_mb_s");
-    assert_eq!(b.seed_value, Some(SEED_FIO_MMAP.0));
-    assert_eq!(a.seed_value, Some(SEED_FIO_MMAP.1));
+    let seed = SEED_FIO_MMAP.pair("bandwidth_mb_s").unwrap();
+    assert_eq!(b.seed_value, Some(seed.0));
+    assert_eq!(a.seed_value, Some(seed.1));
     assert!(
         b.value > 100.0 && a.value > 100.0,
         "{} {}",
@@ -397,13 +399,14 @@ fn kernel_build_row_sums_system_time() {
     }
     let rows = kernel_build_tmpfs(&c, &sc, 2);
     let get = |variant: &str, metric: &str| row(&rows, variant, metric);
+    let seed = SEED_KBUILD_STIME.pair("system_time_s").unwrap();
     assert_eq!(
         get("reclaim-legacy", "system_time_s").seed_value,
-        Some(SEED_KBUILD_STIME.0)
+        Some(seed.0)
     );
     assert_eq!(
         get("reclaim-rework", "system_time_s").seed_value,
-        Some(SEED_KBUILD_STIME.1)
+        Some(seed.1)
     );
     for v in ["reclaim-legacy", "reclaim-rework"] {
         assert!(get(v, "system_time_s").value > 0.0, "{v}");
@@ -441,14 +444,9 @@ fn mysql_row_counts_whole_transactions() {
     assert_eq!((touches - MYSQL_POOL_PAGES) % MYSQL_TOUCHES_PER_TX, 0);
     let rows = mysql_sysbench(&c, &sc, 2);
     let get = |variant: &str, metric: &str| row(&rows, variant, metric);
-    assert_eq!(
-        get("reclaim-legacy", "tps").seed_value,
-        Some(SEED_MYSQL_TPS.0)
-    );
-    assert_eq!(
-        get("reclaim-rework", "tps").seed_value,
-        Some(SEED_MYSQL_TPS.1)
-    );
+    let seed = SEED_MYSQL_TPS.pair("tps").unwrap();
+    assert_eq!(get("reclaim-legacy", "tps").seed_value, Some(seed.0));
+    assert_eq!(get("reclaim-rework", "tps").seed_value, Some(seed.1));
     for v in ["reclaim-legacy", "reclaim-rework"] {
         assert!(get(v, "tps").value > 100.0, "{v}");
         assert!(
@@ -497,7 +495,8 @@ fn chrome_node_row_and_jains_index() {
     }
     assert!(r.run.vmstat["pswpout"] > 0, "3G of heaps in 2G swap");
     let rows = chrome_node(&c, &sc, 2);
-    for &(m, b, a) in SEED_CHROME_NODE {
+    for s in SEED_CHROME_NODE.rows() {
+        let (m, b, a) = (s.metric, s.before, s.after);
         let get = |v: &str| {
             rows.iter()
                 .find(|r| r.variant == v && r.metric == m)

@@ -43,13 +43,14 @@ fn rows_have_the_issues_fields_and_consistent_changes() {
     assert!(find(&rows, "lulesh", BEFORE, "throughput")
         .seed_value
         .is_none());
-    for (m, b, a) in SEED_TPCC {
-        assert_eq!(find(&rows, "tpcc", BEFORE, m).seed_value, Some(*b));
-        assert_eq!(find(&rows, "tpcc", AFTER, m).seed_value, Some(*a));
-    }
-    for (m, b, a) in SEED_LULESH {
-        assert_eq!(find(&rows, "lulesh", REWORK_V2, m).seed_value, Some(*b));
-        assert_eq!(find(&rows, "lulesh", AFTER, m).seed_value, Some(*a));
+    for (table, e, before) in [
+        (&SEED_TPCC, "tpcc", BEFORE),
+        (&SEED_LULESH, "lulesh", REWORK_V2),
+    ] {
+        for s in table.rows() {
+            assert_eq!(find(&rows, e, before, s.metric).seed_value, Some(s.before));
+            assert_eq!(find(&rows, e, AFTER, s.metric).seed_value, Some(s.after));
+        }
     }
     // Change rows: the percent from before to after, model and seed.
     for m in TPCC_METRICS {

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use foliosim_workload::scenario::{Amount, IoStep, KvGetStep, Op, Scenario, Step};
 
+use super::tables::{Embedded, Table};
 use crate::scenario::{run_scenario, ScenarioReport};
 use crate::sim::{LruKind, SimConfig};
 
@@ -78,92 +79,74 @@ pub fn policies(experiment: &str) -> &'static [&'static str] {
     }
 }
 
+/// One figure of (experiment, policy, metric).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    pub experiment: &'static str,
+    pub policy: &'static str,
+    pub metric: &'static str,
+    pub value: f64,
+}
+
+/// A table of figures by experiment, policy and metric.
+const fn figures(file: &'static str, text: &'static str) -> Table<Figure> {
+    Table::new(
+        file,
+        text,
+        &["experiment", "policy", "metric", "value"],
+        |r| {
+            Ok(Figure {
+                experiment: r.text("experiment")?,
+                policy: r.text("policy")?,
+                metric: r.text("metric")?,
+                value: r.f64("value")?,
+            })
+        },
+    )
+}
+
+impl Table<Figure> {
+    /// The figure of (experiment, policy, metric), when the table has one.
+    pub fn value(&self, experiment: &str, policy: &str, metric: &str) -> Option<f64> {
+        self.rows()
+            .iter()
+            .find(|f| f.experiment == experiment && f.policy == policy && f.metric == metric)
+            .map(|f| f.value)
+    }
+}
+
+/// The paper's figures: data/cache_ext_paper.csv. Means of the artifact's
+/// runs that plot the paper's figures (figure 6's rounded bar labels
+/// agree); docs/fidelity/cache_ext.md has each source.
+pub static PAPER: Table<Figure> = figures(
+    "cache_ext_paper.csv",
+    include_str!("data/cache_ext_paper.csv"),
+);
+
 /// The paper's figure for (experiment, policy, metric), when it gives one.
-/// Means of the artifact's runs that plot the paper's figures (figure 6's
-/// rounded bar labels agree); docs/fidelity/cache_ext.md has each source.
 pub fn paper_value(experiment: &str, policy: &str, metric: &str) -> Option<f64> {
-    let v = match (experiment, metric, policy) {
-        ("file-search", "runtime_s", "default") => 49.99,
-        ("file-search", "runtime_s", "mglru") => 51.03,
-        ("file-search", "runtime_s", "mru") => 25.24,
-        ("ycsb-c", "throughput", p) => match p {
-            "default" => 8725.8,
-            "mglru" => 6577.6,
-            "mru" => 4189.6,
-            "fifo" => 7310.3,
-            "s3fifo" => 9931.5,
-            "lhd" => 11278.4,
-            "lfu" => 11909.3,
-            _ => return None,
-        },
-        ("ycsb-uniform", "throughput", p) => match p {
-            "default" => 4315.3,
-            "mglru" => 3434.0,
-            "mru" => 2631.0,
-            "fifo" => 3777.4,
-            "s3fifo" => 5070.6,
-            "lhd" => 5678.5,
-            "lfu" => 5810.0,
-            _ => return None,
-        },
-        // Table 5: cache_ext's MGLRU over the kernel's.
-        ("ycsb-c", "throughput_vs_mglru", "mglru-bpf") => 0.96,
-        ("ycsb-uniform", "throughput_vs_mglru", "mglru-bpf") => 1.06,
-        ("get-scan", "throughput", p) => match p {
-            "default" => 1690.8,
-            "mglru" => 1449.9,
-            "get-scan" => 2868.4,
-            _ => return None,
-        },
-        ("get-scan", "scan_throughput", p) => match p {
-            "default" => 47.3,
-            "mglru" => 43.4,
-            "get-scan" => 38.7,
-            _ => return None,
-        },
-        ("isolation", "throughput", p) => match p {
-            "default" => 5570.75,
-            "lfu" => 7864.69,
-            "mru" => 2233.33,
-            "tailored" => 8343.94,
-            _ => return None,
-        },
-        ("isolation", "searches", p) => match p {
-            "default" => 68.0,
-            "lfu" => 84.0,
-            "mru" => 116.0,
-            "tailored" => 122.0,
-            _ => return None,
-        },
-        _ => return None,
-    };
-    Some(v)
+    PAPER.value(experiment, policy, metric)
 }
 
 /// The paper's own kernel measured here: KiB read per GET under `policy`
-/// over the same under the kernel's LRU, for the YCSB proxies at 1/400
-/// (linux-cache-ext 7442a92 in a one-vCPU QEMU guest, the artifact's
-/// loaders attached before the first read: oracle/qemu/cache-ext-ycsb-*.toml;
-/// runs and method in docs/fidelity/cache_ext.md, "The paper's own kernel,
-/// LFU measured"). Bytes, not throughput: the guest runs under emulation,
-/// so its time is the CPU's, not the disk's.
+/// over the same under the kernel's LRU (`disk_read_bytes_per_op`), for
+/// the YCSB proxies at 1/400 (linux-cache-ext 7442a92 in a one-vCPU QEMU
+/// guest, the artifact's loaders attached before the first read:
+/// oracle/qemu/cache-ext-ycsb-*.toml; runs and method in
+/// docs/fidelity/cache_ext.md, "The paper's own kernel, LFU measured").
+/// Bytes, not throughput: the guest runs under emulation, so its time is
+/// the CPU's, not the disk's. data/cache_ext_kernel_ratio.csv.
+pub static KERNEL_RATIO: Table<Figure> = figures(
+    "cache_ext_kernel_ratio.csv",
+    include_str!("data/cache_ext_kernel_ratio.csv"),
+);
+
+/// The paper's table and its kernel's, measured here.
+pub static TABLES: &[&dyn Embedded] = &[&PAPER, &KERNEL_RATIO];
+
+/// KERNEL_RATIO's figure for (experiment, policy, metric), when it has one.
 pub fn kernel_ratio(experiment: &str, policy: &str, metric: &str) -> Option<f64> {
-    if metric != "disk_read_bytes_per_op" {
-        return None;
-    }
-    Some(match (experiment, policy) {
-        ("ycsb-c" | "ycsb-uniform", "default") => 1.0,
-        ("ycsb-c", "lfu") => 1.044,
-        ("ycsb-c", "s3fifo") => 0.904,
-        ("ycsb-c", "fifo") => 1.482,
-        ("ycsb-c", "mru") => 8.97,
-        // The kernel's own MGLRU (lru_gen on, no policy) and cache_ext's port.
-        ("ycsb-c", "mglru") => 0.980,
-        ("ycsb-c", "mglru-bpf") => 1.788,
-        ("ycsb-uniform", "lfu") => 1.033,
-        ("ycsb-uniform", "s3fifo") => 0.898,
-        _ => return None,
-    })
+    KERNEL_RATIO.value(experiment, policy, metric)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -460,19 +443,26 @@ pub fn targets(rows: &[Row]) -> Vec<(String, bool)> {
         value(rows, "file-search", "mru", "runtime_s"),
         value(rows, "file-search", "mglru", "runtime_s"),
     ) {
+        // The paper's runtime of `p` over the default's.
+        let paper = |p: &str| {
+            let runtime = |p| paper_value("file-search", p, "runtime_s");
+            runtime(p)
+                .zip(runtime("default"))
+                .map_or("-".to_string(), |(x, d)| format!("{:.2}", x / d))
+        };
         let r = mru / d;
         v.push((
             format!(
-                "file-search: MRU runtime {r:.2}x default's (target 0.40-0.75; paper {:.2})",
-                25.24 / 49.99
+                "file-search: MRU runtime {r:.2}x default's (target 0.40-0.75; paper {})",
+                paper("mru")
             ),
             (0.40..=0.75).contains(&r),
         ));
         let r = mg / d;
         v.push((
             format!(
-                "file-search: MGLRU runtime {r:.2}x default's (target 0.90-1.10; paper {:.2})",
-                51.03 / 49.99
+                "file-search: MGLRU runtime {r:.2}x default's (target 0.90-1.10; paper {})",
+                paper("mglru")
             ),
             (0.90..=1.10).contains(&r),
         ));

@@ -6,6 +6,7 @@
 
 pub mod cache_ext;
 pub mod reclaim_loop;
+pub mod tables;
 
 use serde::Serialize;
 
@@ -13,6 +14,7 @@ pub mod workingset_protection;
 
 use crate::mm::{MmConfig, Variants};
 use crate::sim::{run_probe, LruKind, RunReport, SimConfig};
+use tables::seed_table;
 
 /// What a reproduction's timing columns are: the model on the reference
 /// machine's profile, not a prediction of the seed's own machine.
@@ -24,36 +26,17 @@ pub fn timing_basis() -> String {
 }
 use foliosim_workload::mmap_probe::{Pattern, ProbeSpec};
 
-/// Seed 002's published cells (pgpgin GiB, elapsed s), transcribed from
-/// the seed's tables (shared/seed-tables/mmap_miss_seed002.csv).
-pub const SEED002: &[(u64, &str, &str, f64, f64)] = &[
-    (20, "random", "baseline", 223.377, 101.293),
-    (20, "random", "p1", 223.268, 98.481),
-    (20, "random", "p2", 223.257, 100.091),
-    (20, "random", "p1+p2", 1.010, 4.790),
-    (20, "stride1021", "baseline", 204.214, 97.557),
-    (20, "stride1021", "p1+p2", 204.208, 108.086),
-    (20, "stride2053", "baseline", 409.584, 193.700),
-    (20, "stride2053", "p1", 409.584, 197.645),
-    (20, "stride2053", "p2", 15.722, 5.485),
-    (20, "stride2053", "p1+p2", 0.970, 3.685),
-    (20, "stride4099", "baseline", 406.452, 134.241),
-    (20, "stride4099", "p1+p2", 0.975, 3.499),
-    (20, "sequential", "baseline", 0.212, 0.050),
-    (20, "sequential", "p1", 0.212, 0.046),
-    (20, "sequential", "p2", 0.212, 0.050),
-    (20, "sequential", "p1+p2", 0.212, 0.057),
-    (4, "random", "baseline", 3.987, 1.960),
-    (4, "random", "p1+p2", 0.980, 1.221),
-    (4, "stride1021", "baseline", 4.002, 1.838),
-    (4, "stride1021", "p1+p2", 4.002, 1.851),
-    (4, "stride2053", "baseline", 3.991, 1.835),
-    (4, "stride2053", "p1+p2", 0.811, 0.985),
-    (4, "stride4099", "baseline", 4.001, 1.836),
-    (4, "stride4099", "p1+p2", 0.819, 1.037),
-    (4, "sequential", "baseline", 0.056, 0.013),
-    (4, "sequential", "p1+p2", 0.056, 0.018),
-];
+seed_table! {
+    /// Seed 002's published cells (pgpgin GiB, elapsed s): a copy of
+    /// ../shared/seed-tables/mmap_miss_seed002.csv.
+    pub static SEED002: Seed002Cell = "mmap_miss_seed002.csv" {
+        file_gib: u64,
+        pattern: &'static str,
+        variant: &'static str,
+        pgpgin_gib: f64,
+        elapsed_s: f64,
+    }
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct MmapMissRow {
@@ -140,8 +123,9 @@ fn seed_guest(read_ahead_kb: u64, variants: Variants, lru: LruKind, seed: u64) -
 
 fn mmap_miss_row(file_gib: u64, pattern: &str, variant: &str, r: &RunReport) -> MmapMissRow {
     let seedrow = SEED002
+        .rows()
         .iter()
-        .find(|c| c.0 == file_gib && c.1 == pattern && c.2 == variant);
+        .find(|c| c.file_gib == file_gib && c.pattern == pattern && c.variant == variant);
     MmapMissRow {
         file_gib,
         pattern: pattern.to_string(),
@@ -149,8 +133,8 @@ fn mmap_miss_row(file_gib: u64, pattern: &str, variant: &str, r: &RunReport) -> 
         pgpgin_gib: r.vmstat["pgpgin"] as f64 / (1u64 << 20) as f64,
         elapsed_s: r.elapsed_ns as f64 / 1e9,
         timing: timing_basis(),
-        seed_pgpgin_gib: seedrow.map(|c| c.3),
-        seed_own_machine_elapsed_s: seedrow.map(|c| c.4),
+        seed_pgpgin_gib: seedrow.map(|c| c.pgpgin_gib),
+        seed_own_machine_elapsed_s: seedrow.map(|c| c.elapsed_s),
         pgmajfault: r.vmstat["pgmajfault"],
         ra_unused_evicted: r.vmstat["foliosim_ra_unused_evicted"],
     }
@@ -495,11 +479,12 @@ pub fn strided_mmap_cell_with(
         _ => 0.0,
     };
     // The seed measured its v1 patch and the code before it, on arm64.
-    let (seed_refaults, seed_bw) = match (lru, ptes, variant) {
-        (LruKind::Mglru, "arm64", "pf-mark-accessed") => (Some(0), Some(5078.0)),
-        (LruKind::Mglru, "arm64", "pf-set-active") => (Some(12_883_855), Some(58.5)),
-        _ => (None, None),
-    };
+    let seedrow = SEED000
+        .rows()
+        .iter()
+        .find(|c| c.lru == lru && c.ptes == ptes && c.variant == variant);
+    let seed_refaults = seedrow.map(|c| c.workingset_refault_file);
+    let seed_bw = seedrow.map(|c| c.bw_mib_s);
     StridedRow {
         lru: lru.name().to_string(),
         variant: if lru == LruKind::Classic {
@@ -522,6 +507,21 @@ pub fn strided_mmap_cell_with(
         memcg: traced.then(|| r.memcg.clone()),
     }
 }
+
+seed_table! {
+    /// Seed 000's published figures: the cells the seed measured (lru,
+    /// prefaulted PTEs, fault-path variant), their refaults and bandwidth.
+    pub static SEED000: Seed000Cell = "strided_mmap_seed000.csv" {
+        lru: LruKind,
+        ptes: &'static str,
+        variant: &'static str,
+        workingset_refault_file: u64,
+        bw_mib_s: f64,
+    }
+}
+
+/// Seed 002's and seed 000's tables.
+pub static TABLES: &[&dyn tables::Embedded] = &[&SEED002, &SEED000];
 
 /// The whole of seed 000's comparison.
 pub fn strided_mmap(seed: u64, threads: usize) -> Vec<StridedRow> {

@@ -12,6 +12,7 @@
 
 use serde::Serialize;
 
+use super::tables::{before_after, seed_table, BeforeAfter, Embedded, Table};
 use crate::scenario::run_scenario;
 use crate::sim::{LruKind, SimConfig};
 use foliosim_workload::scenario::Scenario;
@@ -29,21 +30,20 @@ const MONGO_CLIENTS: f64 = 8.0;
 /// The seed's MongoDB table (before, after): throughput in ops/s,
 /// average latency in us, pgpgin/pgpgout in KiB (/proc/vmstat), refaults
 /// in pages.
-pub const SEED_MONGODB: &[(&str, f64, f64)] = &[
-    ("throughput", 62485.02962831822, 79760.71784646061),
-    ("average_latency_us", 500.9746963330107, 391.25169970043726),
-    ("pgpgin", 159347462.0, 111093923.0),
-    ("pgpgout", 5413332.0, 5437456.0),
-    ("workingset_refault_anon", 0.0, 0.0),
-    ("workingset_refault_file", 34522071.0, 19566366.0),
-];
+pub static SEED_MONGODB: Table<BeforeAfter> = before_after(
+    "reclaim_loop_seed003_mongodb.csv",
+    include_str!("data/reclaim_loop_seed003_mongodb.csv"),
+);
 
 /// Seed 003's fio no-regression row at 1/32, as shipped in examples/.
 pub const FIO_MMAP_TOML: &str = include_str!("../../../../examples/seed003-fio-mmap-randread.fio");
 /// Its memcg: the seed's 10G / 32.
 pub const FIO_MMAP_MEMCG: u64 = 320 << 20;
-/// The seed's bandwidth in MB/s (before, after).
-pub const SEED_FIO_MMAP: (f64, f64) = (9196.481429, 9256.105);
+/// The seed's bandwidth in MB/s (before, after): `bandwidth_mb_s`.
+pub static SEED_FIO_MMAP: Table<BeforeAfter> = before_after(
+    "reclaim_loop_seed003_fio_mmap.csv",
+    include_str!("data/reclaim_loop_seed003_fio_mmap.csv"),
+);
 
 /// Seed 003's throttling OOM (dd into a small memcg), as shipped in examples/.
 pub const DD_OOM_TOML: &str = include_str!("../../../../examples/seed003-dd-throttle-oom.toml");
@@ -56,8 +56,11 @@ pub const DD_OOM_DEVICES: &[(&str, Option<u64>)] =
 /// make -j96) at 1/8, as shipped in examples/.
 pub const KBUILD_TMPFS_TOML: &str =
     include_str!("../../../../examples/seed003-kernel-build-tmpfs.toml");
-/// The seed's system time in seconds (before, after).
-pub const SEED_KBUILD_STIME: (f64, f64) = (2589.63, 2543.58);
+/// The seed's system time in seconds (before, after): `system_time_s`.
+pub static SEED_KBUILD_STIME: Table<BeforeAfter> = before_after(
+    "reclaim_loop_seed003_kernel_build.csv",
+    include_str!("data/reclaim_loop_seed003_kernel_build.csv"),
+);
 
 /// Seed 003's MySQL no-regression row (sysbench oltp_read_only, a 24.3G
 /// buffer pool in a 2G memcg, zram) at 1/8, as shipped in examples/.
@@ -66,8 +69,11 @@ pub const MYSQL_TOML: &str = include_str!("../../../../examples/seed003-mysql-sy
 /// transaction then touches 18 pages, for 20 simulated seconds.
 pub const MYSQL_POOL_PAGES: u64 = (3 << 30) / 4096;
 pub const MYSQL_TOUCHES_PER_TX: u64 = 18;
-/// The seed's transactions per second (before, after).
-pub const SEED_MYSQL_TPS: (f64, f64) = (17260.781429, 17266.842857);
+/// The seed's transactions per second (before, after): `tps`.
+pub static SEED_MYSQL_TPS: Table<BeforeAfter> = before_after(
+    "reclaim_loop_seed003_mysql.csv",
+    include_str!("data/reclaim_loop_seed003_mysql.csv"),
+);
 
 /// Seed 003's Chrome & Node.js row (32 memcgs, 64 workers, zram, global
 /// pressure) at 1/64, as shipped in examples/.
@@ -77,9 +83,21 @@ pub const CHROME_NODE_TOML: &str = include_str!("../../../../examples/seed003-ch
 pub const CHROME_NODE_HEAP_PAGES: u64 = (48 << 20) / 4096;
 pub const CHROME_NODE_TOUCHES_PER_REQ: u64 = 200;
 /// The seed's (before, after): total requests, Jain's fairness.
-pub const SEED_CHROME_NODE: &[(&str, f64, f64)] = &[
-    ("total_requests", 79915.0, 81382.0),
-    ("jain_fairness", 0.997795, 0.991480),
+pub static SEED_CHROME_NODE: Table<BeforeAfter> = before_after(
+    "reclaim_loop_seed003_chrome_node.csv",
+    include_str!("data/reclaim_loop_seed003_chrome_node.csv"),
+);
+
+/// Seed 003's tables.
+pub static TABLES: &[&dyn Embedded] = &[
+    &SEED_SWAPPINESS,
+    &SEED_MONGODB,
+    &SEED_CHROME_NODE,
+    &SEED_AGING_OOM,
+    &SEED_THROTTLE_OOM,
+    &SEED_MYSQL_TPS,
+    &SEED_FIO_MMAP,
+    &SEED_KBUILD_STIME,
 ];
 
 /// Jain's fairness index of per-worker figures: (sum x)^2 / (n sum x^2),
@@ -132,62 +150,59 @@ pub const METRICS: [&str; 6] = [
     "refault_anon",
 ];
 
-/// Barry Song's tables (seed 003), swappiness 35, 70, 105, 140, 175, in
-/// METRICS order. The seed gives no table for mm-new with the fix.
-fn seed_table(kernel: &str) -> Option<[[f64; 6]; 5]> {
-    match kernel {
-        "reclaim-legacy" => Some([
-            [
-                933731.0, 3365968.0, 5649320.0, 13786572.0, 354998.0, 944323.0,
-            ],
-            [
-                1049052.0, 3565887.0, 5694288.0, 14582200.0, 242973.0, 1061033.0,
-            ],
-            [
-                981095.0, 3396069.0, 5283940.0, 13898988.0, 202432.0, 992295.0,
-            ],
-            [
-                1222881.0, 3935186.0, 6165024.0, 16056664.0, 191564.0, 1236083.0,
-            ],
-            [
-                1343139.0, 4256014.0, 6557152.0, 17341452.0, 175795.0, 1358782.0,
-            ],
-        ]),
-        "reclaim-rework+no-isolate-fallback-fix" => Some([
-            [
-                1587728.0, 4932011.0, 8788688.0, 20062761.0, 487923.0, 1605670.0,
-            ],
-            [
-                1743890.0, 5214587.0, 8676728.0, 21178716.0, 317993.0, 1763904.0,
-            ],
-            [
-                1687517.0, 5073825.0, 8173036.0, 20608932.0, 249769.0, 1707538.0,
-            ],
-            [
-                1671678.0, 5118895.0, 7929960.0, 20790468.0, 193421.0, 1691228.0,
-            ],
-            [
-                1506888.0, 4789793.0, 7270448.0, 19479188.0, 187304.0, 1523585.0,
-            ],
-        ]),
-        "classic" => Some([
-            [
-                476994.0, 2258185.0, 5247280.0, 9354640.0, 750021.0, 483334.0,
-            ],
-            [
-                515470.0, 2306901.0, 4265500.0, 9547436.0, 459740.0, 522381.0,
-            ],
-            [
-                519540.0, 2343897.0, 3628788.0, 9696500.0, 303701.0, 527273.0,
-            ],
-            [
-                605537.0, 2615227.0, 3470540.0, 10776312.0, 173236.0, 614544.0,
-            ],
-            [
-                698228.0, 2908292.0, 3602884.0, 11945332.0, 117625.0, 708478.0,
-            ],
-        ]),
-        _ => None,
+seed_table! {
+    /// Barry Song's tables (seed 003): METRICS by kernel of the dispute and
+    /// swappiness. The seed gives no table for mm-new with the fix.
+    pub static SEED_SWAPPINESS: SeedSwappinessCell = "reclaim_loop_seed003_swappiness.csv" {
+        kernel: &'static str,
+        swappiness: u32,
+        pswpin: f64,
+        pswpout: f64,
+        pgpgin: f64,
+        pgpgout: f64,
+        refault_file: f64,
+        refault_anon: f64,
+    }
+}
+
+impl SeedSwappinessCell {
+    /// The figures in METRICS order.
+    pub fn metrics(&self) -> [f64; 6] {
+        [
+            self.pswpin,
+            self.pswpout,
+            self.pgpgin,
+            self.pgpgout,
+            self.refault_file,
+            self.refault_anon,
+        ]
+    }
+}
+
+/// The seed's figures of `kernel` at `swappiness`, when it gives them.
+fn seed_cell(kernel: &str, swappiness: u32) -> Option<[f64; 6]> {
+    SEED_SWAPPINESS
+        .rows()
+        .iter()
+        .find(|c| c.kernel == kernel && c.swappiness == swappiness)
+        .map(|c| c.metrics())
+}
+
+seed_table! {
+    /// The seed's aging OOM: 1 where the pressure workers finished their
+    /// iterations, 0 where they were OOM-killed.
+    pub static SEED_AGING_OOM: SeedAgingOom = "reclaim_loop_seed003_aging_oom.csv" {
+        kernel: &'static str,
+        pressure_finished: f64,
+    }
+}
+
+seed_table! {
+    /// The seed's throttling OOM: 1 where dd finished, 0 where it was
+    /// OOM-killed (no device given, nothing for the classic LRU).
+    pub static SEED_THROTTLE_OOM: SeedThrottleOom = "reclaim_loop_seed003_throttle_oom.csv" {
+        kernel: &'static str,
+        writer_finished: f64,
     }
 }
 
@@ -277,7 +292,7 @@ pub fn swappiness_sweep(
     let mut rows = Vec::new();
     for (&(k, s), cell) in cells.iter().zip(&out) {
         let (name, lru, _) = KERNELS[k];
-        let seed = seed_table(name);
+        let seed = seed_cell(name, SWAPPINESS[s]);
         for (i, metric) in METRICS.iter().enumerate() {
             rows.push(Row {
                 experiment: "swappiness".into(),
@@ -285,7 +300,7 @@ pub fn swappiness_sweep(
                 swappiness: SWAPPINESS[s],
                 metric: (*metric).into(),
                 value: cell.metrics[i],
-                seed_value: seed.map(|t| t[s][i]),
+                seed_value: seed.map(|t| t[i]),
             });
         }
         if lru == LruKind::Mglru {
@@ -317,12 +332,12 @@ pub fn swappiness_sweep(
 /// mm-new MGLRU and the classic LRU. Seed: classic finishes, MGLRU before
 /// the series OOMs after 10-20 rounds, after the series it finishes.
 pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
-    const CELLS: &[(&str, LruKind, &str, f64)] = &[
-        ("reclaim-legacy", LruKind::Mglru, "reclaim-legacy", 0.0),
-        ("reclaim-rework", LruKind::Mglru, "reclaim-rework", 1.0),
-        ("classic", LruKind::Classic, "", 1.0),
+    const CELLS: &[(&str, LruKind, &str)] = &[
+        ("reclaim-legacy", LruKind::Mglru, "reclaim-legacy"),
+        ("reclaim-rework", LruKind::Mglru, "reclaim-rework"),
+        ("classic", LruKind::Classic, ""),
     ];
-    let out = super::run_parallel(CELLS, threads, |&(_, lru, v, _)| {
+    let out = super::run_parallel(CELLS, threads, |&(_, lru, v)| {
         let mut cfg = base.clone();
         cfg.lru = lru;
         seed_kernel(&mut cfg, v);
@@ -335,7 +350,7 @@ pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
         (!killed as u64 as f64, kills as f64)
     });
     let mut rows = Vec::new();
-    for (&(name, _, _, seed_finished), (finished, kills)) in CELLS.iter().zip(out) {
+    for (&(name, _, _), (finished, kills)) in CELLS.iter().zip(out) {
         let row = |metric: &str, value, seed_value| Row {
             experiment: "aging-oom".into(),
             variant: name.into(),
@@ -344,7 +359,12 @@ pub fn aging_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
             value,
             seed_value,
         };
-        rows.push(row("pressure_finished", finished, Some(seed_finished)));
+        let seed = SEED_AGING_OOM
+            .rows()
+            .iter()
+            .find(|o| o.kernel == name)
+            .map(|o| o.pressure_finished);
+        rows.push(row("pressure_finished", finished, seed));
         rows.push(row("oom_kill", kills, None));
     }
     rows
@@ -431,14 +451,6 @@ fn before_after_rows(
     rows
 }
 
-/// The seed's (before, after) of `metric` in a table of them.
-fn seed_pair(table: &[(&str, f64, f64)], metric: &str) -> Option<(f64, f64)> {
-    table
-        .iter()
-        .find(|(k, _, _)| *k == metric)
-        .map(|&(_, b, a)| (b, a))
-}
-
 /// The MongoDB + YCSB workloadb experiment: mainline MGLRU
 /// (`reclaim-legacy`) against mm-new (`reclaim-rework`), the seed's
 /// metrics with the seed's figures beside, a "change" row per metric
@@ -496,7 +508,7 @@ pub fn mongodb_ycsb(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row>
         ]
     });
     before_after_rows("mongodb-ycsb", base.mm.swappiness, &METRICS, &out, |m| {
-        seed_pair(SEED_MONGODB, m)
+        SEED_MONGODB.pair(m)
     })
 }
 
@@ -530,7 +542,7 @@ pub fn fio_mmap_randread(base: &SimConfig, text: &str, threads: usize) -> Result
         base.mm.swappiness,
         &["bandwidth_mb_s", "workingset_refault_file"],
         &out,
-        |m| (m == "bandwidth_mb_s").then_some(SEED_FIO_MMAP),
+        |m| SEED_FIO_MMAP.pair(m),
     ))
 }
 
@@ -539,26 +551,16 @@ pub fn fio_mmap_randread(base: &SimConfig, text: &str, threads: usize) -> Result
 /// LRU, on each of DD_OOM_DEVICES. Seed: before the series dd OOMs, after
 /// it does not (the device is not given).
 pub fn throttle_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> {
-    const KERNELS: &[(&str, LruKind, &str, Option<f64>)] = &[
-        (
-            "reclaim-legacy",
-            LruKind::Mglru,
-            "reclaim-legacy",
-            Some(0.0),
-        ),
-        (
-            "reclaim-rework",
-            LruKind::Mglru,
-            "reclaim-rework",
-            Some(1.0),
-        ),
-        ("classic", LruKind::Classic, "", None),
+    const KERNELS: &[(&str, LruKind, &str)] = &[
+        ("reclaim-legacy", LruKind::Mglru, "reclaim-legacy"),
+        ("reclaim-rework", LruKind::Mglru, "reclaim-rework"),
+        ("classic", LruKind::Classic, ""),
     ];
     let cells: Vec<(usize, usize)> = (0..DD_OOM_DEVICES.len())
         .flat_map(|d| (0..KERNELS.len()).map(move |k| (d, k)))
         .collect();
     let out = super::run_parallel(&cells, threads, |&(d, k)| {
-        let (_, lru, v, _) = KERNELS[k];
+        let (_, lru, v) = KERNELS[k];
         let mut cfg = base.clone();
         cfg.lru = lru;
         // The seed's 7.0-era kernel; dd's file system is not given: taken
@@ -578,7 +580,12 @@ pub fn throttle_oom(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row>
     });
     let mut rows = Vec::new();
     for (&(d, k), (finished, kills)) in cells.iter().zip(out) {
-        let (name, _, _, seed) = KERNELS[k];
+        let (name, _, _) = KERNELS[k];
+        let seed = SEED_THROTTLE_OOM
+            .rows()
+            .iter()
+            .find(|o| o.kernel == name)
+            .map(|o| o.writer_finished);
         let dev = DD_OOM_DEVICES[d].0;
         let row = |metric: String, value, seed_value| Row {
             experiment: "throttle-oom".into(),
@@ -626,7 +633,7 @@ pub fn kernel_build_tmpfs(base: &SimConfig, sc: &Scenario, threads: usize) -> Ve
         base.mm.swappiness,
         &["system_time_s", "pswpout", "pswpin"],
         &out,
-        |m| (m == "system_time_s").then_some(SEED_KBUILD_STIME),
+        |m| SEED_KBUILD_STIME.pair(m),
     )
 }
 
@@ -660,7 +667,7 @@ pub fn mysql_sysbench(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Ro
         base.mm.swappiness,
         &["tps", "pswpin", "pswpout", "workingset_refault_anon"],
         &out,
-        |m| (m == "tps").then_some(SEED_MYSQL_TPS),
+        |m| SEED_MYSQL_TPS.pair(m),
     )
 }
 
@@ -701,7 +708,7 @@ pub fn chrome_node(base: &SimConfig, sc: &Scenario, threads: usize) -> Vec<Row> 
             "pswpin",
         ],
         &out,
-        |m| seed_pair(SEED_CHROME_NODE, m),
+        |m| SEED_CHROME_NODE.pair(m),
     )
 }
 

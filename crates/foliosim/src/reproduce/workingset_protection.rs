@@ -25,6 +25,7 @@ use serde::Serialize;
 use foliosim_workload::scenario::{Amount, IoStep, Op, Scenario, Step};
 
 use super::first_loop;
+use super::tables::{before_after, BeforeAfter, Embedded, Table};
 use crate::mm::blkdev::DeviceProfile;
 use crate::mm::{MmConfig, SwapKind, Variants};
 use crate::scenario::{run_scenario, ScenarioReport};
@@ -34,20 +35,19 @@ pub const TPCC_TOML: &str = include_str!("../../../../examples/seed004-tpcc.toml
 pub const LULESH_TOML: &str = include_str!("../../../../examples/seed004-lulesh.toml");
 
 /// The seed's TPC-C table (before, after).
-pub const SEED_TPCC: &[(&str, f64, f64)] = &[
-    ("time_s", 10801.0, 10801.0),
-    ("transactions", 41472.0, 43663.0),
-    ("workingset_nodes", 109070.0, 120244.0),
-    ("workingset_refault_anon", 5019627.0, 7281831.0),
-    ("workingset_refault_file", 1294678786.0, 554855564.0),
-    ("workingset_refault_total", 1299698413.0, 562137395.0),
-];
+pub static SEED_TPCC: Table<BeforeAfter> = before_after(
+    "workingset_protection_seed004_tpcc.csv",
+    include_str!("data/workingset_protection_seed004_tpcc.csv"),
+);
 
 /// The seed's LULESH table (before = v2 without the fold fix, after).
-pub const SEED_LULESH: &[(&str, f64, f64)] = &[
-    ("throughput", 6894.0, 7574.0),
-    ("deviation_pct", 12.96, 1.76),
-];
+pub static SEED_LULESH: Table<BeforeAfter> = before_after(
+    "workingset_protection_seed004_lulesh.csv",
+    include_str!("data/workingset_protection_seed004_lulesh.csv"),
+);
+
+/// Seed 004's tables.
+pub static TABLES: &[&dyn Embedded] = &[&SEED_TPCC, &SEED_LULESH];
 
 pub const TPCC_METRICS: &[&str] = &[
     "time_s",
@@ -431,10 +431,6 @@ fn mean_dev(xs: &[f64]) -> (f64, f64) {
     )
 }
 
-fn seed_of(table: &[(&str, f64, f64)], metric: &str) -> Option<(f64, f64)> {
-    table.iter().find(|t| t.0 == metric).map(|t| (t.1, t.2))
-}
-
 /// The rows from the cells' results (in `cells()` order).
 pub fn rows(cells: &[Cell], measured: &[Measured]) -> Vec<Row> {
     let mut out = Vec::new();
@@ -457,12 +453,12 @@ pub fn rows(cells: &[Cell], measured: &[Measured]) -> Vec<Row> {
     if let [before, after] = tp[..] {
         for (variant, vals, idx) in [(BEFORE, before, 0), (AFTER, after, 1)] {
             for (m, v) in vals.iter() {
-                let s = seed_of(SEED_TPCC, m).map(|s| if idx == 0 { s.0 } else { s.1 });
+                let s = SEED_TPCC.pair(m).map(|s| if idx == 0 { s.0 } else { s.1 });
                 out.push(row("tpcc", variant, m, *v, s));
             }
         }
         for ((m, b), (_, a)) in before.iter().zip(after.iter()) {
-            let s = seed_of(SEED_TPCC, m).map(|s| change_pct(s.0, s.1));
+            let s = SEED_TPCC.pair(m).map(|s| change_pct(s.0, s.1));
             out.push(row("tpcc", "change", m, change_pct(*b, *a), s));
         }
     }
@@ -484,7 +480,7 @@ pub fn rows(cells: &[Cell], measured: &[Measured]) -> Vec<Row> {
     for (variant, (mean, dev)) in &per_variant {
         // The seed's before is v2 of the rework; legacy has no seed figure.
         let pick = |m: &str| {
-            seed_of(SEED_LULESH, m).and_then(|s| match *variant {
+            SEED_LULESH.pair(m).and_then(|s| match *variant {
                 REWORK_V2 => Some(s.0),
                 AFTER => Some(s.1),
                 _ => None,
@@ -508,7 +504,7 @@ pub fn rows(cells: &[Cell], measured: &[Measured]) -> Vec<Row> {
     let get = |v: &str| per_variant.iter().find(|p| p.0 == v).map(|p| p.1);
     if let (Some(b), Some(a)) = (get(REWORK_V2), get(AFTER)) {
         for (m, bv, av) in [("throughput", b.0, a.0), ("deviation_pct", b.1, a.1)] {
-            let s = seed_of(SEED_LULESH, m).map(|s| change_pct(s.0, s.1));
+            let s = SEED_LULESH.pair(m).map(|s| change_pct(s.0, s.1));
             out.push(row("lulesh", "change", m, change_pct(bv, av), s));
         }
     }
