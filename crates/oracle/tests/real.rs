@@ -32,12 +32,23 @@ fn leftover_groups(h: &HostInfo) -> Vec<String> {
         .collect()
 }
 
+/// Removes the test's own scratch directory when the test ends, also when
+/// an assertion fails (a failed run left its job files in /var/tmp).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 #[test]
 fn real_probe_and_fio_cases() {
     let dir = PathBuf::from(format!(
         "/var/tmp/foliosim-oracle-test-{}",
         std::process::id()
     ));
+    let _cleanup = RemoveOnDrop(dir.clone());
     let host = read_host(&dir).unwrap();
     let _ = fs::remove_dir(&dir);
     let probe_case = parse_probe_cases(
