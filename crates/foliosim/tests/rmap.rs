@@ -55,7 +55,11 @@ fn each_process_faults_the_pages_it_maps_into_its_own_page_tables() {
     let windows = PAGES / 16;
     let faults = |r: &ScenarioReport| vm(r, "pgfault") - vm(&one, "pgfault") + windows;
     assert_eq!(faults(&one), windows);
-    assert_eq!(faults(&three), 3 * windows, "each reader faults each window");
+    assert_eq!(
+        faults(&three),
+        3 * windows,
+        "each reader faults each window"
+    );
 }
 
 #[test]

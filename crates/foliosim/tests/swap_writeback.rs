@@ -80,10 +80,8 @@ fn disk_swap_writes_complete_during_a_reclaim_call() {
     c.mm.stats_flush_phase_ns = 348_000_000;
     let buf = Buf::default();
     let filter = TraceFilter {
-        events: TraceFilter::parse_events(
-            "mm_vmscan_memcg_reclaim_begin,mm_vmscan_write_folio",
-        )
-        .unwrap(),
+        events: TraceFilter::parse_events("mm_vmscan_memcg_reclaim_begin,mm_vmscan_write_folio")
+            .unwrap(),
         ..TraceFilter::default()
     };
     arm(TraceSpec::new(Box::new(buf.clone()), filter));
@@ -93,7 +91,10 @@ fn disk_swap_writes_complete_during_a_reclaim_call() {
     let total: u64 = calls.iter().sum();
     let most = calls.iter().copied().max().unwrap_or(0);
     let pswpout = r.run.vmstat.get("pswpout").copied().unwrap_or(0);
-    assert_eq!(total, pswpout, "every swap write is traced in a reclaim call");
+    assert_eq!(
+        total, pswpout,
+        "every swap write is traced in a reclaim call"
+    );
     assert!(pswpout > 2048, "the scenario swaps: {pswpout}");
     // 419 here; without completions during the call, one call wrote the
     // whole inactive anon list (24,350 of 24,439).

@@ -222,7 +222,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let mut i = 0;
         while i < n {
             let present = self.core.files[m as usize].i_mmap[p as usize].bits(i) & PRESENT != 0;
-            let Some(id) = present.then(|| self.core.files[m as usize].folio(i)).flatten() else {
+            let Some(id) = present
+                .then(|| self.core.files[m as usize].folio(i))
+                .flatten()
+            else {
                 i += 1;
                 continue;
             };
