@@ -6,32 +6,15 @@ use foliosim::mm::filemap::OpenFile;
 use foliosim::mm::readahead::FileRaState;
 use foliosim::mm::vmscan::classic::ClassicLru;
 use foliosim::mm::{Kernel, MmConfig, PAGE_SIZE};
-use foliosim::sim::{run_fio, LruKind, RunReport, SimConfig};
+use foliosim::sim::RunReport;
 use foliosim_workload::fio::parse_job_str;
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
-fn cfg() -> SimConfig {
-    SimConfig {
-        mm: MmConfig {
-            ram_bytes: 1 << 30,
-            check_invariants: true,
-            ..MmConfig::default()
-        },
-        lru: LruKind::Classic,
-        memcg_limit: None,
-        seed: 1,
-        timeline: false,
-        lru_gen_sysctl: Vec::new(),
-    }
-}
-
-fn run(text: &str) -> RunReport {
-    let jobs = parse_job_str(text, "t.fio").unwrap();
-    run_fio(cfg(), &jobs)
-}
+mod common;
+use common::run_fio_text as run;
 
 fn near(v: u64, want: u64, tol: u64) -> bool {
     v.abs_diff(want) <= tol

@@ -3,33 +3,15 @@
 //! replay_time_scale), v2's wait, `open` drops the clean cache, and
 //! replay_redirect puts the files on one.
 
-use foliosim::mm::MmConfig;
-use foliosim::sim::{run_fio, LruKind, RunReport, SimConfig};
+use foliosim::sim::RunReport;
 use foliosim_workload::fio::parse_job_str;
 use std::path::PathBuf;
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
-fn cfg() -> SimConfig {
-    SimConfig {
-        mm: MmConfig {
-            ram_bytes: 1 << 30,
-            check_invariants: true,
-            ..MmConfig::default()
-        },
-        lru: LruKind::Classic,
-        memcg_limit: None,
-        seed: 1,
-        timeline: false,
-        lru_gen_sysctl: Vec::new(),
-    }
-}
-
-fn run(text: &str) -> RunReport {
-    let jobs = parse_job_str(text, "t.fio").unwrap();
-    run_fio(cfg(), &jobs)
-}
+mod common;
+use common::run_fio_text as run;
 
 fn fixture(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../workload/tests/data/iolog");

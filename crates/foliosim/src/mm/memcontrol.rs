@@ -396,8 +396,9 @@ pub struct MemCgroup {
     pub nr_mapped: u64,
     /// Page-table pages charged to the memcg (NR_PAGETABLE).
     pub nr_pagetables: u64,
-    /// Slab the group is charged for (xarray nodes: radix_tree_node is
-    /// SLAB_ACCOUNT), in bytes, and the whole pages charged for it
+    /// Slab the group is charged for (the page cache's xarray nodes:
+    /// mapping->i_pages has XA_FLAGS_ACCOUNT, so xas_alloc() allocates them
+    /// __GFP_ACCOUNT), in bytes, and the whole pages charged for it
     /// (obj_cgroup charges bytes, the page counter pages).
     pub slab_bytes: u64,
     pub slab_pages: u64,

@@ -92,3 +92,26 @@ pub fn clean_beside_dirty<P: ReclaimPolicy>(
     }
     assert_eq!(k.core.wb.nr_dirty, n, "nothing written back yet");
 }
+
+/// The fio tests' machine (fio_options.rs, iolog_replay.rs): 1 GiB, no
+/// memcg limit, classic LRU, the invariants checked.
+pub fn fio_cfg() -> foliosim::sim::SimConfig {
+    foliosim::sim::SimConfig {
+        mm: MmConfig {
+            ram_bytes: 1 << 30,
+            check_invariants: true,
+            ..MmConfig::default()
+        },
+        lru: foliosim::sim::LruKind::Classic,
+        memcg_limit: None,
+        seed: 1,
+        timeline: false,
+        lru_gen_sysctl: Vec::new(),
+    }
+}
+
+/// A job file's text through the model on fio_cfg()'s machine.
+pub fn run_fio_text(text: &str) -> foliosim::sim::RunReport {
+    let jobs = foliosim_workload::fio::parse_job_str(text, "t.fio").unwrap();
+    foliosim::sim::run_fio(fio_cfg(), &jobs)
+}
