@@ -1145,16 +1145,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             }
             // Prefaulted PTEs are old where arch_wants_old_prefaulted_pte().
             let young = has_fault || !old_ptes;
-            if file.pte != super::rmap::NO_PTES {
-                // Page tables of its own: another process's PTE is none
-                // of this one's.
-                if self.core.pte_mapped(file, id, cur) {
-                    continue;
-                }
-                self.core.pte_map_folio(file, id, young);
-            } else if f.test(pg::MAPPED) {
+            // This task's PTE (with page tables of its own, another
+            // process's PTE is none of its).
+            if self.core.pte_mapped(file, id, cur) {
                 continue;
             }
+            self.core.pte_map_folio(file, id, young);
             // The model keeps one PTE state per folio and process: a
             // large folio is mapped whole (its pages outside the window
             // too).
