@@ -592,6 +592,23 @@ impl<P: ReclaimPolicy> Kernel<P> {
         memcg: MemcgId,
         may_retry: bool,
     ) -> Option<FolioId> {
+        self.filemap_add_folio_gfp(mapping, index, order, memcg, may_retry, false)
+    }
+
+    /// filemap_add_folio() with the caller's __GFP_WRITE (`gfp_write`):
+    /// a folio created to be written over (FGP_WRITE, write_begin) does
+    /// not take its shadow to workingset_refault(): caching data about to
+    /// be overwritten is no reason to activate it.
+    #[inline(always)]
+    pub fn filemap_add_folio_gfp(
+        &mut self,
+        mapping: u32,
+        index: u64,
+        order: u32,
+        memcg: MemcgId,
+        may_retry: bool,
+        gfp_write: bool,
+    ) -> Option<FolioId> {
         let nr = 1u64 << order;
         debug_assert!(
             index % nr == 0 && index + nr <= self.core.files[mapping as usize].nr_pages()
@@ -634,7 +651,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 t.filemap_op(crate::trace::Ev::AddToPageCache, cx, rec);
             }
         }
-        if let Some(s) = shadow {
+        if let Some(s) = shadow.filter(|_| !gfp_write) {
             self.policy.workingset_refault(&mut self.core, id, s);
         }
         // cache_ext's hook in __filemap_add_folio() (before the LRU add).
@@ -916,7 +933,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let a = &self.core.files[mapping as usize];
             let fits = order == 0 || (index + nr <= a.nr_pages() && !a.range_has_folio(index, nr));
             if fits {
-                if let Some(id) = self.filemap_add_folio_order(mapping, index, order, memcg, true) {
+                if let Some(id) =
+                    self.filemap_add_folio_gfp(mapping, index, order, memcg, true, true)
+                {
                     return Some(id);
                 }
                 if order == 0 {

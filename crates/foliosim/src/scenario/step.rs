@@ -22,7 +22,13 @@ impl<'a> Driver<'a> {
             Op::MmapAnon { map, size } => self.mmap_anon(k, id, map, *size, line)?,
             Op::MmapFile(s) => self.mmap_file(k, id, s, line)?,
             Op::Touch(s) => self.touch(id, step, gen, s)?,
-            Op::Io(s) => self.io(id, step, gen, s)?,
+            Op::Io(s) => {
+                self.io(id, step, gen, s)?;
+                self.map_step_buf(k, id, s.bs);
+                if self.threads[id].cur.is_none() {
+                    self.unmap_step_buf(k, id);
+                }
+            }
             Op::KvGet(s) => self.kv_get(id, step, gen, s)?,
             Op::Munmap { map } => {
                 let mi = self.mapped(id, map, line)?;
@@ -451,7 +457,7 @@ impl<'a> Driver<'a> {
                 } else {
                     k.filemap_read(open, pos, bs).is_some()
                 };
-                if ok && bs < ARENA_BUF_MAX {
+                if ok {
                     self.touch_io_buffer(k, id, bs, !cur.write);
                 }
                 ok
@@ -517,6 +523,7 @@ impl<'a> Driver<'a> {
         if finished {
             th.cur = None;
             th.pc += 1;
+            self.unmap_step_buf(k, id);
         } else {
             th.cur = Some(cur);
         }
