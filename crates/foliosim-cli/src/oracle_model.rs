@@ -59,12 +59,22 @@ pub(crate) fn oracle_model(
             over_flush_phases(cfg, None, |c| Ok(oracle_counters(&sim::run_probe(c, spec))))
         }
         foliosim_oracle::CaseKind::Fio { job_file, .. } => {
-            let jobs =
-                foliosim_workload::fio::parse_job_file(job_file).map_err(|e| e.to_string())?;
+            let jobs = oracle_fio_jobs(job_file)?;
             over_flush_phases(cfg, None, |c| Ok(oracle_counters(&sim::run_fio(c, &jobs))))
         }
         foliosim_oracle::CaseKind::Scenario { scenario } => oracle_scenario(host, case, scenario),
     }
+}
+
+/// A fio case's jobs as the model runs them: a `read_iolog` log is read
+/// from beside the job file, where the oracle copies fio's from
+/// (foliosim_oracle::jobsafe::replay), not from the working directory.
+fn oracle_fio_jobs(
+    job_file: &std::path::Path,
+) -> Result<Vec<foliosim_workload::fio::FioJob>, String> {
+    let dir = job_file.parent().unwrap_or(std::path::Path::new("."));
+    let kw = foliosim_workload::fio::Keywords::default();
+    foliosim_workload::fio::parse_job_file_logs_in(job_file, &kw, dir).map_err(|e| e.to_string())
 }
 
 /// Phases of the first periodic memcg stats flush the model is run at
@@ -602,6 +612,42 @@ mod tests {
             },
             hr
         );
+    }
+
+    /// The oracle's iolog case (oracle/iolog): its model run reads the
+    /// log from beside the job file, whatever the working directory, and
+    /// replays every one of its reads, as many and as long as the log's.
+    #[test]
+    fn the_oracle_model_replays_the_iolog_cases_log() {
+        use foliosim_workload::fio::iolog::{self, Act};
+        let jf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../oracle/iolog/iolog-replay.fio")
+            .canonicalize()
+            .unwrap();
+        let log = iolog::load(
+            jf.with_file_name("iolog-replay.log").to_str().unwrap(),
+            &iolog::ReplayOpts::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            (log.count(Act::Read), log.bytes(Act::Read)),
+            (28_192, (8192 << 16) + (20_000 << 12))
+        );
+        let case = foliosim_oracle::cases::fio_case(&jf, None, None).unwrap();
+        let jobs = oracle_fio_jobs(&jf).unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].iolog.as_deref(), Some(&*log));
+        let cfg = SimConfig {
+            memcg_limit: Some(case.memcg_limit),
+            ..SimConfig::default()
+        };
+        let r = sim::run_fio(cfg, &jobs);
+        assert_eq!(r.jobs[0].read.total_ios, log.count(Act::Read));
+        assert_eq!(r.jobs[0].read.io_bytes, log.bytes(Act::Read));
+        assert_eq!(r.jobs[0].write.total_ios, 0);
+        let m = oracle_model(&host(), &case).unwrap();
+        assert_eq!(m["fio.read_bytes"], log.bytes(Act::Read) as f64);
+        assert!(m["io.rbytes"] >= (512 << 20) as f64, "{}", m["io.rbytes"]);
     }
 
     /// The oracle's model call takes the host's measured ext4 and the

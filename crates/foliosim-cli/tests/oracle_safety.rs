@@ -157,7 +157,7 @@ fn hostile_jobs_are_refused_before_anything_runs() {
             format!("[a]\nsize=1M\nwrite_iolog={w}/iolog\n"),
             3,
             "write_iolog",
-            "reads or writes an I/O log",
+            "writes an I/O log at a path of its own",
         ),
         (
             "envvar",
@@ -277,6 +277,124 @@ fn hostile_jobs_are_refused_before_anything_runs() {
     let mut all = b.listing("");
     all.sort();
     assert_eq!(all, ["jobs", "scratch", "watched"]);
+}
+
+/// read_iolog: a log that is missing, a link, outside the job file's
+/// directory, not an iolog, or naming a file outside fio's working
+/// directory is refused in one line naming the job's or the log's file
+/// and line, with exit code 2, before anything on the host changes.
+#[test]
+fn hostile_iologs_are_refused_before_anything_runs() {
+    let b = Base::new("iolog");
+    let w = b.p("watched");
+    let w = w.display();
+    let jobs = b.p("jobs");
+    let log = |name: &str, text: String| {
+        fs::write(jobs.join(name), text).unwrap();
+        jobs.join(name).display().to_string()
+    };
+    let abs = log(
+        "abs.log",
+        format!(
+            "fio version 2 iolog\n{w}/sentinel add\n{w}/sentinel open\n{w}/sentinel write 0 4096\n"
+        ),
+    );
+    let up = log(
+        "up.log",
+        "fio version 3 iolog\n0 ../../x add\n1 ../../x open\n2 ../../x write 0 4096\n".into(),
+    );
+    let bad = log(
+        "bad.log",
+        "fio version 3 iolog\n0 d.bin add\n1 d.bin open\n2 d.bin write 0 many\n".into(),
+    );
+    std::os::unix::fs::symlink(b.p("watched/sentinel"), jobs.join("link.log")).unwrap();
+    let job = |name: &str| jobs.join(format!("{name}.fio")).display().to_string();
+    // (job name, job, start of the one line)
+    let cases: Vec<(&str, String, String)> = vec![
+        (
+            "missing",
+            "[a]\nread_iolog=missing.log\n".into(),
+            format!(
+                "{}:2: read_iolog: 'missing.log': no such file beside the job file",
+                job("missing")
+            ),
+        ),
+        (
+            "abs",
+            "[a]\nread_iolog=abs.log\n".into(),
+            format!("{abs}:2: read_iolog: '{w}/sentinel' is an absolute path"),
+        ),
+        (
+            "up",
+            "[a]\nread_iolog=up.log\n".into(),
+            format!("{up}:2: read_iolog: '../../x' climbs out of the scratch directory"),
+        ),
+        (
+            "bad",
+            "[a]\nread_iolog=bad.log\n".into(),
+            format!("{bad}:4: read_iolog: length 'many' is not a number"),
+        ),
+        (
+            "link",
+            "[a]\nread_iolog=link.log\n".into(),
+            format!(
+                "{}:2: read_iolog: 'link.log': {} is a symlink",
+                job("link"),
+                jobs.join("link.log").display()
+            ),
+        ),
+        (
+            "outside",
+            "[a]\nread_iolog=../watched/sentinel\n".into(),
+            format!(
+                "{}:2: read_iolog: '../watched/sentinel' climbs out",
+                job("outside")
+            ),
+        ),
+        (
+            "redirect",
+            format!("[a]\nread_iolog=up.log\nreplay_redirect={w}/sentinel\n"),
+            format!(
+                "{}:3: replay_redirect: '{w}/sentinel' is an absolute path",
+                job("redirect")
+            ),
+        ),
+        (
+            "writelog",
+            "[a]\nsize=1M\nwrite_iolog=x.log\n".into(),
+            format!(
+                "{}:3: write_iolog: writes an I/O log at a path of its own",
+                job("writelog")
+            ),
+        ),
+    ];
+    for (name, text, want) in &cases {
+        fs::write(job(name), text).unwrap();
+        let out = b
+            .oracle(&[
+                "run",
+                &job(name),
+                "--memcg-limit",
+                "64M",
+                "--dir",
+                b.p("scratch").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        let want = format!("foliosim: {want}");
+        assert!(err.starts_with(&want), "{name}:\n got: {err}\nwant: {want}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(out.stdout.is_empty(), "{name}: nothing ran");
+    }
+    assert_eq!(
+        fs::read_to_string(b.p("watched/sentinel")).unwrap(),
+        "untouched\n"
+    );
+    assert_eq!(b.listing("watched"), ["sentinel"]);
+    assert!(!b.p("journal").exists(), "no host change recorded");
+    assert!(!b.p("scratch").exists(), "no scratch directory made");
 }
 
 /// Puts the host's read_ahead_kb back and undoes the test's journal even

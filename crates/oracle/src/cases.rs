@@ -234,7 +234,14 @@ pub fn fio_case(
     let file = job.display().to_string();
     let text = fs::read_to_string(job).map_err(|e| format!("{file}: {e}"))?;
     let safe = jobsafe::sanitize_with_env(&text, &file).map_err(|e| e.to_string())?;
-    foliosim_workload::fio::parse_job_str(&text, &file).map_err(|e| e.to_string())?;
+    let abs = fs::canonicalize(job).map_err(|e| format!("{file}: {e}"))?;
+    if safe.iologs.is_empty() {
+        foliosim_workload::fio::parse_job_str(&text, &file).map_err(|e| e.to_string())?;
+    } else {
+        // The logs beside the job file, as the model and (copied) fio read them.
+        let dir = abs.parent().unwrap_or(Path::new("/"));
+        jobsafe::replay::check(&safe, &text, &file, dir).map_err(|e| e.to_string())?;
+    }
     let h = parse_fio_header(&text, &file)?;
     let limit = memcg_limit.or(h.memcg_limit).ok_or_else(|| {
         format!("{file}: no memcg limit (add '; oracle: memcg_limit=SIZE' or pass --memcg-limit)")
@@ -243,7 +250,6 @@ pub fn fio_case(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.clone());
-    let abs = fs::canonicalize(job).map_err(|e| format!("{file}: {e}"))?;
     Ok(Case::new(
         name,
         CaseKind::Fio {

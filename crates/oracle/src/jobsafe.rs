@@ -10,7 +10,8 @@
 //! working directory and no user-supplied arguments. Anything else is
 //! refused with one line naming the file, line and option: options that run
 //! commands or load code (exec_prerun, ioengine=exec or external:, ...),
-//! that write or read paths of their own (logs, iologs, pid files, include),
+//! that write or read paths of their own (logs, write_iolog, pid files,
+//! include),
 //! that change host settings (ioscheduler, cgroup, uid, nice, ...), paths
 //! that leave the working directory (absolute, `..`), and every option not
 //! on the list ("not allowed on the real machine by the oracle").
@@ -18,6 +19,13 @@
 //! [`check_tree`] is the second half: just before fio runs, nothing under
 //! the case's working directory may be a symlink or a device/special file
 //! (fio follows symlinks and opens devices).
+//!
+//! `read_iolog=LOG` (fio's iolog v2/v3 replay) is allowed where LOG is a
+//! relative path, without `..`, of a plain file beside the job file
+//! ([`replay`]): the oracle copies it to its scratch directory, parses the
+//! copy with the model's own iolog parser and refuses a log that names a
+//! file outside fio's working directory, then lays out the files the log
+//! names (fio lays out none for a replay) before the cold-cache start.
 
 use foliosim_workload::fio::ParseError;
 use std::fs;
@@ -34,6 +42,9 @@ pub struct SanitizedJob {
     /// The first job section's line (fio names files after a job that has no
     /// `filename`).
     pub first_section_line: usize,
+    /// Every `read_iolog` part, by line: a log beside the job file, which
+    /// the oracle copies to its scratch directory ([`replay`]).
+    pub iologs: Vec<JobPath>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -205,6 +216,12 @@ const ALLOWED: &[&str] = &[
     "cpumode",
     "cpuchunks",
     "exit_on_io_done",
+    // How a read_iolog replay reads its log (jobsafe::replay checks the
+    // log and the files it names): offsets and timing only.
+    "replay_no_stall",
+    "replay_scale",
+    "replay_align",
+    "replay_time_scale",
 ];
 
 /// Engines that act on regular files in the working directory (or on
@@ -238,11 +255,12 @@ const MEM_TYPES: &[&str] = &["malloc", "mmap", "mmaphuge", "mmapshared"];
 fn known_refusal(key: &str) -> Option<&'static str> {
     Some(match key {
         "exec_prerun" | "exec_postrun" => "runs a shell command (as root): not allowed by the oracle",
-        "write_iolog" | "read_iolog" | "read_iolog_chunked" | "iolog" | "replay_redirect"
-        | "replay_no_stall" | "replay_scale" | "replay_align" | "replay_time_scale"
-        | "replay_skip" | "merge_blktrace_file" | "merge_blktrace_scalars"
-        | "merge_blktrace_iters" => {
-            "reads or writes an I/O log or trace at a path of its own (or replays onto a device): not allowed by the oracle"
+        "write_iolog" => {
+            "writes an I/O log at a path of its own (and the model's side would write one in the oracle's working directory): not allowed by the oracle; read_iolog= is"
+        }
+        "iolog" | "read_iolog_chunked" | "replay_skip" | "merge_blktrace_file"
+        | "merge_blktrace_scalars" | "merge_blktrace_iters" => {
+            "reads an I/O log or blktrace in a way the oracle does not check: not allowed by the oracle (read_iolog= with replay_no_stall, replay_scale, replay_align, replay_time_scale and replay_redirect is)"
         }
         "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log" | "per_job_logs"
         | "log_avg_msec" | "log_hist_msec" | "log_offset" | "log_compression"
@@ -374,6 +392,7 @@ pub fn sanitize(
 ) -> Result<SanitizedJob, ParseError> {
     let mut out = format!("; written by foliosim oracle from {file}: the options it allows\n");
     let mut paths = Vec::new();
+    let mut iologs = Vec::new();
     let mut first_section_line = 0;
     let mut in_section = false;
     for (i, raw) in text.split('\n').enumerate() {
@@ -470,7 +489,17 @@ pub fn sanitize(
                     });
                 }
             }
-            "filename_format" => {
+            "read_iolog" => {
+                for part in split_fio_list(need()?) {
+                    check_relative(&part).map_err(e)?;
+                    iologs.push(JobPath {
+                        line: ln,
+                        option: key.to_string(),
+                        path: part,
+                    });
+                }
+            }
+            "filename_format" | "replay_redirect" => {
                 let v = need()?;
                 check_relative(v).map_err(e)?;
                 paths.push(JobPath {
@@ -522,6 +551,7 @@ pub fn sanitize(
         text: out,
         paths,
         first_section_line,
+        iologs,
     })
 }
 
@@ -598,6 +628,8 @@ pub fn check_tree(dir: &Path, job: &SanitizedJob, file: &str) -> Result<(), Pars
     }
     Ok(())
 }
+
+pub mod replay;
 
 #[cfg(test)]
 mod tests;

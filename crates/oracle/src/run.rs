@@ -810,7 +810,7 @@ fn run_once(
     case: &Case,
     host: &HostInfo,
     opts: &RunOpts,
-    (work, job): (&Path, &Path),
+    (work, job, logs): (&Path, &Path, &[PathBuf]),
 ) -> Result<BTreeMap<String, f64>, String> {
     // fio's job text goes to it on stdin, read before the drop, and its
     // working directory stays referenced through the drop: ext4 puts a file's
@@ -836,7 +836,19 @@ fn run_once(
     // a stack: touch_atime -> ext4_dirty_inode -> __ext4_get_inode_loc),
     // and the run read 1 block where the model reads 34.
     let cg = MemCgroup::create(host, case.memcg_limit)?;
+    // A replayed log (read_iolog), opened before the drop and read after
+    // it, outside the group: fio reads it whole at its start, which the
+    // model does not. Held open, its inode and dentries stay through the
+    // drop, so reading it reads no inode table block (which it may share
+    // with the workload's files) outside the group.
+    let held_logs = logs
+        .iter()
+        .map(|p| fs::File::open(p).map_err(|e| format!("{}: {e}", p.display())))
+        .collect::<Result<Vec<_>, _>>()?;
     drop_caches()?;
+    for mut f in &held_logs {
+        let _ = io::copy(&mut f, &mut io::sink());
+    }
     let mut cmd = match &case.kind {
         CaseKind::Probe { spec, .. } => {
             let (prog, lead) = opts
@@ -946,10 +958,34 @@ fn fio_dir(case: &Case, scratch_dir: &Path) -> PathBuf {
     scratch_dir.join(format!("fio-{}", case.name))
 }
 
-/// Lays out the case's files; returns the probe's file or fio's directory,
-/// and the job file fio runs (the oracle's canonical one; unused for the
-/// probe).
-fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), String> {
+/// Where a read_iolog case's logs are copied: beside fio's working
+/// directory, not in it (its files' layout and resident folios are the
+/// workload's alone).
+fn logs_dir(case: &Case, scratch_dir: &Path) -> PathBuf {
+    scratch_dir.join(format!("fio-{}.logs", case.name))
+}
+
+/// What [`prepare`] made: the probe's file or fio's directory, the job
+/// file fio runs (the oracle's canonical one; unused for the probe), the
+/// copied logs fio replays and the files they name.
+struct Prepared {
+    work: PathBuf,
+    job: PathBuf,
+    logs: Vec<PathBuf>,
+    replay: Vec<jobsafe::replay::ReplayFile>,
+}
+
+/// Lays out a fio case's files before a run: the files its logs name
+/// (fio lays out none for a replay), then fio's own setup, then any
+/// sparse file filled.
+fn lay_out_fio(case: &Case, scratch_dir: &Path, p: &Prepared) -> Result<(), String> {
+    jobsafe::replay::lay_out(&p.work, &p.replay)?;
+    fio::layout(&layout_job(case, scratch_dir), &p.work)?;
+    fill_holes(&p.work)
+}
+
+/// Lays out the case's files (see [`Prepared`]).
+fn prepare(case: &Case, scratch: &mut Scratch) -> Result<Prepared, String> {
     match &case.kind {
         CaseKind::Scenario { .. } => Err("scenarios run through crate::scn".into()),
         CaseKind::Probe { spec, .. } => {
@@ -959,12 +995,32 @@ fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), Str
             ));
             scratch.track(f.clone())?;
             probe::create_file(&f, spec.file_size)?;
-            Ok((f, PathBuf::new()))
+            Ok(Prepared {
+                work: f,
+                job: PathBuf::new(),
+                logs: Vec::new(),
+                replay: Vec::new(),
+            })
         }
-        CaseKind::Fio { job, .. } => {
+        CaseKind::Fio { job, job_file } => {
+            let mut text = job.text.clone();
+            let (mut logs, mut replay) = (Vec::new(), Vec::new());
+            if !job.iologs.is_empty() {
+                // Copied from beside the job file and checked again as
+                // copied: what fio reads is what was checked.
+                let ld = logs_dir(case, &scratch.dir);
+                scratch.track(ld.clone())?;
+                let from = job_file.parent().unwrap_or(Path::new("/"));
+                jobsafe::replay::copy_logs(job, &case.source, from, &ld)?;
+                replay = jobsafe::replay::check(job, &job.text, &case.source, &ld)
+                    .map_err(|e| e.to_string())?;
+                logs = job.iologs.iter().map(|p| ld.join(&p.path)).collect();
+                let name = ld.file_name().unwrap_or_default().to_string_lossy();
+                text = jobsafe::replay::with_logs_at(&text, &format!("../{name}"));
+            }
             let jf = scratch.dir.join(format!("fio-{}.fio", case.name));
             scratch.track(jf.clone())?;
-            fs::write(&jf, &job.text).map_err(|e| format!("{}: {e}", jf.display()))?;
+            fs::write(&jf, &text).map_err(|e| format!("{}: {e}", jf.display()))?;
             let d = fio_dir(case, &scratch.dir);
             scratch.track(d.clone())?;
             fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -977,11 +1033,16 @@ fn prepare(case: &Case, scratch: &mut Scratch) -> Result<(PathBuf, PathBuf), Str
             // The layout runs a job file of its own (see fio::layout_text).
             let lf = layout_job(case, &scratch.dir);
             scratch.track(lf.clone())?;
-            fs::write(&lf, fio::layout_text(&job.text))
+            fs::write(&lf, fio::layout_text(&text))
                 .map_err(|e| format!("{}: {e}", lf.display()))?;
-            fio::layout(&lf, &d)?;
-            fill_holes(&d)?;
-            Ok((d, jf))
+            let p = Prepared {
+                work: d,
+                job: jf,
+                logs,
+                replay,
+            };
+            lay_out_fio(case, &scratch.dir, &p)?;
+            Ok(p)
         }
     }
 }
@@ -1030,11 +1091,12 @@ fn run_real(
         }
         _ => None,
     };
-    let (work, job) = prepare(case, scratch)?;
+    let prepared = prepare(case, scratch)?;
+    let (work, job) = (&prepared.work, &prepared.job);
     // The model reads the metadata blocks of the files as laid out before
     // each run (their inodes, directory and data groups), as measured inputs.
     let read_layout = || match (&case.kind, &host.ext4) {
-        (CaseKind::Fio { .. }, Ok(geo)) => crate::ext4::read_layout(&work, geo).map(Some),
+        (CaseKind::Fio { .. }, Ok(geo)) => crate::ext4::read_layout(work, geo).map(Some),
         _ => Ok(None),
     };
     let mut runs = Vec::new();
@@ -1047,12 +1109,11 @@ fn run_real(
             // Re-created files get other inodes than the first layout's
             // (filedelete: 1,200 inodes over 108 table blocks, then over
             // 75 to 108 more), hence a layout per run.
-            fio::layout(&layout_job(case, &scratch.dir), &work)?;
-            fill_holes(&work)?;
+            lay_out_fio(case, &scratch.dir, &prepared)?;
         }
         layouts.push(read_layout()?);
         let t = Instant::now();
-        let m = run_once(case, host, opts, (&work, &job))?;
+        let m = run_once(case, host, opts, (work, job, &prepared.logs))?;
         if opts.verbose {
             eprintln!(
                 "  {} run {}/{}: {:.1}s, pgmajfault {} io.rbytes {} vmstat.pgpgin {} KiB",

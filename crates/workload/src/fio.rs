@@ -321,13 +321,55 @@ pub fn parse_job_str_with(
     file_label: &str,
     kw: &Keywords,
 ) -> Result<Vec<FioJob>, ParseError> {
+    parse_job_str_base(text, file_label, kw, &Builder::default())
+}
+
+/// A job file whose relative `read_iolog` paths are read from `log_dir`
+/// instead of the working directory: `foliosim oracle` copies a case's
+/// logs from beside its job file to fio's working directory, and its model
+/// run reads them where they were copied from. The logs' own file names
+/// are kept as written (fio's working directory's, in the model's file
+/// system).
+pub fn parse_job_file_logs_in(
+    path: &Path,
+    kw: &Keywords,
+    log_dir: &Path,
+) -> Result<Vec<FioJob>, ParseError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ParseError {
+        file: label.clone(),
+        line: 0,
+        option: "job file".into(),
+        msg: format!("cannot read: {e}"),
+    })?;
+    parse_job_str_logs_in(&text, &label, kw, log_dir)
+}
+
+/// [`parse_job_file_logs_in`] on a job file's text.
+pub fn parse_job_str_logs_in(
+    text: &str,
+    file_label: &str,
+    kw: &Keywords,
+    log_dir: &Path,
+) -> Result<Vec<FioJob>, ParseError> {
+    let mut base = Builder::default();
+    base.iolog.dir = Some(log_dir.to_path_buf());
+    parse_job_str_base(text, file_label, kw, &base)
+}
+
+fn parse_job_str_base(
+    text: &str,
+    file_label: &str,
+    kw: &Keywords,
+    base: &Builder,
+) -> Result<Vec<FioJob>, ParseError> {
     let sections = split_ini(text, file_label, kw)?;
     let no_overrides = Section {
         name: "override".into(),
         line: 0,
         entries: Vec::new(),
     };
-    let mut jobs = build_jobs(&Builder::default(), sections, file_label, &no_overrides)?;
+    let mut jobs = build_jobs(base, sections, file_label, &no_overrides)?;
     if jobs.is_empty() {
         return Err(no_jobs(file_label));
     }

@@ -128,8 +128,18 @@ fn hostile_jobs_are_refused_with_file_line_and_option() {
         ("[a]\n${CMD}=touch /tmp/x\n", "t.fio:2: exec_prerun: runs a shell command"),
         ("[a]\ninclude /etc/evil.fio\n", "t.fio:2: include: include directives are not allowed by the oracle (it runs the job file alone)"),
         ("[a]\nincludefoo=1\n", "t.fio:2: include: include directives are not allowed"),
-        ("[a]\nwrite_iolog=/tmp/x\n", "t.fio:2: write_iolog: reads or writes an I/O log or trace at a path of its own"),
-        ("[a]\nread_iolog=trace.log\n", "t.fio:2: read_iolog: reads or writes an I/O log"),
+        ("[a]\nwrite_iolog=/tmp/x\n", "t.fio:2: write_iolog: writes an I/O log at a path of its own"),
+        ("[a]\nwrite_iolog=x.log\n", "t.fio:2: write_iolog: writes an I/O log at a path of its own"),
+        ("[a]\nread_iolog=/tmp/trace.log\n", "t.fio:2: read_iolog: '/tmp/trace.log' is an absolute path"),
+        ("[a]\nread_iolog=../trace.log\n", "t.fio:2: read_iolog: '../trace.log' climbs out"),
+        ("[a]\nread_iolog=a.log:/etc/b.log\n", "t.fio:2: read_iolog: '/etc/b.log' is an absolute path"),
+        ("[a]\nread_iolog=-\n", "t.fio:2: read_iolog: '-' is fio's stdin/stdout"),
+        ("[a]\nread_iolog=\n", "t.fio:2: read_iolog: needs a value"),
+        ("[a]\nread_iolog=t.log\nreplay_redirect=/dev/sda\n", "t.fio:3: replay_redirect: '/dev/sda' is an absolute path"),
+        ("[a]\nread_iolog=t.log\nreplay_redirect=d/../../x\n", "t.fio:3: replay_redirect: 'd/../../x' climbs out"),
+        ("[a]\niolog=t.log\n", "t.fio:2: iolog: reads an I/O log or blktrace in a way the oracle does not check"),
+        ("[a]\nread_iolog=t.log\nread_iolog_chunked=1\n", "t.fio:3: read_iolog_chunked: reads an I/O log or blktrace"),
+        ("[a]\nmerge_blktrace_file=/tmp/m\n", "t.fio:2: merge_blktrace_file: reads an I/O log or blktrace"),
         ("[a]\nwrite_bw_log=/tmp/bw\n", "t.fio:2: write_bw_log: belongs to fio's log files"),
         ("[a]\ncgroup=evil\n", "t.fio:2: cgroup: fio would create and join cgroups of its own"),
         ("[a]\nioscheduler=none\n", "t.fio:2: ioscheduler: changes the device's I/O scheduler in sysfs"),
@@ -305,4 +315,186 @@ fn dedupe_buffer_options_are_allowed() {
         assert!(j.text.lines().any(|l| l == o), "{o} dropped:\n{}", j.text);
     }
     fio_parses(&j.text, "dedupe");
+}
+
+/// read_iolog and the replay options that shape it are allowed; the logs
+/// are recorded by line, a redirect target is checked as a filename.
+#[test]
+fn iolog_replay_options_are_allowed() {
+    let j = ok("[global]\nioengine=psync\n[a]\nread_iolog=logs/a.log:b\\:c.log\nreplay_no_stall=1\n\
+                replay_scale=2\nreplay_align=4k\nreplay_time_scale=200\nreplay_redirect=sub/f.dat\n");
+    let logs: Vec<(&str, usize)> = j.iologs.iter().map(|p| (p.path.as_str(), p.line)).collect();
+    assert_eq!(logs, [("logs/a.log", 4), ("b:c.log", 4)]);
+    let p: Vec<(&str, &str)> = j
+        .paths
+        .iter()
+        .map(|p| (p.option.as_str(), p.path.as_str()))
+        .collect();
+    assert_eq!(p, [("replay_redirect", "sub/f.dat")]);
+    for o in [
+        "replay_no_stall=1",
+        "replay_scale=2",
+        "replay_align=4k",
+        "replay_time_scale=200",
+    ] {
+        assert!(j.text.lines().any(|l| l == o), "{o} dropped:\n{}", j.text);
+    }
+    // fio takes them (--parse-only does not open the log).
+    fio_parses(&j.text, "iolog");
+    // The copy fio runs reads the oracle's copies of the logs.
+    assert_eq!(
+        replay::with_logs_at(&j.text, "../fio-x.logs"),
+        j.text.replace(
+            "read_iolog=logs/a.log:b\\:c.log",
+            "read_iolog=../fio-x.logs/logs/a.log:../fio-x.logs/b\\:c.log"
+        )
+    );
+}
+
+/// A job file beside its logs in a directory of its own.
+fn replay_dir(tag: &str, job: &str, logs: &[(&str, &str)]) -> (PathBuf, SanitizedJob) {
+    let d = scratch(tag);
+    for (name, text) in logs {
+        let p = d.join(name);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+    (d, ok(job))
+}
+
+fn replay_check(d: &Path, j: &SanitizedJob) -> Result<Vec<replay::ReplayFile>, String> {
+    replay::check(j, &j.text, "t.fio", d).map_err(|e| e.to_string())
+}
+
+const V2: &str = "fio version 2 iolog\ndata.bin add\ndata.bin open\ndata.bin read 8192 4096\n\
+                  data.bin read 0 65536\ndata.bin close\n";
+
+#[test]
+fn a_replayed_logs_files_are_laid_out_as_long_as_it_reads() {
+    let v3 = "fio version 3 iolog\n0 sub/other.dat add\n1 sub/other.dat open\n\
+              2 sub/other.dat write 1048576 4096\n3 data.bin add\n4 data.bin open\n\
+              5 data.bin read 1048576 512\n";
+    let (d, j) = replay_dir(
+        "replay-ok",
+        "[a]\nread_iolog=v2.log\n[b]\nread_iolog=logs/v3.log\n",
+        &[("v2.log", V2), ("logs/v3.log", v3)],
+    );
+    let files = replay_check(&d, &j).unwrap();
+    let got: Vec<(&str, u64)> = files.iter().map(|f| (f.name.as_str(), f.size)).collect();
+    assert_eq!(
+        got,
+        [
+            ("data.bin", (1 << 20) + 512),
+            ("sub/other.dat", (1 << 20) + 4096)
+        ]
+    );
+    // Laid out under fio's directory with data; a second layout keeps them.
+    let w = d.join("work");
+    fs::create_dir(&w).unwrap();
+    replay::lay_out(&w, &files).unwrap();
+    assert_eq!(
+        fs::metadata(w.join("data.bin")).unwrap().len(),
+        (1 << 20) + 512
+    );
+    assert_eq!(
+        fs::metadata(w.join("sub/other.dat")).unwrap().len(),
+        (1 << 20) + 4096
+    );
+    let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).unwrap());
+    let before = ino(&w.join("data.bin"));
+    replay::lay_out(&w, &files).unwrap();
+    assert_eq!(ino(&w.join("data.bin")), before, "left as it was");
+
+    // Copied afresh into the oracle's directory: a link planted there
+    // (a --keep run's leftovers) is removed, not followed.
+    let to = d.join("copy");
+    fs::create_dir(&to).unwrap();
+    let victim = d.join("victim");
+    fs::write(&victim, "untouched").unwrap();
+    std::os::unix::fs::symlink(&victim, to.join("v2.log")).unwrap();
+    replay::copy_logs(&j, "t.fio", &d, &to).unwrap();
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
+    assert_eq!(fs::read_to_string(to.join("v2.log")).unwrap(), V2);
+    assert_eq!(fs::read_to_string(to.join("logs/v3.log")).unwrap(), v3);
+    assert_eq!(replay_check(&to, &j).unwrap(), files);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn logs_naming_files_outside_the_scratch_directory_are_refused() {
+    let abs = "fio version 2 iolog\n/etc/passwd add\n/etc/passwd open\n/etc/passwd write 0 4096\n";
+    let up =
+        "fio version 3 iolog\n0 ok.dat add\n0 ../../x add\n1 ../../x open\n2 ../../x read 0 4096\n";
+    let dir = "fio version 2 iolog\nsub/ add\nsub/ open\nsub/ read 0 4096\n";
+    let (d, _) = replay_dir(
+        "replay-bad",
+        "[a]\nsize=1M\n",
+        &[("abs.log", abs), ("up.log", up), ("dir.log", dir)],
+    );
+    let log = |n: &str| d.join(n).display().to_string();
+    let cases = [
+        ("abs.log", format!("{}:2: read_iolog: '/etc/passwd' is an absolute path: the oracle allows only paths inside its scratch directory (fio would open it from the log)", log("abs.log"))),
+        ("up.log", format!("{}:3: read_iolog: '../../x' climbs out of the scratch directory", log("up.log"))),
+        ("dir.log", format!("{}:2: read_iolog: 'sub/' is not a file name", log("dir.log"))),
+    ];
+    for (name, want) in cases {
+        let j = ok(&format!("[a]\nread_iolog={name}\n"));
+        let e = replay_check(&d, &j).unwrap_err();
+        assert!(e.starts_with(&want), "{name}\n got: {e}\nwant: {want}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+    // With replay_redirect fio opens the job's target, not the log's names.
+    let j = ok("[a]\nread_iolog=abs.log\nreplay_redirect=target.dat\n");
+    let files = replay_check(&d, &j).unwrap();
+    assert_eq!(
+        files,
+        [replay::ReplayFile {
+            name: "target.dat".into(),
+            size: 4096
+        }]
+    );
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn missing_linked_or_bad_logs_are_refused_in_one_line() {
+    let (d, _) = replay_dir(
+        "replay-missing",
+        "[a]\nsize=1M\n",
+        &[
+            (
+                "bad.log",
+                "fio version 3 iolog\n0 d.bin add\n1 d.bin frob 0 4096\n",
+            ),
+            ("v1.log", "d.bin read 0 4096\n"),
+        ],
+    );
+    fs::create_dir(d.join("adir")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", d.join("link.log")).unwrap();
+    std::os::unix::fs::symlink("/etc", d.join("ldir")).unwrap();
+    let at = |n: &str| d.join(n).display().to_string();
+    let cases = [
+        ("missing.log", format!("t.fio:3: read_iolog: 'missing.log': no such file beside the job file ({}): the oracle reads a log from the job file's directory", at("missing.log"))),
+        ("link.log", format!("t.fio:3: read_iolog: 'link.log': {} is a symlink: the oracle reads a log only as a plain file beside the job file", at("link.log"))),
+        ("ldir/passwd", format!("t.fio:3: read_iolog: 'ldir/passwd': {} is a symlink", at("ldir"))),
+        ("adir", format!("t.fio:3: read_iolog: 'adir': {} is not a plain file", at("adir"))),
+        ("bad.log", format!("{}:3: read_iolog: unknown action 'frob'", at("bad.log"))),
+        ("v1.log", format!("{}:1: read_iolog: not a fio iolog", at("v1.log"))),
+    ];
+    for (name, want) in cases {
+        let j = ok(&format!("[a]\nioengine=psync\nread_iolog={name}\n"));
+        let e = replay_check(&d, &j).unwrap_err();
+        assert!(e.starts_with(&want), "{name}\n got: {e}\nwant: {want}");
+        assert!(!e.contains('\n'), "one line: {e}");
+        // Nor is it copied.
+        let to = d.join("copy");
+        let path_refused = !matches!(name, "bad.log" | "v1.log");
+        assert_eq!(
+            replay::copy_logs(&j, "t.fio", &d, &to).is_err(),
+            path_refused,
+            "{name}"
+        );
+        let _ = fs::remove_dir_all(&to);
+    }
+    fs::remove_dir_all(&d).unwrap();
 }

@@ -477,6 +477,9 @@ pub(super) struct IologOpts {
     pub read: Option<(String, String, usize)>,
     pub write: Option<String>,
     pub replay: ReplayOpts,
+    /// Where relative read_iolog paths are read from; None: the working
+    /// directory, as fio (fio::parse_job_str_logs_in).
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// Flags: bare means 1 (fio's FIO_OPT_BOOL).
@@ -629,8 +632,14 @@ impl super::Builder {
             if let Some(l) = logs.get(&path) {
                 return Ok(l.clone());
             }
-            let text = read_text(&path).map_err(|m| at(format!("'{path}': {m}")))?;
-            let log = Arc::new(parse(&text, &path, &self.iolog.replay)?);
+            let at_path = match &self.iolog.dir {
+                Some(d) if !path.starts_with('/') && path != "-" => {
+                    d.join(&path).display().to_string()
+                }
+                _ => path.clone(),
+            };
+            let text = read_text(&at_path).map_err(|m| at(format!("'{at_path}': {m}")))?;
+            let log = Arc::new(parse(&text, &at_path, &self.iolog.replay)?);
             logs.insert(path, log.clone());
             Ok(log)
         };
