@@ -633,6 +633,36 @@ mod tests {
         }
     }
 
+    /// oracle/iolog's cases replay the log beside them: loaded as fio
+    /// cases with the log recorded, and as a suite directory of their own.
+    #[test]
+    fn the_iolog_cases_load_with_their_log() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../oracle/iolog");
+        let cs = load_suite(&dir).unwrap();
+        let names: Vec<&str> = cs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["iolog-replay-cached", "iolog-replay"]);
+        for c in &cs {
+            let CaseKind::Fio { job, job_file } = &c.kind else {
+                panic!("{}", c.name)
+            };
+            assert!(job_file.is_absolute());
+            let logs: Vec<&str> = job.iologs.iter().map(|p| p.path.as_str()).collect();
+            assert_eq!(logs, ["iolog-replay.log"]);
+            assert_eq!(c.memcg_limit, 256 << 20);
+            assert!(!c.about.is_empty());
+            let files =
+                jobsafe::replay::check(job, &job.text, &c.source, job_file.parent().unwrap())
+                    .unwrap();
+            assert_eq!(
+                files,
+                [jobsafe::replay::ReplayFile {
+                    name: "data.bin".into(),
+                    size: 512 << 20
+                }]
+            );
+        }
+    }
+
     #[test]
     fn size_str_round_trips() {
         for s in ["2G", "512M", "4K", "1T", "12345"] {

@@ -265,6 +265,9 @@ fn piece() -> impl Strategy<Value = String> {
         "filename_format=",
         "bs=4k",
         "rw=read",
+        "read_iolog=",
+        "replay_redirect=",
+        "write_iolog=",
     ])
     .prop_map(str::to_string)
 }
@@ -285,14 +288,14 @@ proptest! {
                 }
                 let (k, v) = l.split_once('=').unwrap_or((l, ""));
                 prop_assert!(
-                    ALLOWED.contains(&k) || ["name", "filename", "directory", "filename_format", "ioengine", "mem", "iomem", "zonemode"].contains(&k),
+                    ALLOWED.contains(&k) || ["name", "filename", "directory", "filename_format", "ioengine", "mem", "iomem", "zonemode", "read_iolog", "replay_redirect"].contains(&k),
                     "{}", l
                 );
                 if k == "ioengine" {
                     prop_assert!(ENGINES.contains(&v));
                 }
             }
-            for p in &j.paths {
+            for p in j.paths.iter().chain(&j.iologs) {
                 prop_assert!(!p.path.starts_with('/') && !p.path.split('/').any(|c| c == ".."));
             }
         }
