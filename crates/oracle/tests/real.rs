@@ -226,3 +226,73 @@ fn real_probe_and_fio_cases() {
         .collect();
     assert!(left.is_empty(), "journal entries left: {left:?}");
 }
+
+/// A replay of an iolog beside the job file (in a directory of its own):
+/// the oracle copies it out of fio's working directory, lays out the file
+/// it names (4 MiB: fio lays out none for a replay), and fio reads what
+/// the log reads, cold each repeat. About 3 s.
+#[test]
+fn real_iolog_replay_case() {
+    let dir = PathBuf::from(format!(
+        "/var/tmp/foliosim-oracle-iolog-test-{}",
+        std::process::id()
+    ));
+    let _cleanup = RemoveOnDrop(dir.clone());
+    let host = read_host(&dir).unwrap();
+    let _ = fs::remove_dir(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("replay.fio");
+    fs::write(
+        &job,
+        "; oracle: memcg_limit=64M\n[replay]\nread_iolog=logs/r.log\nioengine=psync\n",
+    )
+    .unwrap();
+    let logs = dir.join("logs");
+    fs::create_dir_all(&logs).unwrap();
+    let mut log = String::from("fio version 3 iolog\n0 r.dat add\n1 r.dat open\n");
+    for i in 0..64u64 {
+        log.push_str(&format!("{} r.dat read {} 65536\n", 2 + i, i << 16));
+    }
+    log.push_str("70 r.dat close\n");
+    fs::write(logs.join("r.log"), log).unwrap();
+    let fc = fio_case(&job, None, None).unwrap();
+    if let Some(why) = fc.skip_reason(&host) {
+        require::skip(&why);
+        return;
+    }
+    let scratch_dir = dir.join("scratch");
+    let opts = RunOpts {
+        dir: scratch_dir.clone(),
+        repeat: 2,
+        keep: false,
+        probe_cmd: vec![],
+        verbose: true,
+        run_timeout: foliosim_oracle::scn::RUN_TIMEOUT,
+    };
+    let mut scratch = Scratch::new(&scratch_dir, false).unwrap();
+    let r = run_case(&fc, &host, &opts, &mut scratch, &no_model);
+    let Outcome::Ran { runs, layouts, .. } = &r.outcome else {
+        panic!("{:?}", r.outcome)
+    };
+    assert_eq!(runs.len(), 2);
+    for (i, m) in runs.iter().enumerate() {
+        assert_eq!(m["fio.read_bytes"], 4.0 * 1048576.0, "repeat {i}");
+        if let Some(&b) = m.get("io.rbytes") {
+            assert!(
+                (4.0 * 1048576.0..=5.0 * 1048576.0).contains(&b),
+                "repeat {i}: cold 4 MiB replay: io.rbytes {b}"
+            );
+        }
+    }
+    for l in layouts.iter().flatten() {
+        let names: Vec<&str> = l.files.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(
+            names,
+            ["r.dat"],
+            "only the replayed file in fio's directory"
+        );
+    }
+    assert!(leftover_groups(&host).is_empty());
+    drop(scratch);
+    assert!(!scratch_dir.exists(), "the log's copy and its file removed");
+}
