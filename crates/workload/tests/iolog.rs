@@ -460,3 +460,38 @@ fn lines_fio_writes_but_does_not_replay_are_skipped() {
     // The skipped line's timestamp still counts: close waits 20-12.
     assert_eq!(l.entries[3].delay_us, 8);
 }
+
+/// parse_job_str_logs_in (foliosim oracle's model run): a relative
+/// read_iolog is read from the directory given, not the working
+/// directory; an absolute one as written; the log's own file names are
+/// kept; the errors name the log where it was read.
+#[test]
+fn logs_in_a_directory_resolve_relative_read_iologs_there() {
+    use foliosim_workload::fio::{parse_job_str_logs_in, Keywords};
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let kw = Keywords::default();
+    let j = parse_job_str_logs_in("[r]\nread_iolog=iolog/seqread.v3.log\n", "t.fio", &kw, &dir)
+        .unwrap();
+    let log = j[0].iolog.as_deref().unwrap();
+    assert_eq!(log, &load("seqread.v3.log", &ReplayOpts::default()));
+    assert_eq!(j[0].files[0].name, "seqread.0.0");
+    let abs = format!("[r]\nread_iolog={}\n", data("seqread.v2.log"));
+    let j =
+        parse_job_str_logs_in(&abs, "t.fio", &kw, std::path::Path::new("/nonexistent")).unwrap();
+    assert_eq!(j[0].iolog.as_deref().unwrap().version, 2);
+    // Relative to the working directory (the crate's), as fio, without it.
+    let e = parse_job_str("[r]\nread_iolog=iolog/seqread.v3.log\n", "t.fio").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("'iolog/seqread.v3.log': cannot read"),
+        "{e}"
+    );
+    let e = parse_job_str_logs_in("[r]\nread_iolog=iolog/none.log\n", "t.fio", &kw, &dir)
+        .unwrap_err()
+        .to_string();
+    let want = format!(
+        "t.fio:2: read_iolog: '{}': cannot read",
+        dir.join("iolog/none.log").display()
+    );
+    assert!(e.starts_with(&want), "{e}");
+}
