@@ -281,6 +281,12 @@ impl<P: ReclaimPolicy> Kernel<P> {
             file.ra.size = (contig + req_count).min(max_pages);
             file.ra.async_size = 1;
         }
+        // readit: a synchronous window starts again from order-0 folios
+        // (since 6.16 ra->order is the state async windows ramp; a stale
+        // order would read a random miss's window into large folios that
+        // meet cached pages sooner). Traced on this host: the sync
+        // windows' page_cache_ra_order events show order=0.
+        file.ra.order = 0;
         let start = file.ra.start;
         self.page_cache_ra_order(file, start);
     }
