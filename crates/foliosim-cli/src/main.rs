@@ -58,8 +58,11 @@ enum Cmd {
         #[command(flatten)]
         machine: MachineArgs,
     },
-    /// Replay a libCacheSim trace (oracleGeneral or csv): each object id is a
-    /// 4 KiB page of one file, read with pread and readahead off.
+    /// Replay a trace: a recorded application's (`foliosim record`,
+    /// docs/trace-format.md; found by its first line) through the model's
+    /// syscall, fault and anonymous paths, or a libCacheSim trace
+    /// (oracleGeneral or csv): each object id a 4 KiB page of one file,
+    /// read with pread and readahead off.
     Replay {
         trace: std::path::PathBuf,
         /// oracleGeneral or csv (default: by file extension).
@@ -71,6 +74,13 @@ enum Cmd {
         /// Size of the file the object ids map into, in pages (ids wrap modulo it).
         #[arg(long, default_value_t = 1 << 22)]
         file_pages: u64,
+        /// A foliosim trace (`foliosim record`): `recorded` replays each
+        /// task's think time between its events, `afap` none.
+        #[arg(long)]
+        timing: Option<String>,
+        /// A foliosim trace: the recorded think time times this.
+        #[arg(long)]
+        compute_scale: Option<f64>,
         #[command(flatten)]
         machine: MachineArgs,
     },
@@ -126,6 +136,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Fio { args } if args.iter().any(|a| a == "--help" || a == "-h") => {
             print!("{}", machine::fio_help());
             Ok(())
+        }
+        Cmd::Replay { trace, .. } if workload::is_rectrace_file(trace) => {
+            workload::rectrace_cmd(&cli.cmd)
         }
         Cmd::Fio { .. } | Cmd::MmapProbe { .. } | Cmd::Replay { .. } => {
             let (r, out, what) = run_workload(&cli.cmd)?;
