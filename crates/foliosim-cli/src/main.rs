@@ -10,6 +10,7 @@ mod oracle_cmd;
 mod oracle_model;
 use oracle_model::oracle_model;
 mod probe_args;
+mod record_cmd;
 mod refcount_cmd;
 mod report_cmd;
 mod reproduce_cmd;
@@ -108,6 +109,10 @@ enum Cmd {
         #[command(subcommand)]
         cmd: oracle_cmd::OracleCmd,
     },
+    /// Run a command on this host in a memory cgroup of its own and record
+    /// its syscalls and faults as a foliosim trace for `foliosim replay`
+    /// (as root; docs/trace-format.md): foliosim record --memcg-limit 32M --out t.trace -- cat FILE
+    Record(record_cmd::RecordArgs),
     /// Run a scenario (processes in cgroups; docs/scenarios.md) through
     /// the model. Machine options override the scenario's [machine].
     Run(run_cmd::RunArgs),
@@ -153,6 +158,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Reproduce { which } => reproduce_cmd::run(which),
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
         Cmd::Run(a) => run_cmd::run(a),
+        Cmd::Record(a) => record_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
