@@ -48,9 +48,17 @@ pub struct Line<'a> {
 
 /// Splits `comm-PID (TGID) [CPU] FLAGS SECS.USECS: EVENT: FIELDS`.
 pub fn parse_line(l: &str) -> Option<Line<'_>> {
-    let cpu = l.find(") [")?;
+    // The first ") [CPU]" after a "(TGID" column (comm may hold anything).
+    let (cpu, open) = l.match_indices(") [").find_map(|(i, _)| {
+        let open = l[..i].rfind('(')?;
+        let tgid = l[open + 1..i].trim();
+        let cpu = l[i + 3..].split(']').next()?;
+        let ok = (tgid.bytes().all(|b| b.is_ascii_digit()) || tgid.bytes().all(|b| b == b'-'))
+            && !cpu.is_empty()
+            && cpu.bytes().all(|b| b.is_ascii_digit());
+        ok.then_some((i, open))
+    })?;
     let head = &l[..cpu];
-    let open = head.rfind('(')?;
     let pid = head[..open].trim_end().rsplit('-').next()?.parse().ok()?;
     let tgid = head[open + 1..].trim().parse().ok();
     let rest = &l[cpu + 3..];
@@ -1092,4 +1100,128 @@ fn dev_key(f: &str) -> Option<(u32, u32, u64)> {
         (dev & 0xfffff) as u32,
         num(f, "i_ino")? as u64,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// /proc as a test sets it: fd 3 of pid 10 is /data/f (ino 7, 64 KiB).
+    struct Fake;
+    impl Procfs for Fake {
+        fn fd(&self, pid: i32, fd: i64) -> Option<Stat> {
+            (pid == 10 && fd == 3).then(|| Stat {
+                key: (254, 0, 7),
+                size: 65536,
+                regular: true,
+                path: b"/data/f".to_vec(),
+            })
+        }
+        fn tgid(&self, _: i32) -> Option<i32> {
+            None
+        }
+        fn path(&self, _: &[u8]) -> Option<(u32, u32, u64)> {
+            None
+        }
+    }
+
+    fn l(pid: i32, ts: &str, ev: &str, fields: &str) -> String {
+        format!("           app-{pid}    (     10) [001] ..... {ts}: {ev}: {fields}")
+    }
+
+    #[test]
+    fn lines_and_fields_parse() {
+        let s = l(
+            10,
+            "816.951117",
+            "sys_exit_read",
+            "__syscall_nr=0x0 (0) ret=0x1000 (4096)",
+        );
+        let ln = parse_line(&s).unwrap();
+        assert_eq!(
+            (ln.pid, ln.tgid, ln.ts_us, ln.event),
+            (10, Some(10), 816_951_117, "sys_exit_read")
+        );
+        assert_eq!(num(ln.fields, "ret"), Some(4096));
+        assert_eq!(num("ret=0xfffffffffffffffe (-2)", "ret"), Some(-2));
+        assert_eq!(
+            num("i_ino=0x4fa7d (326269) index=0x5c (92)", "index"),
+            Some(92)
+        );
+        assert_eq!(
+            num("buf=(0xffff88810a27301c) count=0x340 (832)", "count"),
+            Some(832)
+        );
+        assert_eq!(num("x=1", "y"), None);
+        let odd =
+            "  a b-c (x) ) [0]-12    (   12) [000] d.... 1.5: page_fault_user: address=0x10 (16)";
+        assert_eq!(parse_line(odd).unwrap().pid, 12);
+        assert!(parse_line("# tracer: nop").is_none());
+    }
+
+    #[test]
+    fn a_run_becomes_trace_events() {
+        let mut c = Conv::new(Vec::new(), Fake, 10, &[]);
+        let lines = [
+            l(10, "1.000000", "sys_exit_execve", "__syscall_nr=0x3b (59) ret=0x0 (0)"),
+            l(10, "1.000010", "sys_enter_openat", "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)"),
+            l(10, "1.000020", "sys_exit_openat", "ret=0x3 (3)"),
+            l(10, "1.000030", "sys_enter_read", "fd=0x3 (3) buf=(0x1) count=0x1000 (4096)"),
+            l(10, "1.000040", "mm_filemap_get_pages", "i_ino=0x7 (7) s_dev=0xfe00000 (266338304) index=0x0 (0) last_index=0x0 (0)"),
+            l(10, "1.000090", "sys_exit_read", "ret=0x1000 (4096)"),
+            l(10, "1.000100", "sys_enter_mmap", "addr=0x0 (0) len=0x4000 (16384) prot=0x1 (1) flags=0x2 (2) fd=0x3 (3) off=0x1000 (4096)"),
+            l(10, "1.000110", "sys_exit_mmap", "ret=0x7f0000000000 (139637976727552)"),
+            l(10, "1.000120", "page_fault_user", "address=0x7f0000002010 (139637976735760) ip=0x1 (1) error_code=0x4 (4)"),
+            l(10, "1.000130", "mm_filemap_map_pages", "i_ino=0x7 (7) s_dev=0xfe00000 (266338304) index=0x0 (0) last_index=0xf (15)"),
+            l(10, "1.000140", "page_fault_user", "address=0x5000 (20480) ip=0x1 (1) error_code=0x6 (6)"),
+            l(10, "1.000145", "page_fault_user", "address=0x6000 (24576) ip=0x6000 (24576) error_code=0x14 (20)"),
+            l(10, "1.000150", "sys_enter_clone", "clone_flags=0x1200011 (18874385) newsp=0x0 (0)"),
+            l(10, "1.000160", "sched_process_fork", "parent_comm=app parent_pid=0xa (10) child_comm=app child_pid=0xb (11)"),
+            l(11, "1.000170", "page_fault_user", "address=0x7f0000000010 (139637976727568) ip=0x1 (1) error_code=0x4 (4)"),
+            l(99, "1.000175", "page_fault_user", "address=0x10 (16) ip=0x1 (1) error_code=0x4 (4)"),
+            l(11, "1.000180", "sched_process_exit", "comm=app pid=0xb (11) prio=0x78 (120) group_dead=0x1 (1)"),
+            l(10, "1.000190", "sys_enter_lseek", "fd=0x3 (3) offset=0x0 (0) whence=0x0 (0)"),
+            l(10, "1.000200", "sys_exit_lseek", "ret=0x0 (0)"),
+            l(10, "1.000210", "sys_enter_read", "fd=0x3 (3) buf=(0x1) count=0x1000 (4096)"),
+            l(10, "1.000220", "sys_exit_read", "ret=0x800 (2048)"),
+            l(10, "1.000230", "sys_enter_munmap", "addr=0x7f0000000000 (139637976727552) len=0x4000 (16384)"),
+            l(10, "1.000240", "sys_enter_close", "fd=0x3 (3)"),
+            l(10, "1.000250", "sched_process_exit", "comm=app pid=0xa (10) prio=0x78 (120) group_dead=0x1 (1)"),
+        ];
+        for s in &lines {
+            c.line(s);
+        }
+        let body = String::from_utf8(c.w.w.clone()).unwrap();
+        assert_eq!(
+            body,
+            "0 0 n 1 p\n\
+             30 1 o 1 1\n\
+             0 . r 1 0 4096 60\n\
+             90 . mf 1 4 1 1 p\n\
+             0 . pf 1 3 r\n\
+             10 . fa 1 0 15\n\
+             10 . pa 0 5 w\n\
+             20 . n 2 p\n\
+             10 2 mf 2 4 1 1 p\n\
+             0 . pf 2 1 r\n\
+             10 . x\n\
+             30 1 r 1 0 2048 10\n\
+             20 . mu 1\n\
+             10 . c 1\n\
+             10 . x\n"
+        );
+        assert_eq!(c.counts.foreign, 1);
+        assert_eq!(c.counts.exec_image_faults, 1);
+        assert_eq!(c.files(), "F 1 65536 65536 254:0:7 /data/f\n");
+        // And the trace reads back.
+        let text = format!(
+            "{}\n{}{body}",
+            foliosim_workload::rectrace::MAGIC,
+            c.files()
+        );
+        let mut r = foliosim_workload::rectrace::Reader::new(text.as_bytes(), "t").unwrap();
+        while let Some(e) = r.next_event() {
+            e.unwrap();
+        }
+    }
 }
