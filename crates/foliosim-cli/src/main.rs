@@ -65,6 +65,9 @@ enum Cmd {
     /// (oracleGeneral or csv): each object id a 4 KiB page of one file,
     /// read with pread and readahead off.
     Replay {
+        /// The trace (its id is not `trace`: --trace, the tracepoint
+        /// output among the machine options, has that one).
+        #[arg(id = "trace_path", value_name = "TRACE")]
         trace: std::path::PathBuf,
         /// oracleGeneral or csv (default: by file extension).
         #[arg(long)]
