@@ -456,7 +456,9 @@ const RECORDED_VS: &[(&str, &str)] = &[
         "vmstat.workingset_activate_file",
         "vmstat.workingset_activate_file",
     ),
+    ("memcg.pgfault", "memcg.pgfault"),
     ("memcg.pgmajfault", "memcg.pgmajfault"),
+    ("memcg.memcg_pgpgin_events", "memcg.pgpgin"),
     (
         "memcg.workingset_refault_file",
         "memcg.workingset_refault_file",

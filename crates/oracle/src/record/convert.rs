@@ -185,6 +185,8 @@ pub struct Counts {
     /// Lines of other tasks (the pid filter lags a context switch).
     pub foreign: u64,
     pub fd_unresolved: u64,
+    /// Fds whose reads met another inode than /proc named (rebound).
+    pub fd_rebound: u64,
     pub exec_image_faults: u64,
 }
 
@@ -550,10 +552,12 @@ impl<W: Write, P: Procfs> Conv<W, P> {
 
     fn opened(&mut self, pid: i32, tgid: i32, fd: i64, flags: i64) {
         let cloexec = flags & O_CLOEXEC != 0;
+        // A fd found pointing elsewhere (closed and reused since) is
+        // identified by its reads' inode, like one already gone.
         let slot = match self.proc_fs.fd(pid, fd) {
             Some(st) => match self.new_ofd(&st, flags) {
                 Some(ofd) => Some(Fd::Open { ofd, cloexec }),
-                None => None,
+                None => Some(Fd::Unknown { cloexec }),
             },
             None => {
                 self.counts.fd_unresolved += 1;
@@ -616,6 +620,9 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         write: bool,
         dur: u64,
     ) {
+        if !write {
+            self.check_identity(t, id, tgid, fd);
+        }
         let Some(ofd) = self.ofd_of(t, id, tgid, fd) else {
             return;
         };
@@ -633,6 +640,43 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         fs.size = fs.size.max(off + len);
         let op = if write { "w" } else { "r" };
         self.ev(t, id, format_args!("{op} {ofd} {off} {len} {dur}"));
+    }
+
+    /// A read's page-cache inode (mm_filemap_get_pages) is the truth:
+    /// an fd whose /proc entry named another file (the fd reused before
+    /// the recorder looked) is rebound to the file the read met.
+    fn check_identity(&mut self, t: u64, id: u32, tgid: i32, fd: i64) {
+        let Some(pid) = self.tasks.iter().find(|(_, x)| x.id == id).map(|(p, _)| *p) else {
+            return;
+        };
+        let Some(key) = self.tasks[&pid].seen_ino else {
+            return;
+        };
+        let Some(&Fd::Open { ofd, cloexec }) = self.procs.get(&tgid).and_then(|p| p.fds.get(&fd))
+        else {
+            return;
+        };
+        if self.files[self.ofds[&ofd].file as usize - 1].key == key {
+            return;
+        }
+        self.counts.fd_rebound += 1;
+        let pos = self.ofds[&ofd].pos;
+        let st = Stat {
+            key,
+            size: 0,
+            regular: true,
+            path: Vec::new(),
+        };
+        let Some(new) = self.new_ofd(&st, 0) else {
+            return;
+        };
+        self.ofds.get_mut(&new).expect("new").pos = pos;
+        self.procs
+            .get_mut(&tgid)
+            .expect("live")
+            .fds
+            .insert(fd, Fd::Open { ofd: new, cloexec });
+        self.put_ofd(t, id, ofd);
     }
 
     fn close_fd(&mut self, t: u64, id: u32, tgid: i32, fd: i64) {
