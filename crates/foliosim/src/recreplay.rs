@@ -9,10 +9,10 @@
 //! here models the kernel.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::io::BufRead;
 
-use foliosim_workload::rectrace::{self, Event, FileDecl, Op, Reader, MISC_VMA};
+use foliosim_workload::rectrace::{self, Event, FileDecl, IdMap as HashMap, Op, Reader, MISC_VMA};
 use foliosim_workload::scenario::{Advice, Madvice};
 
 use crate::mm::filemap::OpenFile;
@@ -138,6 +138,8 @@ struct Replay<R> {
     files: HashMap<u32, FileRt>,
     ofds: HashMap<u32, (u32, OpenFile)>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The last task id looked up (events come in runs of one task).
+    last: (u32, usize),
     oom_seen: u64,
     st: ReplayStats,
 }
@@ -159,11 +161,12 @@ pub fn replay<R: BufRead>(
             memcg,
             ra_kb,
             tasks: Vec::new(),
-            tids: HashMap::new(),
+            tids: HashMap::default(),
             procs: Vec::new(),
-            files: HashMap::new(),
-            ofds: HashMap::new(),
+            files: HashMap::default(),
+            ofds: HashMap::default(),
             heap: BinaryHeap::new(),
+            last: (u32::MAX, 0),
             oom_seen: k.core.vm.get(Item::OOM_KILL),
             st: ReplayStats::default(),
         };
@@ -219,7 +222,11 @@ impl<R: BufRead> Replay<R> {
 
     /// The task a trace id names, made (not started) on first sight.
     fn task_of(&mut self, tid: u32) -> usize {
+        if self.last.0 == tid {
+            return self.last.1;
+        }
         if let Some(&t) = self.tids.get(&tid) {
+            self.last = (tid, t);
             return t;
         }
         self.tasks.push(Task {

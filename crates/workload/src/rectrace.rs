@@ -12,7 +12,42 @@
 
 pub use crate::fio::ParseError;
 use crate::scenario::{Advice, Madvice};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap as StdMap, HashSet as StdSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for the trace's small integer ids: a multiply, no SipHash
+/// (the ids are the trace's own, not an attacker's choice of collisions
+/// worth defending against: a hostile trace only slows its own replay).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Maps and sets keyed by trace ids.
+pub type IdMap<K, V> = StdMap<K, V, BuildHasherDefault<IdHasher>>;
+pub type IdSet<K> = StdSet<K, BuildHasherDefault<IdHasher>>;
+type HashMap<K, V> = IdMap<K, V>;
+type HashSet<K> = IdSet<K>;
 use std::io::{BufRead, Write};
 
 /// The first line of every trace of this version.
@@ -162,7 +197,7 @@ pub struct Reader<R> {
     r: R,
     label: String,
     line: usize,
-    buf: String,
+    raw: Vec<u8>,
     header: Vec<(String, String)>,
     t_us: u64,
     task: u32,
@@ -200,7 +235,7 @@ impl<R: BufRead> Reader<R> {
             r,
             label: label.to_string(),
             line: 0,
-            buf: String::new(),
+            raw: Vec::new(),
             header: Vec::new(),
             t_us: 0,
             task: 0,
@@ -256,40 +291,59 @@ impl<R: BufRead> Reader<R> {
             .map(|(_, v)| v.as_str())
     }
 
-    fn read_line(&mut self) -> Result<Option<String>, ParseError> {
-        self.buf.clear();
-        let mut raw = Vec::new();
+    /// Reads the next line into `self.raw` (without its end); false at
+    /// the end of the file.
+    fn read_raw(&mut self) -> Result<bool, ParseError> {
+        self.raw.clear();
         let n = self
             .r
-            .read_until(b'\n', &mut raw)
+            .read_until(b'\n', &mut self.raw)
             .map_err(|e| perr(&self.label, self.line + 1, format!("cannot read: {e}")))?;
         if n == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         self.line += 1;
-        let s =
-            String::from_utf8(raw).map_err(|_| perr(&self.label, self.line, "not UTF-8 text"))?;
-        Ok(Some(s.trim_end_matches(['\n', '\r']).to_string()))
+        while matches!(self.raw.last(), Some(b'\n' | b'\r')) {
+            self.raw.pop();
+        }
+        Ok(true)
+    }
+
+    fn read_line(&mut self) -> Result<Option<String>, ParseError> {
+        if !self.read_raw()? {
+            return Ok(None);
+        }
+        match std::str::from_utf8(&self.raw) {
+            Ok(s) => Ok(Some(s.to_string())),
+            Err(_) => Err(perr(&self.label, self.line, "not UTF-8 text")),
+        }
     }
 
     /// The next event; None at the end. Blank and `#` lines are skipped.
     pub fn next_event(&mut self) -> Option<Result<Event, ParseError>> {
-        loop {
-            let l = match self.pending.take() {
-                Some(l) => l,
-                None => match self.read_line() {
-                    Ok(Some(l)) => l,
-                    Ok(None) => return None,
-                    Err(e) => return Some(Err(e)),
-                },
-            };
-            if l.trim().is_empty() || l.starts_with('#') {
-                continue;
+        if let Some(l) = self.pending.take() {
+            if !(l.trim().is_empty() || l.starts_with('#')) {
+                let r = self.parse_line(&l);
+                return Some(r.map_err(|m| perr(&self.label, self.line, m)));
             }
-            return Some(
-                self.parse_line(&l)
-                    .map_err(|m| perr(&self.label, self.line, m)),
-            );
+        }
+        loop {
+            match self.read_raw() {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+            // The line's buffer is lent to the parser, then put back.
+            let raw = std::mem::take(&mut self.raw);
+            let r = match std::str::from_utf8(&raw) {
+                Err(_) => Some(Err("not UTF-8 text".to_string())),
+                Ok(l) if l.trim().is_empty() || l.starts_with('#') => None,
+                Ok(l) => Some(self.parse_line(l)),
+            };
+            self.raw = raw;
+            if let Some(r) = r {
+                return Some(r.map_err(|m| perr(&self.label, self.line, m)));
+            }
         }
     }
 
