@@ -176,6 +176,9 @@ pub struct Event {
     pub line: usize,
 }
 
+/// A mapping: its process, pages, and (file, first page) if a file's.
+type VmaInfo = (u32, u64, Option<(u32, u64)>);
+
 /// What the reader tracks to check each line.
 #[derive(Default)]
 struct State {
@@ -187,7 +190,7 @@ struct State {
     /// Open file -> its file.
     ofds: HashMap<u32, u32>,
     /// Mapping -> (process, pages, first file page or None for anon).
-    vmas: HashMap<u32, (u32, u64, Option<(u32, u64)>)>,
+    vmas: HashMap<u32, VmaInfo>,
     vma_seen: HashSet<u32>,
     ofd_seen: HashSet<u32>,
 }

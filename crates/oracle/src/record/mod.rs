@@ -461,21 +461,25 @@ fn pump<W: Write>(
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(format!("trace_pipe: {e}")),
         }
-        if status.is_none() {
-            let mut st = 0;
-            // SAFETY: waitpid on our own child.
-            if unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == pid {
-                inst.set("tracing_on", "0")?;
-                status = Some(if libc::WIFEXITED(st) {
-                    libc::WEXITSTATUS(st)
-                } else {
-                    128 + libc::WTERMSIG(st)
-                });
+        match status {
+            None => {
+                let mut st = 0;
+                // SAFETY: waitpid on our own child.
+                if unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == pid {
+                    inst.set("tracing_on", "0")?;
+                    status = Some(if libc::WIFEXITED(st) {
+                        libc::WEXITSTATUS(st)
+                    } else {
+                        128 + libc::WTERMSIG(st)
+                    });
+                }
             }
-        } else {
-            idle_after_exit += 1;
-            if idle_after_exit >= 3 {
-                return Ok(status.expect("set"));
+            // Drained: three empty reads after the exit.
+            Some(s) => {
+                idle_after_exit += 1;
+                if idle_after_exit >= 3 {
+                    return Ok(s);
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(5));
