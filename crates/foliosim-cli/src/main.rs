@@ -10,6 +10,7 @@ mod oracle_cmd;
 mod oracle_model;
 use oracle_model::oracle_model;
 mod probe_args;
+mod record_cmd;
 mod refcount_cmd;
 mod report_cmd;
 mod reproduce_cmd;
@@ -58,9 +59,15 @@ enum Cmd {
         #[command(flatten)]
         machine: MachineArgs,
     },
-    /// Replay a libCacheSim trace (oracleGeneral or csv): each object id is a
-    /// 4 KiB page of one file, read with pread and readahead off.
+    /// Replay a trace: a recorded application's (`foliosim record`,
+    /// docs/trace-format.md; found by its first line) through the model's
+    /// syscall, fault and anonymous paths, or a libCacheSim trace
+    /// (oracleGeneral or csv): each object id a 4 KiB page of one file,
+    /// read with pread and readahead off.
     Replay {
+        /// The trace (its id is not `trace`: --trace, the tracepoint
+        /// output among the machine options, has that one).
+        #[arg(id = "trace_path", value_name = "TRACE")]
         trace: std::path::PathBuf,
         /// oracleGeneral or csv (default: by file extension).
         #[arg(long)]
@@ -71,6 +78,13 @@ enum Cmd {
         /// Size of the file the object ids map into, in pages (ids wrap modulo it).
         #[arg(long, default_value_t = 1 << 22)]
         file_pages: u64,
+        /// A foliosim trace (`foliosim record`): `recorded` replays each
+        /// task's think time between its events, `afap` none.
+        #[arg(long)]
+        timing: Option<String>,
+        /// A foliosim trace: the recorded think time times this.
+        #[arg(long)]
+        compute_scale: Option<f64>,
         #[command(flatten)]
         machine: MachineArgs,
     },
@@ -98,6 +112,10 @@ enum Cmd {
         #[command(subcommand)]
         cmd: oracle_cmd::OracleCmd,
     },
+    /// Run a command on this host in a memory cgroup of its own and record
+    /// its syscalls and faults as a foliosim trace for `foliosim replay`
+    /// (as root; docs/trace-format.md): foliosim record --memcg-limit 32M --out t.trace -- cat FILE
+    Record(record_cmd::RecordArgs),
     /// Run a scenario (processes in cgroups; docs/scenarios.md) through
     /// the model. Machine options override the scenario's [machine].
     Run(run_cmd::RunArgs),
@@ -127,6 +145,9 @@ fn run(cli: Cli) -> Result<(), String> {
             print!("{}", machine::fio_help());
             Ok(())
         }
+        Cmd::Replay { trace, .. } if workload::is_rectrace_file(trace) => {
+            workload::rectrace_cmd(&cli.cmd)
+        }
         Cmd::Fio { .. } | Cmd::MmapProbe { .. } | Cmd::Replay { .. } => {
             let (r, out, what) = run_workload(&cli.cmd)?;
             print_report(&r, &out, &what);
@@ -140,6 +161,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Reproduce { which } => reproduce_cmd::run(which),
         Cmd::Oracle { cmd } => oracle_cmd::run(cmd, &oracle_model),
         Cmd::Run(a) => run_cmd::run(a),
+        Cmd::Record(a) => record_cmd::run(a),
         Cmd::RefcountBench(a) => refcount_cmd::run(a),
         Cmd::Bench(a) => bench_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),

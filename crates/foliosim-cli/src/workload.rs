@@ -203,14 +203,28 @@ pub(crate) fn run_workload_with(
                 "mmap-probe".into(),
             )))
         }
+        Cmd::Replay { trace, .. } if is_rectrace_file(trace) => {
+            Ok(rectrace_run(cmd, dry)?.map(|(r, _, _)| {
+                let json = matches!(cmd, Cmd::Replay { machine, .. } if machine.json);
+                (r, Output::Foliosim { json }, "replay".into())
+            }))
+        }
         Cmd::Replay {
             trace,
             format,
             csv_spec,
             file_pages,
             machine,
+            timing,
+            compute_scale,
         } => {
             use foliosim_workload::trace;
+            if timing.is_some() || compute_scale.is_some() {
+                return Err(
+                    "--timing and --compute-scale: only for foliosim traces (foliosim record)"
+                        .into(),
+                );
+            }
             let fmt = match (format.as_deref(), csv_spec) {
                 (Some("oracleGeneral"), None) => trace::TraceFormat::OracleGeneral,
                 (Some("oracleGeneral"), Some(_)) => {
@@ -355,6 +369,146 @@ pub(crate) fn compare(sets: &[String], workload: &[String], json: bool) -> Resul
             print!(" {:>14}", pct);
         }
         println!();
+    }
+    Ok(())
+}
+
+/// Whether `path` is a foliosim trace (its first line says so).
+pub(crate) fn is_rectrace_file(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 32];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let n = f.read(&mut head).unwrap_or(0);
+    let first = String::from_utf8_lossy(&head[..n]);
+    foliosim_workload::rectrace::is_rectrace(first.lines().next().unwrap_or(""))
+}
+
+type RecRun = (
+    RunReport,
+    foliosim::recreplay::ReplayStats,
+    BTreeMap<String, f64>,
+);
+
+/// `foliosim replay TRACE` of a foliosim trace: the report, what the
+/// replay did and the recorded run's counters from the trace's header.
+fn rectrace_run(cmd: &Cmd, dry: bool) -> Result<Option<RecRun>, String> {
+    let Cmd::Replay {
+        trace,
+        format,
+        csv_spec,
+        machine,
+        timing,
+        compute_scale,
+        ..
+    } = cmd
+    else {
+        unreachable!("a replay")
+    };
+    if format.is_some() || csv_spec.is_some() {
+        return Err("--format, --csv-spec: a foliosim trace has its own format".into());
+    }
+    let afap = match timing.as_deref() {
+        None | Some("recorded") => false,
+        Some("afap") => true,
+        Some(t) => return Err(format!("--timing: '{t}' is not recorded or afap")),
+    };
+    let compute_scale = compute_scale.unwrap_or(1.0);
+    if !compute_scale.is_finite() || compute_scale < 0.0 {
+        return Err(format!(
+            "--compute-scale: {compute_scale} is not a number >= 0"
+        ));
+    }
+    if machine.fs.is_some() {
+        return Err("--fs: only fio jobs run on the model's file system".into());
+    }
+    let rd = foliosim_workload::rectrace::open(trace).map_err(|e| e.to_string())?;
+    let cfg = machine.config()?;
+    if dry {
+        return Ok(None);
+    }
+    let recorded = foliosim::recreplay::recorded_counters(&rd);
+    let tspec = trace_args::arm(&machine.trace)?;
+    trace_args::progress::install(None);
+    let opts = foliosim::recreplay::ReplayOpts {
+        afap,
+        compute_scale,
+    };
+    let r = foliosim::recreplay::replay(cfg, rd, opts);
+    trace_args::progress::done();
+    let (r, st) = r?;
+    trace_args::finish(&tspec, machine.trace.trace.as_deref())?;
+    Ok(Some((r, st, recorded)))
+}
+
+/// Counters printed beside the recorded run's: (model key, header key).
+const RECORDED_VS: &[(&str, &str)] = &[
+    ("vmstat.pgpgin", "vmstat.pgpgin"),
+    ("vmstat.pgpgout", "vmstat.pgpgout"),
+    ("vmstat.pgmajfault", "vmstat.pgmajfault"),
+    ("vmstat.pgfault", "vmstat.pgfault"),
+    (
+        "vmstat.workingset_refault_file",
+        "vmstat.workingset_refault_file",
+    ),
+    (
+        "vmstat.workingset_activate_file",
+        "vmstat.workingset_activate_file",
+    ),
+    ("memcg.pgfault", "memcg.pgfault"),
+    ("memcg.pgmajfault", "memcg.pgmajfault"),
+    ("memcg.memcg_pgpgin_events", "memcg.pgpgin"),
+    (
+        "memcg.workingset_refault_file",
+        "memcg.workingset_refault_file",
+    ),
+    ("memcg.file", "memcg.file"),
+    ("memcg.anon", "memcg.anon"),
+    ("elapsed_s", "wall_s"),
+];
+
+/// `foliosim replay` of a foliosim trace: the report, then what the
+/// replay did and the recorded run's counters beside the model's.
+pub(crate) fn rectrace_cmd(cmd: &Cmd) -> Result<(), String> {
+    let (r, st, rec) = rectrace_run(cmd, false)?.expect("not a dry run");
+    let json = matches!(cmd, Cmd::Replay { machine, .. } if machine.json);
+    let model = |k: &str| -> Option<f64> {
+        match k.split_once('.') {
+            Some(("vmstat", n)) => r.vmstat.get(n).map(|v| *v as f64),
+            Some(("memcg", n)) => r.memcg.get(n).map(|v| *v as f64),
+            _ => Some(r.elapsed_ns as f64 / 1e9),
+        }
+    };
+    let rows: Vec<(&str, f64, Option<f64>)> = RECORDED_VS
+        .iter()
+        .filter_map(|(m, h)| Some((*h, *rec.get(*h)?, model(m))))
+        .collect();
+    if json {
+        let mut v = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+        v["trace_replay"] = serde_json::to_value(&st).map_err(|e| e.to_string())?;
+        v["recorded"] = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+        println!("{}", serde_json::to_string_pretty(&v).expect("serialises"));
+        return Ok(());
+    }
+    print!("{}", foliosim::report::render_text(&r, "replay"));
+    println!(
+        "\ntrace replay: {} events, {} tasks in {} processes, {} files; {} reads ({} KiB), {} writes ({} KiB); {} file faults, {} anonymous faults; the real kernel mapped {} pages by fault-around; {} processes OOM-killed",
+        st.events, st.tasks, st.processes, st.files, st.reads, st.read_bytes >> 10, st.writes,
+        st.write_bytes >> 10, st.file_faults, st.anon_faults, st.real_fault_around_pages, st.oom_killed
+    );
+    for (why, n) in &st.skipped {
+        println!("  not replayed: {why}: {n}");
+    }
+    if !rows.is_empty() {
+        println!("\nrecorded run (real kernel) vs replay (model):");
+        println!("  {:<36} {:>14} {:>14}", "counter", "real", "model");
+        for (k, real, m) in rows {
+            let p = if k == "wall_s" { 3 } else { 0 };
+            let m = m.map_or("-".into(), |m| format!("{m:.p$}"));
+            let real = format!("{real:.p$}");
+            println!("  {k:<36} {real:>14} {m:>14}");
+        }
     }
     Ok(())
 }

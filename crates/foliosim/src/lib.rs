@@ -14,6 +14,7 @@ pub mod fs;
 pub mod mm;
 pub mod policy;
 pub mod progress;
+pub mod recreplay;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;

@@ -133,6 +133,15 @@ impl MemCgroup {
         enter_on_spawn(cmd, &dirs)
     }
 
+    /// Moves the process `pid` into this group (and its block I/O group).
+    pub fn add_pid(&self, pid: i32) -> Result<(), String> {
+        write_file(&self.path.join("cgroup.procs"), &pid.to_string())?;
+        if let Some((p, _)) = self.io.as_ref().filter(|(p, _)| p != &self.path) {
+            write_file(&p.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
     /// The group's block I/O on the scratch disk: `io.rbytes`, `io.wbytes`,
     /// `io.rios`, `io.wios` (v2 io.stat names); empty without accounting.
     pub fn io_stat(&self) -> Result<BTreeMap<String, f64>, String> {

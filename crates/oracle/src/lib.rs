@@ -62,6 +62,7 @@ pub mod jobsafe;
 pub mod journal;
 pub mod kpageflags;
 pub mod probe;
+pub mod record;
 pub mod run;
 pub mod scn;
 pub mod statsflush;

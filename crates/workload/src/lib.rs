@@ -10,6 +10,7 @@ pub mod jobio;
 pub mod lat_target;
 pub mod lsm;
 pub mod mmap_probe;
+pub mod rectrace;
 pub mod scenario;
 pub mod steadystate;
 pub mod trace;

@@ -1369,3 +1369,106 @@ fn fuzz_usemem_command_lines() {
         .unwrap();
     report("usemem command lines", &n, &rej);
 }
+
+// ---- foliosim traces (foliosim record, docs/trace-format.md) ----
+
+/// A line of a foliosim trace: mostly well formed over a few ids (so that
+/// the reader's checks of tasks, files, open files and mappings are met
+/// both ways), some hostile.
+fn rectrace_line() -> impl Strategy<Value = String> {
+    let id = || prop_oneof![4 => 0u64..4, 1 => Just(u32::MAX as u64), 1 => Just(u64::MAX)];
+    let big = || prop_oneof![3 => 0u64..70_000, 1 => Just(1u64 << 50), 1 => Just(u64::MAX)];
+    let task = prop_oneof![3 => (0u64..4).prop_map(|t| t.to_string()), 1 => Just(".".to_string())];
+    let op = prop_oneof![
+        (id(), prop::sample::select(vec!["p", "t", "x"])).prop_map(|(c, k)| format!("n {c} {k}")),
+        Just("e".to_string()),
+        Just("x".to_string()),
+        (id(), id()).prop_map(|(o, f)| format!("o {o} {f}")),
+        id().prop_map(|o| format!("c {o}")),
+        (
+            prop::sample::select(vec!["r", "w"]),
+            id(),
+            big(),
+            big(),
+            big()
+        )
+            .prop_map(|(k, o, a, b, d)| format!("{k} {o} {a} {b} {d}")),
+        (id(), big()).prop_map(|(f, d)| format!("s {f} {d}")),
+        (
+            id(),
+            prop::sample::select(vec!["n", "s", "r", "w", "d", "o", "q"]),
+            big(),
+            big()
+        )
+            .prop_map(|(o, a, b, c)| format!("a {o} {a} {b} {c}")),
+        (id(), big()).prop_map(|(f, s)| format!("t {f} {s}")),
+        id().prop_map(|f| format!("u {f}")),
+        (id(), big()).prop_map(|(v, p)| format!("ma {v} {p}")),
+        (
+            id(),
+            big(),
+            id(),
+            big(),
+            prop::sample::select(vec!["s", "p", "z"])
+        )
+            .prop_map(|(v, p, f, o, s)| format!("mf {v} {p} {f} {o} {s}")),
+        id().prop_map(|v| format!("mu {v}")),
+        (
+            id(),
+            prop::sample::select(vec!["n", "d", "w", "c"]),
+            big(),
+            big()
+        )
+            .prop_map(|(v, a, f, p)| format!("md {v} {a} {f} {p}")),
+        (
+            prop::sample::select(vec!["pf", "pa"]),
+            id(),
+            big(),
+            prop::sample::select(vec!["r", "w", "x"])
+        )
+            .prop_map(|(k, v, p, w)| format!("{k} {v} {p} {w}")),
+        (id(), big(), big()).prop_map(|(f, a, b)| format!("fa {f} {a} {b}")),
+    ];
+    prop_oneof![
+        8 => (big(), task, op).prop_map(|(dt, t, op)| format!("{dt} {t} {op}")),
+        2 => (id(), big(), big(), "[a-z/%]{0,8}").prop_map(|(i, a, b, p)| format!("F {i} {a} {b} 254:0:1 {p}")),
+        1 => Just("0 0 n 1 p".to_string()),
+        1 => "\\PC{0,30}",
+    ]
+}
+
+#[test]
+fn fuzz_foliosim_traces() {
+    use foliosim_workload::rectrace::{Reader, MAGIC};
+    let (n, rej) = (AtomicU64::new(0), AtomicU64::new(0));
+    let input = prop_oneof![
+        4 => prop::collection::vec(rectrace_line(), 0..24)
+            .prop_map(|ls| format!("{MAGIC}\n# real.vmstat.pgpgin: 1\n0 0 n 1 p\n{}\n", ls.join("\n")).into_bytes()),
+        1 => prop::collection::vec(any::<u8>(), 0..200),
+    ];
+    runner()
+        .run(&input, |bytes| {
+            n.fetch_add(1, Ordering::Relaxed);
+            match Reader::new(bytes.as_slice(), "fuzz.trace") {
+                Err(e) => {
+                    rej.fetch_add(1, Ordering::Relaxed);
+                    assert_one_line(&e, "fuzz.trace");
+                }
+                Ok(mut r) => {
+                    let mut k = 0;
+                    while let Some(e) = r.next_event() {
+                        k += 1;
+                        assert!(k <= bytes.len() + 1, "more events than lines");
+                        if let Err(e) = e {
+                            rej.fetch_add(1, Ordering::Relaxed);
+                            assert_one_line(&e, "fuzz.trace:");
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    report("foliosim traces", &n, &rej);
+}
