@@ -106,6 +106,11 @@ pub struct MmConfig {
     /// with "inherit" taking the top-level `enabled`; "madvise" counts as
     /// never, the model's mappings take no MADV_HUGEPAGE). 0: order 0.
     pub thp_anon_orders: u32,
+    /// The anonymous THP orders whose `enabled` resolves to "madvise":
+    /// taken only by a VMA with MADV_HUGEPAGE (VM_HUGEPAGE), as
+    /// __thp_vma_allowable_orders() does. 0: none.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub thp_anon_madvise_orders: u32,
     /// The tmpfs mount's `huge=` option (shmem.rs): which large folios
     /// tmpfs files take.
     pub tmpfs_huge: TmpfsHuge,
@@ -212,6 +217,17 @@ impl MmConfig {
         }
     }
 
+    /// The anonymous THP orders a VMA may fault in, by its madvise
+    /// (__thp_vma_allowable_orders()): none under MADV_NOHUGEPAGE, the
+    /// "always" ones, and the "madvise" ones too under MADV_HUGEPAGE.
+    pub fn anon_orders(&self, vm_hugepage: Option<bool>) -> u32 {
+        match vm_hugepage {
+            Some(false) => 0,
+            Some(true) => self.thp_anon_orders | self.thp_anon_madvise_orders,
+            None => self.thp_anon_orders,
+        }
+    }
+
     /// KernelRelease::shmem_large_swapin(), the newest without a release.
     pub fn shmem_large_swapin(&self) -> bool {
         self.kernel.is_none_or(|k| k.shmem_large_swapin())
@@ -231,6 +247,7 @@ impl Default for MmConfig {
             process_memory: false,
             nr_cpus: 0,
             thp_anon_orders: 0,
+            thp_anon_madvise_orders: 0,
             thp_defrag: ThpDefrag::Madvise,
             tmpfs_huge: TmpfsHuge::Never,
             swappiness: 60,
