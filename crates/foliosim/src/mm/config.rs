@@ -108,8 +108,10 @@ pub struct MmConfig {
     pub thp_anon_orders: u32,
     /// The anonymous THP orders whose `enabled` resolves to "madvise":
     /// taken only by a VMA with MADV_HUGEPAGE (VM_HUGEPAGE), as
-    /// __thp_vma_allowable_orders() does. 0: none.
-    #[serde(skip_serializing_if = "is_zero_u32")]
+    /// __thp_vma_allowable_orders() does. The default is the kernel's
+    /// (and the CLI's): `enabled` madvise, hugepages-2048kB inherit, so
+    /// the PMD order.
+    #[serde(skip_serializing_if = "is_pmd_order_only")]
     pub thp_anon_madvise_orders: u32,
     /// The tmpfs mount's `huge=` option (shmem.rs): which large folios
     /// tmpfs files take.
@@ -247,7 +249,7 @@ impl Default for MmConfig {
             process_memory: false,
             nr_cpus: 0,
             thp_anon_orders: 0,
-            thp_anon_madvise_orders: 0,
+            thp_anon_madvise_orders: 1 << folio::HPAGE_PMD_ORDER,
             thp_defrag: ThpDefrag::Madvise,
             tmpfs_huge: TmpfsHuge::Never,
             swappiness: 60,
@@ -272,6 +274,10 @@ impl Default for MmConfig {
             cpu_costs: None,
         }
     }
+}
+
+fn is_pmd_order_only(v: &u32) -> bool {
+    *v == 1 << folio::HPAGE_PMD_ORDER
 }
 
 fn is_zero_u32(v: &u32) -> bool {

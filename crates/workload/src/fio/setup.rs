@@ -165,7 +165,8 @@ impl Builder {
                 format!("job '{name}': ioengine=page_fault {why}"),
             ))
         };
-        if self.size.is_none() {
+        // A replay's size is its log's bytes (checked with the log).
+        if self.size.is_none() && self.iolog.read.is_none() {
             return e(
                 "size",
                 "maps size= bytes of anonymous memory: give size= (filesize= and a file's length do not size it)",
@@ -181,12 +182,6 @@ impl Builder {
             return e(
                 "nrfiles",
                 "keeps its region with the job's first file only: I/O to any other file fails",
-            );
-        }
-        if self.iolog.read.is_some() {
-            return e(
-                "read_iolog",
-                "with read_iolog: the log's offsets are not bound to the region (the engine fails I/O past it); not modelled",
             );
         }
         if self.zonemode == ZoneMode::Zbd {
