@@ -8,7 +8,8 @@ use serde::Serialize;
 use super::{blkdev, folio, CpuCosts, KernelRelease, TmpfsWriteOrders, Variants, FLUSH_TIME_NS};
 
 /// transparent_hugepage/defrag, as vma_thp_gfp_mask() reads it for a
-/// mapping without MADV_HUGEPAGE (the model's mappings take none).
+/// mapping without MADV_HUGEPAGE (a MADV_HUGEPAGE region, fio's
+/// page_fault engine's, takes the same mask in the model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum ThpDefrag {
     /// GFP_TRANSHUGE | __GFP_NORETRY: direct reclaim and compaction once.
@@ -103,8 +104,8 @@ pub struct MmConfig {
     /// Anonymous multi-size THP: bit `o` set when do_anonymous_page() may
     /// allocate folios of order `o` (2 to 9; /sys/kernel/mm/
     /// transparent_hugepage/hugepages-*kB/enabled resolved to "always",
-    /// with "inherit" taking the top-level `enabled`; "madvise" counts as
-    /// never, the model's mappings take no MADV_HUGEPAGE). 0: order 0.
+    /// with "inherit" taking the top-level `enabled`; the "madvise" ones
+    /// are `thp_anon_madvise_orders`). 0: order 0.
     pub thp_anon_orders: u32,
     /// The anonymous THP orders whose `enabled` resolves to "madvise":
     /// taken only by a VMA with MADV_HUGEPAGE (VM_HUGEPAGE), as
