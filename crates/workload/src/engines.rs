@@ -482,6 +482,31 @@ mod tests {
                 .unwrap()
                 .is_err()
         );
+        // page_fault: a FIO_SYNCIO, FIO_DISKLESSIO engine with two options.
+        assert_eq!(IoEngine::parse("page_fault"), Ok(IoEngine::PageFault));
+        assert!(IoEngine::PageFault.is_sync() && IoEngine::PageFault.is_diskless());
+        assert!(!IoEngine::PageFault.is_rw());
+        assert!(engine_option(IoEngine::Psync, &mut o, "madvise_hint", Some("random")).is_none());
+        assert_eq!(
+            engine_option(
+                IoEngine::PageFault,
+                &mut o,
+                "madvise_hint",
+                Some("sequential")
+            ),
+            Some(Ok(()))
+        );
+        assert_eq!(o.madvise_hint, MadviseHint::Sequential);
+        assert_eq!(
+            engine_option(IoEngine::PageFault, &mut o, "hugepage_delay", Some("250")),
+            Some(Ok(()))
+        );
+        assert_eq!(o.hugepage_delay_ms, 250);
+        assert!(
+            engine_option(IoEngine::PageFault, &mut o, "hugepage_delay", Some("1s"))
+                .unwrap()
+                .is_err()
+        );
     }
 
     #[test]
