@@ -357,11 +357,16 @@ impl MachineArgs {
                 }
             }
         }
-        // "madvise" is never in the model: its mappings take no
-        // MADV_HUGEPAGE.
         mm.thp_anon_orders = (2..=9)
             .filter(|&o| {
                 thp_size[o] == "always" || (thp_size[o] == "inherit" && thp_top == "always")
+            })
+            .fold(0, |m, o| m | 1 << o);
+        // "madvise": only for a VMA with MADV_HUGEPAGE (fio's page_fault
+        // engine with hugepage_delay; no other workload madvises so).
+        mm.thp_anon_madvise_orders = (2..=9)
+            .filter(|&o| {
+                thp_size[o] == "madvise" || (thp_size[o] == "inherit" && thp_top == "madvise")
             })
             .fold(0, |m, o| m | 1 << o);
         // Multi-size THP (the hugepages-<size>kB directories below PMD

@@ -242,6 +242,8 @@ fn every_fio_example_runs_or_is_refused_in_one_line() {
         // libaio trim is BLKDISCARD, ENOTTY on a regular file, and its
         // error with exitall ends every job (checked with fio 3.33).
         "enospc-pressure.fio",
+        // Anonymous memory through the model's fault paths.
+        "page_fault.fio",
     ] {
         assert!(outcome[must].0, "{must}: {}", outcome[must].1);
     }

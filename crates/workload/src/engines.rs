@@ -38,6 +38,10 @@ pub enum IoEngine {
     DirDelete,
     Null,
     CpuIo,
+    /// fio's page_fault engine (engines/page_fault.c, after 3.33): an
+    /// anonymous MAP_PRIVATE region of the job's size, read and written
+    /// byte by byte (page faults), trimmed with MADV_DONTNEED.
+    PageFault,
 }
 
 /// Engines fio knows that foliosim does not run, with the reason.
@@ -73,7 +77,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("librpma_gpspm_client", "RDMA to remote persistent memory: no page cache"),
     ("librpma_gpspm_server", "RDMA to remote persistent memory: no page cache"),
     ("e4defrag", "EXT4_IOC_MOVE_EXT moves a file's extents into a donor file through both files' page caches; foliosim has no extent model"),
-    ("page_fault", "anonymous-memory faults: foliosim's fio driver has no anonymous-memory workload"),
     ("exec", "runs an external program: nothing for the model to do"),
     ("cpp_null", "a C++ example engine built from fio's source tree, not a real engine"),
     ("windowsaio", "Windows only"),
@@ -105,6 +108,7 @@ impl IoEngine {
             "dirdelete" => IoEngine::DirDelete,
             "null" => IoEngine::Null,
             "cpuio" => IoEngine::CpuIo,
+            "page_fault" => IoEngine::PageFault,
             other => {
                 if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == other) {
                     return Err(format!("ioengine '{other}' is not modelled: {why}"));
@@ -165,7 +169,7 @@ impl IoEngine {
 
     /// No file is opened for data (FIO_DISKLESSIO / FIO_NOIO / fake I/O).
     pub fn is_diskless(self) -> bool {
-        self.is_file_op() || matches!(self, IoEngine::Null | IoEngine::CpuIo)
+        self.is_file_op() || matches!(self, IoEngine::Null | IoEngine::CpuIo | IoEngine::PageFault)
     }
 }
 
@@ -198,6 +202,21 @@ pub struct EngineOpts {
     /// engines doing one pread/pwrite or cuFileRead/Write per I/O); this
     /// keeps which GPU engine it was and its I/O mode.
     pub gpu: Option<GpuIo>,
+    /// page_fault: `madvise_hint` (none, random, sequential), madvised on
+    /// the whole region at init.
+    pub madvise_hint: MadviseHint,
+    /// page_fault: `hugepage_delay` in ms; > 0: MADV_NOHUGEPAGE at init,
+    /// MADV_HUGEPAGE on the whole region that long after (a helper thread).
+    pub hugepage_delay_ms: u64,
+}
+
+/// page_fault's `madvise_hint` values (MADV_NORMAL, MADV_RANDOM,
+/// MADV_SEQUENTIAL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MadviseHint {
+    None,
+    Random,
+    Sequential,
 }
 
 /// The GPU engines' `cuda_io` / `rocm_io` modes (engines/libcufile.c,
@@ -276,6 +295,8 @@ impl Default for EngineOpts {
             cpumode_qsort: false,
             stat_type: "stat".into(),
             gpu: None,
+            madvise_hint: MadviseHint::None,
+            hugepage_delay_ms: 0,
         }
     }
 }
@@ -378,6 +399,20 @@ pub fn engine_option(
             Some(o) => Err(format!("bad cpumode '{o}' (noop, qsort)")),
             None => Err("needs a value".into()),
         },
+        (PageFault, "madvise_hint") => match val {
+            Some(v) => match v {
+                "none" => Ok(MadviseHint::None),
+                "random" => Ok(MadviseHint::Random),
+                "sequential" => Ok(MadviseHint::Sequential),
+                o => Err(format!("bad madvise_hint '{o}' (none, random, sequential)")),
+            }
+            .map(|h| opts.madvise_hint = h),
+            None => Err("needs a value".into()),
+        },
+        // FIO_OPT_INT: an unsigned int of milliseconds.
+        (PageFault, "hugepage_delay") => {
+            num(val, 0, u32::MAX as u64).map(|n| opts.hugepage_delay_ms = n)
+        }
         (CpuIo, "exit_on_io_done") => flag(val).map(|_| ()),
         (FileStat | DirStat, "stat_type") => match val {
             Some(v @ ("stat" | "lstat" | "statx")) => {
@@ -444,6 +479,31 @@ mod tests {
         assert_eq!(o.cpuload, 100, "fio caps cpuload at 100");
         assert!(
             engine_option(IoEngine::IoUringCmd, &mut o, "cmd_type", Some("scsi"))
+                .unwrap()
+                .is_err()
+        );
+        // page_fault: a FIO_SYNCIO, FIO_DISKLESSIO engine with two options.
+        assert_eq!(IoEngine::parse("page_fault"), Ok(IoEngine::PageFault));
+        assert!(IoEngine::PageFault.is_sync() && IoEngine::PageFault.is_diskless());
+        assert!(!IoEngine::PageFault.is_rw());
+        assert!(engine_option(IoEngine::Psync, &mut o, "madvise_hint", Some("random")).is_none());
+        assert_eq!(
+            engine_option(
+                IoEngine::PageFault,
+                &mut o,
+                "madvise_hint",
+                Some("sequential")
+            ),
+            Some(Ok(()))
+        );
+        assert_eq!(o.madvise_hint, MadviseHint::Sequential);
+        assert_eq!(
+            engine_option(IoEngine::PageFault, &mut o, "hugepage_delay", Some("250")),
+            Some(Ok(()))
+        );
+        assert_eq!(o.hugepage_delay_ms, 250);
+        assert!(
+            engine_option(IoEngine::PageFault, &mut o, "hugepage_delay", Some("1s"))
                 .unwrap()
                 .is_err()
         );

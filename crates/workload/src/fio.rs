@@ -97,7 +97,7 @@ impl Rw {
     }
 }
 
-pub use crate::engines::{EngineOpts, IoEngine};
+pub use crate::engines::{EngineOpts, IoEngine, MadviseHint};
 pub use setup::resolve_device_sizes;
 
 mod setup;

@@ -8,7 +8,8 @@ use serde::Serialize;
 use super::{blkdev, folio, CpuCosts, KernelRelease, TmpfsWriteOrders, Variants, FLUSH_TIME_NS};
 
 /// transparent_hugepage/defrag, as vma_thp_gfp_mask() reads it for a
-/// mapping without MADV_HUGEPAGE (the model's mappings take none).
+/// mapping without MADV_HUGEPAGE (a MADV_HUGEPAGE region, fio's
+/// page_fault engine's, takes the same mask in the model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum ThpDefrag {
     /// GFP_TRANSHUGE | __GFP_NORETRY: direct reclaim and compaction once.
@@ -103,9 +104,16 @@ pub struct MmConfig {
     /// Anonymous multi-size THP: bit `o` set when do_anonymous_page() may
     /// allocate folios of order `o` (2 to 9; /sys/kernel/mm/
     /// transparent_hugepage/hugepages-*kB/enabled resolved to "always",
-    /// with "inherit" taking the top-level `enabled`; "madvise" counts as
-    /// never, the model's mappings take no MADV_HUGEPAGE). 0: order 0.
+    /// with "inherit" taking the top-level `enabled`; the "madvise" ones
+    /// are `thp_anon_madvise_orders`). 0: order 0.
     pub thp_anon_orders: u32,
+    /// The anonymous THP orders whose `enabled` resolves to "madvise":
+    /// taken only by a VMA with MADV_HUGEPAGE (VM_HUGEPAGE), as
+    /// __thp_vma_allowable_orders() does. The default is the kernel's
+    /// (and the CLI's): `enabled` madvise, hugepages-2048kB inherit, so
+    /// the PMD order.
+    #[serde(skip_serializing_if = "is_pmd_order_only")]
+    pub thp_anon_madvise_orders: u32,
     /// The tmpfs mount's `huge=` option (shmem.rs): which large folios
     /// tmpfs files take.
     pub tmpfs_huge: TmpfsHuge,
@@ -212,6 +220,17 @@ impl MmConfig {
         }
     }
 
+    /// The anonymous THP orders a VMA may fault in, by its madvise
+    /// (__thp_vma_allowable_orders()): none under MADV_NOHUGEPAGE, the
+    /// "always" ones, and the "madvise" ones too under MADV_HUGEPAGE.
+    pub fn anon_orders(&self, vm_hugepage: Option<bool>) -> u32 {
+        match vm_hugepage {
+            Some(false) => 0,
+            Some(true) => self.thp_anon_orders | self.thp_anon_madvise_orders,
+            None => self.thp_anon_orders,
+        }
+    }
+
     /// KernelRelease::shmem_large_swapin(), the newest without a release.
     pub fn shmem_large_swapin(&self) -> bool {
         self.kernel.is_none_or(|k| k.shmem_large_swapin())
@@ -231,6 +250,7 @@ impl Default for MmConfig {
             process_memory: false,
             nr_cpus: 0,
             thp_anon_orders: 0,
+            thp_anon_madvise_orders: 1 << folio::HPAGE_PMD_ORDER,
             thp_defrag: ThpDefrag::Madvise,
             tmpfs_huge: TmpfsHuge::Never,
             swappiness: 60,
@@ -255,6 +275,10 @@ impl Default for MmConfig {
             cpu_costs: None,
         }
     }
+}
+
+fn is_pmd_order_only(v: &u32) -> bool {
+    *v == 1 << folio::HPAGE_PMD_ORDER
 }
 
 fn is_zero_u32(v: &u32) -> bool {

@@ -129,6 +129,13 @@ pub struct AddressSpace {
     /// The processes mapping the file with page tables of their own
     /// (rmap.rs); empty for one PTE per folio.
     pub i_mmap: Vec<super::rmap::MmPtes>,
+    /// An anonymous VMA's THP advice: Some(true) VM_HUGEPAGE
+    /// (MADV_HUGEPAGE), Some(false) VM_NOHUGEPAGE (MADV_NOHUGEPAGE).
+    pub vm_hugepage: Option<bool>,
+    /// An anonymous VMA under MADV_RANDOM or MADV_SEQUENTIAL:
+    /// vma_has_recency() is false, so its faults take no MGLRU fault-path
+    /// activation and reclaim ignores its young PTEs.
+    pub vm_no_recency: bool,
 }
 
 impl AddressSpace {
@@ -152,6 +159,8 @@ impl AddressSpace {
             max_order: 0,
             shmem_large_swap: std::collections::BTreeMap::new(),
             i_mmap: Vec::new(),
+            vm_hugepage: None,
+            vm_no_recency: false,
         }
     }
 

@@ -168,9 +168,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core
                 .workingset_update_node(mapping as u32, at, f.memcg);
         }
-        if f.test(pg::DIRTY) && !self.core.files[mapping].shmem {
+        let anon = self.core.files[mapping].owner != super::mmap::NO_MM;
+        if f.test(pg::DIRTY) && !self.core.files[mapping].shmem && !anon {
             // The flusher's queue gets each dirty piece beside the parent
-            // (tmpfs folios have no writeback: noop_dirty_folio).
+            // (tmpfs and anonymous folios have no writeback through it).
             let wb = &mut self.core.wb;
             let (pos, t) = match wb.dirty.iter().position(|&(x, _)| x == id) {
                 Some(p) => (p + 1, wb.dirty[p].1),

@@ -192,8 +192,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         match slot {
             Slot::Folio(id) => {
+                // Under MADV_RANDOM / MADV_SEQUENTIAL reclaim ignores the
+                // VMA's young PTEs (vma_has_recency()): as if never set.
+                let young = !self.core.files[space as usize].vm_no_recency;
                 let f = self.core.folios.get_mut(id);
-                f.set(pg::PTE_YOUNG);
+                if young {
+                    f.set(pg::PTE_YOUNG);
+                }
                 f.clear(pg::UNUSED_MARKS);
                 if write {
                     // The PTE's dirty bit; try_to_unmap() moves it to the
@@ -246,12 +251,19 @@ impl<P: ReclaimPolicy> Kernel<P> {
             self.core.workingset_update_node(space, index, memcg);
             return true;
         }
-        self.core.in_lru_fault = true;
-        let got = match may_be_large {
-            true if self.core.cfg.thp_anon_orders != 0 => {
-                self.alloc_anon_folio(space, index, memcg)
-            }
-            _ => self.alloc_folio(memcg, true).map(|id| (id, index)),
+        // lru_gen_enter_fault(): vma_has_recency().
+        let recency = !self.core.files[space as usize].vm_no_recency;
+        self.core.in_lru_fault = recency;
+        let orders = match may_be_large {
+            true => self
+                .core
+                .cfg
+                .anon_orders(self.core.files[space as usize].vm_hugepage),
+            false => 0,
+        };
+        let got = match orders {
+            0 => self.alloc_folio(memcg, true).map(|id| (id, index)),
+            _ => self.alloc_anon_folio(space, index, memcg, orders),
         };
         let ok = match got {
             None => false,
@@ -263,8 +275,9 @@ impl<P: ReclaimPolicy> Kernel<P> {
                     let f = self.core.folios.get_mut(id);
                     f.mapping = space;
                     f.index = start as u32;
+                    let young = if recency { pg::PTE_YOUNG } else { 0 };
                     f.set_flags_keep_order(
-                        pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY,
+                        pg::SWAPBACKED | pg::UPTODATE | pg::MAPPED | young | pg::DIRTY,
                     );
                 }
                 // set_ptes() over the folio's range.
@@ -296,9 +309,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         space: u32,
         index: u64,
         memcg: MemcgId,
+        orders: u32,
     ) -> Option<(super::folio::FolioId, u64)> {
         use super::filemap::Slot;
-        for order in super::folio::orders_desc(self.core.cfg.thp_anon_orders) {
+        for order in super::folio::orders_desc(orders) {
             let nr = 1u64 << order;
             let start = index & !(nr - 1);
             let a = &self.core.files[space as usize];
@@ -359,7 +373,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
         self.wb_complete();
         self.core.count(memcg, Item::PGFAULT, 1);
         self.core.cpu(self.core.cost.minor_fault);
-        self.core.in_lru_fault = true;
+        let recency = !self.core.files[space as usize].vm_no_recency;
+        self.core.in_lru_fault = recency;
         let mut major = false;
         let found = if let Some(id) = self.core.swap.swap_cache_folio(off) {
             self.swap_update_readahead(id, space, index);
@@ -410,7 +425,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
             f.mapping = space;
             f.index = start as u32;
             f.clear(pg::UNUSED_MARKS);
-            f.set(pg::MAPPED | pg::PTE_YOUNG);
+            f.set(pg::MAPPED);
+            if recency {
+                f.set(pg::PTE_YOUNG);
+            }
             if write {
                 f.set(pg::DIRTY);
             }
@@ -475,7 +493,8 @@ impl<P: ReclaimPolicy> Kernel<P> {
         // Orders below PMD_ORDER only: a PMD-sized folio is never
         // swapped in whole.
         let orders = if self.core.cfg.large_anon_swap() {
-            self.core.cfg.thp_anon_orders & ((1 << super::folio::HPAGE_PMD_ORDER) - 1)
+            let hp = self.core.files[space as usize].vm_hugepage;
+            self.core.cfg.anon_orders(hp) & ((1 << super::folio::HPAGE_PMD_ORDER) - 1)
         } else {
             0
         };

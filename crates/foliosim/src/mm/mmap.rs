@@ -85,17 +85,55 @@ impl<P: ReclaimPolicy> Kernel<P> {
         };
         vmas.swap_remove(pos);
         let n = self.core.files[space as usize].nr_pages();
-        let mut next = 0;
-        while let Some(idx) = self.core.files[space as usize].next_populated(next, n) {
+        self.zap_anon_range(mm, space, 0, n);
+        self.core.cpu(self.core.cost.range_entry * n);
+        self.free_pgtables(space);
+    }
+
+    /// madvise(MADV_DONTNEED) of pages [first, end) of an anonymous VMA
+    /// (zap_page_range_single()): as munmap for those pages, the VMA and
+    /// its page tables stay; a later touch faults a fresh zero-filled
+    /// page. A large folio the range covers only in part is split at the
+    /// range's edges and the pieces inside go: the kernel unmaps those
+    /// pages and queues the folio for a deferred split, which frees them
+    /// under memory pressure; the model frees them at once. One it cannot
+    /// split (in the swap cache, under writeback, off the LRU) keeps its
+    /// pages mapped.
+    pub fn madvise_dontneed_anon(&mut self, mm: MmId, space: u32, first: u64, end: u64) {
+        let end = end.min(self.core.files[space as usize].nr_pages());
+        if first >= end {
+            return;
+        }
+        self.zap_anon_range(mm, space, first, end);
+        self.core.cpu(self.core.cost.range_entry * (end - first));
+    }
+
+    /// zap_pte_range() over pages [first, end) of an anonymous VMA.
+    fn zap_anon_range(&mut self, mm: MmId, space: u32, first: u64, end: u64) {
+        let mut next = first;
+        while let Some(idx) = self.core.files[space as usize].next_populated(next, end) {
             next = idx + 1;
             match self.core.files[space as usize].slot(idx) {
                 Slot::Empty => {}
                 Slot::Folio(id) => {
+                    let f = self.core.folios.get(id);
+                    let (fi, nr) = (f.index as u64, f.nr_pages());
+                    if fi < first || fi + nr > end {
+                        // Part of a large folio: split at the edges inside
+                        // it, then look at this page again.
+                        let swapcache = f.test(pg::SWAPCACHE);
+                        let at = if fi < first { first } else { end };
+                        if !swapcache && self.try_folio_split(id, at) {
+                            next = idx;
+                        } else {
+                            next = fi + nr;
+                        }
+                        continue;
+                    }
                     let f = self.core.folios.get_mut(id);
                     let memcg = f.memcg;
                     // A large (mTHP) folio is met at its first page and
-                    // zapped whole: its PTEs are all in this VMA.
-                    let (fi, nr) = (f.index as u64, f.nr_pages());
+                    // zapped whole: its PTEs are all in the range.
                     next = fi + nr;
                     let mapped = f.test(pg::MAPPED);
                     f.clear(pg::MAPPED | pg::PTE_YOUNG | pg::DIRTY);
@@ -134,8 +172,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 }
             }
         }
-        self.core.cpu(self.core.cost.range_entry * n);
-        self.free_pgtables(space);
     }
 
     /// free_swap_and_cache(): the PTE's reference to the slot goes; a

@@ -53,6 +53,19 @@ struct FioTask {
     trim_bytes: u64,
     /// write_iolog, from the job's start.
     wlog: Option<IologWriter>,
+    /// ioengine=page_fault: the job's anonymous region.
+    pf: Option<PfRegion>,
+}
+
+/// fio's page_fault engine's region (engines/page_fault.c): `size=` bytes
+/// mmap'ed MAP_PRIVATE | MAP_ANONYMOUS in the job's process at init,
+/// munmap'ed at close.
+struct PfRegion {
+    mm: MmId,
+    space: u32,
+    /// hugepage_delay: when the helper thread's MADV_HUGEPAGE lands (set
+    /// at the job's start; None once done or without one).
+    hugepage_at: Option<u64>,
 }
 
 type IologWriter = LogWriter<std::io::BufWriter<std::fs::File>>;
@@ -219,6 +232,7 @@ impl<'j> FioRun<'j> {
                 trim_ios: 0,
                 trim_bytes: 0,
                 wlog: None,
+                pf: None,
             });
         }
         let mut be = Backend::new(jobs, sim.cfg.seed);
@@ -255,13 +269,19 @@ impl<'j> FioRun<'j> {
         if fio_memory {
             self.fio_process_memory(k);
         }
+        self.page_fault_regions(k);
         if let Some(c) = fs {
             // The names the jobs use, laid out before the run unless a job
             // creates them.
             let names: Vec<NameSpec> = self
                 .jobs
                 .iter()
-                .filter(|j| !matches!(j.ioengine, IoEngine::Null | IoEngine::CpuIo))
+                .filter(|j| {
+                    !matches!(
+                        j.ioengine,
+                        IoEngine::Null | IoEngine::CpuIo | IoEngine::PageFault
+                    )
+                })
                 .flat_map(|j| {
                     let exists = !matches!(j.ioengine, IoEngine::FileCreate | IoEngine::DirCreate);
                     job_file_names(j).map(move |name| NameSpec { name, exists })
@@ -307,6 +327,36 @@ impl<'j> FioRun<'j> {
             self.job_mms[x] = mm;
         }
         k.core.current = NO_MM;
+    }
+
+    /// page_fault's init: each such job's region, mapped in its process
+    /// (fio's own, --fio-memory, or one of its own) and madvised with
+    /// madvise_hint, and MADV_NOHUGEPAGE when hugepage_delay is given.
+    /// The mapping costs nothing until touched; the delay runs from the
+    /// job's start (start_job).
+    fn page_fault_regions<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>) {
+        use foliosim_workload::fio::MadviseHint;
+        for (x, j) in self.jobs.iter().enumerate() {
+            if j.ioengine != IoEngine::PageFault || self.tasks[x].oom {
+                continue;
+            }
+            if self.job_mms[x] == NO_MM {
+                self.job_mms[x] = k.mm_alloc(self.memcg, 0);
+            }
+            let mm = self.job_mms[x];
+            let space = k.mmap_anon(mm, j.size);
+            let a = &mut k.core.files[space as usize];
+            // MADV_RANDOM / MADV_SEQUENTIAL: VM_RAND_READ / VM_SEQ_READ.
+            a.vm_no_recency = j.engine_opts.madvise_hint != MadviseHint::None;
+            if j.engine_opts.hugepage_delay_ms > 0 {
+                a.vm_hugepage = Some(false);
+            }
+            self.tasks[x].pf = Some(PfRegion {
+                mm,
+                space,
+                hugepage_at: None,
+            });
+        }
     }
 
     /// Job `i` runs on its CPU as its task.
@@ -489,6 +539,14 @@ impl<'j> FioRun<'j> {
             );
             c.t = k.core.now;
         }
+        if let Some(r) = s.pf.take() {
+            // close_file(): the helper thread is stopped, the region
+            // unmapped.
+            k.core.now = self.be.td[i].t;
+            k.core.cpu(k.core.cost.syscall);
+            k.munmap_anon(r.mm, r.space);
+            self.be.td[i].t = k.core.now;
+        }
         self.be.finish(i);
         self.release_unlinked(k, None);
         self.be.terminate_others(i, self.jobs);
@@ -604,6 +662,12 @@ impl<'j> FioRun<'j> {
             };
             w.io(k.core.now, f, act, io.offset, io.len);
         }
+        if j.ioengine == IoEngine::PageFault && io.offset + io.len > j.size {
+            // The engine's queue fails an I/O past the region (the parser
+            // refuses the options that would issue one).
+            c.t = k.core.now;
+            return c.fail(22);
+        }
         if io.dir == Dir::Trim {
             return self.trim(k, i, io);
         }
@@ -670,6 +734,13 @@ impl<'j> FioRun<'j> {
             k.core.cpu(k.core.cost.fallocate);
             let mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
             let _ = k.vfs_fallocate(s.file.mapping, mode, io.offset, io.len);
+            0
+        } else if let Some(r) = s.pf.as_ref() {
+            // page_fault_trim(): MADV_DONTNEED of the range widened to
+            // whole pages, within the region.
+            let first = io.offset >> PAGE_SHIFT;
+            let end = (io.offset + io.len).div_ceil(PAGE_SIZE);
+            k.madvise_dontneed_anon(r.mm, r.space, first, end);
             0
         } else if j.filename.starts_with("/dev/") {
             // os_trim(): BLKDISCARD, which drops the device's cached range
@@ -790,6 +861,12 @@ fn start_job<P: ReclaimPolicy>(
         q.qd_limit = l.qd as usize;
     }
     s.wlog = open_iolog(j, c.t);
+    if let Some(r) =
+        s.pf.as_mut()
+            .filter(|_| j.engine_opts.hugepage_delay_ms > 0)
+    {
+        r.hugepage_at = Some(c.t + j.engine_opts.hugepage_delay_ms * 1_000_000);
+    }
     let Some(fs) = ext4.filter(|_| c.run == RunState::Running && !j.ioengine.is_diskless()) else {
         return;
     };
@@ -830,6 +907,7 @@ fn engine_io<P: ReclaimPolicy>(
     }
     match j.ioengine {
         IoEngine::Null => {}
+        IoEngine::PageFault => return page_fault_rw(k, s, io, write),
         IoEngine::Falloc => {
             // fio's falloc engine: reads allocate with KEEP_SIZE, writes
             // allocate (mode 0); trims punch holes.
@@ -877,4 +955,41 @@ fn mmap_rw<P: ReclaimPolicy>(k: &mut Kernel<P>, file: &mut OpenFile, io: Io, wri
         k.balance_dirty_pages();
     }
     ok
+}
+
+/// fio's page_fault engine: the I/O's bytes copied from (read) or into
+/// (write) the region one byte at a time, so each page of the range is a
+/// user access: a present page a hit, else the anonymous fault paths
+/// (do_anonymous_page(): the zero page on a read, a charged folio of the
+/// VMA's THP order on a write; do_wp_page()'s copy on a write to the zero
+/// page; do_swap_page() for a swapped-out page), then the copy (copy_page
+/// for a whole page, its share for part of one). False when the task was
+/// OOM-killed.
+fn page_fault_rw<P: ReclaimPolicy>(
+    k: &mut Kernel<P>,
+    s: &mut FioTask,
+    io: Io,
+    write: bool,
+) -> bool {
+    let Some(r) = s.pf.as_mut() else {
+        return false;
+    };
+    if r.hugepage_at.is_some_and(|at| k.core.now >= at) {
+        // The helper thread's madvise(MADV_HUGEPAGE) of the whole region
+        // (its own CPU, not the job's).
+        k.core.files[r.space as usize].vm_hugepage = Some(true);
+        r.hugepage_at = None;
+    }
+    let end = io.offset + io.len;
+    let first = io.offset >> PAGE_SHIFT;
+    let last = (end - 1) >> PAGE_SHIFT;
+    for p in first..=last {
+        if !k.anon_access(r.space, p, s.file.memcg, write) {
+            return false;
+        }
+        let lo = io.offset.max(p << PAGE_SHIFT);
+        let hi = end.min((p + 1) << PAGE_SHIFT);
+        k.core.cpu(k.core.cost.copy_page * (hi - lo) / PAGE_SIZE);
+    }
+    true
 }

@@ -298,7 +298,14 @@ impl Sim {
                 }),
                 mthp: {
                     // The anon sizes enabled and the sizes tmpfs may take.
-                    let mask = self.cfg.mm.thp_anon_orders | self.cfg.mm.tmpfs_huge_orders();
+                    // "madvise" sizes when a MADV_HUGEPAGE region used
+                    // them (THP's default is madvise: not every run).
+                    let used = (1..=crate::mm::folio::HPAGE_PMD_ORDER)
+                        .filter(|&o| core.mthp.0[o as usize].iter().any(|&v| v != 0))
+                        .fold(0u32, |m, o| m | 1 << o);
+                    let mask = self.cfg.mm.thp_anon_orders
+                        | (self.cfg.mm.thp_anon_madvise_orders & used)
+                        | self.cfg.mm.tmpfs_huge_orders();
                     (mask != 0).then(|| core.mthp.sysfs(mask))
                 },
             }

@@ -660,7 +660,23 @@ impl super::Builder {
         b.rw = first.rw().unwrap_or(b.rw);
         let mut jobs = b.finish_bytes(file, line)?;
         for j in &mut jobs {
-            replay_job(j, log_of(j.jobnum)?);
+            let log = log_of(j.jobnum)?;
+            if j.ioengine == IoEngine::PageFault {
+                // The region is `size=` bytes, which the log's bytes make
+                // (replay_job); the engine keeps it with the first file
+                // only and fails I/O past it.
+                let size = [Act::Read, Act::Write, Act::Trim]
+                    .iter()
+                    .fold(0u64, |s, &a| s.saturating_add(log.bytes(a)));
+                if log.files.len() > 1 || log.extent(0) > size {
+                    return Err(at(format!(
+                        "ioengine=page_fault maps the log's {size} bytes (fio's size from a replay) for its first file only; this log goes to {} files and up to byte {}, where the engine fails the I/O",
+                        log.files.len(),
+                        log.extent(0)
+                    )));
+                }
+            }
+            replay_job(j, log);
         }
         Ok(jobs)
     }

@@ -2,6 +2,7 @@
 //! queue-depth fixups (init.c fixup_options), the checks fio's engines
 //! make in their init, and the size of a job on a block device.
 
+use super::builder::ZoneMode;
 use super::{perr, Builder, FioJob, IoEngine, ParseError};
 
 impl Builder {
@@ -124,6 +125,9 @@ impl Builder {
             ),
             ));
         }
+        if self.ioengine == IoEngine::PageFault {
+            self.check_page_fault(file, line, name)?;
+        }
         if self.ioengine == IoEngine::CpuIo {
             if self.engine_opts.cpuload == 0 {
                 return Err(perr(
@@ -141,6 +145,47 @@ impl Builder {
                     format!("job '{name}': cpuio does no I/O to end on: give runtime="),
                 ));
             }
+        }
+        Ok(())
+    }
+}
+
+impl Builder {
+    /// page_fault (engines/page_fault.c) maps `size=` bytes of anonymous
+    /// memory at init, for the job's first file only, and fails every I/O
+    /// whose offset + length passes the region's end (its queue returns
+    /// without doing it). What would put the job's I/O there is refused
+    /// here, as is a job without size= (fio's mmap of 0 bytes fails).
+    fn check_page_fault(&self, file: &str, line: usize, name: &str) -> Result<(), ParseError> {
+        let e = |opt: &str, why: &str| {
+            Err(perr(
+                file,
+                line,
+                opt,
+                format!("job '{name}': ioengine=page_fault {why}"),
+            ))
+        };
+        // A replay's size is its log's bytes (checked with the log).
+        if self.size.is_none() && self.iolog.read.is_none() {
+            return e(
+                "size",
+                "maps size= bytes of anonymous memory: give size= (filesize= and a file's length do not size it)",
+            );
+        }
+        if self.offset != 0 || (self.offset_increment != 0 && self.numjobs > 1) {
+            return e(
+                "offset",
+                "maps size= bytes from offset 0: with offset= (or offset_increment=) the job's I/O runs past the region, and the engine fails each such I/O",
+            );
+        }
+        if self.nr_files() > 1 {
+            return e(
+                "nrfiles",
+                "keeps its region with the job's first file only: I/O to any other file fails",
+            );
+        }
+        if self.zonemode == ZoneMode::Zbd {
+            return e("zonemode", "has no zoned device to emulate zones on");
         }
         Ok(())
     }
