@@ -6,6 +6,7 @@
 mod bench_cmd;
 mod calibrate_cmd;
 mod machine;
+mod oracle_app;
 mod oracle_cmd;
 mod oracle_model;
 use oracle_model::oracle_model;

@@ -134,6 +134,10 @@ pub enum OracleCmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Run a real application on the host in a memory cgroup, record it
+    /// (as `foliosim record`), replay the recording in the model
+    /// configured as the host, and compare (root).
+    App(crate::oracle_app::AppArgs),
     /// Undo what a killed oracle left on the host (every other oracle
     /// command does this first): read_ahead_kb and other values written
     /// back, its cgroups emptied and removed, its scratch files removed.
@@ -417,6 +421,10 @@ pub fn run(cmd: &OracleCmd, model: ModelFn) -> Result<(), String> {
         OracleCmd::Probe { args } => foliosim_oracle::run::probe_child_main(args),
         OracleCmd::ScenarioProc { args } => foliosim_oracle::scn::exec::child_main(args),
         OracleCmd::Restore => restore(),
+        OracleCmd::App(a) => {
+            restore_first();
+            crate::oracle_app::run(a)
+        }
         OracleCmd::Calibrate {
             out,
             name,

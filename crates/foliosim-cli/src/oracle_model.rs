@@ -16,40 +16,13 @@ pub(crate) fn oracle_model(
     host: &foliosim_oracle::HostInfo,
     case: &foliosim_oracle::Case,
 ) -> Result<BTreeMap<String, f64>, String> {
-    let mut mm = MmConfig {
-        ram_bytes: host.ram_bytes,
-        read_ahead_kb: case.effective_read_ahead_kb(host) as u64,
-        swappiness: host.swappiness,
-        fault_around_bytes: host.fault_around_bytes,
-        ..MmConfig::default()
-    };
-    mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
-    // The host's release: its patches and its page-cache folio sizes.
-    if let Ok(k) = foliosim::mm::KernelRelease::parse(&host.kernel_release) {
-        mm.kernel = Some(k);
-        mm.variants = k.variants();
-        mm.large_folios = k.ext4_large_folios();
-    }
+    let mut cfg = host_sim_config(
+        host,
+        case.effective_read_ahead_kb(host) as u64,
+        case.memcg_limit,
+    )?;
     // The real fio's processes are in the group too.
-    mm.fio_process_memory = true;
-    let costs = host_costs(host);
-    if let Some(d) = host_device(host, &costs) {
-        mm.device = parse_device(&d)?;
-    }
-    mm.cpu_costs = Some(costs);
-    mm.fs = oracle_fs(host)?;
-    let lru = match host.lru_gen {
-        Some(v) if v != 0 => LruKind::Mglru,
-        _ => LruKind::Classic,
-    };
-    let cfg = SimConfig {
-        mm,
-        lru,
-        memcg_limit: Some(case.memcg_limit),
-        seed: 1,
-        timeline: false,
-        lru_gen_sysctl: Vec::new(),
-    };
+    cfg.mm.fio_process_memory = true;
     match &case.kind {
         foliosim_oracle::CaseKind::Probe { spec, variant } => {
             let mut cfg = cfg;
@@ -64,6 +37,50 @@ pub(crate) fn oracle_model(
         }
         foliosim_oracle::CaseKind::Scenario { scenario } => oracle_scenario(host, case, scenario),
     }
+}
+
+/// The model configured as the host the oracle read: its RAM, the
+/// read-ahead given, swappiness, fault-around, release (patches and page
+/// cache folio sizes), measured costs and device, file system and LRU,
+/// with one memory cgroup of `memcg_limit`.
+pub(crate) fn host_sim_config(
+    host: &foliosim_oracle::HostInfo,
+    read_ahead_kb: u64,
+    memcg_limit: u64,
+) -> Result<SimConfig, String> {
+    let mut mm = MmConfig {
+        ram_bytes: host.ram_bytes,
+        read_ahead_kb,
+        swappiness: host.swappiness,
+        fault_around_bytes: host.fault_around_bytes,
+        ..MmConfig::default()
+    };
+    mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
+    // The host's release: its patches and its page-cache folio sizes.
+    if let Ok(k) = foliosim::mm::KernelRelease::parse(&host.kernel_release) {
+        mm.kernel = Some(k);
+        mm.variants = k.variants();
+        mm.large_folios = k.ext4_large_folios();
+    }
+    let costs = host_costs(host);
+    if let Some(d) = host_device(host, &costs) {
+        mm.device = parse_device(&d)?;
+    }
+    mm.cpu_costs = Some(costs);
+    mm.fs = oracle_fs(host)?;
+    let lru = match host.lru_gen {
+        Some(v) if v != 0 => LruKind::Mglru,
+        _ => LruKind::Classic,
+    };
+    let cfg = SimConfig {
+        mm,
+        lru,
+        memcg_limit: Some(memcg_limit),
+        seed: 1,
+        timeline: false,
+        lru_gen_sysctl: Vec::new(),
+    };
+    Ok(cfg)
 }
 
 /// A fio case's jobs as the model runs them: a `read_iolog` log is read
@@ -89,7 +106,7 @@ const FLUSH_PHASES: u64 = 9;
 /// median, as the real side answers its runs' median. Either way the
 /// answer carries the phase as `stats_flush_phase_s`. MGLRU reads no
 /// flushed statistics: one run.
-fn over_flush_phases(
+pub(crate) fn over_flush_phases(
     cfg: SimConfig,
     measured: Option<u64>,
     mut run: impl FnMut(SimConfig) -> Result<BTreeMap<String, f64>, String>,
@@ -377,7 +394,7 @@ fn oracle_scenario_counters(
 }
 
 /// A model report under the oracle's counter names.
-fn oracle_counters(r: &RunReport) -> BTreeMap<String, f64> {
+pub(crate) fn oracle_counters(r: &RunReport) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     for (k, v) in &r.memcg {
         let name = match *k {

@@ -110,7 +110,17 @@ pub fn num(fields: &str, name: &str) -> Option<i64> {
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Anon,
-    File { file: u32, pgoff: u64, shared: bool },
+    File {
+        file: u32,
+        pgoff: u64,
+        shared: bool,
+    },
+    /// A file mapping whose fd was closed before the recorder could
+    /// identify it (LevelDB maps a table and closes its fd at once): the
+    /// first fault that reaches filemap_fault names its inode and offset.
+    Unknown {
+        shared: bool,
+    },
 }
 
 /// A piece of a mapping: mappings split when part of them is unmapped or
@@ -175,6 +185,9 @@ struct Task {
     pending: Option<(String, String, u64)>,
     /// An unidentified fd being read: the inode get_pages saw.
     seen_ino: Option<(u32, u32, u64)>,
+    /// A fault in a Kind::Unknown mapping, waiting for the task's next
+    /// event: (mapping, page in it, "r"/"w", time).
+    unknown_fault: Option<(u32, u64, &'static str, u64)>,
 }
 
 /// Counts of what the conversion met.
@@ -188,6 +201,9 @@ pub struct Counts {
     /// Fds whose reads met another inode than /proc named (rebound).
     pub fd_rebound: u64,
     pub exec_image_faults: u64,
+    /// File mappings of unidentified fds named by their first
+    /// filemap_fault's inode.
+    pub mappings_named_by_fault: u64,
 }
 
 pub struct Conv<W: Write, P: Procfs> {
@@ -371,6 +387,11 @@ impl<W: Write, P: Procfs> Conv<W, P> {
 
     fn event(&mut self, t: u64, ln: &Line) {
         let f = ln.fields;
+        if ln.event == "mm_filemap_fault" {
+            self.resolve_unknown(t, ln.pid, f);
+            return;
+        }
+        self.flush_unknown(t, ln.pid);
         if let Some(sc) = ln.event.strip_prefix("sys_enter_") {
             if let Some(task) = self.tasks.get_mut(&ln.pid) {
                 task.pending = Some((sc.to_string(), f.to_string(), t));
@@ -938,6 +959,9 @@ impl<W: Write, P: Procfs> Conv<W, P> {
                 pgoff: (num(a, "off").unwrap_or(0) as u64) / PAGE,
                 shared: flags & 3 != 2 && flags & 1 != 0,
             },
+            None if flags & 0x20 == 0 && fd >= 0 => Kind::Unknown {
+                shared: flags & 3 != 2 && flags & 1 != 0,
+            },
             None => Kind::Anon,
         };
         self.map(t, id, tgid, addr, pages, kind);
@@ -1054,7 +1078,7 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         m.emitted = true;
         let (pages, kind) = (m.pages, m.kind);
         match kind {
-            Kind::Anon => self.ev(t, id, format_args!("ma {v} {pages}")),
+            Kind::Anon | Kind::Unknown { .. } => self.ev(t, id, format_args!("ma {v} {pages}")),
             Kind::File {
                 file,
                 pgoff,
@@ -1077,10 +1101,17 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         let (id, tgid) = self.tid(pid);
         let w = if err & 2 != 0 { "w" } else { "r" };
         match self.lookup(tgid, addr) {
+            Some((v, page)) if matches!(self.vmas[&v].kind, Kind::Unknown { .. }) => {
+                if let Some(task) = self.tasks.get_mut(&pid) {
+                    task.unknown_fault = Some((v, page, w, t));
+                }
+            }
             Some((v, page)) => {
                 self.emit_vma(t, id, v);
                 match self.vmas[&v].kind {
-                    Kind::Anon => self.ev(t, id, format_args!("pa {v} {page} {w}")),
+                    Kind::Anon | Kind::Unknown { .. } => {
+                        self.ev(t, id, format_args!("pa {v} {page} {w}"))
+                    }
                     Kind::File { file, pgoff, .. } => {
                         let index = pgoff + page;
                         let fs = &mut self.files[file as usize - 1];
@@ -1094,6 +1125,73 @@ impl<W: Write, P: Procfs> Conv<W, P> {
             None if err & 0x10 != 0 => self.counts.exec_image_faults += 1,
             None => self.ev(t, id, format_args!("pa {MISC_VMA} {} {w}", addr / PAGE)),
         }
+    }
+
+    /// filemap_fault of a task whose fault met a Kind::Unknown mapping:
+    /// the inode and index name the mapping's file and offset (unless the
+    /// trace already declared it anonymous), and the fault is written.
+    /// (Written at `now`, this event's time: the trace's times only go
+    /// forward.)
+    fn resolve_unknown(&mut self, now: u64, pid: i32, f: &str) {
+        let Some((v, page, w, _)) = self
+            .tasks
+            .get_mut(&pid)
+            .and_then(|x| x.unknown_fault.take())
+        else {
+            return;
+        };
+        let (Some(key), Some(index)) = (dev_key(f), num(f, "index")) else {
+            return self.unknown_as_anon(pid, v, page, w, now);
+        };
+        let index = index as u64;
+        let (Some(m), true) = (self.vmas.get(&v), index >= page) else {
+            return self.unknown_as_anon(pid, v, page, w, now);
+        };
+        if let (Kind::Unknown { shared }, false) = (m.kind, m.emitted) {
+            let st = Stat {
+                key,
+                size: (index + 1) * PAGE,
+                regular: true,
+                path: Vec::new(),
+            };
+            let file = self.file_of(&st);
+            self.vmas.get_mut(&v).expect("mapped").kind = Kind::File {
+                file,
+                pgoff: index - page,
+                shared,
+            };
+            self.counts.mappings_named_by_fault += 1;
+        }
+        let id = self.tasks[&pid].id;
+        self.emit_vma(now, id, v);
+        if let Kind::File { file, .. } = self.vmas[&v].kind {
+            let fs = &mut self.files[file as usize - 1];
+            fs.size = fs.size.max((index + 1) * PAGE);
+            self.ev(now, id, format_args!("pf {v} {index} {w}"));
+        } else {
+            self.ev(now, id, format_args!("pa {v} {page} {w}"));
+        }
+    }
+
+    /// Any other event of the task: its pending fault did not reach
+    /// filemap_fault (fault-around or a cached page served it).
+    fn flush_unknown(&mut self, now: u64, pid: i32) {
+        if let Some((v, page, w, _)) = self
+            .tasks
+            .get_mut(&pid)
+            .and_then(|x| x.unknown_fault.take())
+        {
+            self.unknown_as_anon(pid, v, page, w, now);
+        }
+    }
+
+    fn unknown_as_anon(&mut self, pid: i32, v: u32, page: u64, w: &'static str, t: u64) {
+        if !self.vmas.contains_key(&v) {
+            return;
+        }
+        let id = self.tasks[&pid].id;
+        self.emit_vma(t, id, v);
+        self.ev(t, id, format_args!("pa {v} {page} {w}"));
     }
 
     fn madvise(&mut self, t: u64, id: u32, tgid: i32, f: &str) {
@@ -1201,6 +1299,113 @@ mod tests {
             "  a b-c (x) ) [0]-12    (   12) [000] d.... 1.5: page_fault_user: address=0x10 (16)";
         assert_eq!(parse_line(odd).unwrap().pid, 12);
         assert!(parse_line("# tracer: nop").is_none());
+    }
+
+    /// LevelDB maps a table and closes its fd before the recorder can
+    /// name it: the mapping's first fault that reaches filemap_fault names
+    /// the file (inode, and the offset from its index); a fault that does
+    /// not leaves the mapping anonymous.
+    #[test]
+    fn an_unnamed_file_mapping_is_named_by_its_first_filemap_fault() {
+        let mut c = Conv::new(Vec::new(), Fake, 10, &[]);
+        let lines = [
+            l(
+                10,
+                "1.000000",
+                "sys_exit_execve",
+                "__syscall_nr=0x3b (59) ret=0x0 (0)",
+            ),
+            l(
+                10,
+                "1.000010",
+                "sys_enter_openat",
+                "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)",
+            ),
+            l(10, "1.000020", "sys_exit_openat", "ret=0x5 (5)"),
+            l(
+                10,
+                "1.000030",
+                "sys_enter_mmap",
+                "addr=0x0 (0) len=0x8000 (32768) prot=0x1 (1) flags=0x1 (1) fd=0x5 (5) off=0x0 (0)",
+            ),
+            l(
+                10,
+                "1.000040",
+                "sys_exit_mmap",
+                "ret=0x7f0000000000 (139637976727552)",
+            ),
+            l(10, "1.000050", "sys_enter_close", "fd=0x5 (5)"),
+            l(10, "1.000060", "sys_exit_close", "ret=0x0 (0)"),
+            l(
+                10,
+                "1.000070",
+                "page_fault_user",
+                "address=0x7f0000003010 (139637976739856) ip=0x1 (1) error_code=0x4 (4)",
+            ),
+            l(
+                10,
+                "1.000080",
+                "mm_filemap_fault",
+                "i_ino=0x9 (9) s_dev=0xfe00000 (266338304) index=0x3 (3)",
+            ),
+            l(
+                10,
+                "1.000090",
+                "page_fault_user",
+                "address=0x7f0000005010 (139637976748048) ip=0x1 (1) error_code=0x4 (4)",
+            ),
+            l(
+                10,
+                "1.000100",
+                "mm_filemap_fault",
+                "i_ino=0x9 (9) s_dev=0xfe00000 (266338304) index=0x5 (5)",
+            ),
+            l(
+                10,
+                "1.000110",
+                "sys_enter_openat",
+                "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)",
+            ),
+            l(10, "1.000120", "sys_exit_openat", "ret=0x6 (6)"),
+            l(
+                10,
+                "1.000130",
+                "sys_enter_mmap",
+                "addr=0x0 (0) len=0x4000 (16384) prot=0x1 (1) flags=0x1 (1) fd=0x6 (6) off=0x0 (0)",
+            ),
+            l(
+                10,
+                "1.000140",
+                "sys_exit_mmap",
+                "ret=0x7f0000100000 (139637977776128)",
+            ),
+            l(
+                10,
+                "1.000150",
+                "page_fault_user",
+                "address=0x7f0000101000 (139637977780224) ip=0x1 (1) error_code=0x4 (4)",
+            ),
+            l(
+                10,
+                "1.000160",
+                "sched_process_exit",
+                "comm=app pid=0xa (10) prio=0x78 (120) group_dead=0x1 (1)",
+            ),
+        ];
+        for s in &lines {
+            c.line(s);
+        }
+        let body = String::from_utf8(c.w.w.clone()).unwrap();
+        // The first mapping: file 1 (inode 9) from offset 0, shared; both
+        // faults at their file index.
+        assert!(body.contains(" mf 1 8 1 0 s\n"), "{body}");
+        assert!(body.contains(" pf 1 3 r\n"), "{body}");
+        assert!(body.contains(" pf 1 5 r\n"), "{body}");
+        // The second: its fault reached no filemap_fault: anonymous.
+        assert!(body.contains(" ma 2 4\n"), "{body}");
+        assert!(body.contains(" pa 2 1 r\n"), "{body}");
+        assert_eq!(c.counts.mappings_named_by_fault, 1);
+        assert!(c.files().contains("254:0:9"), "{}", c.files());
     }
 
     #[test]

@@ -516,8 +516,8 @@ fn write_trace(
     h += &format!("# lost-events: {}\n", rec.lost);
     let c = &rec.counts;
     h += &format!(
-        "# recorder: {} lines, {} unparsed, {} of other tasks, {} fds not identified at open, {} rebound by their reads' inode, {} exec-image faults\n",
-        c.lines, c.unparsed, c.foreign, c.fd_unresolved, c.fd_rebound, c.exec_image_faults
+        "# recorder: {} lines, {} unparsed, {} of other tasks, {} fds not identified at open, {} rebound by their reads' inode, {} exec-image faults, {} file mappings named by their first fault\n",
+        c.lines, c.unparsed, c.foreign, c.fd_unresolved, c.fd_rebound, c.exec_image_faults, c.mappings_named_by_fault
     );
     if !rec.missing_events.is_empty() {
         h += &format!("# missing-events: {}\n", rec.missing_events.join(" "));
