@@ -20,7 +20,7 @@ use crate::mm::memcontrol::MemcgId;
 use crate::mm::mmap::MmId;
 use crate::mm::vmscan::ReclaimPolicy;
 use crate::mm::vmstat::Item;
-use crate::mm::{Kernel, PAGE_SHIFT, PAGE_SIZE};
+use crate::mm::{Kernel, PAGE_SIZE};
 use crate::report::RunReport;
 use crate::sim::{Sim, SimConfig};
 use crate::with_kernel;
@@ -611,36 +611,12 @@ impl<R: BufRead> Replay<R> {
             return;
         };
         k.core.cpu(k.core.cost.syscall);
-        let size = k.core.files[f.mapping as usize].size;
-        match advice {
-            Advice::Normal => {
-                f.ra.ra_pages = ra_kb / 4;
-                f.fmode_random = false;
-            }
-            Advice::Sequential => {
-                f.ra.ra_pages = ra_kb / 4 * 2;
-                f.fmode_random = false;
-            }
-            Advice::Random => f.fmode_random = true,
-            Advice::Willneed => {
-                let end = if len == 0 {
-                    size
-                } else {
-                    off.saturating_add(len).min(size)
-                };
-                if end > off {
-                    let (first, last) = (off >> PAGE_SHIFT, (end - 1) >> PAGE_SHIFT);
-                    let f = f.clone();
-                    k.force_page_cache_ra(&f, first, last - first + 1);
-                }
-            }
-            Advice::Dontneed if off == 0 && (len == 0 || len >= size) => {
-                let m = f.mapping;
-                k.filemap_fdatawrite_range(m, 0, u64::MAX >> PAGE_SHIFT, false);
-                k.invalidate_mapping_pages(m);
-            }
-            Advice::Dontneed => self.skip("fadvise dontneed of part of a file"),
-            Advice::Noreuse => self.skip("fadvise noreuse"),
+        let a = crate::scenario::fadv(advice);
+        if k.generic_fadvise(f, ra_kb, a, off, len).is_err() {
+            self.skip(match a {
+                crate::mm::fadvise::Fadv::Noreuse => "fadvise noreuse",
+                _ => "fadvise dontneed of part of a file",
+            });
         }
     }
 

@@ -5,6 +5,7 @@ pub mod blkdev;
 pub mod cache_ext;
 pub mod config;
 pub mod direct_io;
+pub mod fadvise;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;

@@ -6,7 +6,7 @@ use foliosim_workload::scenario::{Advice, Madvice};
 
 use super::{err, Driver, FileRt, MapKind};
 use crate::mm::vmscan::ReclaimPolicy;
-use crate::mm::{Kernel, PAGE_SHIFT};
+use crate::mm::Kernel;
 
 impl<'a> Driver<'a> {
     /// madvise(2) of a whole mapping.
@@ -82,58 +82,27 @@ impl<'a> Driver<'a> {
         len: u64,
         line: usize,
     ) -> Result<(), String> {
-        let sc = self.sc;
-        let size = k.core.files[self.files[fi].mapping as usize].size;
         let ra_kb = self.ra_kb;
         let f = self.fd(id, fi);
-        match advice {
-            Advice::Normal => {
-                f.ra.ra_pages = ra_kb / 4;
-                f.fmode_random = false;
-            }
-            Advice::Sequential => {
-                f.ra.ra_pages = ra_kb / 4 * 2;
-                f.fmode_random = false;
-            }
-            Advice::Random => f.fmode_random = true,
-            Advice::Willneed => {
-                let end = if len == 0 {
-                    size
-                } else {
-                    (offset + len).min(size)
-                };
-                if end > offset {
-                    let first = offset >> PAGE_SHIFT;
-                    let last = (end - 1) >> PAGE_SHIFT;
-                    let f = f.clone();
-                    k.force_page_cache_ra(&f, first, last - first + 1);
-                }
-            }
-            Advice::Dontneed => {
-                let whole = offset == 0 && (len == 0 || len >= size);
-                if !whole {
-                    return Err(err(
-                        sc,
-                        line,
-                        "offset",
-                        "dontneed of part of a file: the model invalidates whole files only",
-                    ));
-                }
-                // Dirty pages are written first (WB_SYNC_NONE); those still
-                // dirty or under writeback stay cached.
-                let m = f.mapping;
-                k.filemap_fdatawrite_range(m, 0, u64::MAX >> PAGE_SHIFT, false);
-                k.invalidate_mapping_pages(m);
-            }
-            Advice::Noreuse => {
-                return Err(err(
-                    sc,
-                    line,
-                    "advice",
-                    "noreuse (FMODE_NOREUSE) is not modelled",
-                ));
-            }
-        }
-        Ok(())
+        let option = if advice == Advice::Noreuse {
+            "advice"
+        } else {
+            "offset"
+        };
+        k.generic_fadvise(f, ra_kb, fadv(advice), offset, len)
+            .map_err(|why| err(self.sc, line, option, why))
+    }
+}
+
+/// A step's advice as posix_fadvise's.
+pub(crate) fn fadv(a: Advice) -> crate::mm::fadvise::Fadv {
+    use crate::mm::fadvise::Fadv;
+    match a {
+        Advice::Normal => Fadv::Normal,
+        Advice::Random => Fadv::Random,
+        Advice::Sequential => Fadv::Sequential,
+        Advice::Willneed => Fadv::Willneed,
+        Advice::Dontneed => Fadv::Dontneed,
+        Advice::Noreuse => Fadv::Noreuse,
     }
 }

@@ -34,6 +34,7 @@ mod report;
 mod setup;
 mod step;
 
+pub(crate) use advice::fadv;
 pub use report::{render_text, ProcessReport, ScenarioReport};
 pub use setup::setup_cgroups;
 

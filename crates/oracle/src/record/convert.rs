@@ -1012,19 +1012,26 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         self.map(t, id, tgid, new, new_len.div_ceil(PAGE).max(1), kind);
     }
 
-    /// Removes [start, end) from the process's pieces; a mapping left with
-    /// none is unmapped in the trace.
-    fn unmap_range(&mut self, t: u64, id: u32, tgid: i32, start: u64, end: u64) {
-        let Some(p) = self.procs.get_mut(&tgid) else {
-            return;
+    /// The process's pieces overlapping [start, end), last first.
+    fn pieces_in(&self, tgid: i32, start: u64, end: u64) -> Vec<(u64, Piece)> {
+        let Some(p) = self.procs.get(&tgid) else {
+            return Vec::new();
         };
-        let hit: Vec<(u64, Piece)> = p
-            .pieces
+        p.pieces
             .range(..end)
             .rev()
             .take_while(|(_, pc)| pc.end > start)
             .map(|(s, pc)| (*s, *pc))
-            .collect();
+            .collect()
+    }
+
+    /// Removes [start, end) from the process's pieces; a mapping left with
+    /// none is unmapped in the trace.
+    fn unmap_range(&mut self, t: u64, id: u32, tgid: i32, start: u64, end: u64) {
+        let hit = self.pieces_in(tgid, start, end);
+        let Some(p) = self.procs.get_mut(&tgid) else {
+            return;
+        };
         let mut gone = Vec::new();
         for (s, pc) in hit {
             p.pieces.remove(&s);
@@ -1209,16 +1216,7 @@ impl<W: Write, P: Procfs> Conv<W, P> {
             _ => return,
         };
         let (start, end) = (start as u64, (start as u64).saturating_add(len as u64));
-        let Some(p) = self.procs.get(&tgid) else {
-            return;
-        };
-        let hit: Vec<(u64, Piece)> = p
-            .pieces
-            .range(..end)
-            .rev()
-            .take_while(|(_, pc)| pc.end > start)
-            .map(|(s, pc)| (*s, *pc))
-            .collect();
+        let hit = self.pieces_in(tgid, start, end);
         for (s, pc) in hit.into_iter().rev() {
             let v = pc.vma;
             if !self.vmas[&v].emitted && !matches!(adv, "w" | "s" | "r") {
