@@ -129,6 +129,7 @@ pub fn run(a: &AppArgs) -> Result<(), String> {
             out: trace.clone(),
             scratch: a.out.join(format!("scratch{i}")),
             buffer_kb: a.buffer_kb,
+            raw: None,
         };
         let r = foliosim_oracle::record::record(&o)?;
         if r.exit_status != 0 {

@@ -19,6 +19,10 @@ pub struct RecordArgs {
     /// The tracing ring buffer per CPU, in KiB.
     #[arg(long, default_value_t = 32768)]
     buffer_kb: u64,
+    /// Also keep the tracer's text (ftrace's format, as trace-cmd
+    /// report prints it) in this file: what a bug report needs.
+    #[arg(long)]
+    raw: Option<PathBuf>,
     /// The command and its arguments, after `--` (run by execve, no shell).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     cmd: Vec<OsString>,
@@ -44,6 +48,7 @@ pub fn run(a: &RecordArgs) -> Result<(), String> {
         out: a.out.clone(),
         scratch,
         buffer_kb: a.buffer_kb,
+        raw: a.raw.clone(),
     };
     let r = foliosim_oracle::record::record(&o)?;
     // The command's own output is on stdout: the measurement goes to stderr.

@@ -35,6 +35,9 @@ pub struct RecordOpts {
     pub scratch: PathBuf,
     /// The instance's ring buffer per CPU.
     pub buffer_kb: u64,
+    /// Where to keep the tracer's own text (ftrace's format), every line
+    /// the converter read: what a bug report about a trace needs.
+    pub raw: Option<PathBuf>,
 }
 
 /// What a recording measured and met.
@@ -105,6 +108,7 @@ const OTHERS: &[&str] = &[
     "filemap/mm_filemap_map_pages",
     "exceptions/page_fault_user",
     "exceptions/page_fault_kernel",
+    "task/task_newtask",
     "sched/sched_process_fork",
     "sched/sched_process_exit",
 ];
@@ -364,7 +368,16 @@ pub fn record(o: &RecordOpts) -> Result<Recording, String> {
     inst.set("tracing_on", "1")?;
     let t0 = Instant::now();
     release(&child)?;
-    let status = pump(pipe, &mut conv, &inst, child.pid)?;
+    let mut raw = match &o.raw {
+        Some(p) => Some(BufWriter::new(
+            File::create(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        )),
+        None => None,
+    };
+    let status = pump(pipe, &mut conv, &inst, child.pid, raw.as_mut())?;
+    if let (Some(w), Some(p)) = (raw.as_mut(), &o.raw) {
+        w.flush().map_err(|e| format!("{}: {e}", p.display()))?;
+    }
     let wall = t0.elapsed().as_secs_f64();
     std::mem::forget(guard);
     let after = read_vmstat()?;
@@ -441,6 +454,7 @@ fn pump<W: Write>(
     conv: &mut Conv<W, HostProc>,
     inst: &Instance,
     pid: i32,
+    mut raw: Option<&mut BufWriter<File>>,
 ) -> Result<i32, String> {
     let mut buf = vec![0u8; 1 << 20];
     let mut carry: Vec<u8> = Vec::new();
@@ -451,6 +465,10 @@ fn pump<W: Write>(
             Ok(n) if n > 0 => {
                 carry.extend_from_slice(&buf[..n]);
                 let end = carry.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                if let Some(w) = raw.as_mut() {
+                    w.write_all(&carry[..end])
+                        .map_err(|e| format!("--raw: {e}"))?;
+                }
                 for l in String::from_utf8_lossy(&carry[..end]).lines() {
                     conv.line(l);
                 }
