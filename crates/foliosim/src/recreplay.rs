@@ -203,6 +203,9 @@ impl<R: BufRead> Replay<R> {
                 Some(Err(e)) => return Err(e.to_string()),
                 Some(Ok(ev)) => match &ev.op {
                     Op::File(d) => self.add_file(k, d),
+                    &Op::Cached { file, first, pages } => {
+                        self.precache(k, file, first, pages, ev.line)?
+                    }
                     Op::New { .. } if ev.task == 0 => {
                         self.st.events += 1;
                         self.new_task(k, &ev, 0)
@@ -260,6 +263,27 @@ impl<R: BufRead> Replay<R> {
                 unlinked: false,
             },
         );
+    }
+
+    /// Pages cached before the run, outside its cgroup (files other
+    /// processes had mapped): order-0 folios of the root cgroup, read
+    /// long ago, so no I/O and no charge to the run.
+    fn precache<P: ReclaimPolicy>(
+        &mut self,
+        k: &mut Kernel<P>,
+        file: u32,
+        first: u64,
+        pages: u64,
+        line: usize,
+    ) -> Result<(), String> {
+        let mapping = self.file(file, line)?.mapping;
+        let end = (first + pages).min(k.core.files[mapping as usize].nr_pages());
+        for idx in first..end {
+            if k.core.files[mapping as usize].folio(idx).is_none() {
+                k.filemap_add_folio(mapping, idx, crate::mm::memcontrol::ROOT_MEMCG, true);
+            }
+        }
+        Ok(())
     }
 
     fn run<P: ReclaimPolicy>(&mut self, k: &mut Kernel<P>) -> Result<(), String> {
@@ -334,7 +358,7 @@ impl<R: BufRead> Replay<R> {
         let p = self.tasks[t].proc;
         let mut end = ev.t_us;
         match ev.op {
-            Op::File(_) => unreachable!("applied as read"),
+            Op::File(_) | Op::Cached { .. } => unreachable!("applied as read"),
             Op::New { .. } => self.new_task(k, ev, t),
             Op::Exec => {
                 self.release_mm(k, p);

@@ -78,6 +78,14 @@ pub struct FileDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     File(FileDecl),
+    /// Pages FIRST.. (PAGES of them) of FILE were in the page cache when
+    /// the run began, charged outside its cgroup: files other processes
+    /// mapped, which drop_caches leaves.
+    Cached {
+        file: u32,
+        first: u64,
+        pages: u64,
+    },
     /// The line's task created `child`: a thread (same mm) or a process.
     New {
         child: u32,
@@ -353,6 +361,30 @@ impl<R: BufRead> Reader<R> {
     fn parse_line(&mut self, l: &str) -> Result<Event, String> {
         let mut f = l.split_ascii_whitespace();
         let first = f.next().unwrap_or("");
+        if first == "C" {
+            let file = id(&mut f, "file id")?;
+            let first = pages(&mut f, "first page")?;
+            let n = pages(&mut f, "pages")?;
+            if let Some(x) = f.next() {
+                return Err(format!("unexpected '{x}' after the pages"));
+            }
+            let size = self.st.file(file)?.size;
+            if first.saturating_add(n) > size.div_ceil(4096).max(1) {
+                return Err(format!(
+                    "cached pages {first}+{n} are past the end of file {file} ({size} bytes)"
+                ));
+            }
+            return Ok(Event {
+                t_us: self.t_us,
+                task: self.task,
+                op: Op::Cached {
+                    file,
+                    first,
+                    pages: n,
+                },
+                line: self.line,
+            });
+        }
         if first == "F" {
             let d = parse_file(&mut f)?;
             self.st.check_file(&d)?;
@@ -664,7 +696,7 @@ impl State {
             }
         };
         match *op {
-            Op::File(_) => unreachable!("parsed apart"),
+            Op::File(_) | Op::Cached { .. } => unreachable!("parsed apart"),
             Op::New { child, thread } => {
                 if child == 0 || !self.seen.insert(child) {
                     return Err(format!("task {child} created twice (or id 0)"));
@@ -969,6 +1001,26 @@ F 1 8192 8192 254:0:4fa7d /tmp/a%20b\n\
         assert_eq!(
             bad("0 1 t 1 101"),
             "t.trace:6: trace: truncate of file 1 to 101 bytes, over its declared size"
+        );
+        // File 1 is 100 bytes: one page.
+        assert_eq!(
+            bad("C 1 0 2"),
+            "t.trace:6: trace: cached pages 0+2 are past the end of file 1 (100 bytes)"
+        );
+        assert_eq!(
+            bad("C 4 0 1"),
+            "t.trace:6: trace: file 4 is not declared (an 'F 4 ...' line first)"
+        );
+        assert_eq!(
+            read_all(&format!("{MAGIC}\nF 1 0 8192 - -\nC 1 1 1\n"))
+                .unwrap()
+                .last()
+                .map(|e| e.op.clone()),
+            Some(Op::Cached {
+                file: 1,
+                first: 1,
+                pages: 1
+            })
         );
         assert_eq!(
             bad("0 1 r 1 0 1 0 extra"),

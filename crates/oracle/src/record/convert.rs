@@ -342,6 +342,22 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         Some(id)
     }
 
+    /// The `C` lines: the pages of the trace's files that were cached
+    /// when the run began (`resident`, by device and inode).
+    pub fn cached_lines(&self, resident: &super::residency::Residency) -> String {
+        let mut s = String::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let pages = f.size.div_ceil(PAGE).max(1);
+            for &(first, n) in resident.get(&f.key).into_iter().flatten() {
+                let n = n.min(pages.saturating_sub(first));
+                if n > 0 {
+                    s += &format!("C {} {first} {n}\n", i + 1);
+                }
+            }
+        }
+        s
+    }
+
     /// The `F` lines, after the run: each file at the largest size seen.
     pub fn files(&self) -> String {
         let mut s = String::new();
@@ -1501,6 +1517,11 @@ mod tests {
         assert_eq!(c.counts.foreign, 1);
         assert_eq!(c.counts.exec_image_faults, 1);
         assert_eq!(c.files(), "F 1 65536 65536 254:0:7 /data/f\n");
+        // Pages cached before the run, cut at the file's end (16 pages).
+        let resident = [((254, 0, 7), vec![(0, 2), (10, 100)]), ((254, 0, 8), vec![(0, 1)])]
+            .into_iter()
+            .collect();
+        assert_eq!(c.cached_lines(&resident), "C 1 0 2\nC 1 10 6\n");
         // And the trace reads back.
         let text = format!(
             "{}\n{}{body}",

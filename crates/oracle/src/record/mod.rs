@@ -12,6 +12,7 @@
 //! counted and reported, never dropped silently.
 
 pub mod convert;
+pub mod residency;
 
 use crate::cgroup::{read_vmstat, vmstat_delta, MemCgroup};
 use crate::journal::{self, Kind, Token};
@@ -364,6 +365,9 @@ pub fn record(o: &RecordOpts) -> Result<Recording, String> {
         .custom_flags(libc::O_NONBLOCK)
         .open(inst.dir.join("trace_pipe"))
         .map_err(|e| format!("trace_pipe: {e}"))?;
+    // What a cold cache still holds (mapped by other processes), as the
+    // command starts.
+    let resident = residency::mapped_files_residency(child.pid);
     let before = read_vmstat()?;
     inst.set("tracing_on", "1")?;
     let t0 = Instant::now();
@@ -408,7 +412,8 @@ pub fn record(o: &RecordOpts) -> Result<Recording, String> {
         counts: conv.counts.clone(),
         missing_events: missing,
     };
-    write_trace(o, &rec, &conv.files(), &body_path, &host.kernel_release)?;
+    let files = conv.files() + &conv.cached_lines(&resident);
+    write_trace(o, &rec, &files, &body_path, &host.kernel_release)?;
     drop(inst);
     drop(mnt);
     drop(scratch);
