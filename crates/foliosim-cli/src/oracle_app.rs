@@ -29,6 +29,16 @@ pub struct AppArgs {
     /// The tracing ring buffer per CPU, in KiB.
     #[arg(long, default_value_t = 65536)]
     buffer_kb: u64,
+    /// Swap for the real runs and the model alike: zram:SIZE (/dev/zram0,
+    /// reset after) or disk:SIZE (a swap file in --out), or none. An
+    /// application whose anonymous memory is over its limit needs it.
+    #[arg(long, default_value = "none")]
+    swap: String,
+    /// Run nothing on the host: replay the recordings --out already holds
+    /// (run0.trace...) in the model as it is now, their real counters
+    /// from the traces' headers: a model change re-scored in seconds.
+    #[arg(long)]
+    remodel: bool,
     /// The command and its arguments, after `--` (run by execve, no shell).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     cmd: Vec<OsString>,
@@ -103,7 +113,17 @@ pub fn run(a: &AppArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let host = foliosim_oracle::host::read_host(&a.out)?;
-    let cfg = crate::oracle_model::host_sim_config(&host, host.read_ahead_kb as u64, limit)?;
+    let mut cfg = crate::oracle_model::host_sim_config(&host, host.read_ahead_kb as u64, limit)?;
+    let swap =
+        foliosim_oracle::scn::parse_swap(Some(&a.swap)).map_err(|e| format!("--swap: {e}"))?;
+    // Set up before the first run, swapped off and undone after the last
+    // (journaled: `foliosim oracle restore` after a kill -9).
+    let _swap_guard = if a.remodel {
+        model_swap(&swap, &mut cfg);
+        Box::new(())
+    } else {
+        swap_on(&swap, &a.out, &mut cfg)?
+    };
     let mut real = Vec::new();
     let mut model = Vec::new();
     let mut rep = AppReport {
@@ -121,23 +141,11 @@ pub fn run(a: &AppArgs) -> Result<(), String> {
     };
     for i in 0..a.repeat {
         let trace = a.out.join(format!("run{i}.trace"));
-        // A cold page cache, as every oracle run starts.
-        foliosim_oracle::run::drop_caches()?;
-        let o = foliosim_oracle::record::RecordOpts {
-            cmd: a.cmd.clone(),
-            memcg_limit: Some(limit),
-            out: trace.clone(),
-            scratch: a.out.join(format!("scratch{i}")),
-            buffer_kb: a.buffer_kb,
-            raw: None,
+        let r = if a.remodel {
+            recorded(&trace)?
+        } else {
+            record_run(a, limit, i, &trace)?
         };
-        let r = foliosim_oracle::record::record(&o)?;
-        if r.exit_status != 0 {
-            return Err(format!(
-                "{}: exited with status {} (run {i})",
-                rep.cmd[0], r.exit_status
-            ));
-        }
         eprintln!(
             "foliosim oracle app: run {i}: {} events, {:.2} s; replaying",
             r.events,
@@ -165,6 +173,87 @@ pub fn run(a: &AppArgs) -> Result<(), String> {
         print!("{}", render(&rep));
     }
     Ok(())
+}
+
+/// Run `i` on the host, from a cold page cache as every oracle run.
+fn record_run(
+    a: &AppArgs,
+    limit: u64,
+    i: u32,
+    trace: &std::path::Path,
+) -> Result<foliosim_oracle::record::Recording, String> {
+    foliosim_oracle::run::drop_caches()?;
+    let o = foliosim_oracle::record::RecordOpts {
+        cmd: a.cmd.clone(),
+        memcg_limit: Some(limit),
+        out: trace.to_path_buf(),
+        scratch: a.out.join(format!("scratch{i}")),
+        buffer_kb: a.buffer_kb,
+        raw: None,
+    };
+    let r = foliosim_oracle::record::record(&o)?;
+    if r.exit_status != 0 {
+        return Err(format!(
+            "{}: exited with status {} (run {i})",
+            a.cmd[0].to_string_lossy(),
+            r.exit_status
+        ));
+    }
+    Ok(r)
+}
+
+/// A recording made before (--remodel): its real counters, events and
+/// lost events from the trace's header.
+fn recorded(trace: &std::path::Path) -> Result<foliosim_oracle::record::Recording, String> {
+    let rd = foliosim_workload::rectrace::open(trace).map_err(|e| e.to_string())?;
+    let num = |k: &str| -> Result<f64, String> {
+        let v = rd
+            .get(k)
+            .ok_or_else(|| format!("{}: no '# {k}:' header line", trace.display()))?;
+        v.parse()
+            .map_err(|_| format!("{}: '# {k}: {v}' is not a number", trace.display()))
+    };
+    let mut r = foliosim_oracle::record::Recording {
+        events: num("events")? as u64,
+        lost: num("lost-events")? as u64,
+        ..Default::default()
+    };
+    for (k, v) in rd.header() {
+        if let Some(name) = k.strip_prefix("real.") {
+            let v = v
+                .parse()
+                .map_err(|_| format!("{}: '# {k}: {v}' is not a number", trace.display()))?;
+            r.counters.insert(name.to_string(), v);
+        }
+    }
+    Ok(r)
+}
+
+/// The host's swap for the runs, and the model's the same.
+fn swap_on(
+    s: &foliosim_oracle::scn::SwapSpec,
+    out: &std::path::Path,
+    cfg: &mut foliosim::sim::SimConfig,
+) -> Result<Box<dyn std::any::Any>, String> {
+    use foliosim_oracle::scn::{hostcfg, SwapSpec};
+    let guard: Box<dyn std::any::Any> = match *s {
+        SwapSpec::None => Box::new(()),
+        SwapSpec::Zram(n) => Box::new(hostcfg::ZramSwap::setup(n)?),
+        SwapSpec::Disk(n) => Box::new(hostcfg::SwapFile::setup(&out.join("swapfile"), n)?),
+    };
+    model_swap(s, cfg);
+    Ok(guard)
+}
+
+/// The model's swap as --swap says, the host left alone (--remodel).
+fn model_swap(s: &foliosim_oracle::scn::SwapSpec, cfg: &mut foliosim::sim::SimConfig) {
+    use foliosim::mm::SwapKind;
+    use foliosim_oracle::scn::SwapSpec;
+    (cfg.mm.swap, cfg.mm.swap_bytes) = match *s {
+        SwapSpec::None => (SwapKind::None, 0),
+        SwapSpec::Zram(n) => (SwapKind::Zram, n),
+        SwapSpec::Disk(n) => (SwapKind::Disk, n),
+    };
 }
 
 fn rows(real: &[BTreeMap<String, f64>], model: &[BTreeMap<String, f64>]) -> Vec<Row> {

@@ -1086,13 +1086,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         self.wait_uptodate(mapping, index);
         // finish_fault(): map the faulting page, young.
-        self.map_folio_pte(file, id, memcg, true);
+        self.map_folio_pte(file, id, true);
         VmFault::Done
     }
 
     /// Installs the PTE for a folio (set_pte_range + folio_add_file_rmap).
     #[inline]
-    pub fn map_folio_pte(&mut self, file: &OpenFile, id: FolioId, memcg: MemcgId, young: bool) {
+    pub fn map_folio_pte(&mut self, file: &OpenFile, id: FolioId, young: bool) {
         self.core.pte_map_folio(file, id, young);
         let f = self.core.folios.get_mut(id);
         if young {
@@ -1100,8 +1100,10 @@ impl<P: ReclaimPolicy> Kernel<P> {
         }
         if !f.test(pg::MAPPED) {
             f.set(pg::MAPPED);
-            let order = f.order();
-            self.core.memcgs[memcg as usize].nr_mapped += 1 << order;
+            // NR_FILE_MAPPED is the folio's memcg's (lruvec_stat_mod_folio),
+            // not the faulting task's: a page cached by another group.
+            let (order, fm) = (f.order(), f.memcg);
+            self.core.memcgs[fm as usize].nr_mapped += 1 << order;
             if order == HPAGE_PMD_ORDER {
                 // finish_fault() -> do_set_pmd(): one PMD maps it.
                 self.core.count_vm(Item::THP_FILE_MAPPED, 1);
@@ -1125,7 +1127,6 @@ impl<P: ReclaimPolicy> Kernel<P> {
             let ev = crate::trace::Ev::FilemapMapPages;
             t.filemap_range(ev, cx, file.memcg, mapping, start, end);
         }
-        let memcg = file.memcg;
         let old_ptes = self.core.cfg.variants.old_prefaulted_ptes;
         let p1 = self.core.cfg.variants.mmap_miss_p1;
         let p2 = self.core.cfg.variants.mmap_miss_p2;
@@ -1133,7 +1134,7 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let (mut hits_all, mut hits_fault) = (0u32, 0u32);
         let mut mapped_fault = false;
         let end = end.min(self.core.files[mapping as usize].nr_pages() - 1);
-        let (mut nr_mapped_pages, mut nr_charged) = (0u64, 0u64);
+        let mut nr_mapped_pages = 0u64;
         let mut idx = start;
         while idx <= end {
             let cur = idx;
@@ -1194,14 +1195,14 @@ impl<P: ReclaimPolicy> Kernel<P> {
                 continue;
             }
             f.set(pg::MAPPED);
-            nr_charged += nr;
+            let fm = f.memcg;
+            self.core.memcgs[fm as usize].nr_mapped += nr;
             if nr == 1 << HPAGE_PMD_ORDER {
                 // filemap_map_pmd() -> do_set_pmd(): a PMD-sized folio is
                 // mapped whole by one PMD.
                 self.core.count_vm(Item::THP_FILE_MAPPED, 1);
             }
         }
-        self.core.memcgs[memcg as usize].nr_mapped += nr_charged;
         self.core
             .count_vm(Item::FAULTAROUND_MAPPED, nr_mapped_pages);
         self.core.cpu(self.core.cost.map_page * (end + 1 - start));

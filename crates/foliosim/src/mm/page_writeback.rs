@@ -112,6 +112,13 @@ impl<P: ReclaimPolicy> Kernel<P> {
         let mut prev_end = u64::MAX;
         for &id in &ids {
             let f = self.core.folios.get(id);
+            // Each folio once, as the dirty tag finds it: a large folio
+            // fills several slots of the walk, and the queue can hold a
+            // folio twice (dirtied again after a writeback) beside stale
+            // ids of the same index. Started ones are clean by now.
+            if !f.test(pg::DIRTY) || f.test(pg::WRITEBACK) {
+                continue;
+            }
             let (idx, nr) = (f.index as u64, f.nr_pages());
             if n > 0 && (pages + nr > batch.len() as u64 || prev_end != idx) {
                 self.submit_wb_batch(&batch[..n]);

@@ -149,6 +149,10 @@ enum Fd {
     /// Not yet identified: an open whose /proc entry was gone.
     Unknown {
         cloexec: bool,
+        /// The last fadvise on it (letter, offset, len), written when a
+        /// read identifies the file: RocksDB's POSIX_FADV_RANDOM on a
+        /// table is what keeps its readahead off.
+        advice: Option<(u8, i64, i64)>,
     },
 }
 
@@ -473,6 +477,19 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         let fd = num(f, "fd").unwrap_or(-1);
         match sc {
             "close" => self.close_fd(t, id, tgid, fd),
+            // readahead(2) is force_page_cache_readahead() of the range,
+            // what FADV_WILLNEED does.
+            "readahead" => {
+                if let Some(ofd) = self.ofd_of(t, id, tgid, fd) {
+                    let (off, len) = (
+                        num(f, "offset").unwrap_or(0).max(0),
+                        num(f, "count").unwrap_or(0).max(0),
+                    );
+                    if len > 0 {
+                        self.ev(t, id, format_args!("a {ofd} w {off} {len}"));
+                    }
+                }
+            }
             "fadvise64" => {
                 let adv = match num(f, "advice") {
                     Some(0) => "n",
@@ -483,12 +500,19 @@ impl<W: Write, P: Procfs> Conv<W, P> {
                     Some(5) => "o",
                     _ => return,
                 };
+                let (off, len) = (
+                    num(f, "offset").unwrap_or(0).max(0),
+                    num(f, "len").unwrap_or(0).max(0),
+                );
                 if let Some(ofd) = self.ofd_of(t, id, tgid, fd) {
-                    let (off, len) = (
-                        num(f, "offset").unwrap_or(0).max(0),
-                        num(f, "len").unwrap_or(0).max(0),
-                    );
                     self.ev(t, id, format_args!("a {ofd} {adv} {off} {len}"));
+                } else if let Some(Fd::Unknown { advice, .. }) = self
+                    .procs
+                    .get_mut(&tgid)
+                    .and_then(|p| p.fds.get_mut(&fd))
+                {
+                    // Written when a read identifies the file.
+                    *advice = Some((adv.as_bytes()[0], off, len));
                 }
             }
             "ftruncate" => {
@@ -600,14 +624,21 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         let cloexec = flags & O_CLOEXEC != 0;
         // A fd found pointing elsewhere (closed and reused since) is
         // identified by its reads' inode, like one already gone.
-        let slot = match self.proc_fs.fd(pid, fd) {
+        // Threads share their process's fd table: a thread already gone
+        // (RocksDB's table openers) is asked through its process.
+        let st = self.proc_fs.fd(pid, fd).or_else(|| {
+            (tgid != pid)
+                .then(|| self.proc_fs.fd(tgid, fd))
+                .flatten()
+        });
+        let slot = match st {
             Some(st) => match self.new_ofd(&st, flags) {
                 Some(ofd) => Some(Fd::Open { ofd, cloexec }),
-                None => Some(Fd::Unknown { cloexec }),
+                None => Some(Fd::Unknown { cloexec, advice: None }),
             },
             None => {
                 self.counts.fd_unresolved += 1;
-                Some(Fd::Unknown { cloexec })
+                Some(Fd::Unknown { cloexec, advice: None })
             }
         };
         if let Some(p) = self.procs.get_mut(&tgid) {
@@ -622,9 +653,11 @@ impl<W: Write, P: Procfs> Conv<W, P> {
     /// an unidentified one is identified by the inode its read met.
     fn ofd_of(&mut self, t: u64, id: u32, tgid: i32, fd: i64) -> Option<u32> {
         let slot = *self.procs.get(&tgid)?.fds.get(&fd)?;
+        let mut held = None;
         let ofd = match slot {
             Fd::Open { ofd, .. } => ofd,
-            Fd::Unknown { cloexec } => {
+            Fd::Unknown { cloexec, advice } => {
+                held = advice;
                 let pid = self
                     .tasks
                     .iter()
@@ -650,6 +683,10 @@ impl<W: Write, P: Procfs> Conv<W, P> {
             o.emitted = true;
             let file = o.file;
             self.ev(t, id, format_args!("o {ofd} {file}"));
+        }
+        if let Some((a, off, len)) = held {
+            let a = a as char;
+            self.ev(t, id, format_args!("a {ofd} {a} {off} {len}"));
         }
         Some(ofd)
     }
@@ -771,7 +808,7 @@ impl<W: Write, P: Procfs> Conv<W, P> {
                         .get_mut(&tgid)
                         .expect("live")
                         .fds
-                        .insert(new, Fd::Unknown { cloexec }),
+                        .insert(new, Fd::Unknown { cloexec, advice: None }),
                 };
             }
             None => {}
@@ -934,7 +971,7 @@ impl<W: Write, P: Procfs> Conv<W, P> {
             .filter(|(_, f)| {
                 matches!(
                     f,
-                    Fd::Open { cloexec: true, .. } | Fd::Unknown { cloexec: true }
+                    Fd::Open { cloexec: true, .. } | Fd::Unknown { cloexec: true, .. }
                 )
             })
             .map(|(fd, _)| *fd)
@@ -1450,6 +1487,12 @@ mod tests {
             l(10, "1.000012", "sched_process_fork", "parent_comm=app parent_pid=0xa (10) child_comm=app child_pid=0xb (11)"),
             l(11, "1.000020", "sys_enter_openat", "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)"),
             l(11, "1.000030", "sys_exit_openat", "ret=0x5 (5)"),
+            l(11, "1.000032", "sys_enter_fadvise64", "fd=0x5 (5) offset=0x0 (0) len=0x0 (0) advice=0x1 (1)"),
+            l(11, "1.000033", "sys_exit_fadvise64", "ret=0x0 (0)"),
+            // fd 3: /proc/11/fd/3 is gone with the thread; /proc/10/fd/3
+            // is the same table.
+            l(11, "1.000034", "sys_enter_openat", "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)"),
+            l(11, "1.000035", "sys_exit_openat", "ret=0x3 (3)"),
             l(11, "1.000040", "sched_process_exit", "comm=app pid=0xb (11) prio=0x78 (120) group_dead=0x0 (0)"),
             l(10, "1.000050", "sys_enter_pread64", "fd=0x5 (5) buf=(0x1) count=0x1000 (4096) pos=0x2000 (8192)"),
             l(10, "1.000060", "mm_filemap_get_pages", "i_ino=0x9 (9) s_dev=0xfe00000 (266338304) index=0x2 (2) last_index=0x2 (2)"),
@@ -1460,7 +1503,11 @@ mod tests {
         }
         let body = String::from_utf8(c.w.w.clone()).unwrap();
         assert!(body.contains(" n 2 t\n"), "{body}");
-        assert!(body.contains(" r 1 8192 4096 20\n"), "{body}");
+        // The file is known at the read, and the advice the thread gave
+        // before is written first.
+        assert!(body.contains(" o 2 2\n0 . a 2 r 0 0\n0 . r 2 8192 4096 20\n"), "{body}");
+        assert_eq!(c.counts.fd_unresolved, 1, "fd 3 found through the process");
+        assert!(c.files().contains("/data/f"), "{}", c.files());
     }
 
     #[test]

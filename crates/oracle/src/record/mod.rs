@@ -83,6 +83,7 @@ const SYSCALLS: &[&str] = &[
     "fsync",
     "fdatasync",
     "fadvise64",
+    "readahead",
     "ftruncate",
     "truncate",
     "unlink",
