@@ -124,3 +124,54 @@ fn a_replay_is_deterministic() {
     let b = serde_json::to_string(&run(&t, Some(32 * MIB), ReplayOpts::default()).0).unwrap();
     assert_eq!(a, b);
 }
+
+/// A 1 MiB library mapped privately, one page faulted: with its pages
+/// cached before the run (a `C` line: another process maps it) the fault
+/// is minor and charges nothing to the run's group; without, it is major.
+/// NR_FILE_MAPPED goes to the folio's group (the root), so unmapping it
+/// leaves every group's count whole (it underflowed before).
+#[test]
+fn pages_cached_before_the_run_fault_minor_and_stay_outside_the_group() {
+    let lib = |cached: &str| {
+        format!(
+            "{MAGIC}\nF 1 {0} {0} 254:0:11 /lib.so\n{cached}0 0 n 1 p\n\
+             10 1 mf 1 256 1 0 p\n10 . pf 1 3 r\n10 . mu 1\n10 . x\n",
+            MIB
+        )
+    };
+    let (warm, _) = run(&lib("C 1 0 256\n"), Some(64 * MIB), ReplayOpts::default());
+    assert_eq!(mc(&warm, "pgmajfault"), 0);
+    assert_eq!(mc(&warm, "file"), 0, "cached in the root group, not the run's");
+    assert_eq!(mc(&warm, "file_mapped"), 0);
+    let (cold, _) = run(&lib(""), Some(64 * MIB), ReplayOpts::default());
+    assert_eq!(mc(&cold, "pgmajfault"), 1);
+    assert!(mc(&cold, "file") > 0);
+}
+
+/// fsync of a file whose one large folio was written whole, while the
+/// flusher's queue is longer than the file (so the range is walked by
+/// index and meets the folio at each of its pages): the folio is written
+/// once. Before, it was started four times, nr_dirty underflowed, and
+/// balance_dirty_pages() spun for minutes (a LevelDB trace).
+#[test]
+fn fsync_starts_a_large_folio_once() {
+    let mut t = format!(
+        "{MAGIC}\nF 1 0 16384 254:0:12 /small\nF 2 {0} {0} 254:0:13 /big\n0 0 n 1 p\n\
+         10 1 o 1 1\n10 . o 2 2\n",
+        MIB
+    );
+    for i in 0..8u64 {
+        writeln!(t, "10 . w 2 {} 1 5", i * 8 * 4096).unwrap();
+    }
+    t += "10 . w 1 0 16384 5\n10 . s 1 100\n10 . x\n";
+    let mut cfg = SimConfig {
+        memcg_limit: Some(64 * MIB),
+        ..SimConfig::default()
+    };
+    cfg.mm.large_folios = true;
+    let rd = Reader::new(t.as_bytes(), "t.trace").unwrap();
+    let (r, _) = replay(cfg, rd, ReplayOpts::default()).unwrap();
+    // The fsync wrote the 4 pages of file 1; file 2's 8 stay dirty.
+    assert_eq!(vm(&r, "pgpgout"), 16, "KiB written back");
+    assert_eq!(mc(&r, "file_dirty"), 8 * 4096);
+}
