@@ -338,8 +338,23 @@ fn replay_reads_ahead_but_runs_every_request_and_reports_a_bad_record_where_it_i
 fn bench_prints_every_event_and_refuses_too_few_pages() {
     let (code, _, err) = foliosim(&["bench", "--pages", "10"]);
     assert_eq!(code, 2);
-    assert_eq!(err.trim(), "foliosim: --pages: 10 is below 1024");
-    let (code, out, err) = foliosim(&["bench", "--pages", "2048", "--rounds", "1", "--json"]);
+    assert_eq!(err.trim(), "foliosim: --pages: 10 is below 4096");
+    let (code, _, err) = foliosim(&["bench", "--trace-file", "/nonexistent.trace"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("foliosim: --trace-file /nonexistent.trace: "),
+        "{err}"
+    );
+    let (code, out, err) = foliosim(&[
+        "bench",
+        "--pages",
+        "4096",
+        "--rounds",
+        "1",
+        "--replay-events",
+        "20000",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let ev = v["events"].as_array().unwrap();
@@ -348,8 +363,13 @@ fn bench_prints_every_event_and_refuses_too_few_pages() {
             .iter()
             .find(|e| e["lru"] == lru && e["event"] == "page-cache hit")
             .unwrap();
-        assert_eq!(hit["events"], 2048);
+        assert_eq!(hit["events"], 4096);
     }
+    // The synthetic trace's replay: every event replayed (its own task
+    // and mapping lines on top).
+    let r = &v["replays"][0];
+    assert!(r["events"].as_u64().unwrap() >= 20000, "{r}");
+    assert!(r["events_per_s"].as_f64().unwrap() > 0.0, "{r}");
     assert!(ev
         .iter()
         .any(|e| e["event"] == "MGLRU aging walk (per PTE)"));

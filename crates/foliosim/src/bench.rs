@@ -355,6 +355,51 @@ fn one_round(pages: u64) -> Vec<EventCost> {
     out
 }
 
+/// A synthetic foliosim trace of about `events` events in the shape of a
+/// recorded application: four threads of one process reading a 256 MiB
+/// file in 16 KiB preads at scattered offsets, faulting a 64 MiB shared
+/// library's mapping and touching their heap (faults every fourth page),
+/// in a 128 MiB group, so reads miss, reclaim and refault.
+pub fn synthetic_trace(events: u64) -> String {
+    use std::fmt::Write;
+    const MIB: u64 = 1 << 20;
+    let mut t = format!(
+        "{}\n# memcg-limit: {}\nF 1 {2} {2} - /data\nF 2 {3} {3} - /lib.so\n0 0 n 1 p\n",
+        foliosim_workload::rectrace::MAGIC,
+        128 * MIB,
+        256 * MIB,
+        64 * MIB
+    );
+    t += "1 1 n 2 t\n1 1 n 3 t\n1 1 n 4 t\n1 1 o 1 1\n1 1 mf 1 16384 2 0 p\n1 1 ma 2 65536\n";
+    let mut x: u64 = 1;
+    for i in 0..events {
+        // The LCG of the catalogue's drivers (x = 69069 x + 1 mod 2^32).
+        x = (69069 * x + 1) % (1 << 32);
+        let task = 1 + i % 4;
+        let _ = match i % 8 {
+            0..=4 => writeln!(t, "2 {task} r 1 {} 16384 3", (x % 16384) * 16384),
+            5 | 6 => writeln!(t, "2 {task} pf 1 {} r", x % 16384),
+            _ => writeln!(t, "2 {task} pa 2 {} w", (x % 16384) * 4),
+        };
+    }
+    t += "1 2 x\n1 3 x\n1 4 x\n1 1 x\n";
+    t
+}
+
+/// Host seconds one replay of `trace` takes with the whole kernel model
+/// (`cfg` as given, the trace's own memcg limit when `cfg` has none),
+/// and the events it replayed.
+pub fn replay_speed(
+    cfg: crate::sim::SimConfig,
+    trace: &[u8],
+    label: &str,
+) -> Result<(u64, f64), String> {
+    let rd = foliosim_workload::rectrace::Reader::new(trace, label).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let (_, st) = crate::recreplay::replay(cfg, rd, Default::default())?;
+    Ok((st.events, t.elapsed().as_secs_f64()))
+}
+
 /// The table `foliosim bench` prints.
 pub fn render(rows: &[EventCost], pages: u64, runs: &[(String, f64)]) -> String {
     use std::fmt::Write;

@@ -141,7 +141,11 @@ fn pages_cached_before_the_run_fault_minor_and_stay_outside_the_group() {
     };
     let (warm, _) = run(&lib("C 1 0 256\n"), Some(64 * MIB), ReplayOpts::default());
     assert_eq!(mc(&warm, "pgmajfault"), 0);
-    assert_eq!(mc(&warm, "file"), 0, "cached in the root group, not the run's");
+    assert_eq!(
+        mc(&warm, "file"),
+        0,
+        "cached in the root group, not the run's"
+    );
     assert_eq!(mc(&warm, "file_mapped"), 0);
     let (cold, _) = run(&lib(""), Some(64 * MIB), ReplayOpts::default());
     assert_eq!(mc(&cold, "pgmajfault"), 1);

@@ -506,10 +506,8 @@ impl<W: Write, P: Procfs> Conv<W, P> {
                 );
                 if let Some(ofd) = self.ofd_of(t, id, tgid, fd) {
                     self.ev(t, id, format_args!("a {ofd} {adv} {off} {len}"));
-                } else if let Some(Fd::Unknown { advice, .. }) = self
-                    .procs
-                    .get_mut(&tgid)
-                    .and_then(|p| p.fds.get_mut(&fd))
+                } else if let Some(Fd::Unknown { advice, .. }) =
+                    self.procs.get_mut(&tgid).and_then(|p| p.fds.get_mut(&fd))
                 {
                     // Written when a read identifies the file.
                     *advice = Some((adv.as_bytes()[0], off, len));
@@ -626,19 +624,24 @@ impl<W: Write, P: Procfs> Conv<W, P> {
         // identified by its reads' inode, like one already gone.
         // Threads share their process's fd table: a thread already gone
         // (RocksDB's table openers) is asked through its process.
-        let st = self.proc_fs.fd(pid, fd).or_else(|| {
-            (tgid != pid)
-                .then(|| self.proc_fs.fd(tgid, fd))
-                .flatten()
-        });
+        let st = self
+            .proc_fs
+            .fd(pid, fd)
+            .or_else(|| (tgid != pid).then(|| self.proc_fs.fd(tgid, fd)).flatten());
         let slot = match st {
             Some(st) => match self.new_ofd(&st, flags) {
                 Some(ofd) => Some(Fd::Open { ofd, cloexec }),
-                None => Some(Fd::Unknown { cloexec, advice: None }),
+                None => Some(Fd::Unknown {
+                    cloexec,
+                    advice: None,
+                }),
             },
             None => {
                 self.counts.fd_unresolved += 1;
-                Some(Fd::Unknown { cloexec, advice: None })
+                Some(Fd::Unknown {
+                    cloexec,
+                    advice: None,
+                })
             }
         };
         if let Some(p) = self.procs.get_mut(&tgid) {
@@ -803,12 +806,13 @@ impl<W: Write, P: Procfs> Conv<W, P> {
                         .expect("live")
                         .fds
                         .insert(new, Fd::Open { ofd, cloexec }),
-                    None => self
-                        .procs
-                        .get_mut(&tgid)
-                        .expect("live")
-                        .fds
-                        .insert(new, Fd::Unknown { cloexec, advice: None }),
+                    None => self.procs.get_mut(&tgid).expect("live").fds.insert(
+                        new,
+                        Fd::Unknown {
+                            cloexec,
+                            advice: None,
+                        },
+                    ),
                 };
             }
             None => {}
@@ -1481,21 +1485,71 @@ mod tests {
     fn a_clone3_thread_shares_its_process_fds() {
         let mut c = Conv::new(Vec::new(), Fake, 10, &[]);
         let lines = [
-            l(10, "1.000000", "sys_exit_execve", "__syscall_nr=0x3b (59) ret=0x0 (0)"),
-            l(10, "1.000010", "sys_enter_clone3", "uargs=0x1 (1) size=0x58 (88)"),
-            l(10, "1.000011", "task_newtask", "pid=0xb (11) comm=app clone_flags=0x3d0f00 (4001536) oom_score_adj=0x0 (0)"),
-            l(10, "1.000012", "sched_process_fork", "parent_comm=app parent_pid=0xa (10) child_comm=app child_pid=0xb (11)"),
-            l(11, "1.000020", "sys_enter_openat", "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)"),
+            l(
+                10,
+                "1.000000",
+                "sys_exit_execve",
+                "__syscall_nr=0x3b (59) ret=0x0 (0)",
+            ),
+            l(
+                10,
+                "1.000010",
+                "sys_enter_clone3",
+                "uargs=0x1 (1) size=0x58 (88)",
+            ),
+            l(
+                10,
+                "1.000011",
+                "task_newtask",
+                "pid=0xb (11) comm=app clone_flags=0x3d0f00 (4001536) oom_score_adj=0x0 (0)",
+            ),
+            l(
+                10,
+                "1.000012",
+                "sched_process_fork",
+                "parent_comm=app parent_pid=0xa (10) child_comm=app child_pid=0xb (11)",
+            ),
+            l(
+                11,
+                "1.000020",
+                "sys_enter_openat",
+                "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)",
+            ),
             l(11, "1.000030", "sys_exit_openat", "ret=0x5 (5)"),
-            l(11, "1.000032", "sys_enter_fadvise64", "fd=0x5 (5) offset=0x0 (0) len=0x0 (0) advice=0x1 (1)"),
+            l(
+                11,
+                "1.000032",
+                "sys_enter_fadvise64",
+                "fd=0x5 (5) offset=0x0 (0) len=0x0 (0) advice=0x1 (1)",
+            ),
             l(11, "1.000033", "sys_exit_fadvise64", "ret=0x0 (0)"),
             // fd 3: /proc/11/fd/3 is gone with the thread; /proc/10/fd/3
             // is the same table.
-            l(11, "1.000034", "sys_enter_openat", "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)"),
+            l(
+                11,
+                "1.000034",
+                "sys_enter_openat",
+                "dfd=0xffffff9c (-100) filename=(0x1) flags=0x0 (0)",
+            ),
             l(11, "1.000035", "sys_exit_openat", "ret=0x3 (3)"),
-            l(11, "1.000040", "sched_process_exit", "comm=app pid=0xb (11) prio=0x78 (120) group_dead=0x0 (0)"),
-            l(10, "1.000050", "sys_enter_pread64", "fd=0x5 (5) buf=(0x1) count=0x1000 (4096) pos=0x2000 (8192)"),
-            l(10, "1.000060", "mm_filemap_get_pages", "i_ino=0x9 (9) s_dev=0xfe00000 (266338304) index=0x2 (2) last_index=0x2 (2)"),
+            l(
+                11,
+                "1.000040",
+                "sched_process_exit",
+                "comm=app pid=0xb (11) prio=0x78 (120) group_dead=0x0 (0)",
+            ),
+            l(
+                10,
+                "1.000050",
+                "sys_enter_pread64",
+                "fd=0x5 (5) buf=(0x1) count=0x1000 (4096) pos=0x2000 (8192)",
+            ),
+            l(
+                10,
+                "1.000060",
+                "mm_filemap_get_pages",
+                "i_ino=0x9 (9) s_dev=0xfe00000 (266338304) index=0x2 (2) last_index=0x2 (2)",
+            ),
             l(10, "1.000070", "sys_exit_pread64", "ret=0x1000 (4096)"),
         ];
         for s in &lines {
@@ -1505,7 +1559,10 @@ mod tests {
         assert!(body.contains(" n 2 t\n"), "{body}");
         // The file is known at the read, and the advice the thread gave
         // before is written first.
-        assert!(body.contains(" o 2 2\n0 . a 2 r 0 0\n0 . r 2 8192 4096 20\n"), "{body}");
+        assert!(
+            body.contains(" o 2 2\n0 . a 2 r 0 0\n0 . r 2 8192 4096 20\n"),
+            "{body}"
+        );
         assert_eq!(c.counts.fd_unresolved, 1, "fd 3 found through the process");
         assert!(c.files().contains("/data/f"), "{}", c.files());
     }
@@ -1565,9 +1622,12 @@ mod tests {
         assert_eq!(c.counts.exec_image_faults, 1);
         assert_eq!(c.files(), "F 1 65536 65536 254:0:7 /data/f\n");
         // Pages cached before the run, cut at the file's end (16 pages).
-        let resident = [((254, 0, 7), vec![(0, 2), (10, 100)]), ((254, 0, 8), vec![(0, 1)])]
-            .into_iter()
-            .collect();
+        let resident = [
+            ((254, 0, 7), vec![(0, 2), (10, 100)]),
+            ((254, 0, 8), vec![(0, 1)]),
+        ]
+        .into_iter()
+        .collect();
         assert_eq!(c.cached_lines(&resident), "C 1 0 2\nC 1 10 6\n");
         // And the trace reads back.
         let text = format!(

@@ -144,13 +144,22 @@ mod tests {
             parse_maps_line(l),
             Some(((254, 0, 329341), "7f12a000-7f12c000"))
         );
-        assert_eq!(parse_maps_line("7ffd000-7ffe000 rw-p 00000000 00:00 0                  [stack]"), None);
-        assert_eq!(parse_maps_line("55d0000-55d1000 rw-p 00000000 00:00 0 "), None);
+        assert_eq!(
+            parse_maps_line("7ffd000-7ffe000 rw-p 00000000 00:00 0                  [stack]"),
+            None
+        );
+        assert_eq!(
+            parse_maps_line("55d0000-55d1000 rw-p 00000000 00:00 0 "),
+            None
+        );
     }
 
     #[test]
     fn runs_of_resident_pages() {
-        assert_eq!(ranges(&[1, 1, 0, 0, 1, 3, 0, 1]), vec![(0, 2), (4, 2), (7, 1)]);
+        assert_eq!(
+            ranges(&[1, 1, 0, 0, 1, 3, 0, 1]),
+            vec![(0, 2), (4, 2), (7, 1)]
+        );
         assert_eq!(ranges(&[0, 0]), vec![]);
     }
 
