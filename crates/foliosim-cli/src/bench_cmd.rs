@@ -68,9 +68,7 @@ fn replay_speeds(a: &BenchArgs) -> Result<Vec<ReplaySpeed>, String> {
             .get("kernel")
             .and_then(|k| foliosim::mm::KernelRelease::parse(k).ok())
         {
-            cfg.mm.kernel = Some(k);
-            cfg.mm.variants = k.variants();
-            cfg.mm.large_folios = k.ext4_large_folios();
+            crate::oracle_model::set_release(&mut cfg.mm, k);
         }
         let real_wall_s = rd.get("real.wall_s").and_then(|v| v.parse().ok());
         let (events, secs) = foliosim::bench::replay_speed(cfg, &text, &label)?;

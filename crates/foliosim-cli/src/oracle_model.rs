@@ -43,6 +43,13 @@ pub(crate) fn oracle_model(
 /// read-ahead given, swappiness, fault-around, release (patches and page
 /// cache folio sizes), measured costs and device, file system and LRU,
 /// with one memory cgroup of `memcg_limit`.
+/// A release's patches and its page-cache folio sizes (ext4's).
+pub(crate) fn set_release(mm: &mut MmConfig, k: foliosim::mm::KernelRelease) {
+    mm.kernel = Some(k);
+    mm.variants = k.variants();
+    mm.large_folios = k.ext4_large_folios();
+}
+
 pub(crate) fn host_sim_config(
     host: &foliosim_oracle::HostInfo,
     read_ahead_kb: u64,
@@ -58,9 +65,7 @@ pub(crate) fn host_sim_config(
     mm.reserved_bytes = mm.reserved_bytes.min(mm.ram_bytes / 16);
     // The host's release: its patches and its page-cache folio sizes.
     if let Ok(k) = foliosim::mm::KernelRelease::parse(&host.kernel_release) {
-        mm.kernel = Some(k);
-        mm.variants = k.variants();
-        mm.large_folios = k.ext4_large_folios();
+        set_release(&mut mm, k);
     }
     let costs = host_costs(host);
     if let Some(d) = host_device(host, &costs) {
